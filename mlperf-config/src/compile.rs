@@ -1,0 +1,611 @@
+//! The configuration compiler: reads `rounds/`, `systems/` and `configs/`, resolves `extends`,
+//! validates everything against the schema, the systems and the rounds, and returns the tables that
+//! build.rs bakes (or every diagnostic, rendered like rustc's).
+
+use crate::benchmark::{self, BenchmarkInfo};
+use crate::diag::{did_you_mean, Diagnostic, FileId, Sources, Span};
+use crate::raw::parse_config_file;
+use crate::resolve::{resolve_all, ConfigUnit, Resolved};
+use crate::round::Round;
+use crate::schema::Settings;
+use crate::system::{load_system, SystemInfo};
+use crate::table::{CompiledConfig, FieldOrigin, Origin, Overridden};
+use crate::types::{PowerSetting, Scenario, Workload};
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+/// What to compile.
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// Project root holding `rounds/`, `systems/`, `configs/`.
+    pub root: PathBuf,
+    /// `system-*` features declared in Cargo.toml.
+    pub declared_features: Vec<String>,
+    /// `system-*` features enabled for this build.
+    pub enabled_features: Vec<String>,
+    /// Only these rounds (None = every file in rounds/).
+    pub rounds: Option<Vec<String>>,
+}
+
+/// A successful compilation.
+#[derive(Debug)]
+pub struct Compiled {
+    pub sources: Sources,
+    /// Default round first.
+    pub rounds: Vec<Round>,
+    pub systems: Vec<SystemInfo>,
+    pub configs: Vec<CompiledConfig>,
+    pub locked_system: Option<String>,
+    pub warnings: Vec<Diagnostic>,
+    /// Every file read, for `rerun-if-changed`.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// A failed compilation: the sources and every diagnostic found.
+#[derive(Debug)]
+pub struct CompileFailure {
+    pub sources: Sources,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CompileFailure {
+    pub fn render(&self) -> String {
+        let errors = self.diagnostics.iter().filter(|d| d.is_error()).count();
+        let mut out: String = self.diagnostics.iter().map(|d| d.render(&self.sources) + "\n").collect();
+        out.push_str(&format!("error: the MLPerf configuration has {errors} error{}\n", if errors == 1 { "" } else { "s" }));
+        out
+    }
+}
+
+fn files_with_ext(dir: &Path, ext: &str, recursive: bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && recursive {
+                out.extend(files_with_ext(&path, ext, true));
+            } else if path.extension().and_then(|e| e.to_str()) == Some(ext) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+}
+
+/// Reads a file into `sources`; an unreadable file becomes a diagnostic.
+fn read_into(sources: &mut Sources, root: &Path, path: &Path, errors: &mut Vec<Diagnostic>) -> Option<FileId> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(sources.add(relative(root, path), text)),
+        Err(e) => {
+            errors.push(Diagnostic::error("C0100", format!("cannot read {}: {e}", path.display())));
+            None
+        }
+    }
+}
+
+pub fn compile(options: &CompileOptions) -> Result<Compiled, CompileFailure> {
+    let root = &options.root;
+    let mut sources = Sources::default();
+    let mut errors = Vec::new();
+    let mut inputs = Vec::new();
+
+    // Rounds.
+    let mut rounds = Vec::new();
+    for path in files_with_ext(&root.join("rounds"), "toml", false) {
+        inputs.push(path.clone());
+        let Some(file) = read_into(&mut sources, root, &path, &mut errors) else { continue };
+        match toml::from_str::<Round>(sources.text(file)) {
+            Ok(round) => {
+                if options.rounds.as_ref().is_none_or(|keep| keep.iter().any(|r| *r == round.id)) {
+                    rounds.push(round);
+                }
+            }
+            Err(e) => {
+                let r = e.span().unwrap_or(0..0);
+                errors.push(
+                    Diagnostic::error("C0701", "invalid round table")
+                        .at(Span { file, start: r.start, end: r.end.max(r.start + 1) }, e.message().trim().to_string())
+                        .help("round files follow rounds/README.md"),
+                );
+            }
+        }
+    }
+    // Newest round first: it is the default.
+    rounds.sort_by(|a, b| round_order(&b.id).cmp(&round_order(&a.id)));
+
+    // Systems. Configs of a system whose files are broken are skipped rather than reported as
+    // configs of an unknown system.
+    let mut systems = Vec::new();
+    let mut broken_systems = Vec::new();
+    for path in files_with_ext(&root.join("systems"), "toml", false) {
+        let json_path = path.with_extension("json");
+        inputs.push(path.clone());
+        inputs.push(json_path.clone());
+        let Some(toml_file) = read_into(&mut sources, root, &path, &mut errors) else { continue };
+        if !json_path.exists() {
+            errors.push(
+                Diagnostic::error("C0402", format!("system `{}` has no description {}", relative(root, &path), relative(root, &json_path)))
+                    .at(Span { file: toml_file, start: 0, end: 1 }, "identity without description")
+                    .help("add the checker's system description JSON next to the identity file"),
+            );
+            continue;
+        }
+        let Some(json_file) = read_into(&mut sources, root, &json_path, &mut errors) else { continue };
+        match load_system(&sources, toml_file, json_file, &options.declared_features) {
+            Ok(system) => systems.push(system),
+            Err(mut e) => {
+                errors.append(&mut e);
+                broken_systems.extend(path.file_stem().and_then(|s| s.to_str()).map(str::to_string));
+            }
+        }
+    }
+
+    // Locked build.
+    let locked_system = select_system(options, &systems, &mut errors);
+
+    // Config files: parse; check their place, workload sections, keys and value types.
+    let mut units = Vec::new();
+    let mut places = Vec::new();
+    for path in files_with_ext(&root.join("configs"), "toml", true) {
+        inputs.push(path.clone());
+        let Some(file) = read_into(&mut sources, root, &path, &mut errors) else { continue };
+        match parse_config_file(&sources, file) {
+            Ok(parsed) => {
+                let unit = ConfigUnit { name: relative(&root.join("configs"), &path).trim_end_matches(".toml").to_string(), file: parsed };
+                check_values(&unit.file, &mut errors);
+                let place = classify(&unit, &sources, &systems, &broken_systems, &mut errors);
+                if let Some(Place::Concrete { .. }) = place {
+                    check_workload_sections(&unit, &mut errors);
+                }
+                units.push(unit);
+                places.push(place);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    // Resolving around a file that did not parse would only add noise (dangling references to it).
+    if !errors.is_empty() {
+        return Err(CompileFailure { sources, diagnostics: errors });
+    }
+    let resolved = match resolve_all(&units) {
+        Ok(r) => r,
+        Err(mut e) => {
+            errors.append(&mut e);
+            return Err(CompileFailure { sources, diagnostics: errors });
+        }
+    };
+
+    // Submission configs: configs/<benchmark>/<system>/<Scenario>.toml, one per workload section.
+    let mut configs = Vec::new();
+    for ((unit, place), resolved_sections) in units.iter().zip(&places).zip(&resolved) {
+        let Some(Place::Concrete { bench, system, scenario }) = place else { continue };
+        for (section, resolved) in unit.file.sections.iter().zip(resolved_sections) {
+            let workload = Workload::from_section_name(&section.name.value).expect("checked by check_workload_sections");
+            let key = Key { bench, system, scenario: *scenario, workload, header: section.name.span };
+            if let Some(config) = build_config(&key, resolved, &rounds, &sources, &mut errors) {
+                configs.push(config);
+            }
+        }
+    }
+    let warnings = scaling_warnings(&configs, &systems, &units, &sources);
+
+    if !errors.is_empty() {
+        return Err(CompileFailure { sources, diagnostics: dedupe(errors) });
+    }
+    if let Some(locked) = &locked_system {
+        systems.retain(|s| &s.id == locked);
+        configs.retain(|c| &c.system == locked);
+    }
+    configs.sort_by(|a, b| (&a.system, &a.benchmark, a.scenario, a.workload).cmp(&(&b.system, &b.benchmark, b.scenario, b.workload)));
+    Ok(Compiled { sources, rounds, systems, configs, locked_system, warnings, inputs })
+}
+
+/// One value inherited by many configs is reported once, with a count of the others.
+fn dedupe(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<(Diagnostic, usize)> = Vec::new();
+    for d in diagnostics {
+        let same = |o: &Diagnostic| o.code == d.code && o.message == d.message && o.primary.as_ref().map(|l| l.span) == d.primary.as_ref().map(|l| l.span);
+        match out.iter_mut().find(|(o, _)| same(o)) {
+            Some((_, count)) => *count += 1,
+            None => out.push((d, 0)),
+        }
+    }
+    out.into_iter()
+        .map(|(d, more)| if more == 0 { d } else { d.note(format!("the same value reaches {more} more config{} through `extends`", if more == 1 { "" } else { "s" })) })
+        .collect()
+}
+
+/// `v6.1` -> (6, 1), for ordering rounds newest first.
+fn round_order(id: &str) -> (u32, u32) {
+    let mut parts = id.trim_start_matches('v').split('.').map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+fn workload_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for harness in crate::types::Harness::ALL {
+        for accuracy in [crate::types::AccuracyTarget::K99, crate::types::AccuracyTarget::K99_9] {
+            for power in [PowerSetting::MaxP, PowerSetting::MaxQ] {
+                names.push(Workload { harness, accuracy, power }.section_name());
+            }
+        }
+    }
+    names
+}
+
+fn select_system(options: &CompileOptions, systems: &[SystemInfo], errors: &mut Vec<Diagnostic>) -> Option<String> {
+    match options.enabled_features.as_slice() {
+        [] => None,
+        [feature] => match systems.iter().find(|s| &s.feature == feature) {
+            Some(s) => Some(s.id.to_string()),
+            None => {
+                errors.push(
+                    Diagnostic::error("C0409", format!("feature `{feature}` selects no system"))
+                        .help(format!("no systems/<id>.toml sets feature = \"{feature}\"; add one or pick a feature of: {}", systems.iter().map(|s| s.feature.as_ref()).collect::<Vec<_>>().join(", "))),
+                );
+                None
+            }
+        },
+        many => {
+            errors.push(
+                Diagnostic::error("C0409", format!("{} system features are enabled: {}", many.len(), many.join(", ")))
+                    .note("a locked build holds exactly one system; a build without system features holds all of them")
+                    .help("enable at most one `system-*` feature"),
+            );
+            None
+        }
+    }
+}
+
+/// Sections of a system config are workloads, named like NVIDIA's legacy `config_ver` values.
+fn check_workload_sections(unit: &ConfigUnit, errors: &mut Vec<Diagnostic>) {
+    for section in &unit.file.sections {
+        if Workload::from_section_name(&section.name.value).is_some() {
+            continue;
+        }
+        let names = workload_names();
+        let d = Diagnostic::error("C0106", format!("`[{}]` is not a workload", section.name.value))
+            .at(section.name.span, "unknown workload section")
+            .note(format!("system configs hold one section per workload: {}", names.join(", ")));
+        errors.push(match did_you_mean(&section.name.value, names.iter().map(String::as_str)) {
+            Some(m) => d.help(format!("did you mean `[{m}]`?")),
+            None => d,
+        });
+    }
+}
+
+/// Every key must be a schema field, and every value must fit its field's type and unit.
+fn check_values(file: &crate::raw::ConfigFile, errors: &mut Vec<Diagnostic>) {
+    let mut scratch = Settings::default();
+    for section in &file.sections {
+        for (key, value) in &section.values {
+            let Some(index) = Settings::index_of(&key.value) else {
+                let d = Diagnostic::error("C0102", format!("unknown key `{}`", key.value)).at(key.span, "not a config field");
+                errors.push(match did_you_mean(&key.value, Settings::FIELDS.iter().map(|f| f.name)) {
+                    Some(m) => d.help(format!("did you mean `{m}`?")),
+                    None => d.help("`mlperf config fields` lists every field"),
+                });
+                continue;
+            };
+            if let Err(e) = scratch.set(index, value) {
+                let d = Diagnostic::error(e.code, e.message).at(e.span.unwrap_or(value.span), "wrong value");
+                errors.push(match e.help {
+                    Some(h) => d.help(h),
+                    None => d,
+                });
+            }
+        }
+    }
+}
+
+enum Place<'a> {
+    Defaults,
+    Concrete { bench: &'static BenchmarkInfo, system: &'a SystemInfo, scenario: Scenario },
+}
+
+/// Where a config file sits decides what it is: `<bench>/defaults`, `<bench>/<Scenario>` (abstract) or
+/// `<bench>/<system>/<Scenario>` (a submission config).
+fn classify<'a>(unit: &ConfigUnit, sources: &Sources, systems: &'a [SystemInfo], broken_systems: &[String], errors: &mut Vec<Diagnostic>) -> Option<Place<'a>> {
+    let whole = Span { file: unit.file.file, start: 0, end: sources.text(unit.file.file).find('\n').unwrap_or(1) };
+    let parts: Vec<&str> = unit.name.split('/').collect();
+    let bad_place = |msg: String| {
+        Diagnostic::error("C0105", msg)
+            .at(whole, "in this file")
+            .help("config files live at configs/<benchmark>/defaults.toml, configs/<benchmark>/<Scenario>.toml or configs/<benchmark>/<system>/<Scenario>.toml")
+    };
+    let Some(bench) = benchmark::find(parts[0]) else {
+        let d = bad_place(format!("`{}` is not a benchmark", parts[0]));
+        errors.push(match did_you_mean(parts[0], benchmark::BENCHMARKS.iter().map(|b| b.id)) {
+            Some(m) => d.note(format!("did you mean the directory `configs/{m}`?")),
+            None => d,
+        });
+        return None;
+    };
+    let scenario_of = |name: &str, errors: &mut Vec<Diagnostic>| {
+        let found = Scenario::ALL.into_iter().find(|s| s.name() == name);
+        if found.is_none() {
+            errors.push(bad_place(format!("`{name}.toml` is not named after a scenario ({})", Scenario::ALL.map(|s| s.name()).join(", "))));
+        }
+        found
+    };
+    match parts.as_slice() {
+        [_, "defaults"] => Some(Place::Defaults),
+        [_, scenario] => scenario_of(scenario, errors).map(|_| Place::Defaults),
+        [_, system, scenario] => {
+            let Some(sys) = systems.iter().find(|s| s.id == *system) else {
+                if broken_systems.iter().any(|b| b == system) {
+                    return None; // its own errors are reported
+                }
+                let d = Diagnostic::error("C0401", format!("config for system `{system}`, which does not exist"))
+                    .at(whole, "in this file")
+                    .note(format!("known systems: {}", systems.iter().map(|s| s.id.as_ref()).collect::<Vec<_>>().join(", ")));
+                errors.push(match did_you_mean(system, systems.iter().map(|s| s.id.as_ref())) {
+                    Some(m) => d.help(format!("did you mean `{m}`?")),
+                    None => d.help("add systems/<id>.toml and systems/<id>.json first (`mlperf systems` lists them)"),
+                });
+                return None;
+            };
+            Some(Place::Concrete { bench, system: sys, scenario: scenario_of(scenario, errors)? })
+        }
+        _ => {
+            errors.push(bad_place(format!("unexpected config file location configs/{}.toml", unit.name)));
+            None
+        }
+    }
+}
+
+struct Key<'a> {
+    bench: &'static BenchmarkInfo,
+    system: &'a SystemInfo,
+    scenario: Scenario,
+    workload: Workload,
+    header: Span,
+}
+
+fn origin(sources: &Sources, span: Span) -> Origin {
+    let (line, col) = sources.line_col(span.file, span.start);
+    Origin { file: Cow::Owned(sources.path(span.file).to_string()), line: line as u32, col: col as u32 }
+}
+
+/// Types the resolved values, records provenance and applies every rule that needs the full key.
+fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sources, errors: &mut Vec<Diagnostic>) -> Option<CompiledConfig> {
+    let before = errors.len();
+    let (bench, system, scenario, workload) = (key.bench, key.system, key.scenario, key.workload);
+    let mut settings = Settings::default();
+    let mut provenance = Vec::new();
+    for (field, history) in &resolved.fields {
+        let Some(index) = Settings::index_of(field) else { continue }; // reported by check_values
+        let effective = history.last().expect("history is never empty");
+        if settings.set(index, effective).is_err() {
+            continue; // reported by check_values
+        }
+        let spec = &Settings::FIELDS[index];
+        let misplaced = if !benchmark::applies(spec.benchmarks, bench) {
+            Some(format!("benchmark `{}` (it applies to {})", bench.id, spec.benchmarks.join(", ")))
+        } else if !spec.scenarios.is_empty() && !spec.scenarios.contains(&scenario.name()) {
+            Some(format!("the {scenario} scenario (it applies to {})", spec.scenarios.join(", ")))
+        } else if !spec.harness.is_empty() && !spec.harness.contains(&workload.harness.name()) {
+            Some(format!("the {} harness", workload.harness.name()))
+        } else {
+            None
+        };
+        if let Some(what) = misplaced {
+            errors.push(
+                Diagnostic::error("C0203", format!("`{field}` does not apply to {what}"))
+                    .at(effective.span, "not applicable here")
+                    .also(key.header, format!("resolved for {}/{}/{scenario} [{}]", system.id, bench.id, workload.section_name()))
+                    .help(format!("remove it, or move it to a config where it applies ({})", spec.doc)),
+            );
+        }
+        if spec.power == Some("MaxQ") && workload.power == PowerSetting::MaxP {
+            errors.push(
+                Diagnostic::error("C0204", format!("`{field}` is set on a MaxP workload"))
+                    .at(effective.span, "MaxP runs without a power limit")
+                    .also(key.header, "this workload is MaxP")
+                    .help("move it to a `[maxq]` section"),
+            );
+        }
+        provenance.push(FieldOrigin {
+            field: Cow::Owned(field.clone()),
+            value: Cow::Owned(effective.value.to_toml()),
+            at: origin(sources, effective.span),
+            overrode: Cow::Owned(
+                history[..history.len() - 1]
+                    .iter()
+                    .rev()
+                    .map(|v| Overridden { value: Cow::Owned(v.value.to_toml()), at: origin(sources, v.span) })
+                    .collect(),
+            ),
+        });
+    }
+    let span_of = |field: &str| resolved.effective(field).map(|v| v.span).unwrap_or(key.header);
+    let describe = format!("{}/{}/{scenario} [{}]", system.id, bench.id, workload.section_name());
+
+    // Required fields.
+    for spec in Settings::FIELDS.iter().filter(|f| f.required_for.contains(&scenario.name())) {
+        if resolved.effective(spec.name).is_none() {
+            errors.push(
+                Diagnostic::error("C0301", format!("{describe} lacks `{}`, which {scenario} requires", spec.name))
+                    .at(key.header, format!("no `{}` along this section's extends chain", spec.name))
+                    .help(format!("set `{} = ...` here or in a file it extends ({})", spec.name, spec.doc)),
+            );
+        }
+    }
+    if workload.power == PowerSetting::MaxQ && settings.power_limit.is_none() {
+        errors.push(
+            Diagnostic::error("C0205", format!("{describe} is a MaxQ workload without `power_limit`"))
+                .at(key.header, "MaxQ needs a power limit")
+                .help("set `power_limit = \"300 W\"` (or the limit you run at) in this section"),
+        );
+    }
+
+    if let Some(ns) = settings.server_target_latency_ns {
+        if ns % 1_000_000 != 0 {
+            errors.push(
+                Diagnostic::error("C0310", format!("server_target_latency_ns {ns} is not a whole number of milliseconds"))
+                    .at(span_of("server_target_latency_ns"), "LoadGen would truncate it")
+                    .note("LoadGen reads Server target_latency from user.conf as integer milliseconds (strtoull), so fractions are lost")
+                    .help(format!("use {} ms or {} ms", ns / 1_000_000, ns / 1_000_000 + 1)),
+            );
+        }
+    }
+
+    // Engine components.
+    if let Some(batch) = &settings.gpu_batch_size {
+        for (component, _) in batch.iter() {
+            if !bench.components.contains(&component.as_ref()) {
+                errors.push(
+                    Diagnostic::error("C0305", format!("`gpu_batch_size` names component `{component}`, which {} does not have", bench.id))
+                        .at(span_of("gpu_batch_size"), "unknown component")
+                        .help(format!("{}'s engine components are: {}", bench.id, bench.components.join(", "))),
+                );
+            }
+        }
+    }
+
+    // Parallelism must tile the system's GPUs.
+    let tp = settings.tensor_parallelism.unwrap_or(1);
+    let pp = settings.pipeline_parallelism.unwrap_or(1);
+    let gpus = system.total_gpus();
+    let parallel = benchmark::applies(&["llm"], bench) && (settings.tensor_parallelism.is_some() || settings.pipeline_parallelism.is_some());
+    if parallel && (tp * pp == 0 || gpus == 0 || gpus % (tp * pp) != 0) {
+        errors.push(
+            Diagnostic::error("C0306", format!("tensor x pipeline parallelism = {tp} x {pp} = {} does not divide the {gpus} GPUs of {}", tp * pp, system.id))
+                .at(span_of(if settings.tensor_parallelism.is_some() { "tensor_parallelism" } else { "pipeline_parallelism" }), "does not tile the GPUs")
+                .help(format!("choose TP x PP among the divisors of {gpus}")),
+        );
+    }
+
+    // Round rules: the config is valid in every round that has the benchmark, the scenario for this
+    // system type and the accuracy target.
+    let mut valid_rounds = Vec::new();
+    let mut why_not = Vec::new();
+    for round in rounds {
+        let Some(br) = round.benchmark(bench.id) else {
+            why_not.push(format!("{} does not have {}", round.id, bench.id));
+            continue;
+        };
+        if br.checker_model(workload.accuracy).is_none() {
+            why_not.push(format!("{} has no {} % accuracy target for {} (it has {})", round.id, workload.accuracy.key(), bench.id, br.checker_models.keys().collect::<Vec<_>>().join(", ")));
+            continue;
+        }
+        let allowed = br.allowed_scenarios(&system.system_type);
+        if !allowed.contains(&scenario) {
+            why_not.push(format!(
+                "{} allows {} on a `{}` system only in {}",
+                round.id,
+                bench.id,
+                system.system_type,
+                if allowed.is_empty() { "no scenario".to_string() } else { allowed.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ") }
+            ));
+            continue;
+        }
+        valid_rounds.push(Cow::Owned(round.id.to_string()));
+        if let Some(min) = settings.min_duration {
+            if min < round.min_duration_ms {
+                errors.push(
+                    Diagnostic::error("C0307", format!("min_duration {min} ms is below the {} minimum of {} ms", round.id, round.min_duration_ms))
+                        .at(span_of("min_duration"), "too short for a submission")
+                        .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
+                );
+            }
+        }
+        if let Some(count) = settings.performance_sample_count_override {
+            if count < br.performance_sample_count {
+                errors.push(
+                    Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))
+                        .at(span_of("performance_sample_count_override"), "too small for a submission")
+                        .help(format!("use at least {}", br.performance_sample_count)),
+                );
+            }
+        }
+        if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(scenario)) {
+            if target > limit {
+                errors.push(
+                    Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
+                        .at(span_of("server_target_latency_ns"), "above the benchmark's constraint")
+                        .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
+                );
+            }
+        }
+    }
+    if valid_rounds.is_empty() {
+        let code = if why_not.iter().all(|w| w.contains("does not have")) {
+            "C0302"
+        } else if why_not.iter().any(|w| w.contains("accuracy target")) {
+            "C0304"
+        } else {
+            "C0303"
+        };
+        errors.push(
+            Diagnostic::error(code, format!("{describe} is not a valid submission config in any round"))
+                .at(key.header, "defined here")
+                .note(why_not.join("; "))
+                .help(match code {
+                    "C0302" => "remove the config, or add the round that has this benchmark to rounds/".to_string(),
+                    "C0304" => "use the `[default]` (99 %) section for benchmarks without a high-accuracy variant".to_string(),
+                    _ => "configure a scenario the round allows for this system type, or fix `system_type` in the system description".to_string(),
+                }),
+        );
+    }
+    if errors.len() > before {
+        return None;
+    }
+    Some(CompiledConfig {
+        system: system.id.clone(),
+        benchmark: Cow::Borrowed(bench.id),
+        scenario,
+        workload,
+        rounds: Cow::Owned(valid_rounds),
+        settings,
+        provenance: Cow::Owned(provenance),
+        defined_at: origin(sources, key.header),
+    })
+}
+
+/// The throughput target a config promises (Offline / Server), for scaling checks.
+fn throughput(config: &CompiledConfig) -> Option<f64> {
+    config.settings.offline_expected_qps.or(config.settings.server_target_qps)
+}
+
+/// Warns when a larger system of the same GPU promises less throughput than a smaller one, or more
+/// than linear scaling from it.
+fn scaling_warnings(configs: &[CompiledConfig], systems: &[SystemInfo], units: &[ConfigUnit], sources: &Sources) -> Vec<Diagnostic> {
+    let gpu_of = |id: &str| systems.iter().find(|s| s.id == id).and_then(|s| s.hardware.gpu.as_ref().map(|g| (g.name.clone(), s.total_gpus())));
+    let header_span = |c: &CompiledConfig| {
+        units.iter().find_map(|u| {
+            u.file.sections.iter().find(|s| sources.path(u.file.file) == c.defined_at.file && sources.line_col(u.file.file, s.name.span.start).0 as u32 == c.defined_at.line).map(|s| s.name.span)
+        })
+    };
+    let mut warnings = Vec::new();
+    for big in configs {
+        let (Some((gpu, n)), Some(big_qps)) = (gpu_of(&big.system), throughput(big)) else { continue };
+        for small in configs.iter().filter(|c| c.benchmark == big.benchmark && c.scenario == big.scenario && c.workload == big.workload) {
+            let (Some((small_gpu, m)), Some(small_qps)) = (gpu_of(&small.system), throughput(small)) else { continue };
+            if small_gpu != gpu || m >= n {
+                continue;
+            }
+            let per_gpu_big = big_qps / n as f64;
+            let per_gpu_small = small_qps / m as f64;
+            let message = if big_qps < small_qps {
+                format!("{} promises {big_qps} qps for {}/{}, less than the {small_qps} of the smaller {}", big.system, big.benchmark, big.scenario, small.system)
+            } else if per_gpu_big > per_gpu_small * 1.10 {
+                format!("{} promises {per_gpu_big:.1} qps per GPU for {}/{}, more than 110 % of {}'s {per_gpu_small:.1}", big.system, big.benchmark, big.scenario, small.system)
+            } else {
+                continue;
+            };
+            let mut w = Diagnostic::warning("W0601", message).note("targets usually scale about linearly with GPU count; check for a typo");
+            if let Some(span) = header_span(big) {
+                w = w.at(span, format!("{} GPUs", n));
+            }
+            warnings.push(w);
+        }
+    }
+    warnings
+}
+

@@ -1,0 +1,252 @@
+//! Rounds as data: `rounds/<id>.toml` (from the official checker and LoadGen of that round) parsed
+//! strictly at build time and baked into the binary.
+
+use crate::bake::Bake;
+use crate::types::{AccuracyTarget, Scenario};
+use config_macros::Bake;
+use serde::Deserialize;
+use std::borrow::Cow;
+
+type Str = Cow<'static, str>;
+type List<T> = Cow<'static, [T]>;
+
+/// A small ordered map that bakes as a slice of pairs (sorted by key for deterministic output).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table<K: Clone + 'static, V: Clone + 'static>(pub Cow<'static, [(K, V)]>);
+
+impl<K: Clone, V: Clone> Default for Table<K, V> {
+    fn default() -> Self {
+        Table(Cow::Owned(Vec::new()))
+    }
+}
+
+impl<V: Clone> Table<Str, V> {
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_ref())
+    }
+}
+
+impl<K: Bake + Clone, V: Bake + Clone> Bake for Table<K, V> {
+    fn bake_into(&self, out: &mut String) {
+        out.push_str("::mlperf_config::Table(");
+        self.0.bake_into(out);
+        out.push(')');
+    }
+}
+
+impl<'de, V: Deserialize<'de> + Clone> Deserialize<'de> for Table<Str, V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, V>::deserialize(d)?;
+        Ok(Table(Cow::Owned(map.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())))
+    }
+}
+
+/// Seeds are written as strings in the round files: the schedule seed does not fit TOML's i64.
+fn seed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map_err(|_| serde::de::Error::custom(format!("seed \"{text}\" is not an unsigned 64-bit integer")))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Bake)]
+pub enum Layout {
+    /// v6.x: user.conf, measurements.json, README.md and TEST0x/ inside results/<sys>/<bench>/<Scenario>/; code in src/.
+    #[serde(rename = "v6")]
+    V6,
+    /// v5.x: top-level measurements/ and compliance/ trees; code in code/.
+    #[serde(rename = "v5")]
+    V5,
+}
+
+#[derive(Debug, Clone, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct LoadgenPin {
+    pub version: Str,
+    pub sha256: Str,
+    pub git_short: Str,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct Seeds {
+    #[serde(deserialize_with = "seed")]
+    pub qsl: u64,
+    #[serde(deserialize_with = "seed")]
+    pub sample_index: u64,
+    #[serde(deserialize_with = "seed")]
+    pub schedule: u64,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct ComplianceSeeds {
+    #[serde(deserialize_with = "seed")]
+    pub accuracy_log: u64,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct TokenLimits {
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+}
+
+#[derive(Debug, Clone, Deserialize, Bake, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSet {
+    #[serde(default)]
+    pub required: List<Str>,
+    #[serde(default)]
+    pub optional: List<Str>,
+}
+
+#[derive(Debug, Clone, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracyRequirement {
+    pub checker_model: Str,
+    pub metric: Str,
+    pub target: f64,
+    #[serde(default)]
+    pub upper: Option<f64>,
+    #[serde(default)]
+    pub delta_percent: Option<f64>,
+}
+
+/// What a compliance test's audit.config does and how its verification judges it.
+#[derive(Debug, Clone, Deserialize, Bake, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Audit {
+    #[serde(default)]
+    pub mode: Option<u64>,
+    #[serde(default)]
+    pub accuracy_log_sampling_target: Option<PerModel>,
+    #[serde(default)]
+    pub performance_delta_percent: Option<f64>,
+    #[serde(default)]
+    pub tolerance_percent: Option<f64>,
+    #[serde(default)]
+    pub performance_issue_unique: Option<u64>,
+    #[serde(default)]
+    pub performance_issue_same: Option<u64>,
+    #[serde(default)]
+    pub performance_issue_same_index: Option<u64>,
+    #[serde(default)]
+    pub min_query_count: Option<PerModel>,
+    #[serde(default)]
+    pub min_duration_ms: Option<u64>,
+}
+
+/// An audit value that is either the same for every model or given per LoadGen model name.
+#[derive(Debug, Clone, Deserialize, Bake)]
+#[serde(untagged)]
+pub enum PerModel {
+    All(u64),
+    Models(Table<Str, u64>),
+}
+
+impl PerModel {
+    pub fn for_model(&self, loadgen_model: &str) -> Option<u64> {
+        match self {
+            PerModel::All(v) => Some(*v),
+            PerModel::Models(t) => t.get(loadgen_model).copied(),
+        }
+    }
+}
+
+/// One benchmark as a round has it.
+#[derive(Debug, Clone, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarkRound {
+    pub loadgen_model: Str,
+    #[serde(default)]
+    pub interactive_loadgen_model: Option<Str>,
+    /// Accuracy target key (`99`, `99.9`) -> checker model / results directory name.
+    pub checker_models: Table<Str, Str>,
+    pub dataset_size: u64,
+    #[serde(default)]
+    pub accuracy_sample_count: Option<u64>,
+    pub performance_sample_count: u64,
+    #[serde(default)]
+    pub offline_min_samples_per_query: Option<u64>,
+    #[serde(default)]
+    pub min_queries: Table<Str, u64>,
+    #[serde(default)]
+    pub latency_constraint_ms: Table<Str, f64>,
+    #[serde(default)]
+    pub llm_latency_limits: Table<Str, TokenLimits>,
+    #[serde(default)]
+    pub use_token_latencies: Option<bool>,
+    /// System type (`datacenter`, `edge`, `datacenter_edge`) -> scenarios.
+    #[serde(default)]
+    pub scenarios: Table<Str, ScenarioSet>,
+    #[serde(default)]
+    pub compliance: List<Str>,
+    #[serde(default)]
+    pub accuracy: List<AccuracyRequirement>,
+}
+
+impl BenchmarkRound {
+    /// The checker model (and results directory) name for an accuracy target, if the round has it.
+    pub fn checker_model(&self, accuracy: AccuracyTarget) -> Option<&str> {
+        self.checker_models.get(accuracy.key()).map(|s| s.as_ref())
+    }
+
+    /// Scenarios a system of this type may submit (required and optional).
+    pub fn allowed_scenarios(&self, system_type: &str) -> Vec<Scenario> {
+        let key = system_type_key(system_type);
+        self.scenarios
+            .get(key)
+            .map(|set| set.required.iter().chain(set.optional.iter()).filter_map(|s| Scenario::parse(s)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The LoadGen model name for a scenario (Interactive runs the `-interactive` settings).
+    pub fn loadgen_model_for(&self, scenario: Scenario) -> &str {
+        match (scenario, &self.interactive_loadgen_model) {
+            (Scenario::Interactive, Some(m)) => m,
+            _ => &self.loadgen_model,
+        }
+    }
+
+    pub fn latency_constraint_ns(&self, scenario: Scenario) -> Option<u64> {
+        self.latency_constraint_ms.get(scenario.name()).map(|ms| (ms * 1e6).round() as u64)
+    }
+
+    pub fn accuracy_sample_count(&self) -> u64 {
+        self.accuracy_sample_count.unwrap_or(self.dataset_size)
+    }
+}
+
+/// `datacenter,edge` and `edge,datacenter` share one table key.
+pub fn system_type_key(system_type: &str) -> &str {
+    match system_type {
+        "datacenter,edge" | "edge,datacenter" => "datacenter_edge",
+        other => other,
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct Round {
+    pub id: Str,
+    pub checker_version: Str,
+    pub layout: Layout,
+    pub min_duration_ms: u64,
+    pub test_run_min_duration_ms: u64,
+    pub loadgen: LoadgenPin,
+    pub seeds: Seeds,
+    pub compliance_seeds: ComplianceSeeds,
+    pub accuracy_patterns: Table<Str, Str>,
+    #[serde(default)]
+    pub audits: Table<Str, Audit>,
+    pub benchmarks: Table<Str, BenchmarkRound>,
+}
+
+impl Round {
+    pub fn benchmark(&self, id: &str) -> Option<&BenchmarkRound> {
+        self.benchmarks.get(id)
+    }
+}

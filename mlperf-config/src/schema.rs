@@ -1,0 +1,252 @@
+//! The schema: every config field, once. `#[derive(ConfigFields)]` turns these declarations into the
+//! field registry (`Settings::FIELDS`) and the by-name setter the resolver uses; `#[derive(Bake)]`
+//! writes resolved values into the compiled tables.
+//!
+//! Attribute keys: `group`; `unit` (base unit of integer quantities); `benchmarks` (ids or the classes
+//! `llm`, `lwis`); `scenarios`; `harness`; `power` (the only power setting that may set it);
+//! `required` (scenarios whose submission configs must set it); `loadgen` (the user.conf key).
+//! Field names are NVIDIA's, so existing configs and `--field=value` habits carry over.
+
+use crate::field::{ComponentMap, StringList, StringMap};
+use crate::types::{DataType, DatasetSource, EngineKind, InputFormat};
+use config_macros::{Bake, ConfigFields};
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, Default, PartialEq, ConfigFields, Bake)]
+pub struct Settings {
+    // ---- LoadGen settings (written to user.conf) ----
+    /// Expected Offline throughput in samples/s; becomes Offline target_qps.
+    #[field(group = "loadgen", scenarios = "Offline", required = "Offline", loadgen = "target_qps")]
+    pub offline_expected_qps: Option<f64>,
+    /// Server target throughput in queries/s; target_qps = this x server_target_qps_adj_factor.
+    #[field(group = "loadgen", scenarios = ["Server", "Interactive"], required = ["Server", "Interactive"], loadgen = "target_qps")]
+    pub server_target_qps: Option<f64>,
+    /// Multiplier applied to server_target_qps when writing user.conf (NVIDIA default 1.0).
+    #[field(group = "loadgen", scenarios = ["Server", "Interactive"])]
+    pub server_target_qps_adj_factor: Option<f64>,
+    /// Server latency bound per query; may only tighten the benchmark's constraint.
+    #[field(group = "loadgen", unit = "ns", scenarios = ["Server", "Interactive"], loadgen = "target_latency")]
+    pub server_target_latency_ns: Option<u64>,
+    /// Expected SingleStream latency per query; sizes LoadGen's generated schedule.
+    #[field(group = "loadgen", unit = "ns", scenarios = "SingleStream", required = "SingleStream", loadgen = "target_latency")]
+    pub single_stream_expected_latency_ns: Option<u64>,
+    /// Expected MultiStream latency per query; sizes LoadGen's generated schedule.
+    #[field(group = "loadgen", unit = "ns", scenarios = "MultiStream", required = "MultiStream", loadgen = "target_latency")]
+    pub multi_stream_expected_latency_ns: Option<u64>,
+    /// Minimum test duration; submissions need at least the round's minimum (600 s).
+    #[field(group = "loadgen", unit = "ms", loadgen = "min_duration")]
+    pub min_duration: Option<u64>,
+    /// Maximum test duration (0 = none).
+    #[field(group = "loadgen", unit = "ms", loadgen = "max_duration")]
+    pub max_duration: Option<u64>,
+    /// Minimum number of queries; may only raise the benchmark's value.
+    #[field(group = "loadgen", loadgen = "min_query_count")]
+    pub min_query_count: Option<u64>,
+    /// Maximum number of queries (0 = none).
+    #[field(group = "loadgen", loadgen = "max_query_count")]
+    pub max_query_count: Option<u64>,
+    /// Performance sample set size; may only raise the round's value in a submission.
+    #[field(group = "loadgen", loadgen = "performance_sample_count_override")]
+    pub performance_sample_count_override: Option<u64>,
+    /// Server: coalesce queued queries into one issue call.
+    #[field(group = "loadgen", scenarios = ["Server", "Interactive"], loadgen = "coalesce_queries")]
+    pub coalesce_queries: Option<bool>,
+    /// Server: maximum outstanding queries before LoadGen stops issuing.
+    #[field(group = "loadgen", scenarios = ["Server", "Interactive"], loadgen = "max_async_queries")]
+    pub max_async_queries: Option<u64>,
+
+    // ---- Harness ----
+    /// CUDA streams per GPU for host-to-device copies.
+    #[field(group = "harness")]
+    pub gpu_copy_streams: Option<u64>,
+    /// CUDA streams per GPU for inference.
+    #[field(group = "harness")]
+    pub gpu_inference_streams: Option<u64>,
+    /// Run inference on the copy streams instead of separate inference streams.
+    #[field(group = "harness")]
+    pub run_infer_on_copy_streams: Option<bool>,
+    /// Batcher takes at most one batch from the queue per dequeue (LWIS deque limit).
+    #[field(group = "harness", benchmarks = "lwis")]
+    pub use_deque_limit: Option<bool>,
+    /// How long the batcher waits to fill a batch.
+    #[field(group = "harness", unit = "us")]
+    pub deque_timeout_usec: Option<u64>,
+    /// One batcher thread per device instead of one for all.
+    #[field(group = "harness")]
+    pub use_batcher_thread_per_device: Option<bool>,
+    /// One CUDA worker thread per device.
+    #[field(group = "harness")]
+    pub use_cuda_thread_per_device: Option<bool>,
+    /// Completion threads that return finished batches to LoadGen.
+    #[field(group = "harness")]
+    pub complete_threads: Option<u64>,
+    /// QSL keeps samples in device memory, skipping host-to-device copies.
+    #[field(group = "harness")]
+    pub start_from_device: Option<bool>,
+    /// Leave outputs on the device (3D-UNet).
+    #[field(group = "harness", benchmarks = "3d-unet")]
+    pub end_on_device: Option<bool>,
+    /// Capture one CUDA graph per (stream, batch size).
+    #[field(group = "harness")]
+    pub use_graphs: Option<bool>,
+    /// Spin-wait on completion events (SingleStream latency).
+    #[field(group = "harness")]
+    pub use_spin_wait: Option<bool>,
+    /// Samples are laid out contiguously, so batches need no gather.
+    #[field(group = "harness")]
+    pub assume_contiguous: Option<bool>,
+    /// The preprocessed dataset is one coalesced tensor per input.
+    #[field(group = "harness")]
+    pub coalesced_tensor: Option<bool>,
+    /// Threads that call the SUT's issue path in Server (LoadGen server_num_issue_query_threads).
+    #[field(group = "harness", scenarios = ["Server", "Interactive"])]
+    pub server_num_issue_query_threads: Option<u64>,
+    /// Warm-up before the timed run.
+    #[field(group = "harness", unit = "ms")]
+    pub warmup_duration: Option<u64>,
+    /// GPU-to-CPU pinning, NVIDIA syntax "0-3:0-55,112-167&4-7:56-111,168-223".
+    #[field(group = "harness")]
+    pub numa_config: Option<Cow<'static, str>>,
+    /// `nvidia-smi boost-slider --vboost` value during the run (Hopper/Blackwell).
+    #[field(group = "harness")]
+    pub vboost_slider: Option<u64>,
+    /// Preprocessed input tensors, relative to the scratch space's preprocessed_data/.
+    #[field(group = "dataset")]
+    pub tensor_path: Option<Cow<'static, str>>,
+    /// Sample map (image name and label per line), relative to the scratch space.
+    #[field(group = "dataset", benchmarks = ["resnet50", "retinanet", "3d-unet"])]
+    pub map_path: Option<Cow<'static, str>>,
+    /// Real MLPerf data or generated synthetic data (never submittable).
+    #[field(group = "dataset")]
+    pub dataset: Option<DatasetSource>,
+
+    // ---- Model ----
+    /// Batch size per engine component, e.g. { resnet50 = 2048 }.
+    #[field(group = "model")]
+    pub gpu_batch_size: Option<ComponentMap>,
+    /// Engine precision.
+    #[field(group = "model")]
+    pub precision: Option<DataType>,
+    /// Data type of preprocessed inputs.
+    #[field(group = "model")]
+    pub input_dtype: Option<DataType>,
+    /// Layout of preprocessed inputs.
+    #[field(group = "model")]
+    pub input_format: Option<InputFormat>,
+    /// Use FP8 kernels where the engine offers them.
+    #[field(group = "model")]
+    pub use_fp8: Option<bool>,
+    /// Model file, relative to the scratch space's models/.
+    #[field(group = "model")]
+    pub model_path: Option<Cow<'static, str>>,
+    /// Engine family: our GPU engines, the CPU engine, or an external serving engine.
+    #[field(group = "model")]
+    pub engine: Option<EngineKind>,
+    /// Input image side in pixels (synthetic workloads may run at reduced resolution).
+    #[field(group = "model", benchmarks = ["resnet50", "retinanet"])]
+    pub image_size: Option<u64>,
+    /// BERT: sequence length the engine is optimised for.
+    #[field(group = "model", benchmarks = "bert")]
+    pub bert_opt_seqlen: Option<u64>,
+    /// BERT: use the small-tile GEMM kernels.
+    #[field(group = "model", benchmarks = "bert")]
+    pub use_small_tile_gemm_plugin: Option<bool>,
+    /// DLRMv2: fraction of embedding weights held on the GPU.
+    #[field(group = "model", benchmarks = "dlrm-v2")]
+    pub embedding_weights_on_gpu_part: Option<f64>,
+    /// DLRMv2: number of sample bundles in flight per GPU.
+    #[field(group = "model", benchmarks = "dlrm-v2")]
+    pub gpu_num_bundles: Option<u64>,
+
+    // ---- Engine build ----
+    /// Scratch workspace the engine builder may give a layer.
+    #[field(group = "engine", unit = "bytes")]
+    pub workspace_size: Option<u64>,
+    /// Limit the SMs an engine uses (0 = all).
+    #[field(group = "engine")]
+    pub active_sms: Option<u64>,
+    /// Batch size for INT8 calibration.
+    #[field(group = "engine")]
+    pub calib_batch_size: Option<u64>,
+    /// Number of calibration batches.
+    #[field(group = "engine")]
+    pub calib_max_batches: Option<u64>,
+    /// INT8 calibration cache file, relative to the project root.
+    #[field(group = "engine")]
+    pub cache_file: Option<Cow<'static, str>>,
+
+    // ---- Power ----
+    /// GPU power limit; MaxQ workloads must set it, MaxP ones must not.
+    #[field(group = "power", unit = "W", power = "MaxQ")]
+    pub power_limit: Option<u64>,
+
+    // ---- LLM serving ----
+    /// Tensor parallelism per model instance.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub tensor_parallelism: Option<u64>,
+    /// Pipeline parallelism per model instance.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub pipeline_parallelism: Option<u64>,
+    /// Expert parallelism for mixture-of-experts models.
+    #[field(group = "llm", benchmarks = ["mixtral-8x7b", "deepseek-r1"])]
+    pub moe_expert_parallelism: Option<u64>,
+    /// Maximum requests in flight to the serving engine.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub max_concurrency: Option<u64>,
+    /// OpenAI-compatible endpoints of the serving engine instances.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub llm_server_urls: Option<StringList>,
+    /// Serving engine build flags (TensorRT-LLM build / vLLM engine args).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub trtllm_build_flags: Option<StringMap>,
+    /// Serving engine runtime flags.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub trtllm_runtime_flags: Option<StringMap>,
+    /// Quantized checkpoint flags.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub trtllm_checkpoint_flags: Option<StringMap>,
+    /// How queries are spread over instances (round_robin, load_balancing, isl_load_balancing).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub traffic_distribution_policy: Option<Cow<'static, str>>,
+
+    // ---- Compliance audits ----
+    /// Server target QPS multiplier for audit runs (NVIDIA uses 0.92).
+    #[field(group = "audit", scenarios = ["Server", "Interactive"])]
+    pub audit_server_target_qps_adj_factor: Option<f64>,
+    /// How often a failed audit is retried (NVIDIA: TEST01 2, TEST04 3).
+    #[field(group = "audit")]
+    pub audit_retries: Option<u64>,
+}
+
+impl Settings {
+    /// Index of a field by name.
+    pub fn index_of(name: &str) -> Option<usize> {
+        Self::FIELDS.iter().position(|f| f.name == name)
+    }
+
+    /// `(field, value text)` of every field that is set, in registry order.
+    pub fn set_fields(&self) -> impl Iterator<Item = (&'static crate::field::FieldSpec, String)> + '_ {
+        Self::FIELDS.iter().enumerate().filter_map(|(i, spec)| self.get(i).map(|v| (spec, v)))
+    }
+
+    /// Batch size of one component, e.g. `batch_size("resnet50")`.
+    pub fn batch_size(&self, component: &str) -> Option<u64> {
+        self.gpu_batch_size.as_ref()?.iter().find(|(c, _)| c == component).map(|(_, b)| *b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_complete_and_unique() {
+        let names: std::collections::BTreeSet<_> = Settings::FIELDS.iter().map(|f| f.name).collect();
+        assert_eq!(names.len(), Settings::FIELDS.len());
+        assert!(Settings::FIELDS.iter().all(|f| !f.doc.is_empty()));
+        let qps = &Settings::FIELDS[Settings::index_of("offline_expected_qps").unwrap()];
+        assert_eq!((qps.loadgen_key, qps.required_for), (Some("target_qps"), &["Offline"][..]));
+        let lat = &Settings::FIELDS[Settings::index_of("server_target_latency_ns").unwrap()];
+        assert_eq!(lat.unit, Some("ns"));
+    }
+}

@@ -1,0 +1,9 @@
+//! The lean runtime: hardware detection, selection of compiled configs, generated submission files,
+//! and (in later modules) the LoadGen harness, engines, accuracy and submission tools. The binary
+//! passes it the compiled [`mlperf_config::Tables`].
+
+pub mod detect;
+pub mod fsutil;
+pub mod generate;
+pub mod select;
+pub mod show;

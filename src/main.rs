@@ -1,0 +1,26 @@
+//! `mlperf`: the compiled MLPerf Inference submission tool. The configuration this binary runs was
+//! validated at build time and baked into `TABLES`; the runtime crate does the work.
+
+mod cli;
+
+use clap::Parser;
+use mlperf_config::Tables;
+
+mod tables {
+    include!(concat!(env!("OUT_DIR"), "/tables.rs"));
+}
+
+static TABLES: Tables = Tables {
+    rounds: tables::ROUNDS,
+    systems: tables::SYSTEMS,
+    configs: tables::CONFIGS,
+    locked_system: tables::LOCKED_SYSTEM,
+};
+
+fn main() {
+    let args = cli::Cli::parse();
+    if let Err(message) = cli::run(args, &TABLES) {
+        eprintln!("error: {message}");
+        std::process::exit(1);
+    }
+}
