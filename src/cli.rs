@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::Tables;
-use mlperf_runtime::{detect, generate, select, show};
+use mlperf_runtime::{detect, generate, harness, select, show};
 
 #[derive(Parser, Debug)]
 #[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
@@ -58,11 +58,47 @@ pub enum Command {
         #[arg(long)]
         prune: bool,
     },
+    /// Run LoadGen tests of the selected configs and print a result table.
+    #[command(name = "run_harness", alias = "run-harness")]
+    RunHarness(HarnessArgs),
+    /// Prepare engines for the selected configs, then run them (generate_engines + run_harness).
+    Run(HarnessArgs),
+    /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
+    #[command(name = "run_loadgen_test", hide = true)]
+    RunLoadgenTest { dir: std::path::PathBuf },
     /// Inspect the compiled configuration.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+}
+
+/// Flags of run_harness / run (NVIDIA's names).
+#[derive(Args, Debug)]
+pub struct HarnessArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// PerformanceOnly, AccuracyOnly, SubmissionRun (accuracy then performance) or FindPeakPerformance.
+    #[arg(long = "test_mode", default_value = "PerformanceOnly")]
+    pub test_mode: String,
+    /// One-minute runs (min_duration 60 s, Offline/Server min_query_count 1); never submittable.
+    #[arg(long = "test_run")]
+    pub test_run: bool,
+    /// Run a compliance test of the round (TEST01, TEST04, TEST06, ...) with its audit settings.
+    #[arg(long = "audit_test")]
+    pub audit_test: Option<String>,
+    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
+    #[arg(long, default_value = "config")]
+    pub backend: String,
+    /// Per-batch latency of the fixed_latency backend, in microseconds.
+    #[arg(long = "backend_latency_us", default_value_t = 1000)]
+    pub backend_latency_us: u64,
+    /// Round whose LoadGen and rules apply (default: the newest).
+    #[arg(long)]
+    pub round: Option<String>,
+    /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
+    #[arg(long = "log_dir")]
+    pub log_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -79,8 +115,32 @@ pub enum ConfigCommand {
     Fields,
 }
 
-pub fn run(cli: Cli, tables: &'static Tables) -> Result<(), String> {
+/// Splits `--<config field>=<value>` overrides (NVIDIA's RUN_ARGS habit) off the arguments.
+pub fn split_overrides(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let mut rest = Vec::new();
+    let mut overrides = Vec::new();
+    for arg in args {
+        match arg.strip_prefix("--").and_then(|a| a.split_once('=')) {
+            Some((field, value)) if mlperf_config::Settings::index_of(field).is_some() => overrides.push((field.to_string(), value.to_string())),
+            _ => rest.push(arg),
+        }
+    }
+    (rest, overrides)
+}
+
+pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
+    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_)) {
+        return Err(format!("config overrides (--{}=...) apply only to run_harness and run", overrides[0].0));
+    }
     match cli.command {
+        Command::RunHarness(args) | Command::Run(args) => {
+            let outcomes = run_harness(args, overrides, tables)?;
+            print!("{}", harness::report::table(&outcomes));
+            if outcomes.iter().any(|o| o.status == "ABORTED") {
+                return Err("interrupted".into());
+            }
+        }
+        Command::RunLoadgenTest { dir } => harness::run_one(tables, &dir)?,
         Command::Info => {
             let hw = detect::detect()?;
             print!("{}", show::info(tables, &hw));
@@ -119,6 +179,41 @@ pub fn run(cli: Cli, tables: &'static Tables) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<Vec<harness::report::Outcome>, String> {
+    let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
+    let configs = selected_configs(tables, &choice, &args.selection)?;
+    let round = match &args.round {
+        Some(id) => tables.round(id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables)))?,
+        None => tables.default_round(),
+    };
+    if let Some(c) = configs.iter().find(|c| !c.rounds.iter().any(|r| *r == round.id)) {
+        return Err(format!("{}/{}/{} is not a valid config in round {} (valid in: {})", c.system, c.benchmark, c.scenario, round.id, c.rounds.join(", ")));
+    }
+    let mut caveats = Vec::new();
+    if !choice.hardware_mismatch.is_empty() {
+        caveats.push(format!("system {} chosen against the hardware: {}", choice.system.id, choice.hardware_mismatch.join("; ")));
+    }
+    let default_logs = match &args.audit_test {
+        Some(test) => std::path::PathBuf::from("build/compliance_logs").join(test),
+        None => std::path::PathBuf::from("build/logs"),
+    };
+    let log_dir = args.log_dir.unwrap_or(default_logs);
+    harness::run_all(&harness::RunRequest {
+        tables,
+        system: choice.system,
+        round,
+        configs,
+        test_mode: harness::TestMode::parse(&args.test_mode)?,
+        test_run: args.test_run,
+        audit_test: args.audit_test,
+        backend: harness::Backend::parse(&args.backend, args.backend_latency_us)?,
+        overrides,
+        caveats,
+        log_dir: &log_dir,
+        timestamp: harness::timestamp(),
+    })
 }
 
 fn round_ids(tables: &Tables) -> String {

@@ -18,8 +18,9 @@ static TABLES: Tables = Tables {
 };
 
 fn main() {
-    let args = cli::Cli::parse();
-    if let Err(message) = cli::run(args, &TABLES) {
+    let (args, overrides) = cli::split_overrides(std::env::args().collect());
+    let cli = cli::Cli::parse_from(args);
+    if let Err(message) = cli::run(cli, overrides, &TABLES) {
         eprintln!("error: {message}");
         std::process::exit(1);
     }

@@ -137,6 +137,8 @@ pub struct Audit {
     pub min_query_count: Option<PerModel>,
     #[serde(default)]
     pub min_duration_ms: Option<u64>,
+    #[serde(default)]
+    pub sample_concatenate_permutation: Option<u64>,
 }
 
 /// An audit value that is either the same for every model or given per LoadGen model name.

@@ -5,5 +5,6 @@
 pub mod detect;
 pub mod fsutil;
 pub mod generate;
+pub mod harness;
 pub mod select;
 pub mod show;

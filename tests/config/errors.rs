@@ -46,9 +46,8 @@ fn fixture_base_is_valid() {
     let qps = maxq.origin_of("offline_expected_qps").unwrap();
     assert_eq!(qps.at.file, "configs/resnet50/TESTBOX-H100x8/Offline.toml");
     let overridden: Vec<&str> = qps.overrode.iter().map(|o| o.value.as_ref()).collect();
-    // Parents merge left to right with their whole resolved view: x8#default re-applies the x1
-    // default (90000) after x1#maxq (60000), so the history reads, newest first:
-    assert_eq!(overridden, ["720000", "90000", "60000"]);
+    // Precedence (C3): x8#maxq, x1#maxq, x8#default, x1#default, ... so, newest first:
+    assert_eq!(overridden, ["60000", "720000", "90000"]);
 }
 
 #[test]

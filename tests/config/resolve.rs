@@ -1,5 +1,6 @@
-//! Property tests of `extends` resolution: last writer wins along the merge order, provenance names
-//! the section that wrote the value, and the order files are read in does not matter.
+//! Property tests of `extends` resolution: the highest-precedence writer wins (Python's C3 method
+//! resolution order, re-implemented here as the reference), provenance names the section that
+//! wrote the value, and the order files are read in does not matter.
 
 use mlperf_config::diag::{Sources, Span};
 use mlperf_config::raw::{ConfigFile, RawValue, Section, Spanned};
@@ -50,22 +51,45 @@ fn units(graph: &[GenFile], order: &[usize]) -> (Vec<ConfigUnit>, Sources) {
     (units, sources)
 }
 
-/// Reference semantics, written directly: parents left to right, then own values in order.
-fn expected(graph: &[GenFile], i: usize) -> BTreeMap<&'static str, (i64, usize)> {
-    let mut out = BTreeMap::new();
+/// Reference: Python's C3 linearization of file `i` (itself first), or None when inconsistent.
+fn mro(graph: &[GenFile], i: usize) -> Option<Vec<usize>> {
+    let mut lists: Vec<Vec<usize>> = Vec::new();
     for &p in &graph[i].parents {
-        out.extend(expected(graph, p));
+        lists.push(mro(graph, p)?);
     }
-    for (f, v) in &graph[i].values {
-        out.insert(FIELDS[*f], (*v, i));
+    lists.push(graph[i].parents.clone());
+    let mut out = vec![i];
+    loop {
+        lists.retain(|l| !l.is_empty());
+        if lists.is_empty() {
+            return Some(out);
+        }
+        let head = lists.iter().map(|l| l[0]).find(|h| lists.iter().all(|l| !l[1..].contains(h)))?;
+        out.push(head);
+        for l in &mut lists {
+            if l[0] == head {
+                l.remove(0);
+            }
+        }
     }
-    out
+}
+
+/// Reference semantics: the first file in the MRO that sets a field wins; within a file, the last
+/// value written.
+fn expected(graph: &[GenFile], i: usize) -> Option<BTreeMap<&'static str, (i64, usize)>> {
+    let mut out = BTreeMap::new();
+    for f in mro(graph, i)?.into_iter().rev() {
+        for (field, v) in &graph[f].values {
+            out.insert(FIELDS[*field], (*v, f));
+        }
+    }
+    Some(out)
 }
 
 /// Resolved effective values per file name: field -> (value, writing file).
-fn effective(graph: &[GenFile], order: &[usize]) -> BTreeMap<String, BTreeMap<String, (i64, String)>> {
+fn effective(graph: &[GenFile], order: &[usize]) -> Option<BTreeMap<String, BTreeMap<String, (i64, String)>>> {
     let (units, sources) = units(graph, order);
-    let resolved = resolve_all(&units).expect("acyclic graphs resolve");
+    let resolved = resolve_all(&units).ok()?;
     units
         .iter()
         .zip(resolved)
@@ -81,7 +105,8 @@ fn effective(graph: &[GenFile], order: &[usize]) -> BTreeMap<String, BTreeMap<St
                 .collect();
             (u.name.clone(), fields)
         })
-        .collect()
+        .collect::<BTreeMap<_, _>>()
+        .into()
 }
 
 proptest! {
@@ -89,12 +114,18 @@ proptest! {
     fn last_writer_wins_with_provenance(graph in files()) {
         let order: Vec<usize> = (0..graph.len()).collect();
         let got = effective(&graph, &order);
-        for i in 0..graph.len() {
-            let want: BTreeMap<String, (i64, String)> = expected(&graph, i)
-                .into_iter()
-                .map(|(k, (v, f))| (k.to_string(), (v, format!("configs/f{f}.toml"))))
-                .collect();
-            prop_assert_eq!(&got[&format!("f{i}")], &want);
+        let consistent = (0..graph.len()).all(|i| mro(&graph, i).is_some());
+        // Inconsistent orders are rejected (C0503), exactly when the reference finds no MRO.
+        prop_assert_eq!(got.is_some(), consistent);
+        if let Some(got) = got {
+            for i in 0..graph.len() {
+                let want: BTreeMap<String, (i64, String)> = expected(&graph, i)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(k, (v, f))| (k.to_string(), (v, format!("configs/f{f}.toml"))))
+                    .collect();
+                prop_assert_eq!(&got[&format!("f{i}")], &want);
+            }
         }
     }
 
@@ -110,6 +141,20 @@ proptest! {
         }
         prop_assert_eq!(effective(&graph, &forward), effective(&graph, &shuffled));
     }
+}
+
+#[test]
+fn shared_ancestors_never_override_their_descendants() {
+    // f0 = defaults, f1 = scenario defaults overriding f0, f2 = a flag file on f0, f3 extends [f1, f2].
+    let graph = [
+        GenFile { parents: vec![], values: vec![(0, 1)] },
+        GenFile { parents: vec![0], values: vec![(0, 2)] },
+        GenFile { parents: vec![0], values: vec![(1, 7)] },
+        GenFile { parents: vec![1, 2], values: vec![] },
+    ];
+    let got = effective(&graph, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(got["f3"]["offline_expected_qps"], (2, "configs/f1.toml".to_string()));
+    assert_eq!(got["f3"]["gpu_copy_streams"], (7, "configs/f2.toml".to_string()));
 }
 
 #[test]

@@ -1,0 +1,163 @@
+//! The batching SUT (NVIDIA's LWIS): LoadGen's issue thread only queues samples; a batcher per
+//! device takes up to one batch, waiting at most the deque timeout for it to fill; inference workers
+//! per device run the engine and complete each batch through LoadGen's thread-safe completion.
+
+use crate::harness::engine::{Engine, SampleSource};
+use mlperf_loadgen::{QuerySample, Response, Sut};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Every knob comes from the compiled config (`gpu_batch_size`, `deque_timeout_usec`,
+/// `gpu_inference_streams`, `use_deque_limit`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatcherConfig {
+    pub batch_size: usize,
+    pub deque_timeout: Duration,
+    /// Inference workers per device.
+    pub workers_per_device: usize,
+    /// With a deque limit the batcher takes at most one batch per dequeue; without it, a batcher
+    /// that finds a backlog hands out full batches back to back without waiting.
+    pub use_deque_limit: bool,
+}
+
+struct Queue {
+    samples: Mutex<VecDeque<QuerySample>>,
+    ready: Condvar,
+    stop: AtomicBool,
+}
+
+/// Counters for progress display and tests.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub issued: AtomicU64,
+    pub completed: AtomicU64,
+    pub batches: AtomicU64,
+    pub largest_batch: AtomicU64,
+}
+
+/// A batching SUT over one engine instance per device.
+pub struct BatchingSut {
+    name: String,
+    queue: Arc<Queue>,
+    counters: Arc<Counters>,
+    threads: Vec<JoinHandle<()>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl BatchingSut {
+    /// Starts one batcher and `workers_per_device` workers for each device's engine.
+    pub fn start(name: &str, devices: Vec<Arc<dyn Engine>>, source: Arc<dyn SampleSource>, config: BatcherConfig) -> BatchingSut {
+        assert!(config.batch_size > 0 && config.workers_per_device > 0, "validated config");
+        let queue = Arc::new(Queue { samples: Mutex::new(VecDeque::new()), ready: Condvar::new(), stop: AtomicBool::new(false) });
+        let counters = Arc::new(Counters::default());
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for (device, engine) in devices.into_iter().enumerate() {
+            // Two batches in flight per worker keep the engine busy while the next one fills.
+            let (tx, rx) = sync_channel::<Vec<QuerySample>>(config.workers_per_device * 2);
+            let rx = Arc::new(Mutex::new(rx));
+            let q = queue.clone();
+            let c = counters.clone();
+            threads.push(std::thread::Builder::new().name(format!("batcher-{device}")).spawn(move || batch_loop(&q, &c, &tx, config)).expect("spawn batcher"));
+            for worker in 0..config.workers_per_device {
+                let (rx, engine, source, counters, errors) = (rx.clone(), engine.clone(), source.clone(), counters.clone(), errors.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("infer-{device}-{worker}"))
+                        .spawn(move || infer_loop(&rx, engine.as_ref(), source.as_ref(), &counters, &errors))
+                        .expect("spawn worker"),
+                );
+            }
+        }
+        BatchingSut { name: name.to_string(), queue, counters, threads, errors }
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Stops the threads; returns the engine errors seen during the run.
+    pub fn finish(mut self) -> Vec<String> {
+        self.queue.stop.store(true, Ordering::SeqCst);
+        self.queue.ready.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        std::mem::take(&mut *self.errors.lock().expect("errors lock"))
+    }
+}
+
+/// Takes batches off the shared queue for one device.
+fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySample>>, config: BatcherConfig) {
+    loop {
+        let mut samples = queue.samples.lock().expect("queue lock");
+        // Wait for the first sample.
+        while samples.is_empty() {
+            if queue.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            samples = queue.ready.wait_timeout(samples, Duration::from_millis(50)).expect("queue lock").0;
+        }
+        // Then wait up to the deque timeout for a full batch, unless a backlog is already there.
+        let deadline = Instant::now() + config.deque_timeout;
+        while samples.len() < config.batch_size && (config.use_deque_limit || samples.len() < 2 * config.batch_size) {
+            let now = Instant::now();
+            if now >= deadline || queue.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            samples = queue.ready.wait_timeout(samples, deadline - now).expect("queue lock").0;
+        }
+        let take = samples.len().min(config.batch_size);
+        let batch: Vec<QuerySample> = samples.drain(..take).collect();
+        drop(samples);
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters.largest_batch.fetch_max(batch.len() as u64, Ordering::Relaxed);
+        if out.send(batch).is_err() {
+            return;
+        }
+    }
+}
+
+fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, source: &dyn SampleSource, counters: &Counters, errors: &Mutex<Vec<String>>) {
+    let mut outputs = Vec::new();
+    loop {
+        let batch = match rx.lock().expect("receiver lock").recv() {
+            Ok(b) => b,
+            Err(_) => return, // batcher stopped
+        };
+        let indices: Vec<usize> = batch.iter().map(|s| s.index).collect();
+        outputs.clear();
+        if let Err(e) = engine.infer(&indices, source, &mut outputs) {
+            errors.lock().expect("errors lock").push(e);
+            outputs.clear();
+        }
+        // Every sample is completed exactly once, with an empty response if the engine failed
+        // (the run is then reported as failed, not left hanging).
+        let responses: Vec<Response<'_>> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match outputs.get(i) {
+                Some(bytes) => Response::new(s.id, bytes),
+                None => Response::empty(s.id),
+            })
+            .collect();
+        mlperf_loadgen::query_samples_complete(&responses);
+        counters.completed.fetch_add(batch.len() as u64, Ordering::Relaxed);
+    }
+}
+
+impl Sut for BatchingSut {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn issue_query(&self, samples: &[QuerySample]) {
+        self.counters.issued.fetch_add(samples.len() as u64, Ordering::Relaxed);
+        self.queue.samples.lock().expect("queue lock").extend(samples.iter().copied());
+        self.queue.ready.notify_all();
+    }
+}

@@ -1,0 +1,50 @@
+//! The engine interface the harness drives, and the test engines: a null engine that answers
+//! instantly and a fixed-latency engine that stands in for a device of known speed.
+
+use std::time::Duration;
+
+/// Sample data for engines: the QSL's view of loaded samples.
+pub trait SampleSource: Send + Sync {
+    /// Bytes of one loaded sample (its preprocessed tensor).
+    fn sample(&self, index: usize) -> &[u8];
+}
+
+/// A model on one device. `infer` fills `outputs` with one response per sample, in order.
+pub trait Engine: Send + Sync {
+    fn name(&self) -> &str;
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String>;
+}
+
+/// The deterministic answer of the test engines: a class id per sample index, as a little-endian
+/// i32 (the ImageNet accuracy script's int32 format), so TEST01 comparisons pass.
+pub fn test_label(index: usize) -> i32 {
+    ((index as u64 * 7919) % 1000) as i32
+}
+
+/// Answers immediately.
+pub struct NullEngine;
+
+impl Engine for NullEngine {
+    fn name(&self) -> &str {
+        "null"
+    }
+    fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        outputs.extend(indices.iter().map(|&i| test_label(i).to_le_bytes().to_vec()));
+        Ok(())
+    }
+}
+
+/// Takes a fixed time per batch, whatever its size: a device with known latency and throughput.
+pub struct FixedLatencyEngine {
+    pub latency: Duration,
+}
+
+impl Engine for FixedLatencyEngine {
+    fn name(&self) -> &str {
+        "fixed-latency"
+    }
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        std::thread::sleep(self.latency);
+        NullEngine.infer(indices, source, outputs)
+    }
+}

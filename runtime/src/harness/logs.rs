@@ -1,0 +1,89 @@
+//! Reading LoadGen's logs: `mlperf_log_detail.txt` (`:::MLLOG {json}` lines, first value per key,
+//! as the checker reads them) and `mlperf_log_summary.txt` (`key : value` lines).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A parsed detail log.
+#[derive(Debug, Clone, Default)]
+pub struct DetailLog {
+    /// First value of each key.
+    pub values: BTreeMap<String, Value>,
+    /// `(key, value)` of every line with `metadata.is_error`.
+    pub errors: Vec<(String, Value)>,
+    pub warnings: Vec<(String, Value)>,
+}
+
+impl DetailLog {
+    /// Parses the text; a malformed `:::MLLOG` line is an error (the checker aborts on it too).
+    pub fn parse(text: &str) -> Result<DetailLog, String> {
+        let mut log = DetailLog::default();
+        for (n, line) in text.lines().enumerate() {
+            let Some(json) = line.strip_prefix(":::MLLOG ") else { continue };
+            let record: Value = serde_json::from_str(json).map_err(|e| format!("detail log line {}: {e}", n + 1))?;
+            let key = record["key"].as_str().unwrap_or_default().to_string();
+            let value = record["value"].clone();
+            if record["metadata"]["is_error"].as_bool() == Some(true) {
+                log.errors.push((key.clone(), value.clone()));
+            }
+            if record["metadata"]["is_warning"].as_bool() == Some(true) {
+                log.warnings.push((key.clone(), value.clone()));
+            }
+            log.values.entry(key).or_insert(value);
+        }
+        Ok(log)
+    }
+
+    pub fn read(path: &Path) -> Result<DetailLog, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    pub fn f64(&self, key: &str) -> Option<f64> {
+        self.get(key).and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+    }
+
+    pub fn u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+    }
+
+    pub fn bool(&self, key: &str) -> Option<bool> {
+        self.get(key).and_then(Value::as_bool)
+    }
+}
+
+/// `key : value` pairs of a summary file (first occurrence wins).
+pub fn parse_summary(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            out.entry(k.trim().to_string()).or_insert_with(|| v.trim().to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detail_log_keeps_first_values_and_errors() {
+        let text = r#":::MLLOG {"key": "result_validity", "value": "VALID", "time_ms": 1, "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME", "metadata": {"is_error": false, "is_warning": false, "file": "f", "line_no": 1, "pid": 1, "tid": 1}}
+:::MLLOG {"key": "result_validity", "value": "INVALID", "time_ms": 1, "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME", "metadata": {"is_error": false, "is_warning": false, "file": "f", "line_no": 1, "pid": 1, "tid": 1}}
+:::MLLOG {"key": "error_runtime", "value": "Ran out", "time_ms": 1, "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME", "metadata": {"is_error": true, "is_warning": false, "file": "f", "line_no": 1, "pid": 1, "tid": 1}}"#;
+        let log = DetailLog::parse(text).unwrap();
+        assert_eq!(log.str("result_validity"), Some("VALID"));
+        assert_eq!(log.errors.len(), 1);
+        assert!(DetailLog::parse(":::MLLOG {broken").is_err());
+    }
+}
