@@ -2,7 +2,10 @@
 //! and (in later modules) the LoadGen harness, engines, accuracy and submission tools. The binary
 //! passes it the compiled [`mlperf_config::Tables`].
 
+pub mod accuracy;
+pub mod dataset;
 pub mod detect;
+pub mod engines;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;

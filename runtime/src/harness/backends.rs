@@ -2,7 +2,7 @@
 //! the issue call, and a fixed-latency device behind the real batching SUT. Both are test doubles,
 //! so their runs are never submittable.
 
-use crate::harness::engine::{test_label, SampleSource};
+use crate::harness::engine::{test_label, Sample, SampleSource};
 use mlperf_loadgen::{Qsl, QuerySample, Response, Sut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ impl Qsl for EmptyQsl {
 }
 
 impl SampleSource for EmptyQsl {
-    fn sample(&self, _: usize) -> &[u8] {
-        &[]
+    fn sample(&self, _: usize) -> Sample {
+        Sample::empty()
     }
 }

@@ -1,12 +1,45 @@
 //! The engine interface the harness drives, and the test engines: a null engine that answers
 //! instantly and a fixed-latency engine that stands in for a device of known speed.
 
+use std::ops::{Deref, Range};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The bytes of one loaded sample: a range of a shared buffer (a whole contiguous tensor file, or
+/// one sample's own buffer), so handing a sample to an engine never copies it.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    buf: Arc<[u8]>,
+    range: Range<usize>,
+}
+
+impl Sample {
+    pub fn new(buf: Arc<[u8]>, range: Range<usize>) -> Sample {
+        assert!(range.end <= buf.len(), "sample range inside its buffer");
+        Sample { buf, range }
+    }
+
+    pub fn whole(buf: Arc<[u8]>) -> Sample {
+        let len = buf.len();
+        Sample { buf, range: 0..len }
+    }
+
+    pub fn empty() -> Sample {
+        Sample::whole(Arc::from(Vec::new()))
+    }
+}
+
+impl Deref for Sample {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
+}
 
 /// Sample data for engines: the QSL's view of loaded samples.
 pub trait SampleSource: Send + Sync {
-    /// Bytes of one loaded sample (its preprocessed tensor).
-    fn sample(&self, index: usize) -> &[u8];
+    /// One loaded sample (its preprocessed tensor). Only samples LoadGen asked to load are valid.
+    fn sample(&self, index: usize) -> Sample;
 }
 
 /// A model on one device. `infer` fills `outputs` with one response per sample, in order.

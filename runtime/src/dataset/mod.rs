@@ -1,0 +1,1 @@
+//! Scratch space, preprocessing and sample libraries.

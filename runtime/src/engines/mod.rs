@@ -1,0 +1,1 @@
+//! Engines behind the harness's `Engine` trait.
