@@ -44,6 +44,19 @@ pub enum Command {
     Info,
     /// The systems this binary holds.
     Systems,
+    /// Scaffold systems/<id>.{toml,json} from this machine's hardware; prints the Cargo feature line.
+    #[command(name = "add_system", alias = "add-system")]
+    AddSystem {
+        /// New system id, e.g. MyBox_L40Sx4 (names files and config directories).
+        #[arg(long)]
+        id: String,
+        /// Cargo feature that locks a build to it, e.g. system-mybox.
+        #[arg(long)]
+        feature: String,
+        /// Project root (where systems/ and Cargo.toml are).
+        #[arg(long, default_value = ".")]
+        root: std::path::PathBuf,
+    },
     /// Write user.conf, measurements.json, README.md, mlperf.conf and system descriptions for every
     /// compiled config into measurements/ (or --out), in each round's layout.
     #[command(name = "generate_conf_files", alias = "generate-conf-files")]
@@ -146,6 +159,15 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             print!("{}", show::info(tables, &hw));
         }
         Command::Systems => print!("{}", show::systems(tables)),
+        Command::AddSystem { id, feature, root } => {
+            let hw = detect::detect()?;
+            let (files, line) = mlperf_runtime::scaffold::add_system(&root, &id, &feature, &hw)?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            println!("Now: fill every empty field of the description (the build names each one), add `{line}`");
+            println!("under [features] in Cargo.toml, and add configs under configs/<benchmark>/{id}/<Scenario>.toml.");
+        }
         Command::GenerateConfFiles { out, round, prune } => {
             let rounds: Vec<_> = match round.as_str() {
                 "all" => tables.rounds.iter().collect(),

@@ -9,5 +9,6 @@ pub mod engines;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
+pub mod scaffold;
 pub mod select;
 pub mod show;

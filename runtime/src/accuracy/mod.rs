@@ -1,1 +1,27 @@
 //! Accuracy scoring of LoadGen accuracy logs, writing accuracy.txt like the official scripts.
+//!
+//! Each scorer reads `mlperf_log_accuracy.json` ([`log`]) plus what it needs about the dataset and
+//! returns a score whose `accuracy_txt()` is the text the official MLCommons script prints, which
+//! the submission checker's `ACC_PATTERN` regex reads:
+//!
+//! - [`imagenet::score_imagenet`]: ResNet50 top-1 (`accuracy-imagenet.py`),
+//!   `accuracy=76.456%, good=38228, total=50000`;
+//! - [`squad::score_squad`]: BERT SQuAD v1.1 exact match and F1 (`accuracy-squad.py` +
+//!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`.
+//!
+//! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
+
+pub mod imagenet;
+pub mod log;
+pub mod squad;
+
+use std::path::Path;
+
+pub use imagenet::{ImagenetScore, score_imagenet};
+pub use log::LogDtype;
+pub use squad::{SquadScore, SquadScoreOptions, score_squad};
+
+/// Writes `accuracy.txt` (atomically) with `text`, e.g. a score's `accuracy_txt()`.
+pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
+    crate::fsutil::write_atomic(path, text.as_bytes())
+}

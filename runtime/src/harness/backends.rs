@@ -10,6 +10,8 @@ use std::sync::Arc;
 /// Completes every sample synchronously inside `issue_query` (LoadGen's overhead only).
 pub struct NullSut {
     pub completed: Arc<AtomicU64>,
+    /// LLM benchmarks: report a first token, then a two-token answer.
+    pub token_latencies: bool,
 }
 
 impl Sut for NullSut {
@@ -18,11 +20,28 @@ impl Sut for NullSut {
     }
 
     fn issue_query(&self, samples: &[QuerySample]) {
-        let labels: Vec<[u8; 4]> = samples.iter().map(|s| test_label(s.index).to_le_bytes()).collect();
-        let responses: Vec<Response<'_>> = samples.iter().zip(&labels).map(|(s, l)| Response::new(s.id, l)).collect();
-        mlperf_loadgen::query_samples_complete(&responses);
+        let answers: Vec<Vec<u8>> = samples.iter().map(|s| test_answer(s.index, self.token_latencies)).collect();
+        complete_with_tokens(samples, &answers, self.token_latencies);
         self.completed.fetch_add(samples.len() as u64, Ordering::Relaxed);
     }
+}
+
+/// The test engines' answer: one i32 class id, or two i32 "tokens" for LLM benchmarks.
+pub fn test_answer(index: usize, tokens: bool) -> Vec<u8> {
+    let label = test_label(index).to_le_bytes();
+    if tokens { [label, label].concat() } else { label.to_vec() }
+}
+
+/// Completes samples; with token latencies, first reports each answer's first token (4 bytes) the
+/// way a streaming LLM server would, then the whole answer with its token count.
+pub fn complete_with_tokens(samples: &[QuerySample], answers: &[Vec<u8>], token_latencies: bool) {
+    if token_latencies {
+        let first: Vec<Response<'_>> = samples.iter().zip(answers).map(|(s, a)| Response { id: s.id, data: &a[..a.len().min(4)], n_tokens: 1 }).collect();
+        mlperf_loadgen::first_token_complete(&first);
+    }
+    let responses: Vec<Response<'_>> =
+        samples.iter().zip(answers).map(|(s, a)| Response { id: s.id, data: a, n_tokens: if token_latencies { (a.len() / 4) as i64 } else { 0 } }).collect();
+    mlperf_loadgen::query_samples_complete(&responses);
 }
 
 /// A QSL with the benchmark's sample counts and no data (test engines ignore inputs).

@@ -2,8 +2,9 @@
 //! device takes up to one batch, waiting at most the deque timeout for it to fill; inference workers
 //! per device run the engine and complete each batch through LoadGen's thread-safe completion.
 
+use crate::harness::backends::complete_with_tokens;
 use crate::harness::engine::{Engine, SampleSource};
-use mlperf_loadgen::{QuerySample, Response, Sut};
+use mlperf_loadgen::{QuerySample, Sut};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -22,6 +23,8 @@ pub struct BatcherConfig {
     /// With a deque limit the batcher takes at most one batch per dequeue; without it, a batcher
     /// that finds a backlog hands out full batches back to back without waiting.
     pub use_deque_limit: bool,
+    /// LLM benchmarks: report each answer's first token before completing it.
+    pub token_latencies: bool,
 }
 
 struct Queue {
@@ -68,7 +71,7 @@ impl BatchingSut {
                 threads.push(
                     std::thread::Builder::new()
                         .name(format!("infer-{device}-{worker}"))
-                        .spawn(move || infer_loop(&rx, engine.as_ref(), source.as_ref(), &counters, &errors))
+                        .spawn(move || infer_loop(&rx, engine.as_ref(), source.as_ref(), &counters, &errors, config.token_latencies))
                         .expect("spawn worker"),
                 );
             }
@@ -122,7 +125,7 @@ fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySamp
     }
 }
 
-fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, source: &dyn SampleSource, counters: &Counters, errors: &Mutex<Vec<String>>) {
+fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, source: &dyn SampleSource, counters: &Counters, errors: &Mutex<Vec<String>>, token_latencies: bool) {
     let mut outputs = Vec::new();
     loop {
         let batch = match rx.lock().expect("receiver lock").recv() {
@@ -137,15 +140,8 @@ fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, sourc
         }
         // Every sample is completed exactly once, with an empty response if the engine failed
         // (the run is then reported as failed, not left hanging).
-        let responses: Vec<Response<'_>> = batch
-            .iter()
-            .enumerate()
-            .map(|(i, s)| match outputs.get(i) {
-                Some(bytes) => Response::new(s.id, bytes),
-                None => Response::empty(s.id),
-            })
-            .collect();
-        mlperf_loadgen::query_samples_complete(&responses);
+        outputs.resize(batch.len(), Vec::new());
+        complete_with_tokens(&batch, &outputs, token_latencies);
         counters.completed.fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
 }

@@ -54,30 +54,20 @@ pub fn test_label(index: usize) -> i32 {
     ((index as u64 * 7919) % 1000) as i32
 }
 
-/// Answers immediately.
-pub struct NullEngine;
-
-impl Engine for NullEngine {
-    fn name(&self) -> &str {
-        "null"
-    }
-    fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
-        outputs.extend(indices.iter().map(|&i| test_label(i).to_le_bytes().to_vec()));
-        Ok(())
-    }
-}
-
 /// Takes a fixed time per batch, whatever its size: a device with known latency and throughput.
 pub struct FixedLatencyEngine {
     pub latency: Duration,
+    /// Answer with two "tokens" (LLM benchmarks).
+    pub tokens: bool,
 }
 
 impl Engine for FixedLatencyEngine {
     fn name(&self) -> &str {
         "fixed-latency"
     }
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
         std::thread::sleep(self.latency);
-        NullEngine.infer(indices, source, outputs)
+        outputs.extend(indices.iter().map(|&i| crate::harness::backends::test_answer(i, self.tokens)));
+        Ok(())
     }
 }

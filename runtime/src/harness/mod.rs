@@ -103,6 +103,8 @@ pub struct RunPlan {
     pub total_sample_count: u64,
     pub performance_sample_count: u64,
     pub min_duration_ms: u64,
+    /// LLM benchmarks whose runs report first tokens (`use_token_latencies`).
+    pub token_latencies: bool,
     pub audit_test: Option<String>,
     pub overrides: Vec<(String, String)>,
     /// Why this run can never be part of a submission (empty = submittable).
@@ -229,6 +231,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir:
         total_sample_count: bench.accuracy_sample_count(),
         performance_sample_count: config.settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { config.settings.min_duration.unwrap_or(req.round.min_duration_ms) },
+        token_latencies: bench.use_token_latencies.unwrap_or(false),
         audit_test: req.audit_test.clone(),
         overrides: req.overrides.clone(),
         non_submittable,
@@ -325,15 +328,16 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
         Backend::Null => {
             let completed = Arc::new(AtomicU64::new(0));
             let _progress = progress::Progress::start(label, completed.clone(), min_duration);
-            let sut = backends::NullSut { completed };
+            let sut = backends::NullSut { completed, token_latencies: plan.token_latencies };
             mlperf_loadgen::start_test(&sut, &qsl, &lg, &log, audit.as_deref()).map_err(|e| e.to_string())?;
             Vec::new()
         }
         Backend::FixedLatency { latency_us } => {
-            let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_micros(latency_us) });
+            let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_micros(latency_us), tokens: plan.token_latencies });
             let devices = vec![engine; tables.system(&plan.system).map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize)];
             let qsl = Arc::new(qsl);
-            let sut = BatchingSut::start("mlperf fixed-latency SUT", devices, qsl.clone(), batcher_config(&settings, &plan.benchmark));
+            let config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
+            let sut = BatchingSut::start("mlperf fixed-latency SUT", devices, qsl.clone(), config);
             let _progress = progress::Progress::start(label, Arc::new(AtomicU64::new(0)), min_duration);
             let result = mlperf_loadgen::start_test(&sut, qsl.as_ref(), &lg, &log, audit.as_deref());
             let errors = sut.finish();
@@ -367,6 +371,7 @@ pub fn batcher_config(settings: &Settings, benchmark: &str) -> BatcherConfig {
         deque_timeout: Duration::from_micros(settings.deque_timeout_usec.unwrap_or(10_000)),
         workers_per_device: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
         use_deque_limit: settings.use_deque_limit.unwrap_or(false),
+        token_latencies: false,
     }
 }
 

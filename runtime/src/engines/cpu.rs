@@ -1,0 +1,673 @@
+//! The CPU engine: an ONNX image classifier run by tract, answering each sample with its predicted
+//! class as a little-endian i32 (what the ImageNet accuracy script reads with `--dtype int32`).
+//!
+//! It is the engine of the CPU-only development system and the accuracy oracle that GPU engines are
+//! checked against, so it favours exactness and determinism over speed:
+//!
+//! - **Fixed shapes.** The model is typed and optimised for the configured batch size (a fixed shape
+//!   lets tract pick its kernels and lay out memory once), plus a second plan for batch 1. A request
+//!   runs as whole batches on the first; what is left (a short batch: SingleStream's single sample,
+//!   a Server batch cut short by its timeout, the tail of an Offline run) runs either one sample at
+//!   a time on the batch-1 plan or zero-padded to a whole batch, whichever is cheaper. Which is
+//!   cheaper depends on the machine and model (a batch amortises the weight traffic, padding wastes
+//!   compute), so the engine times both plans once when it is built and keeps the crossover. Tract
+//!   gives bit-identical results per sample whatever the batch and padding (tested below), so the
+//!   choice never changes an answer.
+//! - **Threads.** A tract plan is immutable and shared (`Arc<TypedSimplePlan>`); what one run
+//!   mutates is its `SimpleState`. Each plan keeps a pool of idle states: a worker takes one, runs,
+//!   and puts it back, so concurrent `infer` calls never wait on each other and never allocate a
+//!   state after warm-up. Tract itself runs single-threaded here: parallelism comes from the
+//!   harness's workers (one per core), which is what a 2-core machine wants.
+//! - **Inputs.** Samples arrive in the configured layout and element type; they are converted to
+//!   f32 in the model's own layout (NCHW or NHWC, read from the model) while the batch tensor is
+//!   filled, which costs one pass over the input and nothing when layouts already agree.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tract_onnx::pb::ModelProto;
+use tract_onnx::prelude::*;
+use tract_onnx::prelude::tract_data::internal::DimLike;
+use tract_onnx::tract_hir::infer::Factoid;
+
+use crate::harness::engine::{Engine, SampleSource};
+
+/// Memory layout of one image sample (and of a model's image input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Channels, then rows, then columns (ONNX's convention; MLPerf's preprocessed ImageNet).
+    Nchw,
+    /// Rows, then columns, then channels ("channels last").
+    Nhwc,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Nchw => "NCHW",
+            Layout::Nhwc => "NHWC",
+        }
+    }
+}
+
+/// Element type of the sample bytes. The engine computes in f32; other types are converted while
+/// the batch is assembled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InputDtype {
+    /// IEEE f32, little-endian.
+    F32,
+    /// IEEE f16, little-endian.
+    F16,
+    /// Symmetric linear int8: the real value is `q as f32 * scale`.
+    I8 { scale: f32 },
+}
+
+impl InputDtype {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            InputDtype::F32 => 4,
+            InputDtype::F16 => 2,
+            InputDtype::I8 { .. } => 1,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            InputDtype::F32 => "fp32".into(),
+            InputDtype::F16 => "fp16".into(),
+            InputDtype::I8 { scale } => format!("int8 (scale {scale})"),
+        }
+    }
+}
+
+/// What the engine is fed: the batch size to optimise for and the shape, layout and element type of
+/// one sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InputSpec {
+    /// The batch size the main plan is optimised for (the config's `gpu_batch_size`).
+    pub batch_size: usize,
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    /// Layout of the sample bytes (the model's own layout is read from the model).
+    pub layout: Layout,
+    pub dtype: InputDtype,
+}
+
+impl InputSpec {
+    /// Elements in one sample.
+    pub fn sample_elements(&self) -> usize {
+        self.channels * self.height * self.width
+    }
+
+    /// Bytes in one sample.
+    pub fn sample_bytes(&self) -> usize {
+        self.sample_elements() * self.dtype.size()
+    }
+
+    fn describe(&self) -> String {
+        let (c, h, w) = (self.channels, self.height, self.width);
+        match self.layout {
+            Layout::Nchw => format!("{c}x{h}x{w} (CHW) {}", self.dtype.describe()),
+            Layout::Nhwc => format!("{h}x{w}x{c} (HWC) {}", self.dtype.describe()),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.batch_size == 0 || self.channels == 0 || self.height == 0 || self.width == 0 {
+            return Err(format!("input spec has a zero dimension: batch {}, sample {}", self.batch_size, self.describe()));
+        }
+        if let InputDtype::I8 { scale } = self.dtype {
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(format!("int8 input scale must be a positive finite number, not {scale}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One optimised plan for one batch size, with its pool of idle run states.
+struct Plan {
+    batch: usize,
+    plan: Arc<TypedSimplePlan>,
+    /// States not in use. A state holds per-run scratch; taking one out of the pool (rather than
+    /// locking one shared state for the whole run) lets any number of workers run at once.
+    idle: Mutex<Vec<TypedSimpleState>>,
+}
+
+impl Plan {
+    fn new(model: TypedModel, batch: usize) -> TractResult<Plan> {
+        let plan = model.into_optimized()?.into_runnable()?;
+        Ok(Plan { batch, plan, idle: Mutex::new(Vec::new()) })
+    }
+
+    fn run(&self, input: Tensor) -> TractResult<TVec<TValue>> {
+        let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut state = match pooled {
+            Some(state) => state,
+            None => self.plan.spawn()?,
+        };
+        let out = state.run(tvec!(input.into_tvalue()))?;
+        // A state whose run failed is dropped rather than reused: its turn may be half reset.
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(state);
+        Ok(out)
+    }
+}
+
+/// What the model's chosen output holds per sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    /// One score (logit or probability) per class: the engine takes the argmax.
+    Scores { classes: usize },
+    /// The class id itself (a model ending in ArgMax).
+    ClassId,
+}
+
+/// An ONNX classifier on the CPU. See the module documentation for how it batches and threads.
+pub struct CpuEngine {
+    name: String,
+    /// Where the model came from, for error messages.
+    origin: String,
+    spec: InputSpec,
+    /// The layout of the model's image input (the samples' layout may differ).
+    model_layout: Layout,
+    /// The plan for whole batches of `spec.batch_size`.
+    full: Plan,
+    /// The plan for single samples (what is left after whole batches); `None` when the batch size
+    /// is already 1.
+    single: Option<Plan>,
+    /// Short batches of at least this many samples run padded on `full`, shorter ones sample by
+    /// sample on `single` (measured when the engine is built).
+    pad_from: usize,
+    output: Output,
+    /// Added to every class id: -1 for 1001-class models whose class 0 is "background" (the
+    /// TensorFlow-trained MLPerf ResNet50), so answers use the 1000 ImageNet labels.
+    class_offset: i32,
+}
+
+impl CpuEngine {
+    /// Loads the ONNX model at `model_path` and optimises it for `input`. Errors name the model
+    /// file and say what is wrong (missing file, unparsable model, input shape mismatch, ...).
+    pub fn load(model_path: &Path, input: InputSpec) -> Result<CpuEngine, String> {
+        let origin = model_path.display().to_string();
+        let meta = std::fs::metadata(model_path).map_err(|e| format!("CPU engine: model {origin}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("CPU engine: model {origin} is not a file"));
+        }
+        let model = onnx()
+            .with_ignore_output_shapes(true)
+            .model_for_path(model_path)
+            .map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let name = format!("cpu-tract:{}", model_path.file_stem().and_then(|s| s.to_str()).unwrap_or("model"));
+        CpuEngine::build(model, name, origin, input)
+    }
+
+    /// Builds an engine from an in-memory ONNX model (the synthetic generator calibrates its model
+    /// this way before writing it). `origin` names it in errors.
+    pub fn from_proto(model: &ModelProto, origin: &str, input: InputSpec) -> Result<CpuEngine, String> {
+        let model = onnx()
+            .with_ignore_output_shapes(true)
+            .model_for_proto_model(model)
+            .map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+        CpuEngine::build(model, format!("cpu-tract:{origin}"), origin.to_string(), input)
+    }
+
+    fn build(model: InferenceModel, name: String, origin: String, spec: InputSpec) -> Result<CpuEngine, String> {
+        spec.validate().map_err(|e| format!("CPU engine for {origin}: {e}"))?;
+        let model_layout = check_input(&model, &origin, &spec)?;
+        let shape = |batch: usize| match model_layout {
+            Layout::Nchw => [batch, spec.channels, spec.height, spec.width],
+            Layout::Nhwc => [batch, spec.height, spec.width, spec.channels],
+        };
+        let typed = |batch: usize| -> Result<TypedModel, String> {
+            model
+                .clone()
+                .with_input_fact(0, f32::fact(shape(batch)).into())
+                .and_then(|m| m.into_typed())
+                .map_err(|e| {
+                    format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe())
+                })
+        };
+
+        let mut full_model = typed(spec.batch_size)?;
+        let (output_ix, output, class_offset) = choose_output(&full_model, spec.batch_size, &origin)?;
+        let keep = |m: &mut TypedModel| -> Result<(), String> {
+            let outlet = m.output_outlets().map_err(|e| format!("{e:#}"))?[output_ix];
+            m.select_output_outlets(&[outlet]).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))
+        };
+        keep(&mut full_model)?;
+        let origin_ref = origin.as_str();
+        let optimise_err = |batch: usize| {
+            move |e: TractError| format!("CPU engine: cannot optimise model {origin_ref} for batch {batch}: {e:#}")
+        };
+        let full = Plan::new(full_model, spec.batch_size).map_err(optimise_err(spec.batch_size))?;
+        let single = if spec.batch_size > 1 {
+            let mut m = typed(1)?;
+            keep(&mut m)?;
+            Some(Plan::new(m, 1).map_err(optimise_err(1))?)
+        } else {
+            None
+        };
+        let mut engine = CpuEngine { name, origin, spec, model_layout, full, single, output, class_offset, pad_from: 1 };
+        engine.pad_from = engine.measure_crossover()?;
+        Ok(engine)
+    }
+
+    /// The input this engine was built for.
+    pub fn spec(&self) -> &InputSpec {
+        &self.spec
+    }
+
+    /// Number of classes the model scores (`None` for models that output class ids).
+    pub fn classes(&self) -> Option<usize> {
+        match self.output {
+            Output::Scores { classes } => Some(classes),
+            Output::ClassId => None,
+        }
+    }
+
+    /// The predicted class of each sample, in order.
+    pub fn classify(&self, samples: &[&[u8]]) -> Result<Vec<i32>, String> {
+        let mut classes = Vec::with_capacity(samples.len());
+        self.for_each_run(samples, |out, n| {
+            match self.output {
+                Output::Scores { classes: k } => {
+                    let scores = out.cast_to::<f32>()?;
+                    let scores = scores.try_as_plain_ram()?;
+                    let scores = scores.as_slice::<f32>()?;
+                    classes.extend(scores.chunks_exact(k).take(n).map(|row| argmax(row) as i32 + self.class_offset));
+                }
+                Output::ClassId => {
+                    let ids = out.cast_to::<i64>()?;
+                    let ids = ids.try_as_plain_ram()?;
+                    classes.extend(ids.as_slice::<i64>()?.iter().take(n).map(|&c| c as i32 + self.class_offset));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(classes)
+    }
+
+    /// The raw scores of each sample (`samples.len() x classes`, row-major). For calibration and
+    /// comparisons with other engines; fails for models that output class ids.
+    pub fn scores(&self, samples: &[&[u8]]) -> Result<Vec<f32>, String> {
+        let Output::Scores { classes: k } = self.output else {
+            return Err(format!("model {} outputs class ids, not scores", self.origin));
+        };
+        let mut scores = Vec::with_capacity(samples.len() * k);
+        self.for_each_run(samples, |out, n| {
+            let s = out.cast_to::<f32>()?;
+            scores.extend_from_slice(&s.try_as_plain_ram()?.as_slice::<f32>()?[..n * k]);
+            Ok(())
+        })?;
+        Ok(scores)
+    }
+
+    /// Runs `samples` as whole batches on the main plan, then what is left either padded to a whole
+    /// batch or one by one on the batch-1 plan (see `pad_from`), handing each output tensor and the
+    /// number of real samples in it to `sink`.
+    fn for_each_run(
+        &self,
+        samples: &[&[u8]],
+        mut sink: impl FnMut(&Tensor, usize) -> TractResult<()>,
+    ) -> Result<(), String> {
+        let batch = self.full.batch;
+        let whole = samples.len() / batch * batch;
+        let rest = &samples[whole..];
+        let runs = samples[..whole].chunks(batch).map(|c| (&self.full, c));
+        let rest: Box<dyn Iterator<Item = (&Plan, &[&[u8]])>> = match &self.single {
+            Some(single) if rest.len() < self.pad_from => Box::new(rest.chunks(1).map(move |c| (single, c))),
+            _ => Box::new(rest.chunks(batch).map(|c| (&self.full, c))),
+        };
+        for (plan, chunk) in runs.chain(rest) {
+            let input = self.assemble(chunk, plan.batch)?;
+            let out = plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
+            sink(&out[0], chunk.len()).map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
+        }
+        Ok(())
+    }
+
+    /// The smallest short batch worth padding: times one run of each plan (after a warm-up run,
+    /// which also leaves a ready state in each pool) and compares `r` single runs with one padded
+    /// run. Returns `batch_size` (never pad) when there is no batch-1 plan.
+    fn measure_crossover(&self) -> Result<usize, String> {
+        let Some(single) = &self.single else { return Ok(self.full.batch) };
+        let time = |plan: &Plan| -> Result<f64, String> {
+            let zeros = vec![0u8; self.spec.sample_bytes()];
+            let samples = vec![zeros.as_slice(); plan.batch];
+            let mut best = f64::INFINITY;
+            for _ in 0..2 {
+                let input = self.assemble(&samples, plan.batch)?;
+                let t = std::time::Instant::now();
+                plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            Ok(best)
+        };
+        let (t_full, t_single) = (time(&self.full)?, time(single)?);
+        let r = (t_full / t_single.max(1e-9)).ceil() as usize;
+        Ok(r.clamp(1, self.full.batch))
+    }
+
+    /// Short batches of at least this many samples are padded to a whole batch; shorter ones run
+    /// sample by sample.
+    pub fn pad_from(&self) -> usize {
+        self.pad_from
+    }
+
+    /// The f32 input tensor of one run: `samples` converted to the model's layout, followed by zero
+    /// padding up to `batch`.
+    fn assemble(&self, samples: &[&[u8]], batch: usize) -> Result<Tensor, String> {
+        let s = &self.spec;
+        let (c, h, w) = (s.channels, s.height, s.width);
+        let elems = s.sample_elements();
+        let shape = match self.model_layout {
+            Layout::Nchw => [batch, c, h, w],
+            Layout::Nhwc => [batch, h, w, c],
+        };
+        let mut tensor = Tensor::zero::<f32>(&shape).map_err(|e| format!("{e:#}"))?;
+        {
+            let mut view = tensor.try_as_plain_ram_mut().map_err(|e| format!("{e:#}"))?;
+            let dst = view.as_slice_mut::<f32>().map_err(|e| format!("{e:#}"))?;
+            for (slot, bytes) in samples.iter().enumerate() {
+                if bytes.len() != s.sample_bytes() {
+                    return Err(format!(
+                        "CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes",
+                        self.origin,
+                        bytes.len(),
+                        s.describe(),
+                        s.sample_bytes()
+                    ));
+                }
+                let out = &mut dst[slot * elems..(slot + 1) * elems];
+                if s.layout == self.model_layout {
+                    decode_into(bytes, s.dtype, out);
+                } else {
+                    // Element `e` of the sample goes to position `map(e)` of the model's layout.
+                    let mut tmp = vec![0f32; elems];
+                    decode_into(bytes, s.dtype, &mut tmp);
+                    match s.layout {
+                        Layout::Nhwc => {
+                            for (e, v) in tmp.into_iter().enumerate() {
+                                let (pix, ch) = (e / c, e % c);
+                                out[ch * h * w + pix] = v;
+                            }
+                        }
+                        Layout::Nchw => {
+                            for (e, v) in tmp.into_iter().enumerate() {
+                                let (ch, pix) = (e / (h * w), e % (h * w));
+                                out[pix * c + ch] = v;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(tensor)
+    }
+}
+
+impl Engine for CpuEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        let samples: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
+        let views: Vec<&[u8]> = samples.iter().map(|s| &**s).collect();
+        let classes = self.classify(&views)?;
+        outputs.extend(classes.into_iter().map(|c| c.to_le_bytes().to_vec()));
+        Ok(())
+    }
+}
+
+/// Index of the largest score; the first one on ties, and NaN never wins (so a broken model gives
+/// a stable answer rather than a random one).
+pub fn argmax(scores: &[f32]) -> usize {
+    let mut best = 0;
+    let mut best_score = f32::NEG_INFINITY;
+    for (i, &s) in scores.iter().enumerate() {
+        if s > best_score {
+            best = i;
+            best_score = s;
+        }
+    }
+    best
+}
+
+/// Converts little-endian sample bytes of `dtype` to f32.
+fn decode_into(bytes: &[u8], dtype: InputDtype, out: &mut [f32]) {
+    match dtype {
+        InputDtype::F32 => {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+        InputDtype::F16 => {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                *o = f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32();
+            }
+        }
+        InputDtype::I8 { scale } => {
+            for (o, &b) in out.iter_mut().zip(bytes) {
+                *o = b as i8 as f32 * scale;
+            }
+        }
+    }
+}
+
+/// Checks the model's declared image input against `spec` and returns the model's layout.
+///
+/// ONNX models may declare their input with a symbolic batch and concrete sides; tract would happily
+/// retype a 224 px model for 64 px (ResNet's global pooling makes any side work), so a declared side
+/// that differs from the config is an error here rather than a silently different workload.
+fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result<Layout, String> {
+    let inputs = model.input_outlets().map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+    if inputs.len() != 1 {
+        return Err(format!("CPU engine: model {origin} has {} inputs; an image classifier has one", inputs.len()));
+    }
+    let input_name = model.node(inputs[0].node).name.clone();
+    let fact = model.input_fact(0).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+    if let Some(dt) = fact.datum_type.concretize() {
+        if dt != f32::datum_type() {
+            return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
+        }
+    }
+    let dims: Vec<Option<usize>> =
+        fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
+    let shown = || {
+        let d: Vec<String> = dims.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect();
+        format!("[{}]", d.join(", "))
+    };
+    if dims.is_empty() && fact.shape.is_open() {
+        return Ok(Layout::Nchw); // nothing declared: ONNX's convention
+    }
+    if dims.len() != 4 {
+        return Err(format!(
+            "CPU engine: model {origin} declares input `{input_name}` as {}, not a batch of images (rank 4)",
+            shown()
+        ));
+    }
+    let fits = |expected: [usize; 3]| dims[1..].iter().zip(expected).all(|(d, e)| d.is_none_or(|d| d == e));
+    let (c, h, w) = (spec.channels, spec.height, spec.width);
+    if fits([c, h, w]) {
+        Ok(Layout::Nchw)
+    } else if fits([h, w, c]) {
+        Ok(Layout::Nhwc)
+    } else {
+        Err(format!(
+            "CPU engine: model {origin} declares input `{input_name}` as {}, which fits neither {c}x{h}x{w} (NCHW) nor \
+             {h}x{w}x{c} (NHWC) from the config (image size {h}x{w}, {c} channels)",
+            shown()
+        ))
+    }
+}
+
+/// Picks the output to read classes from: the first with per-sample scores (a 1001-class output
+/// has ImageNet's background class first and gets offset -1), else the first with one integer per
+/// sample (a model ending in ArgMax).
+fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usize, Output, i32), String> {
+    let outlets = model.output_outlets().map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+    let mut class_id = None;
+    let mut seen = Vec::new();
+    for ix in 0..outlets.len() {
+        let fact = model.output_fact(ix).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+        let shape: Option<Vec<usize>> = fact.shape.as_concrete().map(|s| s.to_vec());
+        seen.push(format!("{:?} {:?}", fact.datum_type, shape));
+        let Some(shape) = shape else { continue };
+        if shape.first() != Some(&batch) {
+            continue;
+        }
+        let per_sample: usize = shape[1..].iter().product();
+        if fact.datum_type.is_float() && per_sample > 1 {
+            let offset = if per_sample == 1001 { -1 } else { 0 };
+            return Ok((ix, Output::Scores { classes: per_sample }, offset));
+        }
+        if fact.datum_type.is_integer() && per_sample == 1 && class_id.is_none() {
+            class_id = Some(ix);
+        }
+    }
+    class_id.map(|ix| (ix, Output::ClassId, 0)).ok_or_else(|| {
+        format!(
+            "CPU engine: model {origin} has no classifier output (per-sample scores or class ids) for batch {batch}; \
+             outputs: {}",
+            seen.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::synthetic::{input_spec, model, synthetic_image};
+    use std::sync::OnceLock;
+
+    const SIZE: usize = 32;
+
+    /// One uncalibrated synthetic ResNet50 at 32 px, and engines for batch 8 and batch 1, shared by
+    /// the tests (building them is the slow part).
+    fn proto() -> &'static ModelProto {
+        static P: OnceLock<ModelProto> = OnceLock::new();
+        P.get_or_init(|| model::resnet50(SIZE, 11))
+    }
+    fn engine(batch: usize) -> &'static CpuEngine {
+        static E8: OnceLock<CpuEngine> = OnceLock::new();
+        static E1: OnceLock<CpuEngine> = OnceLock::new();
+        let cell = if batch == 8 { &E8 } else { &E1 };
+        cell.get_or_init(|| CpuEngine::from_proto(proto(), "test", input_spec(SIZE, batch, Layout::Nchw)).unwrap())
+    }
+    fn images(range: std::ops::Range<usize>, layout: Layout) -> Vec<Vec<u8>> {
+        range.map(|i| synthetic_image(i, SIZE, layout)).collect()
+    }
+    fn views(v: &[Vec<u8>]) -> Vec<&[u8]> {
+        v.iter().map(|v| v.as_slice()).collect()
+    }
+
+    #[test]
+    fn predictions_are_deterministic_and_independent_of_batch_size() {
+        // 11 samples: one whole batch of 8, then a short batch of 3 (padded or sample by sample,
+        // whichever the engine measured to be cheaper; the padding test covers the other way).
+        let imgs = images(0..11, Layout::Nchw);
+        let (e8, e1) = (engine(8), engine(1));
+        assert_eq!(e8.classes(), Some(model::CLASSES));
+        assert!((1..=8).contains(&e8.pad_from()) && engine(1).pad_from() == 1);
+        let s8 = e8.scores(&views(&imgs)).unwrap();
+        assert_eq!(s8, e8.scores(&views(&imgs)).unwrap(), "same input, same scores");
+        let s1 = e1.scores(&views(&imgs)).unwrap();
+        // Tract's kernels accumulate in the same order whatever the batch: bit-identical scores.
+        assert_eq!(s8, s1);
+        assert!(s8.iter().all(|s| s.is_finite()));
+        let c8 = e8.classify(&views(&imgs)).unwrap();
+        assert_eq!(c8, e1.classify(&views(&imgs)).unwrap());
+        let expected: Vec<i32> = s8.chunks(model::CLASSES).map(|r| argmax(r) as i32).collect();
+        assert_eq!(c8, expected);
+    }
+
+    #[test]
+    fn padding_a_short_batch_does_not_change_results() {
+        let imgs = images(20..23, Layout::Nchw);
+        let e8 = engine(8);
+        // Run 3 samples padded with zeros to a batch of 8 on the batch-8 plan directly.
+        let input = e8.assemble(&views(&imgs), 8).unwrap();
+        let out = e8.full.run(input).unwrap();
+        let padded = out[0].cast_to::<f32>().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()
+            [..3 * model::CLASSES]
+            .to_vec();
+        assert_eq!(padded, engine(1).scores(&views(&imgs)).unwrap());
+    }
+
+    #[test]
+    fn concurrent_workers_get_the_same_answers() {
+        let imgs = images(40..56, Layout::Nchw);
+        let e8 = engine(8);
+        let alone = e8.classify(&views(&imgs)).unwrap();
+        let results: Vec<Vec<i32>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3).map(|_| s.spawn(|| e8.classify(&views(&imgs)).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(results.iter().all(|r| *r == alone));
+    }
+
+    #[test]
+    fn engine_trait_answers_little_endian_i32_classes() {
+        struct Source(Vec<Vec<u8>>);
+        impl SampleSource for Source {
+            fn sample(&self, index: usize) -> crate::harness::engine::Sample {
+                crate::harness::engine::Sample::whole(std::sync::Arc::from(self.0[index].clone()))
+            }
+        }
+        let imgs = images(0..5, Layout::Nchw);
+        let e8 = engine(8);
+        let expected = e8.classify(&views(&imgs)).unwrap();
+        let source = Source(imgs);
+        let mut outputs = vec![b"earlier".to_vec()];
+        e8.infer(&[4, 0, 2], &source, &mut outputs).unwrap();
+        assert_eq!(outputs.len(), 4, "appended after what was there");
+        let got: Vec<i32> = outputs[1..].iter().map(|o| i32::from_le_bytes(o.as_slice().try_into().unwrap())).collect();
+        assert_eq!(got, vec![expected[4], expected[0], expected[2]]);
+    }
+
+    #[test]
+    fn nhwc_and_converted_dtypes_feed_the_same_model() {
+        let nchw = images(60..63, Layout::Nchw);
+        let nhwc = images(60..63, Layout::Nhwc);
+        let e1 = engine(1);
+        let reference = e1.scores(&views(&nchw)).unwrap();
+        let nhwc_engine =
+            CpuEngine::from_proto(proto(), "test", input_spec(SIZE, 1, Layout::Nhwc)).unwrap();
+        assert_eq!(nhwc_engine.scores(&views(&nhwc)).unwrap(), reference, "layout conversion is exact");
+
+        // fp16 and int8 samples are converted exactly as documented.
+        let mut out = [0f32; 3];
+        decode_into(&[0x00, 0x3c, 0x00, 0xc0, 0x00, 0x38], InputDtype::F16, &mut out);
+        assert_eq!(out, [1.0, -2.0, 0.5]);
+        decode_into(&[2, 0xff, 0x80], InputDtype::I8 { scale: 0.5 }, &mut out);
+        assert_eq!(out, [1.0, -0.5, -64.0]);
+    }
+
+    #[test]
+    fn errors_name_the_model_and_the_problem() {
+        let missing = Path::new("/nonexistent/dir/resnet50.onnx");
+        let e = CpuEngine::load(missing, input_spec(SIZE, 8, Layout::Nchw)).err().unwrap();
+        assert!(e.contains("/nonexistent/dir/resnet50.onnx"), "{e}");
+
+        // The model declares 3x32x32; a 64 px config must not silently run it at another size.
+        let e = CpuEngine::from_proto(proto(), "resnet50-32px.onnx", input_spec(64, 8, Layout::Nchw)).err().unwrap();
+        assert!(e.contains("resnet50-32px.onnx") && e.contains("[?, 3, 32, 32]") && e.contains("64x64"), "{e}");
+
+        let e = engine(8).classify(&[&[0u8; 12][..]]).err().unwrap();
+        assert!(e.contains("12 bytes") && e.contains("12288 bytes"), "{e}");
+
+        let mut bad = input_spec(SIZE, 8, Layout::Nchw);
+        bad.batch_size = 0;
+        assert!(CpuEngine::from_proto(proto(), "m.onnx", bad).err().unwrap().contains("zero"));
+    }
+
+    #[test]
+    fn argmax_takes_the_first_maximum_and_ignores_nan() {
+        assert_eq!(argmax(&[0.0, 2.0, 2.0, 1.0]), 1);
+        assert_eq!(argmax(&[f32::NAN, -1.0, 0.5]), 2);
+        assert_eq!(argmax(&[f32::NAN, f32::NAN]), 0);
+    }
+}

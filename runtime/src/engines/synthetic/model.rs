@@ -1,0 +1,306 @@
+//! A ResNet50 v1.5 ONNX model with seeded weights, written directly as ONNX protobuf messages.
+//!
+//! The topology is the real one (torchvision's / MLPerf's ResNet50 v1.5): a 7x7/2 convolution stem
+//! with batch norm, ReLU and a 3x3/2 max pool; four stages of [3, 4, 6, 3] bottleneck blocks of
+//! widths 64/128/256/512 with 4x expansion, the stride on the 3x3 convolution (the "v1.5" change),
+//! a projection shortcut (1x1 convolution + batch norm) on each stage's first block; global average
+//! pooling, flatten and a 1000-way fully connected layer producing logits. Batch norms are kept as
+//! `BatchNormalization` nodes with non-trivial statistics, so engines must fold them as they would
+//! for an exported model. Only the input side differs from the real model (any square size; the
+//! CPU-only system uses a reduced one), which global pooling makes legal.
+//!
+//! Weights are He-uniform (variance 2/fan_in, keeping ReLU activations at a steady scale through
+//! 53 convolutions) and batch norms roughly normalise what reaches them, so activations stay finite
+//! and O(1)..O(10) in fp32 and fp16 alike. The fully connected layer is generated here with zero
+//! bias; [`super::calibrate_classifier`] then standardises its logits (see there for why).
+
+use tract_onnx::pb;
+use tract_onnx::pb::attribute_proto::AttributeType;
+use tract_onnx::pb::tensor_proto::DataType;
+
+use super::rng::SplitMix64;
+
+/// Number of classes (ImageNet-1k, no background class).
+pub const CLASSES: usize = 1000;
+/// Features entering the classifier.
+pub const FEATURES: usize = 2048;
+/// Name of the image input (NCHW, symbolic batch `N`).
+pub const INPUT_NAME: &str = "input";
+/// Name of the logits output (`N x 1000`).
+pub const OUTPUT_NAME: &str = "logits";
+/// Names of the classifier's initializers, which calibration rewrites.
+pub const FC_WEIGHT: &str = "fc.weight";
+pub const FC_BIAS: &str = "fc.bias";
+/// ONNX operator set the model is written against (BatchNormalization-9 semantics, Gemm-13).
+pub const OPSET: i64 = 13;
+/// Second moment (mean square) assumed for input pixels after mean subtraction: ImageNet pixels
+/// minus their channel means have a standard deviation of about 55..60, and so do
+/// [`super::synthetic_image`]'s. The stem's batch norm divides by the matching variance.
+pub const INPUT_SECOND_MOMENT: f32 = 3_000.0;
+
+/// Stages as (blocks, bottleneck width, stride of the first block).
+pub const STAGES: [(usize, usize, usize); 4] = [(3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2)];
+
+/// The whole model as an ONNX `ModelProto` (classifier bias zero, not yet calibrated).
+pub fn resnet50(size: usize, seed: u64) -> pb::ModelProto {
+    let mut g = GraphBuilder { seed, nodes: Vec::new(), initializers: Vec::new() };
+
+    let x = g.conv("conv1", INPUT_NAME, 3, 64, 7, 2);
+    let x = g.batch_norm("bn1", &x, 64, 1.0, 2.0 * INPUT_SECOND_MOMENT);
+    let x = g.relu("relu", &x);
+    let mut x = g.max_pool("maxpool", &x);
+
+    let mut channels = 64;
+    for (stage, &(blocks, width, stride)) in STAGES.iter().enumerate() {
+        for block in 0..blocks {
+            let p = format!("layer{}.{block}", stage + 1);
+            let s = if block == 0 { stride } else { 1 };
+            let out = width * 4;
+            let shortcut = if block == 0 {
+                let d = g.conv(&format!("{p}.downsample.0"), &x, channels, out, 1, s);
+                g.batch_norm(&format!("{p}.downsample.1"), &d, out, 1.0, 1.0)
+            } else {
+                x.clone()
+            };
+            let y = g.conv(&format!("{p}.conv1"), &x, channels, width, 1, 1);
+            let y = g.batch_norm(&format!("{p}.bn1"), &y, width, 1.0, 1.0);
+            let y = g.relu(&format!("{p}.relu1"), &y);
+            let y = g.conv(&format!("{p}.conv2"), &y, width, width, 3, s);
+            let y = g.batch_norm(&format!("{p}.bn2"), &y, width, 1.0, 1.0);
+            let y = g.relu(&format!("{p}.relu2"), &y);
+            let y = g.conv(&format!("{p}.conv3"), &y, width, out, 1, 1);
+            // A smaller gain on the residual branch's last norm keeps the residual stream's growth
+            // over 16 blocks moderate (the role zero-init-residual plays in training).
+            let y = g.batch_norm(&format!("{p}.bn3"), &y, out, 0.5, 1.0);
+            let sum = g.node("Add", &format!("{p}.add"), &[&y, &shortcut], vec![]);
+            x = g.relu(&format!("{p}.relu3"), &sum);
+            channels = out;
+        }
+    }
+
+    let x = g.node("GlobalAveragePool", "avgpool", &[&x], vec![]);
+    let x = g.node("Flatten", "flatten", &[&x], vec![attr_int("axis", 1)]);
+    let bound = 1.0 / (FEATURES as f32).sqrt();
+    g.uniform(FC_WEIGHT, &[CLASSES, FEATURES], bound);
+    g.constant(FC_BIAS, &[CLASSES], vec![0.0; CLASSES]);
+    let gemm = pb::NodeProto {
+        input: vec![x, FC_WEIGHT.into(), FC_BIAS.into()],
+        output: vec![OUTPUT_NAME.into()],
+        name: "fc".into(),
+        op_type: "Gemm".into(),
+        attribute: vec![attr_float("alpha", 1.0), attr_float("beta", 1.0), attr_int("transB", 1)],
+        ..Default::default()
+    };
+    g.nodes.push(gemm);
+
+    let graph = pb::GraphProto {
+        node: g.nodes,
+        name: format!("resnet50_v1.5_synthetic_{size}px"),
+        initializer: g.initializers,
+        doc_string: format!(
+            "ResNet50 v1.5 topology with seeded random weights (seed {seed}) for {size}x{size} inputs; \
+             synthetic, never submittable"
+        ),
+        input: vec![value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(3), Dim::Value(size), Dim::Value(size)])],
+        output: vec![value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(CLASSES)])],
+        ..Default::default()
+    };
+    pb::ModelProto {
+        ir_version: 7,
+        opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: OPSET }],
+        producer_name: "mlperf-runtime synthetic".into(),
+        producer_version: super::GENERATOR_VERSION.to_string(),
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+/// The f32 values of a named initializer, for calibration to rewrite.
+pub fn initializer_mut<'a>(model: &'a mut pb::ModelProto, name: &str) -> Option<&'a mut pb::TensorProto> {
+    model.graph.as_mut()?.initializer.iter_mut().find(|t| t.name == name)
+}
+
+/// Decodes an f32 initializer's raw little-endian data.
+pub fn tensor_values(t: &pb::TensorProto) -> Vec<f32> {
+    t.raw_data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// Replaces an f32 initializer's data (same element count).
+pub fn set_tensor_values(t: &mut pb::TensorProto, values: &[f32]) {
+    debug_assert_eq!(values.len() * 4, t.raw_data.len());
+    t.raw_data = f32_bytes(values);
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+struct GraphBuilder {
+    seed: u64,
+    nodes: Vec<pb::NodeProto>,
+    initializers: Vec<pb::TensorProto>,
+}
+
+impl GraphBuilder {
+    /// Adds a node with one output named after the node; returns the output's name.
+    fn node(&mut self, op: &str, name: &str, inputs: &[&str], attribute: Vec<pb::AttributeProto>) -> String {
+        self.nodes.push(pb::NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![name.to_string()],
+            name: name.to_string(),
+            op_type: op.to_string(),
+            attribute,
+            ..Default::default()
+        });
+        name.to_string()
+    }
+
+    fn constant(&mut self, name: &str, dims: &[usize], values: Vec<f32>) {
+        debug_assert_eq!(values.len(), dims.iter().product::<usize>());
+        self.initializers.push(pb::TensorProto {
+            dims: dims.iter().map(|&d| d as i64).collect(),
+            data_type: DataType::Float as i32,
+            name: name.to_string(),
+            raw_data: f32_bytes(&values),
+            ..Default::default()
+        });
+    }
+
+    /// A tensor of values uniform in [-bound, bound), from its own named stream.
+    fn uniform(&mut self, name: &str, dims: &[usize], bound: f32) {
+        let mut rng = SplitMix64::derive(self.seed, name, 0);
+        let n = dims.iter().product();
+        let values = (0..n).map(|_| rng.symmetric() * bound).collect();
+        self.constant(name, dims, values);
+    }
+
+    /// A bias-free convolution with He-uniform weights and "same" padding for odd kernels.
+    fn conv(&mut self, name: &str, input: &str, cin: usize, cout: usize, k: usize, stride: usize) -> String {
+        let weight = format!("{name}.weight");
+        let fan_in = (cin * k * k) as f32;
+        // Uniform on [-b, b) has variance b^2/3; b = sqrt(6/fan_in) gives He's 2/fan_in.
+        self.uniform(&weight, &[cout, cin, k, k], (6.0 / fan_in).sqrt());
+        let (k, s, p) = (k as i64, stride as i64, (k as i64 - 1) / 2);
+        let attrs = vec![
+            attr_ints("dilations", &[1, 1]),
+            attr_int("group", 1),
+            attr_ints("kernel_shape", &[k, k]),
+            attr_ints("pads", &[p, p, p, p]),
+            attr_ints("strides", &[s, s]),
+        ];
+        self.node("Conv", name, &[input, &weight], attrs)
+    }
+
+    /// Batch norm with statistics jittered around (gain, 0, 0, variance): near-normalising, yet not
+    /// an identity an engine could skip.
+    fn batch_norm(&mut self, name: &str, input: &str, channels: usize, gain: f32, variance: f32) -> String {
+        let mut rng = SplitMix64::derive(self.seed, name, 0);
+        let mut draw = |center: f32, spread: f32| -> Vec<f32> {
+            (0..channels).map(|_| center + spread * rng.symmetric()).collect()
+        };
+        let scale = draw(gain, 0.1 * gain);
+        let bias = draw(0.0, 0.1);
+        let mean = draw(0.0, 0.05 * variance.sqrt());
+        let var = draw(variance, 0.1 * variance);
+        let names = ["weight", "bias", "running_mean", "running_var"].map(|p| format!("{name}.{p}"));
+        for (n, v) in names.iter().zip([scale, bias, mean, var]) {
+            self.constant(n, &[channels], v);
+        }
+        let inputs = [input, &names[0], &names[1], &names[2], &names[3]];
+        self.node("BatchNormalization", name, &inputs, vec![attr_float("epsilon", 1e-5), attr_float("momentum", 0.9)])
+    }
+
+    fn relu(&mut self, name: &str, input: &str) -> String {
+        self.node("Relu", name, &[input], vec![])
+    }
+
+    fn max_pool(&mut self, name: &str, input: &str) -> String {
+        let attrs = vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
+        self.node("MaxPool", name, &[input], attrs)
+    }
+}
+
+enum Dim {
+    Value(usize),
+    Param(&'static str),
+}
+
+fn value_info(name: &str, dims: Vec<Dim>) -> pb::ValueInfoProto {
+    use pb::tensor_shape_proto::{Dimension, dimension::Value};
+    let dim = dims
+        .into_iter()
+        .map(|d| Dimension {
+            value: Some(match d {
+                Dim::Value(v) => Value::DimValue(v as i64),
+                Dim::Param(p) => Value::DimParam(p.to_string()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    pb::ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type: DataType::Float as i32,
+                shape: Some(pb::TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn attr_int(name: &str, i: i64) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: AttributeType::Int as i32, i, ..Default::default() }
+}
+
+fn attr_ints(name: &str, ints: &[i64]) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: AttributeType::Ints as i32, ints: ints.to_vec(), ..Default::default() }
+}
+
+fn attr_float(name: &str, f: f32) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: AttributeType::Float as i32, f, ..Default::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn has_resnet50_v15_topology() {
+        let m = resnet50(32, 1);
+        let g = m.graph.as_ref().unwrap();
+        let mut ops = BTreeMap::new();
+        for n in &g.node {
+            *ops.entry(n.op_type.as_str()).or_insert(0) += 1;
+        }
+        let expected: BTreeMap<&str, i32> = [
+            ("Conv", 53),
+            ("BatchNormalization", 53),
+            ("Relu", 49),
+            ("MaxPool", 1),
+            ("Add", 16),
+            ("GlobalAveragePool", 1),
+            ("Flatten", 1),
+            ("Gemm", 1),
+        ]
+        .into();
+        assert_eq!(ops, expected);
+        // ResNet50's 25,557,032 parameters (convolutions, batch-norm affine, classifier); the
+        // running statistics come on top.
+        let count = |f: &dyn Fn(&str) -> bool| -> usize {
+            g.initializer.iter().filter(|t| f(&t.name)).map(|t| t.dims.iter().product::<i64>() as usize).sum()
+        };
+        assert_eq!(count(&|n| !n.ends_with("running_mean") && !n.ends_with("running_var")), 25_557_032);
+        // v1.5: the stride sits on the 3x3 convolution of each downsampling block.
+        let strides = |name: &str| {
+            let n = g.node.iter().find(|n| n.name == name).unwrap();
+            n.attribute.iter().find(|a| a.name == "strides").unwrap().ints.clone()
+        };
+        assert_eq!(strides("layer2.0.conv1"), vec![1, 1]);
+        assert_eq!(strides("layer2.0.conv2"), vec![2, 2]);
+        assert_eq!(strides("layer2.0.downsample.0"), vec![2, 2]);
+        assert_eq!(strides("layer1.0.conv2"), vec![1, 1]);
+    }
+}

@@ -1,0 +1,183 @@
+//! The runtime through the real LoadGen: every scenario plus Interactive with the test backends,
+//! audit settings, a stale audit.config, an unwritable log directory, and Ctrl-C.
+
+use mlperf_runtime::fsutil::walk_files;
+use mlperf_runtime::harness::logs::DetailLog;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-scratch/harness").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn mlperf(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(cwd).output().expect("mlperf runs")
+}
+
+/// The detail logs of every run under `cwd/build`, by scenario directory name.
+fn detail_logs(cwd: &Path) -> Vec<(PathBuf, DetailLog)> {
+    walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).map(|p| (p.clone(), DetailLog::read(&p).unwrap())).collect()
+}
+
+const V61_SEEDS: (u64, u64, u64) = (2085463073848966840, 2747215439041700203, 16159082839903944936);
+
+fn assert_round_logs(log: &DetailLog) {
+    assert_eq!(log.str("loadgen_version"), Some("6.0.17 @ d6147c7eb7"));
+    let seeds = (log.u64("effective_qsl_rng_seed").unwrap(), log.u64("effective_sample_index_rng_seed").unwrap(), log.u64("effective_schedule_rng_seed").unwrap());
+    assert_eq!(seeds, V61_SEEDS, "the round's seeds, from the compiled-in mlperf.conf");
+}
+
+/// One scenario with the fixed-latency device, tuned so a 2-second run is VALID.
+fn fixed_latency_run(name: &str, system: &str, bench: &str, scenario: &str, latency_us: &str, extra: &[&str]) -> (PathBuf, DetailLog) {
+    let cwd = scratch(name);
+    let mut args = vec!["run_harness", "--benchmarks", bench, "--scenarios", scenario, "--backend=fixed_latency", "--backend_latency_us", latency_us, "--min_duration=2000"];
+    let system_flag = format!("--system_name={system}");
+    args.push(&system_flag);
+    args.extend_from_slice(extra);
+    let out = mlperf(&cwd, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let mut logs = detail_logs(&cwd);
+    assert_eq!(logs.len(), 1, "{stdout}");
+    let (path, log) = logs.remove(0);
+    assert_eq!(log.str("result_validity"), Some("VALID"), "{stdout}");
+    assert!(stdout.contains("VALID") && stdout.contains("Not submittable"), "{stdout}");
+    assert_round_logs(&log);
+    assert!(log.errors.is_empty(), "{:?}", log.errors);
+    (path, log)
+}
+
+#[test]
+fn offline_is_valid_with_its_metric() {
+    // 2048-sample batches every 100 ms = 20480 samples/s.
+    let (dir, log) = fixed_latency_run("offline", "DGX-H100_H100-SXM-80GBx1", "resnet50", "offline", "100000", &["--offline_expected_qps=18000"]);
+    assert!(log.f64("result_samples_per_second").unwrap() > 15000.0);
+    assert!(dir.parent().unwrap().join("user.conf").exists() && dir.parent().unwrap().join("effective_settings.txt").exists());
+}
+
+#[test]
+fn server_is_valid_with_its_metric() {
+    let (_, log) = fixed_latency_run("server", "DGX-H100_H100-SXM-80GBx1", "resnet50", "server", "1000", &["--server_target_qps=1000"]);
+    assert!(log.f64("result_completed_samples_per_sec").is_some());
+    assert_eq!(log.u64("effective_target_latency_ns"), Some(15_000_000), "resnet50's Server bound from mlperf.conf");
+}
+
+#[test]
+fn singlestream_is_valid_with_its_metric() {
+    let (_, log) = fixed_latency_run("singlestream", "DGX-H100_H100-SXM-80GBx1", "resnet50", "singlestream", "1000", &["--single_stream_expected_latency_ns=1000000"]);
+    assert!(log.u64("early_stopping_latency_ss").unwrap() >= 1_000_000);
+}
+
+#[test]
+fn multistream_is_valid_with_its_metric() {
+    let (_, log) = fixed_latency_run("multistream", "DGX-H100_H100-SXM-80GBx1", "resnet50", "multistream", "1000", &["--multi_stream_expected_latency_ns=1000000"]);
+    assert!(log.u64("early_stopping_latency_ms").is_some());
+    assert_eq!(log.u64("effective_samples_per_query"), Some(8));
+}
+
+#[test]
+fn interactive_runs_the_interactive_settings_with_token_latencies() {
+    let (_, log) = fixed_latency_run("interactive", "DGX-H100_H100-SXM-80GBx1", "llama3.1-8b", "interactive", "1000", &["--server_target_qps=100"]);
+    assert_eq!(log.str("effective_scenario"), Some("Server"));
+    assert_eq!(log.bool("requested_use_token_latencies"), Some(true));
+    // llama3_1-8b-interactive's TTFT / TPOT bounds (500 / 30 ms), not the Server ones (2000 / 100).
+    assert_eq!(log.u64("requested_server_ttft_latency"), Some(500_000_000));
+    assert_eq!(log.u64("requested_server_tpot_latency"), Some(30_000_000));
+    assert!(log.f64("result_completed_tokens_per_second").is_some());
+}
+
+#[test]
+fn test_run_with_the_null_backend_writes_round_logs_for_every_scenario() {
+    let cwd = scratch("null-test-run");
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline,singlestream,multistream", "--test_run", "--backend=null"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs.len(), 3);
+    for (path, log) in &logs {
+        assert_round_logs(log);
+        assert_eq!(log.u64("effective_min_duration_ms"), Some(60_000), "{}", path.display());
+        let dir = path.parent().unwrap();
+        let reasons = std::fs::read_to_string(dir.join("NON_SUBMITTABLE.txt")).unwrap();
+        assert!(reasons.contains("--test_run") && reasons.contains("synthetic"), "{reasons}");
+        assert!(std::fs::read_to_string(dir.join("user.conf")).unwrap().contains("min_duration = 60000"));
+        assert!(!dir.join("mlperf_log_trace.json").exists(), "empty traces are not kept");
+    }
+}
+
+#[test]
+fn a_stale_audit_config_does_not_change_a_normal_run() {
+    let cwd = scratch("stale-audit");
+    std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--min_duration=100"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, log) = detail_logs(&cwd).remove(0);
+    assert_eq!(log.str("effective_test_mode"), Some("PerformanceOnly"));
+    assert_ne!(log.u64("effective_min_query_count"), Some(7));
+}
+
+#[test]
+fn audit_tests_use_the_rounds_audit_settings() {
+    let cwd = scratch("audit-test04");
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--audit_test=TEST04", "--min_duration=100"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (path, log) = detail_logs(&cwd).remove(0);
+    assert!(path.starts_with(cwd.join("build/compliance_logs/TEST04")), "{}", path.display());
+    assert_eq!(log.bool("effective_performance_issue_same"), Some(true));
+    assert_eq!(log.u64("effective_performance_issue_same_index"), Some(3));
+    let audit = std::fs::read_to_string(path.parent().unwrap().join("audit.config")).unwrap();
+    assert!(audit.contains("*.*.performance_issue_same = 1"), "{audit}");
+}
+
+#[test]
+fn an_unwritable_log_directory_fails_before_anything_runs() {
+    let cwd = scratch("unwritable");
+    let blocker = cwd.join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--backend=null", "--log_dir", blocker.join("logs").to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot write logs under") && stderr.contains("--log_dir"), "{stderr}");
+    assert!(detail_logs(&cwd).is_empty());
+}
+
+#[test]
+fn ctrl_c_aborts_cleanly_and_keeps_readable_logs() {
+    use std::os::unix::process::CommandExt;
+    let cwd = scratch("ctrl-c");
+    let child = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(["run_harness", "--system_name=DGX-H100_H100-SXM-80GBx1", "--benchmarks=resnet50", "--scenarios=singlestream,offline", "--backend=fixed_latency", "--backend_latency_us=2000", "--min_duration=60000"])
+        .current_dir(&cwd)
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until LoadGen is running, then interrupt the whole process group as a terminal would.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while detail_logs_exist(&cwd) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: plain syscall wrapper; a negative pid names the process group.
+    assert_eq!(unsafe { kill(-(child.id() as i32), 2) }, 0, "SIGINT to the process group");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("ABORTED"), "{stdout}");
+    assert!(!stdout.contains("Offline"), "no run starts after Ctrl-C: {stdout}");
+    let details: Vec<PathBuf> = walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).collect();
+    assert_eq!(details.len(), 1);
+    let text = std::fs::read_to_string(&details[0]).unwrap();
+    assert!(text.starts_with(":::MLLOG"), "readable detail log");
+    DetailLog::parse(&text).expect("every line of the partial log parses");
+    assert!(details[0].parent().unwrap().join("ABORTED").exists());
+}
+
+fn detail_logs_exist(cwd: &Path) -> usize {
+    walk_files(&cwd.join("build")).iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).count()
+}
