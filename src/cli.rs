@@ -79,6 +79,11 @@ pub enum Command {
     /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
     #[command(name = "run_loadgen_test", hide = true)]
     RunLoadgenTest { dir: std::path::PathBuf },
+    /// Benchmarks that print a comparison table (ratio first).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Inspect the compiled configuration.
     Config {
         #[command(subcommand)]
@@ -112,6 +117,24 @@ pub struct HarnessArgs {
     /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
     #[arg(long = "log_dir")]
     pub log_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// LoadGen overhead: a null SUT through our binding vs the same null SUT in C++.
+    Loadgen {
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Minimum duration of each LoadGen run.
+        #[arg(long = "duration_ms", default_value_t = 1000)]
+        duration_ms: u64,
+        /// Worker threads of the Server null SUTs.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Where the runs' LoadGen logs go.
+        #[arg(long, default_value = "build/bench/loadgen")]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -152,6 +175,10 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             if outcomes.iter().any(|o| o.status == "ABORTED") {
                 return Err("interrupted".into());
             }
+        }
+        Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
+            let out = out.join(harness::timestamp());
+            print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
         }
         Command::RunLoadgenTest { dir } => harness::run_one(tables, &dir)?,
         Command::Info => {

@@ -3,6 +3,7 @@
 //! passes it the compiled [`mlperf_config::Tables`].
 
 pub mod accuracy;
+pub mod bench;
 pub mod dataset;
 pub mod detect;
 pub mod engines;

@@ -25,3 +25,6 @@ pub use squad::{SquadScore, SquadScoreOptions, score_squad};
 pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
+
+#[cfg(test)]
+mod pattern_tests;

@@ -12,5 +12,7 @@
 pub mod cvresize;
 pub mod imagenet;
 pub mod npy;
-pub mod wordpiece;
+pub mod qsl;
+pub mod scratch;
 pub mod squad;
+pub mod wordpiece;

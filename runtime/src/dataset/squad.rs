@@ -354,7 +354,7 @@ impl SquadFeatures {
         self.doc_offset(i) + self.features[i].span_len as usize + 1
     }
 
-    /// `feature.token_to_orig_map.get(position)`: the word of a document token (None for [CLS],
+    /// `feature.token_to_orig_map.get(position)`: the word of a document token (None for `[CLS]`,
     /// the question, the separators and padding).
     pub fn token_to_orig(&self, i: usize, position: usize) -> Option<usize> {
         let f = &self.features[i];

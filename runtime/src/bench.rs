@@ -1,0 +1,126 @@
+//! `mlperf bench loadgen`: LoadGen's overhead through our binding against the same null SUT written
+//! in C++ against the same LoadGen library, in one process and one run, interleaved so that machine
+//! noise hits both sides alike. Reported: SingleStream "QPS w/ loadgen overhead" (median of the
+//! repeats) and the highest Server QPS that stays VALID with a worker-pool SUT.
+
+use crate::harness::logs::DetailLog;
+use mlperf_loadgen::bench::{run_cpp_null_sut, run_rust_null_sut, NullSutKind};
+use mlperf_loadgen::{LogSettings, Scenario, TestMode, TestSettings};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy)]
+pub struct LoadgenBenchOptions {
+    pub repeats: usize,
+    pub duration_ms: u64,
+    pub threads: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Rust,
+    Cpp,
+}
+
+struct Runner {
+    dir: PathBuf,
+    count: usize,
+}
+
+impl Runner {
+    fn run(&mut self, side: Side, kind: NullSutKind, settings: &TestSettings) -> Result<DetailLog, String> {
+        self.count += 1;
+        let dir = self.dir.join(format!("{:03}-{side:?}", self.count));
+        let log = LogSettings::in_dir(&dir);
+        match side {
+            Side::Rust => run_rust_null_sut(kind, settings, &log),
+            Side::Cpp => run_cpp_null_sut(kind, settings, &log),
+        }
+        .map_err(|e| e.to_string())?;
+        DetailLog::read(&dir.join("mlperf_log_detail.txt"))
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn single_stream_settings(duration_ms: u64) -> Result<TestSettings, String> {
+    let mut s = TestSettings::new();
+    s.set_scenario(Scenario::SingleStream);
+    s.set_mode(TestMode::PerformanceOnly);
+    s.set_u64("min_duration_ms", duration_ms).map_err(|e| e.to_string())?;
+    // A 1 us expectation makes LoadGen schedule far more queries than a null SUT can use in time.
+    s.set_f64("single_stream_expected_latency_ns", 1000.0).map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+fn server_settings(qps: f64, duration_ms: u64) -> Result<TestSettings, String> {
+    let mut s = TestSettings::new();
+    s.set_scenario(Scenario::Server);
+    s.set_mode(TestMode::PerformanceOnly);
+    s.set_u64("min_duration_ms", duration_ms).map_err(|e| e.to_string())?;
+    s.set_f64("server_target_qps", qps).map_err(|e| e.to_string())?;
+    s.set_u64("server_target_latency_ns", 15_000_000).map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+/// The highest Server QPS (to 5 %) at which `side` stays VALID.
+fn max_valid_server_qps(runner: &mut Runner, side: Side, threads: usize, duration_ms: u64) -> Result<f64, String> {
+    let kind = NullSutKind::WorkerPool { threads };
+    let valid = |runner: &mut Runner, qps: f64| -> Result<bool, String> {
+        Ok(runner.run(side, kind, &server_settings(qps, duration_ms)?)?.str("result_validity") == Some("VALID"))
+    };
+    let (mut lo, mut hi) = (0.0, 50_000.0);
+    while valid(runner, hi)? {
+        lo = hi;
+        hi *= 2.0;
+        if hi > 64e6 {
+            return Ok(lo);
+        }
+    }
+    while hi - lo > 0.05 * hi {
+        let mid = (lo + hi) / 2.0;
+        if valid(runner, mid)? { lo = mid } else { hi = mid }
+    }
+    Ok(lo)
+}
+
+/// Runs the comparison and returns the table (ratio first).
+pub fn loadgen(out: &Path, options: LoadgenBenchOptions) -> Result<String, String> {
+    let mut runner = Runner { dir: out.to_path_buf(), count: 0 };
+    let ss = single_stream_settings(options.duration_ms)?;
+    let (mut rust_qps, mut cpp_qps) = (Vec::new(), Vec::new());
+    for _ in 0..options.repeats.max(1) {
+        for (side, acc) in [(Side::Rust, &mut rust_qps), (Side::Cpp, &mut cpp_qps)] {
+            let log = runner.run(side, NullSutKind::Synchronous, &ss)?;
+            acc.push(log.f64("result_qps_with_loadgen_overhead").ok_or("no result_qps_with_loadgen_overhead in the SingleStream log")?);
+        }
+    }
+    let (rust_ss, cpp_ss) = (median(rust_qps.clone()), median(cpp_qps.clone()));
+    let rust_server = max_valid_server_qps(&mut runner, Side::Rust, options.threads, options.duration_ms)?;
+    let cpp_server = max_valid_server_qps(&mut runner, Side::Cpp, options.threads, options.duration_ms)?;
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "LoadGen {} null SUT, our binding (Rust) vs C++ on the same library; {} repeats, {} ms runs, {} Server workers",
+        mlperf_loadgen::LINKED_VERSION,
+        options.repeats,
+        options.duration_ms,
+        options.threads
+    );
+    let _ = writeln!(table, "| metric | ratio Rust/C++ | Rust | C++ |");
+    let _ = writeln!(table, "|---|---|---|---|");
+    let _ = writeln!(table, "| SingleStream QPS w/ loadgen overhead (median) | {:.3} | {rust_ss:.0} | {cpp_ss:.0} |", rust_ss / cpp_ss);
+    let _ = writeln!(
+        table,
+        "| SingleStream QPS w/ loadgen overhead (min..max) | | {:.0}..{:.0} | {:.0}..{:.0} |",
+        rust_qps.iter().copied().fold(f64::INFINITY, f64::min),
+        rust_qps.iter().copied().fold(0.0, f64::max),
+        cpp_qps.iter().copied().fold(f64::INFINITY, f64::min),
+        cpp_qps.iter().copied().fold(0.0, f64::max)
+    );
+    let _ = writeln!(table, "| Server max VALID QPS (worker pool) | {:.3} | {rust_server:.0} | {cpp_server:.0} |", rust_server / cpp_server);
+    Ok(table)
+}
