@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::Tables;
+use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::{detect, generate, harness, select, show};
 
 #[derive(Parser, Debug)]
@@ -79,6 +80,12 @@ pub enum Command {
     /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
     #[command(name = "run_loadgen_test", hide = true)]
     RunLoadgenTest { dir: std::path::PathBuf },
+    /// Preprocess raw datasets in $MLPERF_SCRATCH_PATH into the tensors the selected configs read.
+    #[command(name = "preprocess_data", alias = "preprocess-data")]
+    PreprocessData {
+        #[command(flatten)]
+        selection: Selection,
+    },
     /// Benchmarks that print a comparison table (ratio first).
     Bench {
         #[command(subcommand)]
@@ -184,6 +191,31 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
         Command::Info => {
             let hw = detect::detect()?;
             print!("{}", show::info(tables, &hw));
+            // Data of the matched system's benchmarks (first workload of each; they share data).
+            if let detect::SystemMatch::Matched(system) = detect::match_system(&hw, tables.systems) {
+                let scratch = Scratch::from_env();
+                println!("\nScratch space {} (MLPERF_SCRATCH_PATH):", scratch.root.display());
+                let mut seen = Vec::new();
+                for c in tables.configs_for(&system.id) {
+                    if !seen.contains(&c.benchmark) {
+                        seen.push(c.benchmark.clone());
+                        print!("{}", mlperf_runtime::dataset::scratch::check(&scratch, &c.benchmark, &c.settings).render());
+                    }
+                }
+            }
+        }
+        Command::PreprocessData { selection } => {
+            let choice = select::choose_system(tables, selection.system_name.as_deref())?;
+            let scratch = Scratch::from_env();
+            let mut done: Vec<(String, Option<String>)> = Vec::new();
+            for c in selected_configs(tables, &choice, &selection)? {
+                // Workloads that read the same tensors are preprocessed once.
+                let key = (c.benchmark.to_string(), c.settings.tensor_path.as_ref().map(|t| t.to_string()));
+                if !done.contains(&key) {
+                    println!("{}", mlperf_runtime::prepare::preprocess(&scratch, &c.benchmark, &c.settings)?);
+                    done.push(key);
+                }
+            }
         }
         Command::Systems => print!("{}", show::systems(tables)),
         Command::AddSystem { id, feature, root } => {

@@ -10,6 +10,7 @@ pub mod engines;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
+pub mod prepare;
 pub mod scaffold;
 pub mod select;
 pub mod show;

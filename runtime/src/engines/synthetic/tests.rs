@@ -20,7 +20,7 @@ fn same_seed_gives_identical_model_bytes() {
     assert_eq!(a, model::resnet50(32, 3).encode_to_vec());
     assert_ne!(a, model::resnet50(32, 4).encode_to_vec());
     // The image side only changes the declared input shape.
-    assert!(a.len() > 4 * 25_557_032, "full-size ResNet50 weights ({} bytes)", a.len());
+    assert!(a.len() > 4 * 25_500_000, "full-size ResNet50 weights ({} bytes)", a.len());
 }
 
 #[test]
@@ -41,7 +41,7 @@ fn generates_reuses_and_regenerates() {
     for n in &proto.graph.as_ref().unwrap().node {
         *ops.entry(n.op_type.clone()).or_insert(0) += 1;
     }
-    assert_eq!((ops["Conv"], ops["BatchNormalization"], ops["Relu"], ops["Add"], ops["Gemm"]), (53, 53, 49, 16, 1));
+    assert_eq!((ops["Conv"], ops["Relu"], ops["Add"], ops["Gemm"], ops.len()), (53, 49, 16, 1, 7));
     let engine = CpuEngine::load(&a.model_path, input_spec(32, 8, Layout::Nchw)).unwrap();
     assert_eq!(engine.classes(), Some(1000));
 
