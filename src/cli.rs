@@ -176,13 +176,8 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
         return Err(format!("config overrides (--{}=...) apply only to run_harness and run", overrides[0].0));
     }
     match cli.command {
-        Command::RunHarness(args) | Command::Run(args) => {
-            let outcomes = run_harness(args, overrides, tables)?;
-            print!("{}", harness::report::table(&outcomes));
-            if outcomes.iter().any(|o| o.status == "ABORTED") {
-                return Err("interrupted".into());
-            }
-        }
+        Command::RunHarness(args) => report(run_harness(args, overrides, tables, false)?)?,
+        Command::Run(args) => report(run_harness(args, overrides, tables, true)?)?,
         Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
             let out = out.join(harness::timestamp());
             print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
@@ -262,9 +257,27 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
     Ok(())
 }
 
-fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<Vec<harness::report::Outcome>, String> {
+fn report(outcomes: Vec<harness::report::Outcome>) -> Result<(), String> {
+    print!("{}", harness::report::table(&outcomes));
+    if outcomes.iter().any(|o| o.status == "ABORTED") {
+        return Err("interrupted".into());
+    }
+    Ok(())
+}
+
+/// `run_harness`, or with `prepare` (`mlperf run`) first the engines: for the CPU system that is the
+/// synthetic model and its labels (generated once, with progress, before any timed run).
+fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'static Tables, prepare: bool) -> Result<Vec<harness::report::Outcome>, String> {
     let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
     let configs = selected_configs(tables, &choice, &args.selection)?;
+    if prepare && args.backend == "config" {
+        for c in &configs {
+            if c.settings.dataset == Some(mlperf_config::DatasetSource::Synthetic) {
+                let artifacts = harness::workload::ensure_synthetic(&c.settings)?;
+                eprintln!("synthetic model {} ({} labels over {} classes)", artifacts.model_path.display(), artifacts.samples, artifacts.labels.distinct);
+            }
+        }
+    }
     let round = match &args.round {
         Some(id) => tables.round(id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables)))?,
         None => tables.default_round(),

@@ -26,8 +26,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use tract_onnx::pb::ModelProto;
-use tract_onnx::prelude::*;
 use tract_onnx::prelude::tract_data::internal::DimLike;
+use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
 use crate::harness::engine::{Engine, SampleSource};
@@ -116,7 +116,11 @@ impl InputSpec {
 
     fn validate(&self) -> Result<(), String> {
         if self.batch_size == 0 || self.channels == 0 || self.height == 0 || self.width == 0 {
-            return Err(format!("input spec has a zero dimension: batch {}, sample {}", self.batch_size, self.describe()));
+            return Err(format!(
+                "input spec has a zero dimension: batch {}, sample {}",
+                self.batch_size,
+                self.describe()
+            ));
         }
         if let InputDtype::I8 { scale } = self.dtype {
             if !(scale.is_finite() && scale > 0.0) {
@@ -221,13 +225,9 @@ impl CpuEngine {
             Layout::Nhwc => [batch, spec.height, spec.width, spec.channels],
         };
         let typed = |batch: usize| -> Result<TypedModel, String> {
-            model
-                .clone()
-                .with_input_fact(0, f32::fact(shape(batch)).into())
-                .and_then(|m| m.into_typed())
-                .map_err(|e| {
-                    format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe())
-                })
+            model.clone().with_input_fact(0, f32::fact(shape(batch)).into()).and_then(|m| m.into_typed()).map_err(|e| {
+                format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe())
+            })
         };
 
         let mut full_model = typed(spec.batch_size)?;
@@ -249,7 +249,8 @@ impl CpuEngine {
         } else {
             None
         };
-        let mut engine = CpuEngine { name, origin, spec, model_layout, full, single, output, class_offset, pad_from: 1 };
+        let mut engine =
+            CpuEngine { name, origin, spec, model_layout, full, single, output, class_offset, pad_from: 1 };
         engine.pad_from = engine.measure_crossover()?;
         Ok(engine)
     }
@@ -323,7 +324,8 @@ impl CpuEngine {
         for (plan, chunk) in runs.chain(rest) {
             let input = self.assemble(chunk, plan.batch)?;
             let out = plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
-            sink(&out[0], chunk.len()).map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
+            sink(&out[0], chunk.len())
+                .map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
         }
         Ok(())
     }
@@ -471,11 +473,12 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
     let fact = model.input_fact(0).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
     if let Some(dt) = fact.datum_type.concretize() {
         if dt != f32::datum_type() {
-            return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
+            return Err(format!(
+                "CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"
+            ));
         }
     }
-    let dims: Vec<Option<usize>> =
-        fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
+    let dims: Vec<Option<usize>> = fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
     let shown = || {
         let d: Vec<String> = dims.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect();
         format!("[{}]", d.join(", "))
@@ -634,8 +637,7 @@ mod tests {
         let nhwc = images(60..63, Layout::Nhwc);
         let e1 = engine(1);
         let reference = e1.scores(&views(&nchw)).unwrap();
-        let nhwc_engine =
-            CpuEngine::from_proto(proto(), "test", input_spec(SIZE, 1, Layout::Nhwc)).unwrap();
+        let nhwc_engine = CpuEngine::from_proto(proto(), "test", input_spec(SIZE, 1, Layout::Nhwc)).unwrap();
         assert_eq!(nhwc_engine.scores(&views(&nhwc)).unwrap(), reference, "layout conversion is exact");
 
         // fp16 and int8 samples are converted exactly as documented.

@@ -37,7 +37,6 @@ struct Queue {
 #[derive(Debug, Default)]
 pub struct Counters {
     pub issued: AtomicU64,
-    pub completed: AtomicU64,
     pub batches: AtomicU64,
     pub largest_batch: AtomicU64,
 }
@@ -47,6 +46,7 @@ pub struct BatchingSut {
     name: String,
     queue: Arc<Queue>,
     counters: Arc<Counters>,
+    completed: Arc<AtomicU64>,
     threads: Vec<JoinHandle<()>>,
     errors: Arc<Mutex<Vec<String>>>,
 }
@@ -57,6 +57,7 @@ impl BatchingSut {
         assert!(config.batch_size > 0 && config.workers_per_device > 0, "validated config");
         let queue = Arc::new(Queue { samples: Mutex::new(VecDeque::new()), ready: Condvar::new(), stop: AtomicBool::new(false) });
         let counters = Arc::new(Counters::default());
+        let completed = Arc::new(AtomicU64::new(0));
         let errors = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
         for (device, engine) in devices.into_iter().enumerate() {
@@ -67,20 +68,25 @@ impl BatchingSut {
             let c = counters.clone();
             threads.push(std::thread::Builder::new().name(format!("batcher-{device}")).spawn(move || batch_loop(&q, &c, &tx, config)).expect("spawn batcher"));
             for worker in 0..config.workers_per_device {
-                let (rx, engine, source, counters, errors) = (rx.clone(), engine.clone(), source.clone(), counters.clone(), errors.clone());
+                let (rx, engine, source, completed, errors) = (rx.clone(), engine.clone(), source.clone(), completed.clone(), errors.clone());
                 threads.push(
                     std::thread::Builder::new()
                         .name(format!("infer-{device}-{worker}"))
-                        .spawn(move || infer_loop(&rx, engine.as_ref(), source.as_ref(), &counters, &errors, config.token_latencies))
+                        .spawn(move || infer_loop(&rx, engine.as_ref(), source.as_ref(), &completed, &errors, config.token_latencies))
                         .expect("spawn worker"),
                 );
             }
         }
-        BatchingSut { name: name.to_string(), queue, counters, threads, errors }
+        BatchingSut { name: name.to_string(), queue, counters, completed, threads, errors }
     }
 
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
+    }
+
+    /// A counter of completed samples that can be shared (for the progress display).
+    pub fn counters_completed(&self) -> Arc<AtomicU64> {
+        self.completed.clone()
     }
 
     /// Stops the threads; returns the engine errors seen during the run.
@@ -125,7 +131,7 @@ fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySamp
     }
 }
 
-fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, source: &dyn SampleSource, counters: &Counters, errors: &Mutex<Vec<String>>, token_latencies: bool) {
+fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, source: &dyn SampleSource, completed: &AtomicU64, errors: &Mutex<Vec<String>>, token_latencies: bool) {
     let mut outputs = Vec::new();
     loop {
         let batch = match rx.lock().expect("receiver lock").recv() {
@@ -142,7 +148,7 @@ fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, sourc
         // (the run is then reported as failed, not left hanging).
         outputs.resize(batch.len(), Vec::new());
         complete_with_tokens(&batch, &outputs, token_latencies);
-        counters.completed.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        completed.fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -14,6 +14,7 @@ pub mod logs;
 pub mod progress;
 pub mod report;
 pub mod signals;
+pub mod workload;
 
 use crate::fsutil::write_atomic;
 use batcher::{BatcherConfig, BatchingSut};
@@ -338,18 +339,30 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             let qsl = Arc::new(qsl);
             let config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
             let sut = BatchingSut::start("mlperf fixed-latency SUT", devices, qsl.clone(), config);
-            let _progress = progress::Progress::start(label, Arc::new(AtomicU64::new(0)), min_duration);
+            let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
             let result = mlperf_loadgen::start_test(&sut, qsl.as_ref(), &lg, &log, audit.as_deref());
             let errors = sut.finish();
             result.map_err(|e| e.to_string())?;
             errors
         }
         Backend::Config => {
-            return Err(format!(
-                "engine {:?} for {} is not built into this binary yet; run with --backend=null or --backend=fixed_latency to exercise the harness",
-                settings.engine.map_or("unset", |e| e.name()),
-                plan.benchmark
-            ));
+            let devices = tables.system(&plan.system).map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize);
+            let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices)?;
+            let mut config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
+            if settings.engine == Some(mlperf_config::EngineKind::Cpu) && settings.gpu_inference_streams.is_none() {
+                // A CPU "device" runs one batch per core.
+                config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
+            }
+            let sut = BatchingSut::start(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config);
+            let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
+            let result = mlperf_loadgen::start_test(&sut, work.library.as_ref(), &lg, &log, audit.as_deref());
+            let errors = sut.finish();
+            result.map_err(|e| e.to_string())?;
+            if plan.mode == "AccuracyOnly" && errors.is_empty() {
+                let line = workload::score(dir, &work.val_map, work.synthetic)?;
+                eprintln!("{}: {line}", plan.benchmark);
+            }
+            errors
         }
     };
     // LoadGen always creates the trace file; it is empty with tracing off and no submission wants it.

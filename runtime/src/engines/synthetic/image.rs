@@ -33,8 +33,7 @@ pub fn synthetic_image_f32(index: usize, size: usize, layout: Layout) -> Vec<f32
     let g = rng.range(2, 5) as usize;
     let base: [f32; 3] = [rng.unit() * 255.0, rng.unit() * 255.0, rng.unit() * 255.0];
     let spread = 40.0 + 70.0 * rng.unit();
-    let grid: Vec<[f32; 3]> =
-        (0..(g + 1) * (g + 1)).map(|_| base.map(|b| b + spread * rng.symmetric())).collect();
+    let grid: Vec<[f32; 3]> = (0..(g + 1) * (g + 1)).map(|_| base.map(|b| b + spread * rng.symmetric())).collect();
     // A linear gradient per channel.
     let grad: [[f32; 2]; 3] = [(); 3].map(|_| [60.0 * rng.symmetric(), 60.0 * rng.symmetric()]);
     // Stripes: a triangle wave along a random direction, 1..8 periods across the image.

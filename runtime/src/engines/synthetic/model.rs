@@ -197,9 +197,8 @@ impl GraphBuilder {
         let raw: Vec<f32> = (0..cout * fan_in).map(|_| rng.symmetric() * bound).collect();
 
         let mut rng = SplitMix64::derive(self.seed, norm, 0);
-        let mut draw = |center: f32, spread: f32| -> Vec<f32> {
-            (0..cout).map(|_| center + spread * rng.symmetric()).collect()
-        };
+        let mut draw =
+            |center: f32, spread: f32| -> Vec<f32> { (0..cout).map(|_| center + spread * rng.symmetric()).collect() };
         let scale = draw(gain, 0.1 * gain);
         let shift = draw(0.0, 0.1);
         let mean = draw(0.0, 0.05 * variance.sqrt());
@@ -231,7 +230,8 @@ impl GraphBuilder {
     }
 
     fn max_pool(&mut self, name: &str, input: &str) -> String {
-        let attrs = vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
+        let attrs =
+            vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
         self.node("MaxPool", name, &[input], attrs)
     }
 }
@@ -271,7 +271,12 @@ fn attr_int(name: &str, i: i64) -> pb::AttributeProto {
 }
 
 fn attr_ints(name: &str, ints: &[i64]) -> pb::AttributeProto {
-    pb::AttributeProto { name: name.into(), r#type: AttributeType::Ints as i32, ints: ints.to_vec(), ..Default::default() }
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::Ints as i32,
+        ints: ints.to_vec(),
+        ..Default::default()
+    }
 }
 
 fn attr_float(name: &str, f: f32) -> pb::AttributeProto {

@@ -59,14 +59,18 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_distinct() {
-        let a: Vec<u64> = (0..4).map({
-            let mut r = SplitMix64::derive(7, "conv1.weight", 0);
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..4).map({
-            let mut r = SplitMix64::derive(7, "conv1.weight", 0);
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = SplitMix64::derive(7, "conv1.weight", 0);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = SplitMix64::derive(7, "conv1.weight", 0);
+                move |_| r.next_u64()
+            })
+            .collect();
         let c = SplitMix64::derive(7, "conv1.bias", 0).next_u64();
         let d = SplitMix64::derive(8, "conv1.weight", 0).next_u64();
         assert_eq!(a, b);

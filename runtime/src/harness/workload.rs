@@ -1,0 +1,90 @@
+//! The configured workload: the engine and sample library a config names (`engine`, `dataset`,
+//! `model_path`, `tensor_path`, `map_path`, `image_size`, batch size), and the accuracy scoring
+//! that follows an AccuracyOnly run. Real systems never fall back to synthetic data: missing data
+//! is an error that says what to download or preprocess.
+
+use crate::dataset::qsl::SampleLibrary;
+use crate::dataset::scratch::{self, Scratch};
+use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
+use crate::engines::synthetic::{self, SyntheticArtifacts};
+use crate::harness::engine::Engine;
+use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Seed of the synthetic workload's weights: fixed, so every machine generates the same model.
+pub const SYNTHETIC_SEED: u64 = 20_261_122;
+
+/// A ready workload: one engine per device, the samples, and the val map accuracy is scored against.
+pub struct Workload {
+    pub devices: Vec<Arc<dyn Engine>>,
+    pub library: Arc<SampleLibrary>,
+    pub val_map: PathBuf,
+    pub synthetic: bool,
+}
+
+/// Creates (on first use) the synthetic model and labels a config asks for.
+pub fn ensure_synthetic(settings: &Settings) -> Result<SyntheticArtifacts, String> {
+    let size = settings.image_size.ok_or("synthetic resnet50 configs need image_size")? as usize;
+    synthetic::ensure_synthetic_resnet50(&Scratch::from_env().models_dir(), size, SYNTHETIC_SEED)
+}
+
+fn layout(settings: &Settings) -> Layout {
+    // NVIDIA's "linear" is CHW; the synthetic generator and the CPU engine agree on NCHW.
+    match settings.input_format {
+        Some(InputFormat::Linear) | None => Layout::Nchw,
+        Some(_) => Layout::Nhwc,
+    }
+}
+
+/// Builds the workload of `benchmark` as `settings` configure it.
+pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize) -> Result<Workload, String> {
+    let engine = settings.engine.unwrap_or(EngineKind::Gpu);
+    if engine != EngineKind::Cpu || benchmark != "resnet50" {
+        return Err(format!(
+            "no {} engine for {benchmark} in this build: the CPU engine runs resnet50; GPU engines and serving backends are not built yet. \
+             Use --backend=null or --backend=fixed_latency to exercise the harness",
+            engine.name()
+        ));
+    }
+    let batch = settings.batch_size("resnet50").unwrap_or(1).max(1) as usize;
+    let layout = layout(settings);
+    if settings.dataset == Some(DatasetSource::Synthetic) {
+        let artifacts = ensure_synthetic(settings)?;
+        let size = artifacts.size;
+        let spec = synthetic::input_spec(size, batch, layout);
+        let cpu = Arc::new(CpuEngine::load(&artifacts.model_path, spec)?);
+        let library = SampleLibrary::generated("synthetic ImageNet", total, performance, spec.sample_bytes(), move |i| synthetic::synthetic_image(i, size, layout));
+        return Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map: artifacts.val_map_path, synthetic: true });
+    }
+    let scratch = Scratch::from_env();
+    let report = scratch::check(&scratch, benchmark, settings);
+    if !report.ready() {
+        return Err(format!("the data of {benchmark} is not ready:\n{}", report.render()));
+    }
+    let size = settings.image_size.unwrap_or(224) as usize;
+    let dtype = match settings.input_dtype.unwrap_or(DataType::Fp32) {
+        DataType::Fp32 => InputDtype::F32,
+        DataType::Fp16 => InputDtype::F16,
+        DataType::Int8 => InputDtype::I8 { scale: 1.0 },
+        other => return Err(format!("the CPU engine reads fp32, fp16 or int8 images, not {}", other.name())),
+    };
+    let spec = InputSpec { batch_size: batch, channels: 3, height: size, width: size, layout, dtype };
+    let model = scratch.model_path(settings).ok_or("resnet50 configs need model_path")?;
+    let cpu = Arc::new(CpuEngine::load(&model, spec)?);
+    let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
+    let library = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?;
+    Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
+}
+
+/// Scores an AccuracyOnly run in `dir` and writes `accuracy.txt` there (the official script's format).
+pub fn score(dir: &Path, val_map: &Path, synthetic: bool) -> Result<String, String> {
+    let score = crate::accuracy::imagenet::score_imagenet(&dir.join("mlperf_log_accuracy.json"), val_map, crate::accuracy::log::LogDtype::Int32)?;
+    let text = score.accuracy_txt();
+    crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &text)?;
+    if synthetic {
+        let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
+        crate::fsutil::write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
+    }
+    Ok(text.trim().to_string())
+}
