@@ -120,6 +120,10 @@ fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySamp
             }
             samples = queue.ready.wait_timeout(samples, deadline - now).expect("queue lock").0;
         }
+        // Another device's batcher may have emptied the queue while this one waited.
+        if samples.is_empty() {
+            continue;
+        }
         let take = samples.len().min(config.batch_size);
         let batch: Vec<QuerySample> = samples.drain(..take).collect();
         drop(samples);
@@ -161,5 +165,90 @@ impl Sut for BatchingSut {
         self.counters.issued.fetch_add(samples.len() as u64, Ordering::Relaxed);
         self.queue.samples.lock().expect("queue lock").extend(samples.iter().copied());
         self.queue.ready.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::engine::Sample;
+    use std::collections::HashMap;
+
+    /// Records every batch it runs.
+    struct Recorder {
+        batches: Mutex<Vec<Vec<usize>>>,
+    }
+
+    impl Engine for Recorder {
+        fn name(&self) -> &str {
+            "recorder"
+        }
+        fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+            self.batches.lock().unwrap().push(indices.to_vec());
+            outputs.extend(indices.iter().map(|_| Vec::new()));
+            Ok(())
+        }
+    }
+
+    struct NoData;
+    impl SampleSource for NoData {
+        fn sample(&self, _: usize) -> Sample {
+            Sample::empty()
+        }
+    }
+
+    fn config(batch_size: usize) -> BatcherConfig {
+        BatcherConfig { batch_size, deque_timeout: Duration::from_millis(2), workers_per_device: 3, use_deque_limit: true, token_latencies: false }
+    }
+
+    /// Issues `queries` (as LoadGen would, ids = sample positions), waits for every completion, and
+    /// returns the batches each device ran.
+    fn drive(devices: usize, cfg: BatcherConfig, queries: Vec<Vec<usize>>, gap: Duration) -> Vec<Vec<Vec<usize>>> {
+        let recorders: Vec<Arc<Recorder>> = (0..devices).map(|_| Arc::new(Recorder { batches: Mutex::new(Vec::new()) })).collect();
+        let engines: Vec<Arc<dyn Engine>> = recorders.iter().map(|r| r.clone() as Arc<dyn Engine>).collect();
+        let sut = BatchingSut::start("test", engines, Arc::new(NoData), cfg);
+        let total: usize = queries.iter().map(Vec::len).sum();
+        let mut id = 0;
+        for q in queries {
+            let samples: Vec<QuerySample> = q.iter().map(|&index| { id += 1; QuerySample { id, index } }).collect();
+            sut.issue_query(&samples);
+            std::thread::sleep(gap);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while (sut.counters_completed().load(Ordering::SeqCst) as usize) < total && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(sut.finish(), Vec::<String>::new());
+        recorders.iter().map(|r| r.batches.lock().unwrap().clone()).collect()
+    }
+
+    fn check(batches: &[Vec<Vec<usize>>], expected: usize, batch_size: usize) {
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        for b in batches.iter().flatten() {
+            assert!(!b.is_empty() && b.len() <= batch_size, "batch of {} with batch size {batch_size}", b.len());
+            for &i in b {
+                *seen.entry(i).or_default() += 1;
+            }
+        }
+        assert_eq!(seen.len(), expected, "every sample ran");
+        assert!(seen.values().all(|&n| n == 1), "no sample ran twice");
+    }
+
+    #[test]
+    fn offline_load_runs_every_sample_once_in_full_batches() {
+        // Offline: one query with every sample.
+        let batches = drive(2, config(64), vec![(0..10_000).collect()], Duration::ZERO);
+        check(&batches, 10_000, 64);
+        let full = batches.iter().flatten().filter(|b| b.len() == 64).count();
+        assert!(full >= 10_000 / 64 - 2, "a backlog gives full batches ({full})");
+        assert!(batches.iter().all(|d| !d.is_empty()), "both devices take work");
+    }
+
+    #[test]
+    fn server_load_runs_every_sample_once_and_partial_batches_time_out() {
+        // Server: one sample per query, arriving over time; the deque timeout releases partial batches.
+        let batches = drive(1, config(16), (0..600).map(|i| vec![i]).collect(), Duration::from_micros(200));
+        check(&batches, 600, 16);
+        assert!(batches[0].iter().any(|b| b.len() < 16), "a partial batch after the timeout");
     }
 }
