@@ -33,19 +33,10 @@ struct Queue {
     stop: AtomicBool,
 }
 
-/// Counters for progress display and tests.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub issued: AtomicU64,
-    pub batches: AtomicU64,
-    pub largest_batch: AtomicU64,
-}
-
 /// A batching SUT over one engine instance per device.
 pub struct BatchingSut {
     name: String,
     queue: Arc<Queue>,
-    counters: Arc<Counters>,
     completed: Arc<AtomicU64>,
     threads: Vec<JoinHandle<()>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -56,7 +47,6 @@ impl BatchingSut {
     pub fn start(name: &str, devices: Vec<Arc<dyn Engine>>, source: Arc<dyn SampleSource>, config: BatcherConfig) -> BatchingSut {
         assert!(config.batch_size > 0 && config.workers_per_device > 0, "validated config");
         let queue = Arc::new(Queue { samples: Mutex::new(VecDeque::new()), ready: Condvar::new(), stop: AtomicBool::new(false) });
-        let counters = Arc::new(Counters::default());
         let completed = Arc::new(AtomicU64::new(0));
         let errors = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
@@ -65,8 +55,7 @@ impl BatchingSut {
             let (tx, rx) = sync_channel::<Vec<QuerySample>>(config.workers_per_device * 2);
             let rx = Arc::new(Mutex::new(rx));
             let q = queue.clone();
-            let c = counters.clone();
-            threads.push(std::thread::Builder::new().name(format!("batcher-{device}")).spawn(move || batch_loop(&q, &c, &tx, config)).expect("spawn batcher"));
+            threads.push(std::thread::Builder::new().name(format!("batcher-{device}")).spawn(move || batch_loop(&q, &tx, config)).expect("spawn batcher"));
             for worker in 0..config.workers_per_device {
                 let (rx, engine, source, completed, errors) = (rx.clone(), engine.clone(), source.clone(), completed.clone(), errors.clone());
                 threads.push(
@@ -77,11 +66,7 @@ impl BatchingSut {
                 );
             }
         }
-        BatchingSut { name: name.to_string(), queue, counters, completed, threads, errors }
-    }
-
-    pub fn counters(&self) -> Arc<Counters> {
-        self.counters.clone()
+        BatchingSut { name: name.to_string(), queue, completed, threads, errors }
     }
 
     /// A counter of completed samples that can be shared (for the progress display).
@@ -101,7 +86,7 @@ impl BatchingSut {
 }
 
 /// Takes batches off the shared queue for one device.
-fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySample>>, config: BatcherConfig) {
+fn batch_loop(queue: &Queue, out: &SyncSender<Vec<QuerySample>>, config: BatcherConfig) {
     loop {
         let mut samples = queue.samples.lock().expect("queue lock");
         // Wait for the first sample.
@@ -127,8 +112,6 @@ fn batch_loop(queue: &Queue, counters: &Counters, out: &SyncSender<Vec<QuerySamp
         let take = samples.len().min(config.batch_size);
         let batch: Vec<QuerySample> = samples.drain(..take).collect();
         drop(samples);
-        counters.batches.fetch_add(1, Ordering::Relaxed);
-        counters.largest_batch.fetch_max(batch.len() as u64, Ordering::Relaxed);
         if out.send(batch).is_err() {
             return;
         }
@@ -162,7 +145,6 @@ impl Sut for BatchingSut {
     }
 
     fn issue_query(&self, samples: &[QuerySample]) {
-        self.counters.issued.fetch_add(samples.len() as u64, Ordering::Relaxed);
         self.queue.samples.lock().expect("queue lock").extend(samples.iter().copied());
         self.queue.ready.notify_all();
     }
