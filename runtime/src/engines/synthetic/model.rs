@@ -47,7 +47,17 @@ pub const STAGES: [(usize, usize, usize); 4] = [(3, 64, 1), (4, 128, 2), (6, 256
 
 /// The whole model as an ONNX `ModelProto` (classifier bias zero, not yet calibrated).
 pub fn resnet50(size: usize, seed: u64) -> pb::ModelProto {
-    let mut g = GraphBuilder { seed, nodes: Vec::new(), initializers: Vec::new() };
+    resnet50_with(size, seed, true)
+}
+
+/// The same model with every batch norm left as its own `BatchNormalization` node (as training
+/// exports and the MLPerf reference model have them), for the GPU engine builder's folding pass.
+pub fn resnet50_with_batch_norms(size: usize, seed: u64) -> pb::ModelProto {
+    resnet50_with(size, seed, false)
+}
+
+fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelProto {
+    let mut g = GraphBuilder { seed, fold_batch_norms, nodes: Vec::new(), initializers: Vec::new() };
 
     let x = g.conv_bn("conv1", "bn1", INPUT_NAME, 3, 64, 7, 2, 1.0, 2.0 * INPUT_SECOND_MOMENT);
     let x = g.relu("relu", &x);
@@ -136,6 +146,7 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
 
 struct GraphBuilder {
     seed: u64,
+    fold_batch_norms: bool,
     nodes: Vec<pb::NodeProto>,
     initializers: Vec<pb::TensorProto>,
 }
@@ -204,16 +215,6 @@ impl GraphBuilder {
         let mean = draw(0.0, 0.05 * variance.sqrt());
         let var = draw(variance, 0.1 * variance);
 
-        let mut weight = Vec::with_capacity(raw.len());
-        let mut bias = Vec::with_capacity(cout);
-        for o in 0..cout {
-            let a = scale[o] as f64 / (var[o] as f64 + BN_EPSILON).sqrt();
-            weight.extend(raw[o * fan_in..(o + 1) * fan_in].iter().map(|&w| (w as f64 * a) as f32));
-            bias.push((shift[o] as f64 - mean[o] as f64 * a) as f32);
-        }
-        let (w_name, b_name) = (format!("{conv}.weight"), format!("{conv}.bias"));
-        self.constant(&w_name, &[cout, cin, k, k], weight);
-        self.constant(&b_name, &[cout], bias);
         let (k, s, p) = (k as i64, stride as i64, (k as i64 - 1) / 2);
         let attrs = vec![
             attr_ints("dilations", &[1, 1]),
@@ -222,6 +223,26 @@ impl GraphBuilder {
             attr_ints("pads", &[p, p, p, p]),
             attr_ints("strides", &[s, s]),
         ];
+        let (w_name, b_name) = (format!("{conv}.weight"), format!("{conv}.bias"));
+        if !self.fold_batch_norms {
+            self.constant(&w_name, &[cout, cin, k as usize, k as usize], raw);
+            let x = self.node("Conv", conv, &[input, &w_name], attrs);
+            let names = ["scale", "shift", "mean", "var"].map(|p| format!("{norm}.{p}"));
+            for (name, values) in names.iter().zip([scale, shift, mean, var]) {
+                self.constant(name, &[cout], values);
+            }
+            let bn_inputs: Vec<&str> = std::iter::once(x.as_str()).chain(names.iter().map(String::as_str)).collect();
+            return self.node("BatchNormalization", norm, &bn_inputs, vec![attr_float("epsilon", BN_EPSILON as f32)]);
+        }
+        let mut weight = Vec::with_capacity(raw.len());
+        let mut bias = Vec::with_capacity(cout);
+        for o in 0..cout {
+            let a = scale[o] as f64 / (var[o] as f64 + BN_EPSILON).sqrt();
+            weight.extend(raw[o * fan_in..(o + 1) * fan_in].iter().map(|&w| (w as f64 * a) as f32));
+            bias.push((shift[o] as f64 - mean[o] as f64 * a) as f32);
+        }
+        self.constant(&w_name, &[cout, cin, k as usize, k as usize], weight);
+        self.constant(&b_name, &[cout], bias);
         self.node("Conv", conv, &[input, &w_name, &b_name], attrs)
     }
 

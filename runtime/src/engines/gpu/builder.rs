@@ -1,0 +1,155 @@
+//! `generate_engines` for the GPU engine: a plan is reused when its key matches what is wanted
+//! now, rebuilt (saying why) when stale or corrupt, and built from the ONNX model otherwise:
+//! import and fuse, lower, time cuDNN's algorithms on GPU 0 within the workspace limit, check the
+//! result against the CPU engine, write the plan atomically.
+
+use super::exec::{self, DeviceModel, InputFormat, Slot};
+use super::plan::{self, Plan, PlanHeader, PlanKey, PlanStatus};
+use super::{lower, network, GpuEngine, RunOptions};
+use crate::engines::cpu::CpuEngine;
+use crate::fsutil::write_atomic;
+use crate::harness::engine::SampleSource;
+use std::path::{Path, PathBuf};
+use prost::Message as _;
+
+pub struct BuildRequest<'a> {
+    pub model_path: &'a Path,
+    pub plan_path: PathBuf,
+    pub batch_size: usize,
+    pub precision: &'a str,
+    pub input: InputFormat,
+    pub workspace_limit: usize,
+    /// Samples to check the plan against the CPU engine with (none: no check).
+    pub check_samples: Option<(&'a dyn SampleSource, usize)>,
+    /// The CPU engine's view of the same samples (batch size, layout and type).
+    pub cpu_input: crate::engines::cpu::InputSpec,
+}
+
+/// What `ensure_plan` did.
+pub enum Outcome {
+    Reused,
+    Built { reason: String, report: String },
+}
+
+pub fn input_description(f: &InputFormat) -> String {
+    let dtype = ["fp32", "fp16", "int8"][f.dtype as usize];
+    format!("{dtype} {} {}x{}x{} scale {}", if f.nchw { "NCHW" } else { "NHWC" }, f.channels, f.height, f.width, f.scale)
+}
+
+/// The key a plan for this request must have on this machine (GPU 0 stands for all: a system's
+/// GPUs are identical).
+pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
+    if req.precision != "fp16" {
+        return Err(format!(
+            "the GPU engine builds fp16 plans only so far; this config asks for {} (int8 with a calibration cache is future work). \
+             To measure the fp16 engine anyway, override it: --precision=fp16 (development builds; the run is marked non-submittable)",
+            req.precision
+        ));
+    }
+    let (gpu_name, compute_capability, cuda_driver_version) = exec::device_identity(0)?;
+    Ok(PlanKey {
+        format_version: plan::FORMAT_VERSION,
+        model_sha256: plan::file_sha256(req.model_path)?,
+        gpu_name,
+        compute_capability,
+        cuda_driver_version,
+        cudnn_version: super::cudnn::version(),
+        batch_size: req.batch_size,
+        precision: req.precision.to_string(),
+        input: input_description(&req.input),
+        workspace_bytes: req.workspace_limit as u64,
+    })
+}
+
+/// Reuses an up-to-date plan or builds a new one.
+pub fn ensure_plan(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
+    let key = wanted_key(req)?;
+    let reason = match plan::check(&req.plan_path, &key) {
+        PlanStatus::Fresh => return Ok(Outcome::Reused),
+        PlanStatus::Missing => "no plan yet".to_string(),
+        PlanStatus::Stale(diffs) => format!("stale plan ({})", diffs.join("; ")),
+        PlanStatus::Corrupt(why) => format!("corrupt plan ({why})"),
+    };
+    progress(&format!("building {}: {reason}", req.plan_path.display()));
+    let report = build(req, key, progress)?;
+    Ok(Outcome::Built { reason, report })
+}
+
+fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let bytes = std::fs::read(req.model_path).map_err(|e| format!("cannot read model {}: {e}", req.model_path.display()))?;
+    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{} is not an ONNX model: {e}", req.model_path.display()))?;
+    let net = network::build(&proto).map_err(|e| format!("{}: {e}", req.model_path.display()))?;
+    if (net.channels, net.height, net.width) != (req.input.channels, req.input.height, req.input.width) {
+        return Err(format!(
+            "{} takes {}x{}x{} images but the config's samples are {}x{}x{}",
+            req.model_path.display(),
+            net.channels,
+            net.height,
+            net.width,
+            req.input.channels,
+            req.input.height,
+            req.input.width
+        ));
+    }
+    let lowered = lower::lower(&net)?;
+    let classes = lowered.classes;
+    let mut header = PlanHeader {
+        key,
+        model_path: req.model_path.display().to_string(),
+        layers: lowered.layers,
+        buffer_of: lowered.buffer_of,
+        buffer_elements: lowered.buffer_elements,
+        output: lowered.output,
+        classes,
+        // 1001-class models (MLPerf's resnet50_v1.onnx) put "background" at 0.
+        class_offset: if classes == 1001 { -1 } else { 0 },
+        blob_len: lowered.blob.len(),
+        blob_sha256: plan::sha256_hex(&lowered.blob),
+        verification: String::new(),
+    };
+    let convs = header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
+    progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), req.batch_size));
+    let model = DeviceModel::load(0, &header, &lowered.blob, req.input)?;
+    let mut slot = Slot::new(&model, req.workspace_limit, false)?;
+    slot.choose_algorithms(&mut header, req.workspace_limit, &mut |line| progress(line))?;
+    drop(slot);
+    drop(model);
+    let mut plan = Plan { header, blob: lowered.blob };
+    if let Some((source, samples)) = req.check_samples {
+        plan.header.verification = verify(&plan, req, source, samples)?;
+        progress(&plan.header.verification);
+    }
+    write_atomic(&req.plan_path, &plan.to_bytes())?;
+    let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
+    Ok(format!("{convs} convolutions, {:.2} ms per batch of {} in convolutions alone; {}", total_us / 1000.0, req.batch_size, plan.header.verification))
+}
+
+/// Agreement with the CPU engine (tract, fp32) on the first `samples` samples: top-1 agreement
+/// and the largest logit error relative to each sample's largest logit. Fails the build when
+/// fewer than 99% of top-1 answers agree (fp16 rounding flips only near-ties).
+pub fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<String, String> {
+    let batch = samples.min(plan.header.key.batch_size);
+    let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.workspace_limit };
+    let gpu = GpuEngine::open(0, plan, req.input, options)?;
+    let indices: Vec<usize> = (0..batch).collect();
+    let (gpu_top1, gpu_logits) = gpu.classify(&indices, source, true)?;
+    let cpu = CpuEngine::load(req.model_path, crate::engines::cpu::InputSpec { batch_size: batch, ..req.cpu_input })?;
+    let data: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
+    let refs: Vec<&[u8]> = data.iter().map(|s| &s[..]).collect();
+    let cpu_logits = cpu.scores(&refs)?;
+    let classes = plan.header.classes;
+    let mut agree = 0;
+    let mut max_rel = 0f32;
+    for b in 0..batch {
+        let (g, c) = (&gpu_logits[b * classes..(b + 1) * classes], &cpu_logits[b * classes..(b + 1) * classes]);
+        let scale = c.iter().fold(0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
+        let err = g.iter().zip(c).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        max_rel = max_rel.max(err / scale);
+        agree += usize::from(crate::engines::cpu::argmax(c) as i32 + plan.header.class_offset == gpu_top1[b]);
+    }
+    let line = format!("checked against the CPU engine on {batch} samples: top-1 agreement {agree}/{batch}, max relative logit error {max_rel:.2e}");
+    if agree * 100 < batch * 99 {
+        return Err(format!("the GPU plan disagrees with the CPU engine: {line}"));
+    }
+    Ok(line)
+}

@@ -1,0 +1,479 @@
+//! Running a plan on one GPU through cudarc: the weights uploaded once, and per inference stream a
+//! "slot" with its own cuDNN handle, activation buffers, workspace, pinned host buffers and one
+//! CUDA graph per batch size (captured on first use after a warm-up run, then replayed).
+//!
+//! A batch on a slot: the samples are copied into the slot's pinned input buffer (or, with
+//! `start_from_device`, found in the device's resident sample pool), and one graph launch does the
+//! rest: upload, conversion to NHWC fp16, every layer, top-1 selection and the download of one
+//! int32 class per sample into pinned memory.
+
+use super::cudnn::{self, Activation, Convolution, Filter, FusedConv, Handle, Pooling, Tensor};
+use super::plan::{LayerKind, PlanHeader};
+use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
+use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub type Result<T> = std::result::Result<T, String>;
+
+fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
+    r.map_err(|e| format!("CUDA {what}: {e:?}"))
+}
+
+/// Element type and layout of the sample bytes, as the conversion kernel reads them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InputFormat {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    /// 0 = f32, 1 = f16, 2 = int8 (times `scale`).
+    pub dtype: i32,
+    pub scale: f32,
+    pub nchw: bool,
+}
+
+impl InputFormat {
+    pub fn sample_bytes(&self) -> usize {
+        self.channels * self.height * self.width * [4, 2, 1][self.dtype as usize]
+    }
+}
+
+/// Device memory, freed on drop.
+pub struct DeviceBuffer {
+    ptr: ds::CUdeviceptr,
+    pub bytes: usize,
+}
+
+impl DeviceBuffer {
+    pub fn new(bytes: usize) -> Result<DeviceBuffer> {
+        let ptr = cu("allocate device memory", unsafe { dr::malloc_sync(bytes.max(256)) }).map_err(|e| format!("{e} ({bytes} bytes)"))?;
+        Ok(DeviceBuffer { ptr, bytes })
+    }
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        unsafe { dr::free_sync(self.ptr) }.ok();
+    }
+}
+
+/// Page-locked host memory (copies from it run asynchronously and can be captured in graphs).
+pub struct PinnedBuffer {
+    ptr: *mut u8,
+    pub bytes: usize,
+}
+
+// SAFETY: the buffer is plain memory owned by one slot; the slot's owner has exclusive access.
+unsafe impl Send for PinnedBuffer {}
+
+impl PinnedBuffer {
+    pub fn new(bytes: usize) -> Result<PinnedBuffer> {
+        let ptr = cu("allocate pinned memory", unsafe { dr::malloc_host(bytes.max(64), 0) })? as *mut u8;
+        Ok(PinnedBuffer { ptr, bytes })
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        unsafe { dr::free_host(self.ptr as *mut _) }.ok();
+    }
+}
+
+const KERNELS: &str = r#"
+__device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+
+// One thread per element of the NHWC fp16 batch (channels padded to cpad with zeros). Sample b is
+// read at pool + slots[b] * sample_bytes in its own element type and layout.
+extern "C" __global__ void convert_input(const unsigned char* pool, const int* slots, unsigned short* out,
+        int n, int c, int hw, int cpad, long long sample_bytes, int dtype, int nchw, float scale) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long long)n * hw * cpad) return;
+    int ch = (int)(idx % cpad);
+    long long p = idx / cpad;
+    int pix = (int)(p % hw);
+    int b = (int)(p / hw);
+    float v = 0.0f;
+    if (ch < c) {
+        const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
+        long long e = nchw ? (long long)ch * hw + pix : (long long)pix * c + ch;
+        if (dtype == 0) v = ((const float*)s)[e];
+        else if (dtype == 1) v = h2f(((const unsigned short*)s)[e]);
+        else v = (float)((const signed char*)s)[e] * scale;
+    }
+    out[idx] = f2h(v);
+}
+
+// One warp per sample: the first index of the largest of `classes` logits (row stride `stride`).
+extern "C" __global__ void top1(const unsigned short* logits, int* out, int n, int classes, int stride, int offset) {
+    int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    int lane = threadIdx.x % 32;
+    if (warp >= n) return;
+    const unsigned short* row = logits + (long long)warp * stride;
+    float best = __int_as_float(0xff800000);
+    int arg = 0x7fffffff;
+    for (int i = lane; i < classes; i += 32) {
+        float v = h2f(row[i]);
+        if (v > best) { best = v; arg = i; }
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        float ob = __shfl_down_sync(0xffffffffu, best, o);
+        int oa = __shfl_down_sync(0xffffffffu, arg, o);
+        if (ob > best || (ob == best && oa < arg)) { best = ob; arg = oa; }
+    }
+    if (lane == 0) out[warp] = arg + offset;
+}
+"#;
+
+/// The plan resident on one GPU: weights and compiled kernels, shared by the device's slots.
+pub struct DeviceModel {
+    pub ctx: Arc<CudaContext>,
+    pub header: PlanHeader,
+    pub input: InputFormat,
+    weights: DeviceBuffer,
+    convert: CudaFunction,
+    top1: CudaFunction,
+}
+
+impl DeviceModel {
+    pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputFormat) -> Result<Arc<DeviceModel>> {
+        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
+        // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
+        // events to every launch and to the captured graphs.
+        unsafe { ctx.disable_event_tracking() };
+        ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        let weights = DeviceBuffer::new(blob.len())?;
+        cu("upload weights", unsafe { dr::memcpy_htod_sync(weights.ptr, blob) })?;
+        let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let module = cu("load kernels", ctx.load_module(ptx))?;
+        let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
+        let top1 = cu("kernel top1", module.load_function("top1"))?;
+        Ok(Arc::new(DeviceModel { ctx, header: header.clone(), input, weights, convert, top1 }))
+    }
+
+    pub fn max_batch(&self) -> usize {
+        self.header.key.batch_size
+    }
+}
+
+/// Descriptors of every layer at one batch size.
+struct LayerDescriptors {
+    input: Tensor,
+    output: Tensor,
+    op: OpDescriptors,
+}
+
+enum OpDescriptors {
+    Conv { filter: Filter, conv: Convolution, act: Activation, bias: Tensor, algo: Algo, workspace: usize },
+    Pool(Pooling),
+}
+
+struct BatchProgram {
+    layers: Vec<LayerDescriptors>,
+    graph: Option<CudaGraph>,
+}
+
+/// One inference stream of a device, with everything a batch needs.
+pub struct Slot {
+    model: Arc<DeviceModel>,
+    pub stream: Arc<CudaStream>,
+    handle: Handle,
+    buffers: Vec<DeviceBuffer>,
+    workspace: DeviceBuffer,
+    /// Samples as the QSL holds them (max batch), then their slot numbers in `pool`.
+    pub host_input: PinnedBuffer,
+    host_slots: PinnedBuffer,
+    device_input: DeviceBuffer,
+    device_slots: DeviceBuffer,
+    device_classes: DeviceBuffer,
+    host_classes: PinnedBuffer,
+    programs: HashMap<(usize, bool), BatchProgram>,
+    use_graphs: bool,
+    /// Whether `host_slots` holds 0, 1, 2, ... (the slot's own input buffer).
+    identity_slots: bool,
+}
+
+// SAFETY: a slot is used by one thread at a time (taken out of the engine's pool while in use);
+// its raw device pointers and handles belong to its device's context, bound on every use.
+unsafe impl Send for Slot {}
+
+impl Slot {
+    pub fn new(model: &Arc<DeviceModel>, workspace_bytes: usize, use_graphs: bool) -> Result<Slot> {
+        let ctx = &model.ctx;
+        ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        let stream = cu("create stream", ctx.new_stream())?;
+        let handle = Handle::new(stream.cu_stream() as _)?;
+        let n = model.max_batch();
+        let buffers = model.header.buffer_elements.iter().map(|&e| DeviceBuffer::new(n * e * 2)).collect::<Result<Vec<_>>>()?;
+        let sample_bytes = model.input.sample_bytes();
+        Ok(Slot {
+            model: model.clone(),
+            stream,
+            handle,
+            buffers,
+            workspace: DeviceBuffer::new(workspace_bytes)?,
+            host_input: PinnedBuffer::new(n * sample_bytes)?,
+            host_slots: PinnedBuffer::new(n * 4)?,
+            device_input: DeviceBuffer::new(n * sample_bytes)?,
+            device_slots: DeviceBuffer::new(n * 4)?,
+            device_classes: DeviceBuffer::new(n * 4)?,
+            host_classes: PinnedBuffer::new(n * 4)?,
+            programs: HashMap::new(),
+            use_graphs,
+            identity_slots: false,
+        })
+    }
+
+    fn value_ptr(&self, value: usize) -> u64 {
+        self.buffers[self.model.header.buffer_of[value]].ptr()
+    }
+
+    fn descriptors(&self, n: usize) -> Result<Vec<LayerDescriptors>> {
+        let mut out = Vec::new();
+        for layer in &self.model.header.layers {
+            let (ci, hi, wi) = layer.input_shape;
+            let (co, ho, wo) = layer.output_shape;
+            let input = Tensor::nhwc(n, ci, hi, wi)?;
+            let output = Tensor::nhwc(n, co, ho, wo)?;
+            let op = match &layer.kind {
+                LayerKind::Conv { kernel, stride, pad, relu, algorithm, .. } => {
+                    let filter = Filter::krsc(co, ci, *kernel, *kernel)?;
+                    let conv = Convolution::new(*pad, *stride)?;
+                    let algo = algo_from_i32(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
+                    let workspace = cudnn::workspace_size(&self.handle, &input, &filter, &conv, &output, algo)?;
+                    OpDescriptors::Conv { filter, conv, act: Activation::new(*relu)?, bias: Tensor::nhwc(1, co, 1, 1)?, algo, workspace }
+                }
+                LayerKind::MaxPool { kernel, stride, pad } => OpDescriptors::Pool(Pooling::new(false, *kernel, *stride, *pad)?),
+                LayerKind::GlobalAveragePool => OpDescriptors::Pool(Pooling::new(true, hi, 1, 0)?),
+            };
+            out.push(LayerDescriptors { input, output, op });
+        }
+        Ok(out)
+    }
+
+    /// Enqueues one batch of `n` samples read from `pool` (device memory) at the slot numbers in
+    /// `host_slots` (with `upload_input`, `pool` is the slot's own input buffer, filled from
+    /// `host_input` first). With `logits`, also downloads the logits (correctness checks).
+    fn enqueue(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload_input: bool) -> Result<()> {
+        let s = self.stream.cu_stream();
+        let m = &self.model;
+        let f = &m.input;
+        unsafe {
+            if upload_input {
+                cu("upload samples", dr::memcpy_htod_async(self.device_input.ptr(), &self.host_input.as_slice()[..n * f.sample_bytes()], s))?;
+            }
+            cu("upload slots", dr::memcpy_htod_async(self.device_slots.ptr(), &self.host_slots.as_slice()[..n * 4], s))?;
+        }
+        let cpad = m.header.layers[0].input_shape.0;
+        let hw = f.height * f.width;
+        let total = (n * hw * cpad) as u32;
+        let (slots, out, sample_bytes) = (self.device_slots.ptr(), self.value_ptr(0), f.sample_bytes() as i64);
+        let (n32, c, hw32, cpad32, nchw) = (n as i32, f.channels as i32, hw as i32, cpad as i32, i32::from(f.nchw));
+        let mut launch = self.stream.launch_builder(&m.convert);
+        launch.arg(&pool).arg(&slots).arg(&out).arg(&n32).arg(&c).arg(&hw32).arg(&cpad32).arg(&sample_bytes).arg(&f.dtype).arg(&nchw).arg(&f.scale);
+        cu("convert input", unsafe { launch.launch(LaunchConfig { grid_dim: (total.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
+
+        for (layer, d) in m.header.layers.iter().zip(layers) {
+            let (x, y) = (self.value_ptr(layer.input), self.value_ptr(layer.output));
+            match (&layer.kind, &d.op) {
+                (LayerKind::Conv { weight_offset, bias_offset, residual, .. }, OpDescriptors::Conv { filter, conv, act, bias, algo, workspace }) => {
+                    if *workspace > self.workspace.bytes {
+                        return Err(format!("layer {} needs {workspace} bytes of workspace at batch {n}, the slot has {}", layer.name, self.workspace.bytes));
+                    }
+                    let fused = FusedConv {
+                        x: (&d.input, x),
+                        w: (filter, m.weights.ptr() + *weight_offset as u64),
+                        conv,
+                        act,
+                        bias: (bias, m.weights.ptr() + *bias_offset as u64),
+                        z: residual.map(|r| self.value_ptr(r)),
+                        y: (&d.output, y),
+                    };
+                    unsafe { fused.launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) }.map_err(|e| format!("layer {}: {e}", layer.name))?;
+                }
+                (_, OpDescriptors::Pool(p)) => unsafe { cudnn::pool(&self.handle, p, (&d.input, x), (&d.output, y)) }.map_err(|e| format!("layer {}: {e}", layer.name))?,
+                _ => unreachable!("descriptors follow the layers"),
+            }
+        }
+
+        let h = &m.header;
+        let stride = logit_channels(h) as i32;
+        let (logits, classes_out) = (self.value_ptr(h.output), self.device_classes.ptr());
+        let (classes, offset) = (h.classes as i32, h.class_offset);
+        let mut launch = self.stream.launch_builder(&m.top1);
+        launch.arg(&logits).arg(&classes_out).arg(&n32).arg(&classes).arg(&stride).arg(&offset);
+        let threads = (n as u32) * 32;
+        cu("top-1", unsafe { launch.launch(LaunchConfig { grid_dim: (threads.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
+        let host = unsafe { std::slice::from_raw_parts_mut(self.host_classes.ptr as *mut i32, n) };
+        cu("download classes", unsafe { dr::memcpy_dtoh_async(host, classes_out, s) })?;
+        Ok(())
+    }
+
+    /// Runs a batch of `n` (<= the plan's batch size) whose samples are already in place: in
+    /// `host_input`, or (with `resident_pool`) in that device buffer at the slot numbers set by
+    /// [`Slot::set_slots`]. Returns the top-1 class of each sample.
+    pub fn run(&mut self, n: usize, resident_pool: Option<u64>) -> Result<Vec<i32>> {
+        assert!(n > 0 && n <= self.model.max_batch(), "batch within the plan");
+        self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        if resident_pool.is_none() {
+            self.reset_slots();
+        }
+        let pool = resident_pool.unwrap_or(self.device_input.ptr());
+        let upload = resident_pool.is_none();
+        if !self.programs.contains_key(&(n, upload)) {
+            let layers = self.descriptors(n)?;
+            // A plain run first: cuDNN loads kernels and sizes internals lazily, which must not
+            // happen inside a capture.
+            self.enqueue(n, &layers, pool, upload)?;
+            cu("synchronize", self.stream.synchronize())?;
+            let graph = if self.use_graphs { Some(self.capture(n, &layers, pool, upload)?) } else { None };
+            self.programs.insert((n, upload), BatchProgram { layers, graph });
+        }
+        let program = &self.programs[&(n, upload)];
+        match &program.graph {
+            Some(graph) => cu("launch graph", graph.launch())?,
+            None => self.enqueue(n, &program.layers, pool, upload)?,
+        }
+        cu("synchronize", self.stream.synchronize())?;
+        let classes = unsafe { std::slice::from_raw_parts(self.host_classes.ptr as *const i32, n) };
+        Ok(classes.to_vec())
+    }
+
+    fn capture(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload: bool) -> Result<CudaGraph> {
+        cu("begin capture", self.stream.begin_capture(ds::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+        let enqueued = self.enqueue(n, layers, pool, upload);
+        let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
+        enqueued?;
+        graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())
+    }
+
+    /// Identity slot numbers: sample b is at position b of the slot's own input buffer.
+    fn reset_slots(&mut self) {
+        if !self.identity_slots {
+            for (i, s) in self.host_slots.as_mut_slice().chunks_exact_mut(4).enumerate() {
+                s.copy_from_slice(&(i as i32).to_le_bytes());
+            }
+            self.identity_slots = true;
+        }
+    }
+
+    /// Sets the resident-pool slot numbers of the next batch.
+    pub fn set_slots(&mut self, slots: &[i32]) {
+        self.identity_slots = false;
+        for (dst, s) in self.host_slots.as_mut_slice().chunks_exact_mut(4).zip(slots) {
+            dst.copy_from_slice(&s.to_le_bytes());
+        }
+    }
+
+    /// The logits of the last batch of `n` (fp32, `classes` per sample), for correctness checks.
+    pub fn logits(&self, n: usize) -> Result<Vec<f32>> {
+        let h = &self.model.header;
+        let channels = logit_channels(h);
+        let mut raw = vec![0u16; n * channels];
+        cu("download logits", unsafe { dr::memcpy_dtoh_sync(&mut raw, self.value_ptr(h.output)) })?;
+        Ok(raw.chunks_exact(channels).flat_map(|row| row[..h.classes].iter().map(|&b| half::f16::from_bits(b).to_f32())).collect())
+    }
+
+    /// Times every candidate algorithm of every convolution at the plan's batch size and writes the
+    /// fastest that fits `workspace_limit` into the header (the builder's autotuning).
+    pub fn choose_algorithms(&mut self, header: &mut PlanHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
+        let n = self.model.max_batch();
+        self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        let m = self.model.clone();
+        let start = cu("event", m.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
+        let end = cu("event", m.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
+        for (i, layer) in header.layers.iter_mut().enumerate() {
+            let LayerKind::Conv { kernel, stride, pad, relu, residual, weight_offset, bias_offset, algorithm, workspace_bytes, measured_us } = &mut layer.kind else { continue };
+            let (ci, hi, wi) = layer.input_shape;
+            let (co, ho, wo) = layer.output_shape;
+            let (x, y) = (Tensor::nhwc(n, ci, hi, wi)?, Tensor::nhwc(n, co, ho, wo)?);
+            let (filter, conv, act, bias) = (Filter::krsc(co, ci, *kernel, *kernel)?, Convolution::new(*pad, *stride)?, Activation::new(*relu)?, Tensor::nhwc(1, co, 1, 1)?);
+            let fused = FusedConv {
+                x: (&x, self.value_ptr(layer.input)),
+                w: (&filter, m.weights.ptr() + *weight_offset as u64),
+                conv: &conv,
+                act: &act,
+                bias: (&bias, m.weights.ptr() + *bias_offset as u64),
+                z: residual.map(|r| self.value_ptr(r)),
+                y: (&y, self.value_ptr(layer.output)),
+            };
+            let mut best: Option<(Algo, usize, f32)> = None;
+            for (algo, _) in cudnn::candidate_algorithms(&self.handle, &x, &filter, &conv, &y)? {
+                // cuDNN's fused call supports only this algorithm without an activation.
+                if !*relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
+                    continue;
+                }
+                let Ok(bytes) = cudnn::workspace_size(&self.handle, &x, &filter, &conv, &y, algo) else { continue };
+                if bytes > workspace_limit.min(self.workspace.bytes) {
+                    continue;
+                }
+                let ws = (self.workspace.ptr(), self.workspace.bytes);
+                // One untimed run (lazy initialisation), then the mean of five.
+                if unsafe { fused.launch(&self.handle, algo, ws) }.is_err() {
+                    continue;
+                }
+                cu("record", start.record(&self.stream))?;
+                let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, ws) }.is_ok());
+                cu("record", end.record(&self.stream))?;
+                cu("synchronize", end.synchronize())?;
+                if !runs {
+                    continue;
+                }
+                let us = cu("elapsed", start.elapsed_ms(&end))? * 1000.0 / 5.0;
+                if best.is_none_or(|(_, _, t)| us < t) {
+                    best = Some((algo, bytes, us));
+                }
+            }
+            let (algo, bytes, us) = best.ok_or_else(|| format!("layer {} ({}): no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name, i))?;
+            (*algorithm, *workspace_bytes, *measured_us) = (algo as i32, bytes, us);
+            report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
+        }
+        // The descriptors built so far used the placeholder algorithms.
+        self.programs.clear();
+        Ok(())
+    }
+}
+
+/// Channels of the logits tensor (the class count padded for tensor cores).
+fn logit_channels(h: &PlanHeader) -> usize {
+    h.layers[h.output - 1].output_shape.0
+}
+
+pub fn algo_from_i32(v: i32) -> Option<Algo> {
+    use Algo::*;
+    [
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+        CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+        CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+    ]
+    .into_iter()
+    .find(|a| *a as i32 == v)
+}
+
+/// The GPU's identity for plan keys: name, compute capability, driver version.
+pub fn device_identity(ordinal: usize) -> Result<(String, String, i32)> {
+    let ctx = cu("open device", CudaContext::new(ordinal))?;
+    let name = cu("device name", ctx.name())?;
+    let (major, minor) = cu("compute capability", ctx.compute_capability())?;
+    let mut driver = 0;
+    unsafe { ds::cuDriverGetVersion(&mut driver) };
+    Ok((name, format!("{major}.{minor}"), driver))
+}
+
+pub fn device_count() -> Result<usize> {
+    cu("count devices", CudaContext::device_count()).map(|n| n as usize)
+}

@@ -1,0 +1,109 @@
+//! Lowering the fused network to what the GPU runs: NHWC fp16 tensors, KRSC fp16 weights in one
+//! blob, channel counts padded where tensor-core kernels want multiples of 8 (the 3-channel image
+//! and a classifier whose class count is not a multiple of 8; the pad weights are zero, so padded
+//! channels carry zeros and padded classes are never reported), and a buffer per value chosen by
+//! liveness. Algorithms are left unset here: choosing them needs the GPU (see `builder`).
+
+use super::network::{assign_buffers, Network, Op};
+use super::plan::{LayerKind, PlannedLayer};
+use half::f16;
+
+/// Channel multiple the image and the classifier are padded to.
+pub const CHANNEL_ALIGN: usize = 8;
+
+pub struct Lowered {
+    pub layers: Vec<PlannedLayer>,
+    pub blob: Vec<u8>,
+    pub buffer_of: Vec<usize>,
+    pub buffer_elements: Vec<usize>,
+    pub output: usize,
+    pub classes: usize,
+    /// Channels of the value-0 tensor the input conversion writes (the image's, padded).
+    pub input_channels: usize,
+}
+
+fn align(n: usize) -> usize {
+    n.div_ceil(CHANNEL_ALIGN) * CHANNEL_ALIGN
+}
+
+/// Pads the image channels and the classifier's outputs (zero weights) in place.
+pub fn pad_channels(net: &mut Network) {
+    let padded_in = align(net.channels);
+    let classes_out = net.output;
+    for (i, node) in net.nodes.iter_mut().enumerate() {
+        let Op::Conv(conv) = &mut node.op else { continue };
+        if node.input == 0 && conv.cin != padded_in {
+            let k2 = conv.kernel * conv.kernel;
+            let mut w = vec![0f32; conv.cout * padded_in * k2];
+            for o in 0..conv.cout {
+                for c in 0..conv.cin {
+                    let src = (o * conv.cin + c) * k2;
+                    let dst = (o * padded_in + c) * k2;
+                    w[dst..dst + k2].copy_from_slice(&conv.weight[src..src + k2]);
+                }
+            }
+            conv.weight = w;
+            conv.cin = padded_in;
+        }
+        if i + 1 == classes_out && conv.cout != align(conv.cout) {
+            let extra = align(conv.cout) - conv.cout;
+            conv.weight.extend(std::iter::repeat_n(0.0, extra * conv.cin * conv.kernel * conv.kernel));
+            conv.bias.extend(std::iter::repeat_n(0.0, extra));
+            conv.cout += extra;
+        }
+    }
+    net.channels = padded_in;
+}
+
+/// Lowers a fused network (see `network::build`).
+pub fn lower(net: &Network) -> Result<Lowered, String> {
+    let classes = net.classes;
+    let mut net = net.clone();
+    pad_channels(&mut net);
+    let shapes = net.shapes();
+    let mut blob = Vec::new();
+    let mut layers = Vec::new();
+    for (i, node) in net.nodes.iter().enumerate() {
+        let kind = match &node.op {
+            Op::Conv(conv) => {
+                let weight_offset = blob.len();
+                let k2 = conv.kernel * conv.kernel;
+                // OIHW -> OHWI (KRSC).
+                for o in 0..conv.cout {
+                    for rs in 0..k2 {
+                        for c in 0..conv.cin {
+                            blob.extend_from_slice(&f16::from_f32(conv.weight[(o * conv.cin + c) * k2 + rs]).to_le_bytes());
+                        }
+                    }
+                }
+                let bias_offset = align_blob(&mut blob);
+                blob.extend(conv.bias.iter().flat_map(|b| f16::from_f32(*b).to_le_bytes()));
+                align_blob(&mut blob);
+                LayerKind::Conv {
+                    kernel: conv.kernel,
+                    stride: conv.stride,
+                    pad: conv.pad,
+                    relu: conv.relu,
+                    residual: conv.residual,
+                    weight_offset,
+                    bias_offset,
+                    algorithm: -1,
+                    workspace_bytes: 0,
+                    measured_us: 0.0,
+                }
+            }
+            Op::MaxPool { kernel, stride, pad } => LayerKind::MaxPool { kernel: *kernel, stride: *stride, pad: *pad },
+            Op::GlobalAveragePool => LayerKind::GlobalAveragePool,
+            other => return Err(format!("node {:?}: {other:?} survived fusion; the GPU cannot run it", node.name)),
+        };
+        layers.push(PlannedLayer { name: node.name.clone(), kind, input: node.input, output: i + 1, input_shape: shapes[node.input], output_shape: shapes[i + 1] });
+    }
+    let (buffer_of, buffer_elements) = assign_buffers(&net);
+    Ok(Lowered { layers, blob, buffer_of, buffer_elements, output: net.output, classes, input_channels: net.channels })
+}
+
+/// Pads the blob to 256 bytes (cuDNN's preferred alignment) and returns the new length.
+fn align_blob(blob: &mut Vec<u8>) -> usize {
+    blob.resize(blob.len().div_ceil(256) * 256, 0);
+    blob.len()
+}

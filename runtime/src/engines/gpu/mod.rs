@@ -1,0 +1,181 @@
+//! The GPU engine: our own replacement for a TensorRT engine, for image classifiers (ResNet50).
+//!
+//! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
+//!   fusion). CPU only, tested in CI.
+//! - [`lower`]: NHWC fp16 layout, channel padding, weight blob, buffer assignment. CPU only.
+//! - [`plan`]: the serialized engine and its cache key; stale or corrupt plans are never run.
+//! - [`builder`]: `generate_engines`: import, lower, time cuDNN's algorithms on the GPU, check
+//!   the result against the CPU engine, write the plan.
+//! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
+//!   buffers, CUDA graphs, the device-resident sample pool.
+//!
+//! [`GpuEngine`] is one GPU behind the harness's `Engine` trait; the batching SUT gives it batches
+//! from as many workers as the config has inference streams, each on its own stream slot.
+
+pub mod builder;
+pub mod cudnn;
+pub mod exec;
+pub mod lower;
+pub mod network;
+pub mod plan;
+
+#[cfg(test)]
+mod network_tests;
+
+use crate::harness::engine::{Engine, SampleSource};
+use exec::{DeviceBuffer, DeviceModel, InputFormat, Slot};
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// How a GPU engine runs, from the config (`gpu_inference_streams`, `use_graphs`,
+/// `start_from_device`, `workspace_size`).
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    pub streams: usize,
+    pub use_graphs: bool,
+    /// Keep up to this many samples resident in device memory (0 = copy every batch from the host).
+    pub resident_samples: usize,
+    pub workspace_bytes: usize,
+}
+
+/// One GPU running a plan.
+pub struct GpuEngine {
+    name: String,
+    model: Arc<DeviceModel>,
+    idle: Mutex<Vec<Slot>>,
+    returned: Condvar,
+    resident: Option<ResidentPool>,
+}
+
+impl GpuEngine {
+    pub fn open(ordinal: usize, plan: &plan::Plan, input: InputFormat, options: RunOptions) -> Result<GpuEngine, String> {
+        let model = DeviceModel::load(ordinal, &plan.header, &plan.blob, input)?;
+        let workspace = plan.header.layers.iter().map(|l| match l.kind {
+            plan::LayerKind::Conv { workspace_bytes, .. } => workspace_bytes,
+            _ => 0,
+        });
+        let workspace = workspace.max().unwrap_or(0).min(options.workspace_bytes.max(1));
+        let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.use_graphs)).collect::<Result<Vec<_>, _>>()?;
+        let resident = match options.resident_samples {
+            0 => None,
+            n => Some(ResidentPool { buffer: DeviceBuffer::new(n * input.sample_bytes())?, capacity: n, sample_bytes: input.sample_bytes(), slots: Mutex::new(HashMap::new()) }),
+        };
+        Ok(GpuEngine { name: format!("gpu{ordinal}"), model, idle: Mutex::new(slots), returned: Condvar::new(), resident })
+    }
+
+    /// Every GPU of the machine, each with the same plan.
+    pub fn open_all(devices: usize, plan: &plan::Plan, input: InputFormat, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, String> {
+        let present = exec::device_count()?;
+        if present < devices {
+            return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
+        }
+        (0..devices).map(|d| GpuEngine::open(d, plan, input, options).map(|e| Arc::new(e) as Arc<dyn Engine>)).collect()
+    }
+
+    fn take_slot(&self) -> Slot {
+        let mut idle = self.idle.lock().expect("slot pool");
+        loop {
+            if let Some(slot) = idle.pop() {
+                return slot;
+            }
+            idle = self.returned.wait(idle).expect("slot pool");
+        }
+    }
+
+    fn put_back(&self, slot: Slot) {
+        self.idle.lock().expect("slot pool").push(slot);
+        self.returned.notify_one();
+    }
+
+    /// Runs one batch (at most the plan's batch size) and returns the top-1 classes; with
+    /// `logits`, also the fp32 logits (correctness checks).
+    pub fn classify(&self, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
+        let mut slot = self.take_slot();
+        let result = self.classify_on(&mut slot, indices, source, logits);
+        self.put_back(slot);
+        result
+    }
+
+    fn classify_on(&self, slot: &mut Slot, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
+        let n = indices.len();
+        self.model.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e:?}"))?;
+        let resident = match &self.resident {
+            Some(pool) => pool.slots_for(indices, source)?,
+            None => None,
+        };
+        let classes = match resident {
+            Some(slots) => {
+                slot.set_slots(&slots);
+                slot.run(n, Some(self.resident.as_ref().expect("resident pool").buffer.ptr()))?
+            }
+            None => {
+                let bytes = self.model.input.sample_bytes();
+                let host = slot.host_input.as_mut_slice();
+                for (b, &i) in indices.iter().enumerate() {
+                    let sample = source.sample(i);
+                    if sample.len() != bytes {
+                        return Err(format!("sample {i} has {} bytes, the engine expects {bytes}", sample.len()));
+                    }
+                    host[b * bytes..(b + 1) * bytes].copy_from_slice(&sample);
+                }
+                slot.run(n, None)?
+            }
+        };
+        let logits = if logits { slot.logits(n)? } else { Vec::new() };
+        Ok((classes, logits))
+    }
+}
+
+impl Engine for GpuEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        for chunk in indices.chunks(self.model.max_batch()) {
+            let (classes, _) = self.classify(chunk, source, false)?;
+            outputs.extend(classes.iter().map(|c| c.to_le_bytes().to_vec()));
+        }
+        Ok(())
+    }
+}
+
+/// Samples kept in device memory (`start_from_device`): each sample is uploaded the first time a
+/// batch needs it and read from there afterwards, so a performance run's loaded set crosses PCIe
+/// once. When the pool is full (an accuracy run streams every sample), a batch with a sample that
+/// is not resident is copied from the host instead.
+struct ResidentPool {
+    buffer: DeviceBuffer,
+    capacity: usize,
+    sample_bytes: usize,
+    slots: Mutex<HashMap<usize, i32>>,
+}
+
+impl ResidentPool {
+    fn slots_for(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Option<Vec<i32>>, String> {
+        let mut map = self.slots.lock().expect("resident pool");
+        let missing = indices.iter().filter(|i| !map.contains_key(i)).count();
+        if map.len() + missing > self.capacity {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let next = map.len() as i32;
+            let slot = match map.get(&i) {
+                Some(&s) => s,
+                None => {
+                    let sample = source.sample(i);
+                    if sample.len() != self.sample_bytes {
+                        return Err(format!("sample {i} has {} bytes, the engine expects {}", sample.len(), self.sample_bytes));
+                    }
+                    let at = self.buffer.ptr() + next as u64 * self.sample_bytes as u64;
+                    unsafe { cudarc::driver::result::memcpy_htod_sync(at, &sample[..]) }.map_err(|e| format!("CUDA upload of sample {i}: {e:?}"))?;
+                    map.insert(i, next);
+                    next
+                }
+            };
+            out.push(slot);
+        }
+        Ok(Some(out))
+    }
+}

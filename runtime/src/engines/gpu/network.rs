@@ -1,0 +1,431 @@
+//! The GPU engine builder's graph: an image classifier imported from ONNX and rewritten into the
+//! few fused layers the GPU runs (a cuDNN fused convolution per `Conv [+ BatchNormalization]
+//! [+ Add] [+ Relu]` chain, max pooling, global average pooling, the classifier as a 1x1
+//! convolution). Everything here is plain CPU code, tested in CI; nothing needs a GPU.
+//!
+//! Passes, in order (each one a function, so tests can check them one at a time):
+//! 1. [`fold_batch_norms`]: `Conv -> BatchNormalization` becomes one `Conv` with scaled weights and
+//!    a shifted bias (the norm is an affine map per output channel).
+//! 2. [`fuse_residuals`]: `Add(Conv(x), y)` becomes the convolution with `y` as its residual input,
+//!    which cuDNN adds before the activation (`y = act(conv(x) + bias + z)`).
+//! 3. [`fuse_activations`]: `Conv -> Relu` sets the convolution's activation.
+//!
+//! A node that no pass absorbed is an error naming it: the GPU runs only what it can fuse.
+
+use tract_onnx::pb;
+use tract_onnx::pb::tensor_proto::DataType;
+
+/// A value in the network: 0 is the input image, `i + 1` is the output of node `i`.
+pub type ValueId = usize;
+
+/// One operation of the imported graph.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Conv(Conv),
+    BatchNorm { scale: Vec<f32>, shift: Vec<f32>, mean: Vec<f32>, variance: Vec<f32>, epsilon: f32 },
+    Relu,
+    /// Element-wise sum with another value.
+    Add(ValueId),
+    MaxPool { kernel: usize, stride: usize, pad: usize },
+    GlobalAveragePool,
+}
+
+/// A 2-D convolution (square kernel, no dilation, one group) with everything fused into it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv {
+    pub cin: usize,
+    pub cout: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub pad: usize,
+    /// `[cout][cin][kernel][kernel]` (ONNX's OIHW).
+    pub weight: Vec<f32>,
+    /// `[cout]`.
+    pub bias: Vec<f32>,
+    /// Added after the convolution and bias, before the activation.
+    pub residual: Option<ValueId>,
+    pub relu: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub op: Op,
+    pub input: ValueId,
+}
+
+/// An image classifier: NCHW image in, `classes` logits out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Network {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub nodes: Vec<Node>,
+    /// The logits.
+    pub output: ValueId,
+    pub classes: usize,
+}
+
+/// Shape of a value for one sample: (channels, height, width).
+pub type Shape = (usize, usize, usize);
+
+impl Network {
+    /// The node producing `value` (None for the input).
+    pub fn producer(&self, value: ValueId) -> Option<&Node> {
+        value.checked_sub(1).map(|i| &self.nodes[i])
+    }
+
+    /// How many nodes read `value` (as main or residual input), plus one if it is the output.
+    pub fn uses(&self, value: ValueId) -> usize {
+        let reads = self
+            .nodes
+            .iter()
+            .map(|n| usize::from(n.input == value) + usize::from(matches!(&n.op, Op::Add(v) if *v == value)) + usize::from(matches!(&n.op, Op::Conv(c) if c.residual == Some(value))))
+            .sum::<usize>();
+        reads + usize::from(self.output == value)
+    }
+
+    /// Per-sample shape of every value (index = ValueId).
+    pub fn shapes(&self) -> Vec<Shape> {
+        let mut shapes = vec![(self.channels, self.height, self.width)];
+        for node in &self.nodes {
+            let (c, h, w) = shapes[node.input];
+            shapes.push(match &node.op {
+                Op::Conv(conv) => (conv.cout, out_size(h, conv.kernel, conv.stride, conv.pad), out_size(w, conv.kernel, conv.stride, conv.pad)),
+                Op::MaxPool { kernel, stride, pad } => (c, out_size(h, *kernel, *stride, *pad), out_size(w, *kernel, *stride, *pad)),
+                Op::GlobalAveragePool => (c, 1, 1),
+                Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => (c, h, w),
+            });
+        }
+        shapes
+    }
+
+    /// Removes node `index`, whose output is replaced by its input everywhere.
+    fn bypass(&mut self, index: usize) {
+        let (removed, replacement) = (index + 1, self.nodes[index].input);
+        self.nodes.remove(index);
+        let remap = |v: ValueId| match v {
+            v if v == removed => replacement,
+            v if v > removed => v - 1,
+            v => v,
+        };
+        for node in &mut self.nodes {
+            node.input = remap(node.input);
+            match &mut node.op {
+                Op::Add(v) => *v = remap(*v),
+                Op::Conv(c) => c.residual = c.residual.map(remap),
+                _ => {}
+            }
+        }
+        self.output = remap(self.output);
+    }
+
+    /// The single node reading `value`, if exactly one node reads it and it is not the output.
+    fn sole_consumer(&self, value: ValueId) -> Option<usize> {
+        if self.uses(value) != 1 || self.output == value {
+            return None;
+        }
+        self.nodes.iter().position(|n| n.input == value || matches!(&n.op, Op::Add(v) if *v == value))
+    }
+}
+
+fn out_size(size: usize, kernel: usize, stride: usize, pad: usize) -> usize {
+    (size + 2 * pad - kernel) / stride + 1
+}
+
+/// Imports an ONNX image classifier and runs every pass: the graph the GPU engine runs.
+pub fn build(model: &pb::ModelProto) -> Result<Network, String> {
+    let mut net = import(model)?;
+    fold_batch_norms(&mut net);
+    fuse_residuals(&mut net);
+    fuse_activations(&mut net);
+    check_fused(&net)?;
+    Ok(net)
+}
+
+/// Folds each batch norm that is the only reader of a convolution into it.
+pub fn fold_batch_norms(net: &mut Network) {
+    let mut i = 0;
+    while i < net.nodes.len() {
+        let fold = match &net.nodes[i].op {
+            Op::BatchNorm { .. } => matches!(net.producer(net.nodes[i].input).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(net.nodes[i].input) == 1,
+            _ => false,
+        };
+        if !fold {
+            i += 1;
+            continue;
+        }
+        let Op::BatchNorm { scale, shift, mean, variance, epsilon } = net.nodes[i].op.clone() else { unreachable!() };
+        let conv_index = net.nodes[i].input - 1;
+        let Op::Conv(conv) = &mut net.nodes[conv_index].op else { unreachable!() };
+        let per_output = conv.cin * conv.kernel * conv.kernel;
+        for o in 0..conv.cout {
+            // In f64, one rounding per value: bn(conv(x) + b) = a*conv(x) + (a*(b - mean) + shift).
+            let a = scale[o] as f64 / (variance[o] as f64 + epsilon as f64).sqrt();
+            for w in &mut conv.weight[o * per_output..(o + 1) * per_output] {
+                *w = (*w as f64 * a) as f32;
+            }
+            conv.bias[o] = (a * (conv.bias[o] as f64 - mean[o] as f64) + shift[o] as f64) as f32;
+        }
+        net.bypass(i);
+    }
+}
+
+/// Turns `Add(conv, other)` into the convolution's residual input, when the Add is the
+/// convolution's only reader and the convolution has no activation yet.
+pub fn fuse_residuals(net: &mut Network) {
+    let mut i = 0;
+    while i < net.nodes.len() {
+        let Op::Add(b) = net.nodes[i].op else {
+            i += 1;
+            continue;
+        };
+        let a = net.nodes[i].input;
+        let fusable = |v: ValueId, net: &Network| {
+            matches!(net.producer(v).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(v) == 1
+        };
+        // The later convolution absorbs the Add, so the other operand is already computed.
+        // The convolution that absorbs the Add runs where it stands, so the other operand must be
+        // computed before it: prefer the later convolution.
+        let (conv_value, other) = match (fusable(a, net), fusable(b, net)) {
+            (true, true) => (a.max(b), a.min(b)),
+            (true, false) if b < a => (a, b),
+            (false, true) if a < b => (b, a),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let Op::Conv(conv) = &mut net.nodes[conv_value - 1].op else { unreachable!() };
+        conv.residual = Some(other);
+        // The Add's output becomes the convolution's.
+        net.nodes[i].input = conv_value;
+        net.bypass(i);
+    }
+}
+
+/// Sets the activation of each convolution whose only reader is a Relu.
+pub fn fuse_activations(net: &mut Network) {
+    let mut i = 0;
+    while i < net.nodes.len() {
+        let input = net.nodes[i].input;
+        let fuse = matches!(net.nodes[i].op, Op::Relu)
+            && matches!(net.producer(input).map(|p| &p.op), Some(Op::Conv(c)) if !c.relu)
+            && net.sole_consumer(input) == Some(i);
+        if !fuse {
+            i += 1;
+            continue;
+        }
+        let Op::Conv(conv) = &mut net.nodes[input - 1].op else { unreachable!() };
+        conv.relu = true;
+        net.bypass(i);
+    }
+}
+
+/// After the passes only convolutions and pooling may remain.
+fn check_fused(net: &Network) -> Result<(), String> {
+    for node in &net.nodes {
+        let what = match &node.op {
+            Op::BatchNorm { .. } => "a BatchNormalization that follows no convolution (or one read elsewhere)",
+            Op::Relu => "a Relu that follows no convolution",
+            Op::Add(_) => "an Add of two values neither of which is a convolution read only by it",
+            _ => continue,
+        };
+        return Err(format!("node {:?} is {what}; the GPU engine runs only fused convolution chains", node.name));
+    }
+    Ok(())
+}
+
+/// Reads the ONNX graph into unfused nodes. Shape-only operators after global pooling (Flatten,
+/// Reshape, Squeeze) and a final Softmax / ArgMax (the engine answers with the top-1 class, which
+/// a softmax does not change) are dropped.
+pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
+    let graph = model.graph.as_ref().ok_or("the ONNX model has no graph")?;
+    let initializers: std::collections::HashMap<&str, &pb::TensorProto> = graph.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
+    let input = graph
+        .input
+        .iter()
+        .find(|i| !initializers.contains_key(i.name.as_str()))
+        .ok_or("the ONNX model has no image input")?;
+    let dims = input_dims(input)?;
+    let (channels, height, width) = (dims[1], dims[2], dims[3]);
+    let mut values: std::collections::HashMap<String, ValueId> = std::collections::HashMap::from([(input.name.clone(), 0)]);
+    let mut net = Network { channels, height, width, nodes: Vec::new(), output: 0, classes: 0 };
+    let mut pooled = false;
+
+    for node in &graph.node {
+        let name = if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
+        let at = |i: usize| -> Result<ValueId, String> {
+            let input = node.input.get(i).ok_or_else(|| format!("node {name:?} ({}) lacks input {i}", node.op_type))?;
+            values.get(input).copied().ok_or_else(|| format!("node {name:?} ({}) reads {input:?}, which no earlier node produces", node.op_type))
+        };
+        let weight = |i: usize| -> Result<(Vec<usize>, Vec<f32>), String> {
+            let input = node.input.get(i).ok_or_else(|| format!("node {name:?} ({}) lacks input {i}", node.op_type))?;
+            let t = initializers.get(input.as_str()).ok_or_else(|| format!("node {name:?} ({}): input {input:?} must be a constant initializer", node.op_type))?;
+            Ok((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?))
+        };
+        let op = match node.op_type.as_str() {
+            "Conv" => {
+                let (dims, w) = weight(1)?;
+                let [cout, cin, kh, kw] = dims[..] else { return Err(format!("Conv {name:?}: weight must be 4-D, not {dims:?}")) };
+                let ints = |key: &str| attr_ints(node, key);
+                let strides = ints("strides").unwrap_or_else(|| vec![1, 1]);
+                let pads = ints("pads").unwrap_or_else(|| vec![0; 4]);
+                if kh != kw || strides.iter().any(|&s| s != strides[0]) || pads.iter().any(|&p| p != pads[0]) {
+                    return Err(format!("Conv {name:?}: only square kernels with equal strides and symmetric pads run on the GPU engine (kernel {kh}x{kw}, strides {strides:?}, pads {pads:?})"));
+                }
+                if ints("dilations").is_some_and(|d| d.iter().any(|&x| x != 1)) || attr_int(node, "group").is_some_and(|g| g != 1) {
+                    return Err(format!("Conv {name:?}: dilated or grouped convolutions are not supported"));
+                }
+                let bias = if node.input.len() > 2 { weight(2)?.1 } else { vec![0.0; cout] };
+                Op::Conv(Conv { cin, cout, kernel: kh, stride: strides[0] as usize, pad: pads[0] as usize, weight: w, bias, residual: None, relu: false })
+            }
+            "BatchNormalization" => Op::BatchNorm {
+                scale: weight(1)?.1,
+                shift: weight(2)?.1,
+                mean: weight(3)?.1,
+                variance: weight(4)?.1,
+                epsilon: attr_float(node, "epsilon").unwrap_or(1e-5),
+            },
+            "Relu" => Op::Relu,
+            "Add" if initializers.contains_key(node.input[1].as_str()) => {
+                // A classifier's bias after MatMul: fold into the preceding 1x1 convolution.
+                let v = at(0)?;
+                let (_, b) = weight(1)?;
+                match net.nodes.get_mut(v.wrapping_sub(1)).map(|n| &mut n.op) {
+                    Some(Op::Conv(c)) if c.bias.len() == b.len() => c.bias.iter_mut().zip(&b).for_each(|(x, y)| *x += y),
+                    _ => return Err(format!("Add {name:?}: a constant addend is supported only as a classifier bias")),
+                }
+                values.insert(node.output[0].clone(), v);
+                continue;
+            }
+            "Add" => Op::Add(at(1)?),
+            "MaxPool" => {
+                let k = attr_ints(node, "kernel_shape").unwrap_or_default();
+                let s = attr_ints(node, "strides").unwrap_or_else(|| vec![1, 1]);
+                let p = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]);
+                if k.len() != 2 || k[0] != k[1] || s[0] != s[1] || p.iter().any(|&x| x != p[0]) {
+                    return Err(format!("MaxPool {name:?}: only square windows with symmetric pads are supported"));
+                }
+                Op::MaxPool { kernel: k[0] as usize, stride: s[0] as usize, pad: p[0] as usize }
+            }
+            "GlobalAveragePool" => Op::GlobalAveragePool,
+            "ReduceMean" if attr_ints(node, "axes").is_some_and(|a| a == [2, 3]) => Op::GlobalAveragePool,
+            "Flatten" | "Reshape" | "Squeeze" | "Identity" | "Softmax" | "ArgMax" if pooled || node.op_type == "Identity" => {
+                values.insert(node.output[0].clone(), at(0)?);
+                continue;
+            }
+            "Gemm" | "MatMul" if pooled => {
+                let (dims, w) = weight(1)?;
+                let trans_b = node.op_type == "Gemm" && attr_int(node, "transB") == Some(1);
+                if node.op_type == "Gemm" && (attr_float(node, "alpha").unwrap_or(1.0) != 1.0 || attr_float(node, "beta").unwrap_or(1.0) != 1.0 || attr_int(node, "transA") == Some(1)) {
+                    return Err(format!("Gemm {name:?}: only alpha = beta = 1 without transA is supported"));
+                }
+                let [rows, cols] = dims[..] else { return Err(format!("{} {name:?}: weight must be 2-D", node.op_type)) };
+                let (cout, cin) = if trans_b { (rows, cols) } else { (cols, rows) };
+                // OIHW with 1x1 kernels is the [cout][cin] matrix.
+                let weight = if trans_b { w } else { (0..cout).flat_map(|o| (0..cin).map(move |i| (o, i))).map(|(o, i)| w[i * cout + o]).collect() };
+                let bias = if node.input.len() > 2 { weight_bias(&initializers, &node.input[2], cout)? } else { vec![0.0; cout] };
+                Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false })
+            }
+            other => {
+                return Err(format!(
+                    "node {name:?}: ONNX operator {other} is not supported by the GPU engine builder (it runs Conv, BatchNormalization, Relu, Add, MaxPool, GlobalAveragePool/ReduceMean, Gemm/MatMul and shape-only operators after pooling)"
+                ))
+            }
+        };
+        pooled |= matches!(op, Op::GlobalAveragePool);
+        let input = at(0)?;
+        net.nodes.push(Node { name, op, input });
+        values.insert(node.output[0].clone(), net.nodes.len());
+    }
+    let output = graph.output.first().ok_or("the ONNX model has no output")?;
+    net.output = *values.get(&output.name).ok_or_else(|| format!("output {:?} is produced by no node", output.name))?;
+    net.classes = net.shapes()[net.output].0;
+    Ok(net)
+}
+
+fn weight_bias(initializers: &std::collections::HashMap<&str, &pb::TensorProto>, name: &str, n: usize) -> Result<Vec<f32>, String> {
+    let t = initializers.get(name).ok_or_else(|| format!("bias {name:?} must be a constant initializer"))?;
+    let v = f32_values(t)?;
+    if v.len() != n {
+        return Err(format!("bias {name:?} has {} values, expected {n}", v.len()));
+    }
+    Ok(v)
+}
+
+fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, String> {
+    use pb::tensor_shape_proto::dimension::Value;
+    use pb::type_proto::Value as TypeValue;
+    let Some(TypeValue::TensorType(t)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return Err(format!("input {:?} is not a tensor", input.name));
+    };
+    let dims: Vec<Option<usize>> = t.shape.as_ref().map_or(Vec::new(), |s| s.dim.iter().map(|d| match d.value {
+        Some(Value::DimValue(v)) if v > 0 => Some(v as usize),
+        _ => None,
+    }).collect());
+    match dims[..] {
+        [_, Some(c), Some(h), Some(w)] => Ok(vec![0, c, h, w]),
+        _ => Err(format!("input {:?} must be NCHW with fixed C, H and W (any batch), not {dims:?}", input.name)),
+    }
+}
+
+fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, String> {
+    if t.data_type != DataType::Float as i32 {
+        return Err(format!("initializer {:?} is not float32 (type {})", t.name, t.data_type));
+    }
+    if !t.raw_data.is_empty() {
+        return Ok(t.raw_data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect());
+    }
+    Ok(t.float_data.clone())
+}
+
+fn attr<'a>(node: &'a pb::NodeProto, key: &str) -> Option<&'a pb::AttributeProto> {
+    node.attribute.iter().find(|a| a.name == key)
+}
+
+fn attr_ints(node: &pb::NodeProto, key: &str) -> Option<Vec<i64>> {
+    attr(node, key).map(|a| a.ints.clone())
+}
+
+fn attr_int(node: &pb::NodeProto, key: &str) -> Option<i64> {
+    attr(node, key).map(|a| a.i)
+}
+
+fn attr_float(node: &pb::NodeProto, key: &str) -> Option<f32> {
+    attr(node, key).map(|a| a.f)
+}
+
+/// Which buffer each value lives in while a batch runs: values whose last reader has run give
+/// their buffer to later ones, so a 53-convolution network needs a handful of activation buffers.
+/// Returns (buffer of each value, elements per sample of each buffer).
+pub fn assign_buffers(net: &Network) -> (Vec<usize>, Vec<usize>) {
+    let shapes = net.shapes();
+    let mut last_use = vec![0usize; shapes.len()];
+    for (i, node) in net.nodes.iter().enumerate() {
+        last_use[node.input] = i;
+        if let Op::Conv(Conv { residual: Some(r), .. }) | Op::Add(r) = &node.op {
+            last_use[*r] = i;
+        }
+    }
+    last_use[net.output] = usize::MAX;
+    let mut buffer_of = vec![0usize; shapes.len()];
+    let mut sizes: Vec<usize> = vec![shapes[0].0 * shapes[0].1 * shapes[0].2];
+    let mut free_at: Vec<usize> = vec![last_use[0]]; // node index after which each buffer is free
+    for (i, _) in net.nodes.iter().enumerate() {
+        let value = i + 1;
+        let (c, h, w) = shapes[value];
+        // A buffer is reusable when its value's last reader ran before this node (never the node's
+        // own inputs: cuDNN does not compute in place).
+        let slot = (0..sizes.len()).find(|&b| free_at[b] < i);
+        let b = slot.unwrap_or_else(|| {
+            sizes.push(0);
+            free_at.push(0);
+            sizes.len() - 1
+        });
+        sizes[b] = sizes[b].max(c * h * w);
+        free_at[b] = last_use[value];
+        buffer_of[value] = b;
+    }
+    (buffer_of, sizes)
+}

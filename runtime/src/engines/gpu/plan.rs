@@ -1,0 +1,311 @@
+//! The serialized engine ("plan"): the fused network lowered for one GPU, batch size and
+//! precision, with the cuDNN algorithm chosen for each convolution and the weights already in the
+//! GPU's layout, plus what it was built from, so a stale plan is never run.
+//!
+//! File format (little-endian):
+//! ```text
+//! b"MLPGPLAN" | format version u32 | header length u64 | header (JSON) | weights blob
+//! ```
+//! The header's `key` says what the plan was built from; `blob_sha256` guards the weights. Reading
+//! the header alone is enough to decide whether a plan is up to date ([`check`]).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"MLPGPLAN";
+/// Bumped whenever the format or the builder's output changes: older plans are then stale.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanKey {
+    pub format_version: u32,
+    /// sha256 of the ONNX file.
+    pub model_sha256: String,
+    pub gpu_name: String,
+    /// e.g. "9.0".
+    pub compute_capability: String,
+    pub cuda_driver_version: i32,
+    pub cudnn_version: usize,
+    pub batch_size: usize,
+    pub precision: String,
+    /// Sample element type and layout as the QSL delivers them, e.g. "int8 NCHW 3x224x224 scale 1".
+    pub input: String,
+    pub workspace_bytes: u64,
+}
+
+impl PlanKey {
+    /// What differs from `other`, one line per field (empty when equal).
+    pub fn differences(&self, other: &PlanKey) -> Vec<String> {
+        let a = serde_json::to_value(self).expect("keys serialize");
+        let b = serde_json::to_value(other).expect("keys serialize");
+        let (a, b) = (a.as_object().expect("object"), b.as_object().expect("object"));
+        a.iter().filter(|(k, v)| b.get(*k) != Some(v)).map(|(k, v)| format!("{k}: plan has {v}, needed {}", b[k])).collect()
+    }
+}
+
+/// One layer as the GPU runs it. Tensors are NHWC fp16; weights are KRSC (output channel, row,
+/// column, input channel) at `weight_offset` bytes into the blob.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedLayer {
+    pub name: String,
+    pub kind: LayerKind,
+    pub input: usize,
+    pub output: usize,
+    /// Input and output per-sample shapes (channels, height, width).
+    pub input_shape: (usize, usize, usize),
+    pub output_shape: (usize, usize, usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LayerKind {
+    Conv {
+        kernel: usize,
+        stride: usize,
+        pad: usize,
+        relu: bool,
+        residual: Option<usize>,
+        weight_offset: usize,
+        bias_offset: usize,
+        /// cuDNN forward algorithm (cudnnConvolutionFwdAlgo_t), chosen by timing on the GPU.
+        algorithm: i32,
+        workspace_bytes: usize,
+        /// Measured time of the chosen algorithm at the plan's batch size, microseconds.
+        measured_us: f32,
+    },
+    MaxPool { kernel: usize, stride: usize, pad: usize },
+    GlobalAveragePool,
+}
+
+/// The plan's header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanHeader {
+    pub key: PlanKey,
+    pub model_path: String,
+    pub layers: Vec<PlannedLayer>,
+    /// Buffer of each value and elements per sample of each buffer (see `network::assign_buffers`).
+    pub buffer_of: Vec<usize>,
+    pub buffer_elements: Vec<usize>,
+    /// Logits value, its padded channel count and the real class count.
+    pub output: usize,
+    pub classes: usize,
+    /// Added to the top-1 index (-1 for 1001-class models whose class 0 is "background").
+    pub class_offset: i32,
+    pub blob_len: usize,
+    pub blob_sha256: String,
+    /// What the builder's check against the CPU engine found (empty if it was skipped).
+    pub verification: String,
+}
+
+#[derive(Debug)]
+pub struct Plan {
+    pub header: PlanHeader,
+    pub blob: Vec<u8>,
+}
+
+/// Whether a plan on disk can be run for `wanted`.
+#[derive(Debug, PartialEq)]
+pub enum PlanStatus {
+    Missing,
+    Fresh,
+    Stale(Vec<String>),
+    Corrupt(String),
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// sha256 of a file, streamed.
+pub fn file_sha256(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| format!("{}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl Plan {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = serde_json::to_vec_pretty(&self.header).expect("headers serialize");
+        let mut out = Vec::with_capacity(20 + header.len() + self.blob.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&self.blob);
+        out
+    }
+
+    /// Parses and verifies a whole plan (header and weights).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Plan, String> {
+        let (header, start) = parse_header(bytes)?;
+        let blob = &bytes[start..];
+        if blob.len() != header.blob_len {
+            return Err(format!("weights are {} bytes, the header says {} (truncated file?)", blob.len(), header.blob_len));
+        }
+        let digest = sha256_hex(blob);
+        if digest != header.blob_sha256 {
+            return Err(format!("weights checksum {digest} does not match the header's {}", header.blob_sha256));
+        }
+        Ok(Plan { header, blob: blob.to_vec() })
+    }
+
+    pub fn load(path: &Path) -> Result<Plan, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read engine plan {}: {e}", path.display()))?;
+        Plan::from_bytes(&bytes).map_err(|e| format!("engine plan {} is corrupt: {e}; rebuild it with `mlperf generate_engines`", path.display()))
+    }
+}
+
+fn parse_header(bytes: &[u8]) -> Result<(PlanHeader, usize), String> {
+    if bytes.len() < 20 || &bytes[..8] != MAGIC {
+        return Err("not an engine plan (bad magic)".into());
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(format!("plan format {version}, this binary reads {FORMAT_VERSION}"));
+    }
+    let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes")) as usize;
+    let end = 20usize.checked_add(len).filter(|&e| e <= bytes.len()).ok_or("header runs past the end of the file")?;
+    let header = serde_json::from_slice(&bytes[20..end]).map_err(|e| format!("unreadable header: {e}"))?;
+    Ok((header, end))
+}
+
+/// Reads only a plan's header (cheap: no weights are hashed).
+pub fn read_header(path: &Path) -> Result<PlanHeader, String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut prefix = [0u8; 20];
+    file.read_exact(&mut prefix).map_err(|_| "shorter than a plan header".to_string())?;
+    let len = u64::from_le_bytes(prefix[12..20].try_into().expect("8 bytes")) as usize;
+    if len > 64 << 20 {
+        return Err(format!("header length {len} is implausible"));
+    }
+    let mut bytes = prefix.to_vec();
+    bytes.resize(20 + len, 0);
+    file.read_exact(&mut bytes[20..]).map_err(|_| "header runs past the end of the file".to_string())?;
+    parse_header(&bytes).map(|(h, _)| h)
+}
+
+/// Compares the plan at `path` with what is wanted now.
+pub fn check(path: &Path, wanted: &PlanKey) -> PlanStatus {
+    if !path.exists() {
+        return PlanStatus::Missing;
+    }
+    match read_header(path) {
+        Err(e) => PlanStatus::Corrupt(e),
+        Ok(h) => match h.key.differences(wanted) {
+            d if d.is_empty() => PlanStatus::Fresh,
+            d => PlanStatus::Stale(d),
+        },
+    }
+}
+
+/// NVIDIA's engine path: `build/engines/<system>/<Scenario>/resnet50/gpu-resnet50-<precision>-b<batch>.<workload>.plan`.
+pub fn engine_path(root: &Path, system: &str, scenario: &str, benchmark: &str, precision: &str, batch: usize, workload: &str) -> std::path::PathBuf {
+    root.join(system).join(scenario).join(benchmark).join(format!("gpu-{benchmark}-{precision}-b{batch}.{workload}.plan"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> PlanKey {
+        PlanKey {
+            format_version: FORMAT_VERSION,
+            model_sha256: "ab".repeat(32),
+            gpu_name: "NVIDIA H100 80GB HBM3".into(),
+            compute_capability: "9.0".into(),
+            cuda_driver_version: 13000,
+            cudnn_version: 91400,
+            batch_size: 256,
+            precision: "fp16".into(),
+            input: "int8 NCHW 3x224x224 scale 1".into(),
+            workspace_bytes: 1 << 30,
+        }
+    }
+
+    fn plan() -> Plan {
+        let blob: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let header = PlanHeader {
+            key: key(),
+            model_path: "models/ResNet50/resnet50_v1.onnx".into(),
+            layers: vec![PlannedLayer {
+                name: "conv1".into(),
+                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
+                input: 0,
+                output: 1,
+                input_shape: (8, 224, 224),
+                output_shape: (64, 112, 112),
+            }],
+            buffer_of: vec![0, 1],
+            buffer_elements: vec![8 * 224 * 224, 64 * 112 * 112],
+            output: 1,
+            classes: 1000,
+            class_offset: 0,
+            blob_len: blob.len(),
+            blob_sha256: sha256_hex(&blob),
+            verification: String::new(),
+        };
+        Plan { header, blob }
+    }
+
+    #[test]
+    fn plans_round_trip_and_reject_corruption() {
+        let p = plan();
+        let bytes = p.to_bytes();
+        let back = Plan::from_bytes(&bytes).unwrap();
+        assert_eq!(back.header, p.header);
+        assert_eq!(back.blob, p.blob);
+
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert!(Plan::from_bytes(&flipped).unwrap_err().contains("checksum"));
+        assert!(Plan::from_bytes(&bytes[..bytes.len() - 10]).unwrap_err().contains("truncated"));
+        assert!(Plan::from_bytes(b"not a plan at all, really").unwrap_err().contains("magic"));
+        let mut future = bytes.clone();
+        future[8] = 99;
+        assert!(Plan::from_bytes(&future).unwrap_err().contains("plan format 99"));
+    }
+
+    #[test]
+    fn check_tells_fresh_stale_missing_and_corrupt_apart() {
+        let dir = tempdir();
+        let path = dir.join("p.plan");
+        assert_eq!(check(&path, &key()), PlanStatus::Missing);
+        std::fs::write(&path, plan().to_bytes()).unwrap();
+        assert_eq!(check(&path, &key()), PlanStatus::Fresh);
+
+        let other_gpu = PlanKey { gpu_name: "NVIDIA H200".into(), batch_size: 2048, ..key() };
+        let PlanStatus::Stale(diffs) = check(&path, &other_gpu) else { panic!("must be stale") };
+        assert_eq!(diffs.len(), 2, "{diffs:?}");
+        assert!(diffs.iter().any(|d| d.starts_with("gpu_name:")) && diffs.iter().any(|d| d.starts_with("batch_size: plan has 256, needed 2048")));
+
+        let new_model = PlanKey { model_sha256: "cd".repeat(32), ..key() };
+        assert!(matches!(check(&path, &new_model), PlanStatus::Stale(d) if d[0].starts_with("model_sha256")));
+
+        std::fs::write(&path, b"MLPGPLAN\x01\0\0\0\xff\xff\xff\xff\0\0\0\0").unwrap();
+        assert!(matches!(check(&path, &key()), PlanStatus::Corrupt(_)));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn engine_paths_follow_nvidia() {
+        let p = engine_path(Path::new("build/engines"), "H200-SXM-141GBx1", "Offline", "resnet50", "fp16", 2048, "default");
+        assert_eq!(p, Path::new("build/engines/H200-SXM-141GBx1/Offline/resnet50/gpu-resnet50-fp16-b2048.default.plan"));
+    }
+
+    fn tempdir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("mlperf-plan-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
