@@ -77,6 +77,12 @@ pub enum Command {
     RunHarness(HarnessArgs),
     /// Prepare engines for the selected configs, then run them (generate_engines + run_harness).
     Run(HarnessArgs),
+    /// Build (or reuse, when up to date) the engine plans of the selected configs under build/engines.
+    #[command(name = "generate_engines", alias = "generate-engines")]
+    GenerateEngines {
+        #[command(flatten)]
+        selection: Selection,
+    },
     /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
     #[command(name = "run_loadgen_test", hide = true)]
     RunLoadgenTest { dir: std::path::PathBuf },
@@ -128,6 +134,14 @@ pub struct HarnessArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// The configured engines alone (no LoadGen, no batcher): samples/s at the configured batch size.
+    Engine {
+        #[command(flatten)]
+        selection: Selection,
+        /// Seconds to run each config.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
     /// LoadGen overhead: a null SUT through our binding vs the same null SUT in C++.
     Loadgen {
         #[arg(long, default_value_t = 5)]
@@ -172,8 +186,8 @@ pub fn split_overrides(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>
 }
 
 pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
-    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_)) {
-        return Err(format!("config overrides (--{}=...) apply only to run_harness and run", overrides[0].0));
+    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::GenerateEngines { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
+        return Err(format!("config overrides (--{}=...) apply only to run_harness, run and generate_engines", overrides[0].0));
     }
     match cli.command {
         Command::RunHarness(args) => report(run_harness(args, overrides, tables, false)?)?,
@@ -182,7 +196,32 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             let out = out.join(harness::timestamp());
             print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
         }
+        Command::Bench { command: BenchCommand::Engine { selection, seconds } } => {
+            let choice = select::choose_system(tables, selection.system_name.as_deref())?;
+            let devices = choice.system.hardware.gpus_per_node.max(1) as usize;
+            println!("| config | devices | batch | workers/device | samples/s |\n|---|---|---|---|---|");
+            for c in selected_configs(tables, &choice, &selection)? {
+                let settings = harness::apply_overrides(&c.settings, &overrides)?;
+                let round = tables.default_round();
+                let bench = round.benchmark(&c.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, c.benchmark))?;
+                let performance = settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count) as usize;
+                let workload_name = c.workload.section_name();
+                let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &c.system, scenario: c.scenario.name(), workload: &workload_name };
+                let work = harness::workload::open(&c.benchmark, &settings, bench.accuracy_sample_count() as usize, performance, devices, &id)?;
+                let indices: Vec<usize> = (0..performance).collect();
+                mlperf_loadgen::Qsl::load_samples(work.library.as_ref(), &indices);
+                let knobs = harness::batcher_config(&settings, &c.benchmark);
+                let rate = harness::engine::throughput(&work.devices, knobs.workers_per_device, knobs.batch_size, work.library.as_ref(), &indices, std::time::Duration::from_secs(seconds))?;
+                println!("| {}/{}/{} | {} | {} | {} | {rate:.1} |", c.benchmark, c.scenario.name(), workload_name, work.devices.len(), knobs.batch_size, knobs.workers_per_device);
+            }
+        }
         Command::RunLoadgenTest { dir } => harness::run_one(tables, &dir)?,
+        Command::GenerateEngines { selection } => {
+            let choice = select::choose_system(tables, selection.system_name.as_deref())?;
+            for c in selected_configs(tables, &choice, &selection)? {
+                println!("{}", prepare_engine(c, &overrides, tables)?);
+            }
+        }
         Command::Info => {
             let hw = detect::detect()?;
             print!("{}", show::info(tables, &hw));
@@ -272,10 +311,7 @@ fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'st
     let configs = selected_configs(tables, &choice, &args.selection)?;
     if prepare && args.backend == "config" {
         for c in &configs {
-            if c.settings.dataset == Some(mlperf_config::DatasetSource::Synthetic) {
-                let artifacts = harness::workload::ensure_synthetic(&c.settings)?;
-                eprintln!("synthetic model {} ({} labels over {} classes)", artifacts.model_path.display(), artifacts.samples, artifacts.labels.distinct);
-            }
+            eprintln!("{}", prepare_engine(c, &overrides, tables)?);
         }
     }
     let round = match &args.round {
@@ -308,6 +344,27 @@ fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'st
         log_dir: &log_dir,
         timestamp: harness::timestamp(),
     })
+}
+
+/// The engine of one config, ready to run: a GPU plan built or reused; for the CPU engine's
+/// synthetic workload, the model and its labels (generated once, before any timed run).
+fn prepare_engine(config: &mlperf_config::CompiledConfig, overrides: &[(String, String)], tables: &Tables) -> Result<String, String> {
+    if !overrides.is_empty() && tables.locked_system.is_some() {
+        return Err("command-line config overrides are refused by locked builds; build without system features to experiment".into());
+    }
+    let settings = harness::apply_overrides(&config.settings, overrides)?;
+    let label = format!("{}/{}/{}", config.benchmark, config.scenario.name(), config.workload.section_name());
+    match settings.engine {
+        Some(mlperf_config::EngineKind::Gpu) | None => {
+            let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &config.system, scenario: config.scenario.name(), workload: &config.workload.section_name() };
+            mlperf_runtime::engines::gpu::setup::generate(&config.benchmark, &settings, &id).map_err(|e| format!("{label}: {e}"))
+        }
+        Some(_) if settings.dataset == Some(mlperf_config::DatasetSource::Synthetic) => {
+            let a = harness::workload::ensure_synthetic(&settings)?;
+            Ok(format!("{label}: synthetic model {} ({} labels over {} classes)", a.model_path.display(), a.samples, a.labels.distinct))
+        }
+        Some(kind) => Ok(format!("{label}: {} engine, nothing to build", kind.name())),
+    }
 }
 
 fn round_ids(tables: &Tables) -> String {

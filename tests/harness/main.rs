@@ -181,3 +181,40 @@ fn ctrl_c_aborts_cleanly_and_keeps_readable_logs() {
 fn detail_logs_exist(cwd: &Path) -> usize {
     walk_files(&cwd.join("build")).iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).count()
 }
+
+/// Opt-in, on a machine with one H200 or H100 (`cargo test --release --test harness -- --ignored gpu_`):
+/// the GPU engine's plan is built, checked against the CPU engine (top-1 agreement and logit error
+/// are printed, the build fails below 99 % agreement), reused on the second call, and gives a VALID
+/// Offline run. `scripts/bench_gpu_resnet50.sh` runs the same steps with timings.
+#[test]
+#[ignore = "needs a GPU with CUDA, cuDNN 9 and NVRTC"]
+fn gpu_engine_builds_checks_reuses_and_runs_offline() {
+    let cwd = scratch("gpu-engine");
+    let system = std::env::var("MLPERF_GPU_TEST_SYSTEM").unwrap_or_else(|_| "H200-SXM-141GBx1".into());
+    let system_flag = format!("--system_name={system}");
+    let dev = ["--benchmarks=resnet50", "--scenarios=offline", "--precision=fp16", "--dataset=synthetic", "--gpu_batch_size={resnet50=256}", system_flag.as_str()];
+    let first = mlperf(&cwd, &[&["generate_engines"][..], &dev].concat());
+    let text = format!("{}{}", String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&first.stderr));
+    assert!(first.status.success() && text.contains("built (no plan yet)") && text.contains("top-1 agreement"), "{text}");
+    let second = mlperf(&cwd, &[&["generate_engines"][..], &dev].concat());
+    assert!(String::from_utf8_lossy(&second.stdout).contains("up to date, reused"));
+    let run = mlperf(&cwd, &[&["run_harness", "--test_run", "--min_duration=5000", "--offline_expected_qps=5000"][..], &dev].concat());
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs[0].1.str("result_validity"), Some("VALID"));
+}
+
+#[test]
+fn gpu_configs_without_a_gpu_fail_with_what_is_missing() {
+    if mlperf_runtime::engines::gpu::exec::require_cuda().is_ok() {
+        return; // a GPU machine: the ignored test above covers it
+    }
+    let cwd = scratch("gpu-missing");
+    let out = mlperf(&cwd, &["generate_engines", "--system_name=H200-SXM-141GBx1", "--benchmarks=resnet50", "--scenarios=offline", "--precision=fp16"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("the GPU engine cannot load the CUDA driver (libcuda.so)") && !stderr.contains("panicked"), "{stderr}");
+    // The run's child reports the same, and the result table shows the run as FAILED.
+    let out = mlperf(&cwd, &["run_harness", "--system_name=H200-SXM-141GBx1", "--benchmarks=resnet50", "--scenarios=offline", "--test_run", "--precision=fp16"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("FAILED") && stderr.contains("cannot load the CUDA driver"), "{stdout}\n{stderr}");
+}

@@ -347,7 +347,8 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
         }
         Backend::Config => {
             let devices = tables.system(&plan.system).map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize);
-            let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices)?;
+            let id = crate::engines::gpu::setup::PlanIdentity { system: &plan.system, scenario: &plan.scenario, workload: &plan.workload };
+            let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices, &id)?;
             let mut config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
             if settings.engine == Some(mlperf_config::EngineKind::Cpu) && settings.gpu_inference_streams.is_none() {
                 // A CPU "device" runs one batch per core.

@@ -6,6 +6,8 @@
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{self, Scratch};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
+use crate::engines::gpu::setup::{self as gpu_setup, PlanIdentity};
+use crate::engines::gpu::{builder, plan, GpuEngine};
 use crate::engines::synthetic::{self, SyntheticArtifacts};
 use crate::harness::engine::Engine;
 use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
@@ -37,12 +39,15 @@ fn layout(settings: &Settings) -> Layout {
     }
 }
 
-/// Builds the workload of `benchmark` as `settings` configure it.
-pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize) -> Result<Workload, String> {
+/// Builds the workload of `benchmark` as `settings` configure it (`id` names the GPU plan).
+pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize, id: &PlanIdentity) -> Result<Workload, String> {
     let engine = settings.engine.unwrap_or(EngineKind::Gpu);
+    if engine == EngineKind::Gpu {
+        return open_gpu(benchmark, settings, total, performance, devices, id);
+    }
     if engine != EngineKind::Cpu || benchmark != "resnet50" {
         return Err(format!(
-            "no {} engine for {benchmark} in this build: the CPU engine runs resnet50; GPU engines and serving backends are not built yet. \
+            "no {} engine for {benchmark} in this build: the CPU engine runs resnet50, the GPU engine resnet50; serving backends are not built yet. \
              Use --backend=null or --backend=fixed_latency to exercise the harness",
             engine.name()
         ));
@@ -75,6 +80,35 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
     let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
     let library = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?;
     Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
+}
+
+/// The GPU engine on every GPU of the system, from a plan `generate_engines` built. A missing, stale
+/// or corrupt plan is an error: a run never builds or silently runs an outdated engine.
+fn open_gpu(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize, id: &PlanIdentity) -> Result<Workload, String> {
+    let gpu = gpu_setup::setup(benchmark, settings, id, performance)?;
+    let key = builder::wanted_key(&gpu.build_request(None))?;
+    let rebuild = "run `mlperf generate_engines` with the same selection first";
+    match plan::check(&gpu.plan_path, &key) {
+        plan::PlanStatus::Fresh => {}
+        plan::PlanStatus::Missing => return Err(format!("no engine plan {}: {rebuild}", gpu.plan_path.display())),
+        plan::PlanStatus::Stale(d) => return Err(format!("engine plan {} is stale ({}): {rebuild}", gpu.plan_path.display(), d.join("; "))),
+        plan::PlanStatus::Corrupt(e) => return Err(format!("engine plan {} is corrupt ({e}): {rebuild}", gpu.plan_path.display())),
+    }
+    let loaded = plan::Plan::load(&gpu.plan_path)?;
+    let engines = GpuEngine::open_all(devices, &loaded, gpu.input, gpu.options)?;
+    let scratch = Scratch::from_env();
+    let (library, val_map) = if gpu.synthetic {
+        // Labels exist only once an accuracy run generated them (see `ensure_synthetic`).
+        (gpu.synthetic_samples(total, performance), scratch.models_dir().join(synthetic::val_map_relpath(gpu.input.height)))
+    } else {
+        let report = scratch::check(&scratch, benchmark, settings);
+        if !report.ready() {
+            return Err(format!("the data of {benchmark} is not ready:\n{}", report.render()));
+        }
+        let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
+        (SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?, val_map)
+    };
+    Ok(Workload { devices: engines, library: Arc::new(library), val_map, synthetic: gpu.synthetic })
 }
 
 /// Scores an AccuracyOnly run in `dir` and writes `accuracy.txt` there (the official script's format).

@@ -464,8 +464,24 @@ pub fn algo_from_i32(v: i32) -> Option<Algo> {
     .find(|a| *a as i32 == v)
 }
 
+/// Fails with a message (where cudarc would panic) when the CUDA driver, cuDNN or NVRTC cannot be
+/// loaded: the GPU engine needs all three at run time, and nothing of them at build time.
+pub fn require_cuda() -> Result<()> {
+    let libraries = [
+        ("the CUDA driver (libcuda.so)", unsafe { ds::is_culib_present() }),
+        ("cuDNN 9 (libcudnn.so.9)", unsafe { cudarc::cudnn::sys::is_culib_present() }),
+        ("NVRTC (libnvrtc.so)", unsafe { cudarc::nvrtc::sys::is_culib_present() }),
+    ];
+    let missing: Vec<&str> = libraries.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!("the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")", missing.join(", ")))
+}
+
 /// The GPU's identity for plan keys: name, compute capability, driver version.
 pub fn device_identity(ordinal: usize) -> Result<(String, String, i32)> {
+    require_cuda()?;
     let ctx = cu("open device", CudaContext::new(ordinal))?;
     let name = cu("device name", ctx.name())?;
     let (major, minor) = cu("compute capability", ctx.compute_capability())?;
@@ -475,5 +491,6 @@ pub fn device_identity(ordinal: usize) -> Result<(String, String, i32)> {
 }
 
 pub fn device_count() -> Result<usize> {
+    require_cuda()?;
     cu("count devices", CudaContext::device_count()).map(|n| n as usize)
 }

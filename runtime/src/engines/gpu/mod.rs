@@ -18,6 +18,7 @@ pub mod exec;
 pub mod lower;
 pub mod network;
 pub mod plan;
+pub mod setup;
 
 #[cfg(test)]
 mod network_tests;

@@ -165,6 +165,22 @@ pub fn ensure_synthetic_resnet50(root: &Path, size: usize, seed: u64) -> Result<
     ensure_synthetic_resnet50_with(root, &SyntheticSpec::resnet50(size, seed), &mut |m| eprintln!("synthetic: {m}"))
 }
 
+/// Only the synthetic model (no labels): what a GPU engine build and performance runs need. An
+/// existing file is reused (generation is deterministic and the path names the size); labelling,
+/// which accuracy runs need, is left to [`ensure_synthetic_resnet50`].
+pub fn ensure_synthetic_resnet50_model(root: &Path, size: usize, seed: u64, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    let path = root.join(model_relpath(size));
+    if path.exists() {
+        return Ok(path);
+    }
+    let spec = SyntheticSpec::resnet50(size, seed);
+    log(&format!("generating {} (model only)", path.display()));
+    let mut proto = model::resnet50(size, seed);
+    calibrate_classifier(&mut proto, size, spec.calibration_images, spec.threads())?;
+    crate::fsutil::write_atomic(&path, &proto.encode_to_vec())?;
+    Ok(path)
+}
+
 /// [`ensure_synthetic_resnet50`] for any [`SyntheticSpec`], reporting progress to `log`.
 pub fn ensure_synthetic_resnet50_with(
     root: &Path,
