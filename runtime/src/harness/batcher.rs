@@ -156,7 +156,8 @@ mod tests {
     use crate::harness::engine::Sample;
     use std::collections::HashMap;
 
-    /// Records every batch it runs.
+    /// Records every batch it runs, taking a little time per batch like a device (an instant engine
+    /// lets one device's threads drain the whole queue before a loaded machine schedules the other).
     struct Recorder {
         batches: Mutex<Vec<Vec<usize>>>,
     }
@@ -167,6 +168,7 @@ mod tests {
         }
         fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
             self.batches.lock().unwrap().push(indices.to_vec());
+            std::thread::sleep(Duration::from_micros(300));
             outputs.extend(indices.iter().map(|_| Vec::new()));
             Ok(())
         }
