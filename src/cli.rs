@@ -204,7 +204,7 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
                 let settings = harness::apply_overrides(&c.settings, &overrides)?;
                 let round = tables.default_round();
                 let bench = round.benchmark(&c.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, c.benchmark))?;
-                let performance = settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count) as usize;
+                let performance = harness::performance_sample_count(&settings, bench) as usize;
                 let workload_name = c.workload.section_name();
                 let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &c.system, scenario: c.scenario.name(), workload: &workload_name };
                 let work = harness::workload::open(&c.benchmark, &settings, bench.accuracy_sample_count() as usize, performance, devices, &id)?;

@@ -230,13 +230,18 @@ fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir:
         mode: format!("{mode:?}"),
         backend: req.backend,
         total_sample_count: bench.accuracy_sample_count(),
-        performance_sample_count: config.settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count),
+        performance_sample_count: performance_sample_count(&config.settings, bench),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { config.settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         audit_test: req.audit_test.clone(),
         overrides: req.overrides.clone(),
         non_submittable,
     }
+}
+
+/// The QSL's performance sample count: the config's override, else the round's.
+pub fn performance_sample_count(settings: &Settings, bench: &mlperf_config::BenchmarkRound) -> u64 {
+    settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count)
 }
 
 /// Fails before any run when logs cannot be written.

@@ -39,6 +39,20 @@ fn layout(settings: &Settings) -> Layout {
     }
 }
 
+/// The preprocessed images a config's engine reads (`image_size`, `input_format`, `input_dtype`),
+/// in batches of `batch`.
+pub fn image_input(settings: &Settings, batch: usize) -> Result<InputSpec, String> {
+    let size = settings.image_size.unwrap_or(224) as usize;
+    let dtype = match settings.input_dtype.unwrap_or(DataType::Fp32) {
+        DataType::Fp32 => InputDtype::F32,
+        DataType::Fp16 => InputDtype::F16,
+        // NVIDIA's int8 ImageNet tensors are the mean-subtracted pixels themselves (scale 1).
+        DataType::Int8 => InputDtype::I8 { scale: 1.0 },
+        other => return Err(format!("the engines read fp32, fp16 or int8 images, not {}", other.name())),
+    };
+    Ok(InputSpec { batch_size: batch, channels: 3, height: size, width: size, layout: layout(settings), dtype })
+}
+
 /// Builds the workload of `benchmark` as `settings` configure it (`id` names the GPU plan).
 pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize, id: &PlanIdentity) -> Result<Workload, String> {
     let engine = settings.engine.unwrap_or(EngineKind::Gpu);
@@ -62,23 +76,10 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
         let library = SampleLibrary::generated("synthetic ImageNet", total, performance, spec.sample_bytes(), move |i| synthetic::synthetic_image(i, size, layout));
         return Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map: artifacts.val_map_path, synthetic: true });
     }
-    let scratch = Scratch::from_env();
-    let report = scratch::check(&scratch, benchmark, settings);
-    if !report.ready() {
-        return Err(format!("the data of {benchmark} is not ready:\n{}", report.render()));
-    }
-    let size = settings.image_size.unwrap_or(224) as usize;
-    let dtype = match settings.input_dtype.unwrap_or(DataType::Fp32) {
-        DataType::Fp32 => InputDtype::F32,
-        DataType::Fp16 => InputDtype::F16,
-        DataType::Int8 => InputDtype::I8 { scale: 1.0 },
-        other => return Err(format!("the CPU engine reads fp32, fp16 or int8 images, not {}", other.name())),
-    };
-    let spec = InputSpec { batch_size: batch, channels: 3, height: size, width: size, layout, dtype };
-    let model = scratch.model_path(settings).ok_or("resnet50 configs need model_path")?;
+    let (library, val_map) = real_samples(benchmark, settings, performance)?;
+    let spec = image_input(settings, batch)?;
+    let model = Scratch::from_env().model_path(settings).ok_or("resnet50 configs need model_path")?;
     let cpu = Arc::new(CpuEngine::load(&model, spec)?);
-    let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
-    let library = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?;
     Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
 }
 
@@ -96,19 +97,24 @@ fn open_gpu(benchmark: &str, settings: &Settings, total: usize, performance: usi
     }
     let loaded = plan::Plan::load(&gpu.plan_path)?;
     let engines = GpuEngine::open_all(devices, &loaded, gpu.input, gpu.options)?;
-    let scratch = Scratch::from_env();
     let (library, val_map) = if gpu.synthetic {
         // Labels exist only once an accuracy run generated them (see `ensure_synthetic`).
-        (gpu.synthetic_samples(total, performance), scratch.models_dir().join(synthetic::val_map_relpath(gpu.input.height)))
+        (gpu.synthetic_samples(total, performance), Scratch::from_env().models_dir().join(synthetic::val_map_relpath(gpu.input.height)))
     } else {
-        let report = scratch::check(&scratch, benchmark, settings);
-        if !report.ready() {
-            return Err(format!("the data of {benchmark} is not ready:\n{}", report.render()));
-        }
-        let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
-        (SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?, val_map)
+        real_samples(benchmark, settings, performance)?
     };
     Ok(Workload { devices: engines, library: Arc::new(library), val_map, synthetic: gpu.synthetic })
+}
+
+/// The preprocessed samples and val map of a real dataset, or an error listing what is missing.
+fn real_samples(benchmark: &str, settings: &Settings, performance: usize) -> Result<(SampleLibrary, PathBuf), String> {
+    let scratch = Scratch::from_env();
+    let report = scratch::check(&scratch, benchmark, settings);
+    if !report.ready() {
+        return Err(format!("the data of {benchmark} is not ready:\n{}", report.render()));
+    }
+    let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
+    Ok((SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?, val_map))
 }
 
 /// Scores an AccuracyOnly run in `dir` and writes `accuracy.txt` there (the official script's format).

@@ -8,7 +8,7 @@
 //! int32 class per sample into pinned memory.
 
 use super::cudnn::{self, Activation, Convolution, Filter, FusedConv, Handle, Pooling, Tensor};
-use super::plan::{LayerKind, PlanHeader};
+use super::plan::{LayerKind, PlanHeader, PlannedLayer};
 use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
 use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -165,16 +165,35 @@ impl DeviceModel {
     }
 }
 
-/// Descriptors of every layer at one batch size.
-struct LayerDescriptors {
-    input: Tensor,
-    output: Tensor,
-    op: OpDescriptors,
+/// The descriptors of one convolution layer at one batch size (runs and autotuning share them).
+struct ConvDescriptors {
+    x: Tensor,
+    y: Tensor,
+    filter: Filter,
+    conv: Convolution,
+    act: Activation,
+    bias: Tensor,
 }
 
-enum OpDescriptors {
-    Conv { filter: Filter, conv: Convolution, act: Activation, bias: Tensor, algo: Algo, workspace: usize },
-    Pool(Pooling),
+impl ConvDescriptors {
+    fn new(layer: &PlannedLayer, n: usize) -> Result<ConvDescriptors> {
+        let LayerKind::Conv { kernel, stride, pad, relu, .. } = layer.kind else { unreachable!("a convolution layer") };
+        let ((ci, hi, wi), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
+        Ok(ConvDescriptors {
+            x: Tensor::nhwc(n, ci, hi, wi)?,
+            y: Tensor::nhwc(n, co, ho, wo)?,
+            filter: Filter::krsc(co, ci, kernel, kernel)?,
+            conv: Convolution::new(pad, stride)?,
+            act: Activation::new(relu)?,
+            bias: Tensor::nhwc(1, co, 1, 1)?,
+        })
+    }
+}
+
+/// Descriptors of one layer at one batch size.
+enum LayerDescriptors {
+    Conv { d: ConvDescriptors, algo: Algo, workspace: usize },
+    Pool { x: Tensor, y: Tensor, pooling: Pooling },
 }
 
 struct BatchProgram {
@@ -237,32 +256,44 @@ impl Slot {
         self.buffers[self.model.header.buffer_of[value]].ptr()
     }
 
+    /// The fused convolution of `layer` on this slot's buffers and the device's weights.
+    fn fused<'a>(&self, layer: &PlannedLayer, d: &'a ConvDescriptors) -> FusedConv<'a> {
+        let LayerKind::Conv { weight_offset, bias_offset, residual, .. } = layer.kind else { unreachable!("a convolution layer") };
+        let weights = self.model.weights.ptr();
+        FusedConv {
+            x: (&d.x, self.value_ptr(layer.input)),
+            w: (&d.filter, weights + weight_offset as u64),
+            conv: &d.conv,
+            act: &d.act,
+            bias: (&d.bias, weights + bias_offset as u64),
+            z: residual.map(|r| self.value_ptr(r)),
+            y: (&d.y, self.value_ptr(layer.output)),
+        }
+    }
+
     fn descriptors(&self, n: usize) -> Result<Vec<LayerDescriptors>> {
         let mut out = Vec::new();
         for layer in &self.model.header.layers {
-            let (ci, hi, wi) = layer.input_shape;
-            let (co, ho, wo) = layer.output_shape;
-            let input = Tensor::nhwc(n, ci, hi, wi)?;
-            let output = Tensor::nhwc(n, co, ho, wo)?;
-            let op = match &layer.kind {
-                LayerKind::Conv { kernel, stride, pad, relu, algorithm, .. } => {
-                    let filter = Filter::krsc(co, ci, *kernel, *kernel)?;
-                    let conv = Convolution::new(*pad, *stride)?;
+            let ((c, h, w), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
+            out.push(match &layer.kind {
+                LayerKind::Conv { algorithm, .. } => {
+                    let d = ConvDescriptors::new(layer, n)?;
                     let algo = algo_from_i32(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
-                    let workspace = cudnn::workspace_size(&self.handle, &input, &filter, &conv, &output, algo)?;
-                    OpDescriptors::Conv { filter, conv, act: Activation::new(*relu)?, bias: Tensor::nhwc(1, co, 1, 1)?, algo, workspace }
+                    let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
+                    LayerDescriptors::Conv { d, algo, workspace }
                 }
-                LayerKind::MaxPool { kernel, stride, pad } => OpDescriptors::Pool(Pooling::new(false, *kernel, *stride, *pad)?),
-                LayerKind::GlobalAveragePool => OpDescriptors::Pool(Pooling::new(true, hi, 1, 0)?),
-            };
-            out.push(LayerDescriptors { input, output, op });
+                LayerKind::MaxPool { kernel, stride, pad } => {
+                    LayerDescriptors::Pool { x: Tensor::nhwc(n, c, h, w)?, y: Tensor::nhwc(n, co, ho, wo)?, pooling: Pooling::new(false, *kernel, *stride, *pad)? }
+                }
+                LayerKind::GlobalAveragePool => LayerDescriptors::Pool { x: Tensor::nhwc(n, c, h, w)?, y: Tensor::nhwc(n, co, ho, wo)?, pooling: Pooling::new(true, h, 1, 0)? },
+            });
         }
         Ok(out)
     }
 
     /// Enqueues one batch of `n` samples read from `pool` (device memory) at the slot numbers in
     /// `host_slots` (with `upload_input`, `pool` is the slot's own input buffer, filled from
-    /// `host_input` first). With `logits`, also downloads the logits (correctness checks).
+    /// `host_input` first).
     fn enqueue(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload_input: bool) -> Result<()> {
         let s = self.stream.cu_stream();
         let m = &self.model;
@@ -282,27 +313,19 @@ impl Slot {
         launch.arg(&pool).arg(&slots).arg(&out).arg(&n32).arg(&c).arg(&hw32).arg(&cpad32).arg(&sample_bytes).arg(&f.dtype).arg(&nchw).arg(&f.scale);
         cu("convert input", unsafe { launch.launch(LaunchConfig { grid_dim: (total.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
 
-        for (layer, d) in m.header.layers.iter().zip(layers) {
-            let (x, y) = (self.value_ptr(layer.input), self.value_ptr(layer.output));
-            match (&layer.kind, &d.op) {
-                (LayerKind::Conv { weight_offset, bias_offset, residual, .. }, OpDescriptors::Conv { filter, conv, act, bias, algo, workspace }) => {
+        for (layer, descriptors) in m.header.layers.iter().zip(layers) {
+            match descriptors {
+                LayerDescriptors::Conv { d, algo, workspace } => {
                     if *workspace > self.workspace.bytes {
                         return Err(format!("layer {} needs {workspace} bytes of workspace at batch {n}, the slot has {}", layer.name, self.workspace.bytes));
                     }
-                    let fused = FusedConv {
-                        x: (&d.input, x),
-                        w: (filter, m.weights.ptr() + *weight_offset as u64),
-                        conv,
-                        act,
-                        bias: (bias, m.weights.ptr() + *bias_offset as u64),
-                        z: residual.map(|r| self.value_ptr(r)),
-                        y: (&d.output, y),
-                    };
-                    unsafe { fused.launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) }.map_err(|e| format!("layer {}: {e}", layer.name))?;
+                    unsafe { self.fused(layer, d).launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) }
                 }
-                (_, OpDescriptors::Pool(p)) => unsafe { cudnn::pool(&self.handle, p, (&d.input, x), (&d.output, y)) }.map_err(|e| format!("layer {}: {e}", layer.name))?,
-                _ => unreachable!("descriptors follow the layers"),
+                LayerDescriptors::Pool { x, y, pooling } => unsafe {
+                    cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output)))
+                },
             }
+            .map_err(|e| format!("layer {}: {e}", layer.name))?;
         }
 
         let h = &m.header;
@@ -385,34 +408,23 @@ impl Slot {
 
     /// Times every candidate algorithm of every convolution at the plan's batch size and writes the
     /// fastest that fits `workspace_limit` into the header (the builder's autotuning).
-    pub fn choose_algorithms(&mut self, header: &mut PlanHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
+    pub fn choose_algorithms(&self, header: &mut PlanHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
-        let m = self.model.clone();
-        let start = cu("event", m.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
-        let end = cu("event", m.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
-        for (i, layer) in header.layers.iter_mut().enumerate() {
-            let LayerKind::Conv { kernel, stride, pad, relu, residual, weight_offset, bias_offset, algorithm, workspace_bytes, measured_us } = &mut layer.kind else { continue };
-            let (ci, hi, wi) = layer.input_shape;
-            let (co, ho, wo) = layer.output_shape;
-            let (x, y) = (Tensor::nhwc(n, ci, hi, wi)?, Tensor::nhwc(n, co, ho, wo)?);
-            let (filter, conv, act, bias) = (Filter::krsc(co, ci, *kernel, *kernel)?, Convolution::new(*pad, *stride)?, Activation::new(*relu)?, Tensor::nhwc(1, co, 1, 1)?);
-            let fused = FusedConv {
-                x: (&x, self.value_ptr(layer.input)),
-                w: (&filter, m.weights.ptr() + *weight_offset as u64),
-                conv: &conv,
-                act: &act,
-                bias: (&bias, m.weights.ptr() + *bias_offset as u64),
-                z: residual.map(|r| self.value_ptr(r)),
-                y: (&y, self.value_ptr(layer.output)),
-            };
+        let ctx = &self.model.ctx;
+        let start = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
+        let end = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
+        for layer in header.layers.iter_mut() {
+            let LayerKind::Conv { relu, .. } = layer.kind else { continue };
+            let d = ConvDescriptors::new(layer, n)?;
+            let fused = self.fused(layer, &d);
             let mut best: Option<(Algo, usize, f32)> = None;
-            for (algo, _) in cudnn::candidate_algorithms(&self.handle, &x, &filter, &conv, &y)? {
+            for (algo, _) in cudnn::candidate_algorithms(&self.handle, &d.x, &d.filter, &d.conv, &d.y)? {
                 // cuDNN's fused call supports only this algorithm without an activation.
-                if !*relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
+                if !relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
                     continue;
                 }
-                let Ok(bytes) = cudnn::workspace_size(&self.handle, &x, &filter, &conv, &y, algo) else { continue };
+                let Ok(bytes) = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo) else { continue };
                 if bytes > workspace_limit.min(self.workspace.bytes) {
                     continue;
                 }
@@ -433,12 +445,13 @@ impl Slot {
                     best = Some((algo, bytes, us));
                 }
             }
-            let (algo, bytes, us) = best.ok_or_else(|| format!("layer {} ({}): no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name, i))?;
+            drop(fused);
+            let (algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
+            let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
+            let LayerKind::Conv { kernel, stride, algorithm, workspace_bytes, measured_us, .. } = &mut layer.kind else { unreachable!() };
             (*algorithm, *workspace_bytes, *measured_us) = (algo as i32, bytes, us);
             report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
         }
-        // The descriptors built so far used the placeholder algorithms.
-        self.programs.clear();
         Ok(())
     }
 }

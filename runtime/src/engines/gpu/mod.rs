@@ -113,10 +113,7 @@ impl GpuEngine {
                 let bytes = self.model.input.sample_bytes();
                 let host = slot.host_input.as_mut_slice();
                 for (b, &i) in indices.iter().enumerate() {
-                    let sample = source.sample(i);
-                    if sample.len() != bytes {
-                        return Err(format!("sample {i} has {} bytes, the engine expects {bytes}", sample.len()));
-                    }
+                    let sample = sized_sample(source, i, bytes)?;
                     host[b * bytes..(b + 1) * bytes].copy_from_slice(&sample);
                 }
                 slot.run(n, None)?
@@ -139,6 +136,15 @@ impl Engine for GpuEngine {
         }
         Ok(())
     }
+}
+
+/// Sample `index`, which must have the size the plan's input format gives.
+fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<crate::harness::engine::Sample, String> {
+    let sample = source.sample(index);
+    if sample.len() != bytes {
+        return Err(format!("sample {index} has {} bytes, the engine expects {bytes}", sample.len()));
+    }
+    Ok(sample)
 }
 
 /// Samples kept in device memory (`start_from_device`): each sample is uploaded the first time a
@@ -165,10 +171,7 @@ impl ResidentPool {
             let slot = match map.get(&i) {
                 Some(&s) => s,
                 None => {
-                    let sample = source.sample(i);
-                    if sample.len() != self.sample_bytes {
-                        return Err(format!("sample {i} has {} bytes, the engine expects {}", sample.len(), self.sample_bytes));
-                    }
+                    let sample = sized_sample(source, i, self.sample_bytes)?;
                     let at = self.buffer.ptr() + next as u64 * self.sample_bytes as u64;
                     unsafe { cudarc::driver::result::memcpy_htod_sync(at, &sample[..]) }.map_err(|e| format!("CUDA upload of sample {i}: {e:?}"))?;
                     map.insert(i, next);

@@ -10,7 +10,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::Scratch;
 use crate::engines::cpu::{InputDtype, InputSpec, Layout};
 use crate::engines::synthetic;
-use mlperf_config::{DataType, DatasetSource, InputFormat as ConfigFormat, Settings};
+use mlperf_config::{DatasetSource, Settings};
 use std::path::PathBuf;
 
 /// Where plans go (NVIDIA's `build/engines`).
@@ -39,18 +39,15 @@ pub fn setup(benchmark: &str, settings: &Settings, id: &PlanIdentity, performanc
     if benchmark != "resnet50" {
         return Err(format!("no GPU engine for {benchmark} yet (the GPU engine builds image classifiers: resnet50); use --backend=null or --backend=fixed_latency to exercise the harness"));
     }
-    let size = settings.image_size.unwrap_or(224) as usize;
     let batch_size = settings.batch_size(benchmark).unwrap_or(1).max(1) as usize;
-    let nchw = matches!(settings.input_format, Some(ConfigFormat::Linear) | None);
-    let (dtype, cpu_dtype) = match settings.input_dtype.unwrap_or(DataType::Fp32) {
-        DataType::Fp32 => (0, InputDtype::F32),
-        DataType::Fp16 => (1, InputDtype::F16),
-        // NVIDIA's int8 ImageNet tensors are the mean-subtracted pixels themselves (scale 1).
-        DataType::Int8 => (2, InputDtype::I8 { scale: 1.0 }),
-        other => return Err(format!("the GPU engine reads fp32, fp16 or int8 images, not {}", other.name())),
+    let cpu_input = crate::harness::workload::image_input(settings, batch_size)?;
+    let size = cpu_input.height;
+    let (dtype, scale) = match cpu_input.dtype {
+        InputDtype::F32 => (0, 1.0),
+        InputDtype::F16 => (1, 1.0),
+        InputDtype::I8 { scale } => (2, scale),
     };
-    let input = InputFormat { channels: 3, height: size, width: size, dtype, scale: 1.0, nchw };
-    let cpu_input = InputSpec { batch_size, channels: 3, height: size, width: size, layout: if nchw { Layout::Nchw } else { Layout::Nhwc }, dtype: cpu_dtype };
+    let input = InputFormat { channels: cpu_input.channels, height: size, width: cpu_input.width, dtype, scale, nchw: cpu_input.layout == Layout::Nchw };
     let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
     let scratch = Scratch::from_env();
     let model_path = if synthetic {
