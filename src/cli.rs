@@ -142,6 +142,19 @@ pub enum BenchCommand {
         #[arg(long, default_value = "build/bench/loadgen")]
         out: std::path::PathBuf,
     },
+    /// The configured engines alone, through the batching SUT under LoadGen Offline, and a null
+    /// engine through the batching SUT (Offline and Server): harness efficiency and ceiling.
+    Engine {
+        /// The configs to measure (default scenario: offline).
+        #[command(flatten)]
+        selection: Selection,
+        /// Length of each measurement (engine loop, LoadGen minimum duration).
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Where the runs' LoadGen logs go.
+        #[arg(long, default_value = "build/bench/engine")]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -181,6 +194,20 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
         Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
             let out = out.join(harness::timestamp());
             print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
+        }
+        Command::Bench { command: BenchCommand::Engine { mut selection, seconds, out } } => {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(format!("--seconds={seconds}: give a positive number of seconds"));
+            }
+            let choice = select::choose_system(tables, selection.system_name.as_deref())?;
+            selection.scenarios.get_or_insert_with(|| "offline".to_string());
+            let out = out.join(harness::timestamp());
+            for c in selected_configs(tables, &choice, &selection)? {
+                let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario.name(), c.workload.section_name()));
+                let options = mlperf_runtime::bench::engine::EngineBenchOptions { seconds };
+                let report = mlperf_runtime::bench::engine::run(choice.system, c, tables.default_round(), &dir, options)?;
+                println!("{}", mlperf_runtime::bench::engine::render(&report));
+            }
         }
         Command::RunLoadgenTest { dir } => harness::run_one(tables, &dir)?,
         Command::Info => {

@@ -1,23 +1,29 @@
 //! The configured workload: the engine and sample library a config names (`engine`, `dataset`,
-//! `model_path`, `tensor_path`, `map_path`, `image_size`, batch size), and the accuracy scoring
-//! that follows an AccuracyOnly run. Real systems never fall back to synthetic data: missing data
-//! is an error that says what to download or preprocess.
+//! `model_path`, `tensor_path`, `map_path`, `image_size`, batch size), how the batching SUT drives
+//! the engines, and the accuracy scoring that follows an AccuracyOnly run. Real systems never fall
+//! back to synthetic data: missing data is an error that says what to download or preprocess.
+//!
+//! [`open`] is the one place engines are built from a config: the harness and `mlperf bench
+//! engine` both call it, so the benchmark measures exactly what a run drives.
 
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{self, Scratch};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::synthetic::{self, SyntheticArtifacts};
+use crate::harness::batcher::BatcherConfig;
 use crate::harness::engine::Engine;
-use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
+use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings, SystemInfo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Seed of the synthetic workload's weights: fixed, so every machine generates the same model.
 pub const SYNTHETIC_SEED: u64 = 20_261_122;
 
-/// A ready workload: one engine per device, the samples, and the val map accuracy is scored against.
+/// A ready workload: one engine per device, how the batching SUT drives them, the samples, and the
+/// val map accuracy is scored against.
 pub struct Workload {
     pub devices: Vec<Arc<dyn Engine>>,
+    pub batcher: BatcherConfig,
     pub library: Arc<SampleLibrary>,
     pub val_map: PathBuf,
     pub synthetic: bool,
@@ -37,7 +43,24 @@ fn layout(settings: &Settings) -> Layout {
     }
 }
 
-/// Builds the workload of `benchmark` as `settings` configure it.
+/// Devices the harness runs one engine instance on: the system's GPUs, or the whole machine as one
+/// device when it has none.
+pub fn device_count(system: Option<&SystemInfo>) -> usize {
+    system.map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize)
+}
+
+/// How the batching SUT drives the configured engine: the config's batcher knobs, except that a
+/// CPU engine's "device" is the whole machine, so it gets one worker per core unless the config
+/// sets `gpu_inference_streams`.
+pub fn batcher(settings: &Settings, benchmark: &str) -> BatcherConfig {
+    let mut config = crate::harness::batcher_config(settings, benchmark);
+    if settings.engine == Some(EngineKind::Cpu) && settings.gpu_inference_streams.is_none() {
+        config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
+    }
+    config
+}
+
+/// Builds the workload of `benchmark` as `settings` configure it, with one engine per device.
 pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize) -> Result<Workload, String> {
     let engine = settings.engine.unwrap_or(EngineKind::Gpu);
     if engine != EngineKind::Cpu || benchmark != "resnet50" {
@@ -55,7 +78,13 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
         let spec = synthetic::input_spec(size, batch, layout);
         let cpu = Arc::new(CpuEngine::load(&artifacts.model_path, spec)?);
         let library = SampleLibrary::generated("synthetic ImageNet", total, performance, spec.sample_bytes(), move |i| synthetic::synthetic_image(i, size, layout));
-        return Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map: artifacts.val_map_path, synthetic: true });
+        return Ok(Workload {
+            devices: vec![cpu; devices.max(1)],
+            batcher: batcher(settings, benchmark),
+            library: Arc::new(library),
+            val_map: artifacts.val_map_path,
+            synthetic: true,
+        });
     }
     let scratch = Scratch::from_env();
     let report = scratch::check(&scratch, benchmark, settings);
@@ -74,7 +103,7 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
     let cpu = Arc::new(CpuEngine::load(&model, spec)?);
     let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
     let library = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)?;
-    Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
+    Ok(Workload { devices: vec![cpu; devices.max(1)], batcher: batcher(settings, benchmark), library: Arc::new(library), val_map, synthetic: false })
 }
 
 /// Scores an AccuracyOnly run in `dir` and writes `accuracy.txt` there (the official script's format).
