@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 
 /// Rate the null engine's Offline pilot run asks LoadGen for, before its real rate is known.
 const NULL_PILOT_QPS: f64 = 100_000.0;
+/// Offline runs ask for this many times the rate measured before them, so that a run still lasts its
+/// minimum duration (and is VALID) when the machine's noise makes it faster than that measurement.
+const OFFLINE_HEADROOM: f64 = 1.5;
 /// No Server search goes above this rate (LoadGen would allocate its schedule for nothing).
 const SERVER_QPS_CEILING: f64 = 64e6;
 
@@ -84,13 +87,11 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, round: &Round, out: &Pa
     work.library.unload_samples(&loaded);
     let engine_alone = engine_alone?;
 
-    // Sized for 1.5x the engine-alone rate, so that the run still lasts its minimum duration (and
-    // is VALID) when the machine's noise makes the harness run faster than (a) did.
-    let through_harness = runs.run("engine-offline", &work.devices, &offline_settings(1.5 * engine_alone.samples_per_s, duration)?)?;
+    let through_harness = runs.run("engine-offline", &work.devices, &offline_settings(OFFLINE_HEADROOM * engine_alone.samples_per_s, duration)?)?;
 
     let null: Vec<Arc<dyn Engine>> = vec![Arc::new(FixedLatencyEngine::NULL); work.devices.len()];
     let pilot = runs.run("null-offline-pilot", &null, &offline_settings(NULL_PILOT_QPS, Duration::from_secs(1))?)?;
-    let null_offline = runs.run("null-offline", &null, &offline_settings(pilot.samples_per_s, duration)?)?;
+    let null_offline = runs.run("null-offline", &null, &offline_settings(OFFLINE_HEADROOM * pilot.samples_per_s, duration)?)?;
 
     let null_server = match bench.latency_constraint_ns(Scenario::Server) {
         None => Err(format!("round {} sets no Server latency bound for {}", round.id, config.benchmark)),

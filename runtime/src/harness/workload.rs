@@ -50,11 +50,13 @@ pub fn device_count(system: Option<&SystemInfo>) -> usize {
 }
 
 /// How the batching SUT drives the configured engine: the config's batcher knobs, except that a
-/// CPU engine's "device" is the whole machine, so it gets one worker per core unless the config
-/// sets `gpu_inference_streams`.
+/// CPU engine's "device" is the whole machine and runs one single-threaded batch per core.
+/// `gpu_inference_streams` (CUDA streams per GPU) does not apply to it: every scenario config
+/// inherits NVIDIA's GPU value (1 for ResNet50 Offline), which once held the CPU engine to one
+/// core of two (200 samples/s against 400).
 pub fn batcher(settings: &Settings, benchmark: &str) -> BatcherConfig {
     let mut config = crate::harness::batcher_config(settings, benchmark);
-    if settings.engine == Some(EngineKind::Cpu) && settings.gpu_inference_streams.is_none() {
+    if settings.engine == Some(EngineKind::Cpu) {
         config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
     }
     config
@@ -116,4 +118,34 @@ pub fn score(dir: &Path, val_map: &Path, synthetic: bool) -> Result<String, Stri
         crate::fsutil::write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
     }
     Ok(text.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_engines_run_one_worker_per_core_whatever_gpu_streams_they_inherit() {
+        let cores = std::thread::available_parallelism().unwrap().get();
+        let mut settings = Settings {
+            engine: Some(EngineKind::Cpu),
+            gpu_inference_streams: Some(1),
+            gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()),
+            ..Settings::default()
+        };
+        let cpu = batcher(&settings, "resnet50");
+        assert_eq!((cpu.workers_per_device, cpu.batch_size), (cores, 8));
+
+        // GPU engines keep the config's streams as workers per device.
+        settings.engine = Some(EngineKind::Gpu);
+        settings.gpu_inference_streams = Some(3);
+        assert_eq!(batcher(&settings, "resnet50").workers_per_device, 3);
+    }
+
+    #[test]
+    fn engines_other_than_cpu_resnet50_are_refused_with_what_to_use() {
+        let settings = Settings { engine: Some(EngineKind::Gpu), ..Settings::default() };
+        let e = open("resnet50", &settings, 10, 10, 1).err().unwrap();
+        assert!(e.contains("no gpu engine for resnet50") && e.contains("--backend=null"), "{e}");
+    }
 }
