@@ -42,7 +42,9 @@ pub struct EngineBenchOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     pub samples_per_s: f64,
-    /// Process CPU time (all threads: LoadGen, batcher, workers, engine) per completed sample.
+    /// Process CPU time (all threads: LoadGen, batcher, workers, engine) per completed sample. For
+    /// LoadGen runs this spans the whole test, so it includes loading the performance sample set
+    /// (for synthetic data: generating it), which (a) does before its clock starts.
     pub cpu_us_per_sample: f64,
     /// LoadGen's `result_validity` (None for runs without LoadGen).
     pub validity: Option<String>,
