@@ -22,10 +22,10 @@ CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}"
 echo "== bench engine, $ONE: as configured, then with CUDA graphs, then also 2 streams, then also batch 512"
 CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" | tee /tmp/bench1.txt
 TUNED=(--use_graphs=true --gpu_inference_streams=2)
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" --use_graphs=true | tail -1
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | tail -1
+CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" --use_graphs=true | grep -F "(a) engine alone"
+CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
 CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}" "--gpu_batch_size={resnet50=512}" | tail -1
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" "--gpu_batch_size={resnet50=512}" | tail -1
+CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" "--gpu_batch_size={resnet50=512}" | grep -F "(a) engine alone"
 
 if [ -n "$TWO" ]; then
   echo "== PyTorch, 2 GPUs (one process each, concurrently)"
@@ -35,12 +35,12 @@ if [ -n "$TWO" ]; then
   echo "== generate_engines + bench engine, $TWO"
   "$BIN" generate_engines --system_name="$TWO" "${DEV[@]}"
   "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" | tee /tmp/bench2.txt
-  "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | tail -1
+  "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
 fi
 
 SYS=${TWO:-$ONE}
 TABLE=/tmp/bench1.txt
 [ -n "$TWO" ] && TABLE=/tmp/bench2.txt
-RATE=$(tail -1 "$TABLE" | awk -F'|' '{gsub(/ /,"",$6); print int($6)}')
+RATE=$(grep -F '(a) engine alone' "$TABLE" | awk -F'|' '{gsub(/ /,"",$4); print int($4)}')
 echo "== LoadGen Offline test run on $SYS at the measured $RATE samples/s"
 "$BIN" run_harness --system_name="$SYS" --test_run --offline_expected_qps="$RATE" "${DEV[@]}" --log_dir="${LOG_DIR:-build/logs}"

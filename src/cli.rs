@@ -134,14 +134,6 @@ pub struct HarnessArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// The configured engines alone (no LoadGen, no batcher): samples/s at the configured batch size.
-    Engine {
-        #[command(flatten)]
-        selection: Selection,
-        /// Seconds to run each config.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-    },
     /// LoadGen overhead: a null SUT through our binding vs the same null SUT in C++.
     Loadgen {
         #[arg(long, default_value_t = 5)]
@@ -154,6 +146,19 @@ pub enum BenchCommand {
         threads: usize,
         /// Where the runs' LoadGen logs go.
         #[arg(long, default_value = "build/bench/loadgen")]
+        out: std::path::PathBuf,
+    },
+    /// The configured engines alone, through the batching SUT under LoadGen Offline, and a null
+    /// engine through the batching SUT (Offline and Server): harness efficiency and ceiling.
+    Engine {
+        /// The configs to measure (default scenario: offline).
+        #[command(flatten)]
+        selection: Selection,
+        /// Length of each measurement (engine loop, LoadGen minimum duration).
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Where the runs' LoadGen logs go.
+        #[arg(long, default_value = "build/bench/engine")]
         out: std::path::PathBuf,
     },
 }
@@ -196,23 +201,19 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             let out = out.join(harness::timestamp());
             print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
         }
-        Command::Bench { command: BenchCommand::Engine { selection, seconds } } => {
+        Command::Bench { command: BenchCommand::Engine { mut selection, seconds, out } } => {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(format!("--seconds={seconds}: give a positive number of seconds"));
+            }
             let choice = select::choose_system(tables, selection.system_name.as_deref())?;
-            let devices = choice.system.hardware.gpus_per_node.max(1) as usize;
-            println!("| config | devices | batch | workers/device | samples/s |\n|---|---|---|---|---|");
+            selection.scenarios.get_or_insert_with(|| "offline".to_string());
+            let out = out.join(harness::timestamp());
             for c in selected_configs(tables, &choice, &selection)? {
+                let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario.name(), c.workload.section_name()));
+                let options = mlperf_runtime::bench::engine::EngineBenchOptions { seconds };
                 let settings = harness::apply_overrides(&c.settings, &overrides)?;
-                let round = tables.default_round();
-                let bench = round.benchmark(&c.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, c.benchmark))?;
-                let performance = harness::performance_sample_count(&settings, bench) as usize;
-                let workload_name = c.workload.section_name();
-                let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &c.system, scenario: c.scenario.name(), workload: &workload_name };
-                let work = harness::workload::open(&c.benchmark, &settings, bench.accuracy_sample_count() as usize, performance, devices, &id)?;
-                let indices: Vec<usize> = (0..performance).collect();
-                mlperf_loadgen::Qsl::load_samples(work.library.as_ref(), &indices);
-                let knobs = harness::batcher_config(&settings, &c.benchmark);
-                let rate = harness::engine::throughput(&work.devices, knobs.workers_per_device, knobs.batch_size, work.library.as_ref(), &indices, std::time::Duration::from_secs(seconds))?;
-                println!("| {}/{}/{} | {} | {} | {} | {rate:.1} |", c.benchmark, c.scenario.name(), workload_name, work.devices.len(), knobs.batch_size, knobs.workers_per_device);
+                let report = mlperf_runtime::bench::engine::run(choice.system, c, &settings, tables.default_round(), &dir, options)?;
+                println!("{}", mlperf_runtime::bench::engine::render(&report));
             }
         }
         Command::RunLoadgenTest { dir } => harness::run_one(tables, &dir)?,

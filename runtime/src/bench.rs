@@ -2,6 +2,11 @@
 //! in C++ against the same LoadGen library, in one process and one run, interleaved so that machine
 //! noise hits both sides alike. Reported: SingleStream "QPS w/ loadgen overhead" (median of the
 //! repeats) and the highest Server QPS that stays VALID with a worker-pool SUT.
+//!
+//! `mlperf bench engine` (module [`engine`]): the configured engines alone, through the batching
+//! SUT under LoadGen, and the harness's own ceiling with a null engine.
+
+pub mod engine;
 
 use crate::harness::logs::DetailLog;
 use mlperf_loadgen::bench::{run_cpp_null_sut, run_rust_null_sut, NullSutKind};
@@ -56,35 +61,52 @@ fn single_stream_settings(duration_ms: u64) -> Result<TestSettings, String> {
     Ok(s)
 }
 
-fn server_settings(qps: f64, duration_ms: u64) -> Result<TestSettings, String> {
+/// A Server performance run at `qps` with a `latency_ns` bound on the 99th percentile.
+fn server_settings(qps: f64, latency_ns: u64, duration_ms: u64) -> Result<TestSettings, String> {
     let mut s = TestSettings::new();
     s.set_scenario(Scenario::Server);
     s.set_mode(TestMode::PerformanceOnly);
     s.set_u64("min_duration_ms", duration_ms).map_err(|e| e.to_string())?;
     s.set_f64("server_target_qps", qps).map_err(|e| e.to_string())?;
-    s.set_u64("server_target_latency_ns", 15_000_000).map_err(|e| e.to_string())?;
+    s.set_u64("server_target_latency_ns", latency_ns).map_err(|e| e.to_string())?;
     Ok(s)
+}
+
+/// The highest rate (to 5 %) for which `passes` holds, assuming it holds below some threshold and
+/// fails above it: doubling up from `start` (or halving down when `start` fails) to bracket the
+/// threshold, then bisecting. Stops doubling at `ceiling` and fails after ten halvings.
+fn highest_passing(start: f64, ceiling: f64, mut passes: impl FnMut(f64) -> Result<bool, String>) -> Result<f64, String> {
+    let (mut lo, mut hi);
+    if passes(start)? {
+        (lo, hi) = (start, start * 2.0);
+        while passes(hi)? {
+            lo = hi;
+            hi *= 2.0;
+            if hi > ceiling {
+                return Ok(lo);
+            }
+        }
+    } else {
+        (lo, hi) = (start / 2.0, start);
+        while !passes(lo)? {
+            hi = lo;
+            lo /= 2.0;
+            if lo < start / 1024.0 {
+                return Err(format!("no rate down to {lo:.1}/s passes (started at {start:.1}/s)"));
+            }
+        }
+    }
+    while hi - lo > 0.05 * hi {
+        let mid = (lo + hi) / 2.0;
+        if passes(mid)? { lo = mid } else { hi = mid }
+    }
+    Ok(lo)
 }
 
 /// The highest Server QPS (to 5 %) at which `side` stays VALID.
 fn max_valid_server_qps(runner: &mut Runner, side: Side, threads: usize, duration_ms: u64) -> Result<f64, String> {
     let kind = NullSutKind::WorkerPool { threads };
-    let valid = |runner: &mut Runner, qps: f64| -> Result<bool, String> {
-        Ok(runner.run(side, kind, &server_settings(qps, duration_ms)?)?.str("result_validity") == Some("VALID"))
-    };
-    let (mut lo, mut hi) = (0.0, 50_000.0);
-    while valid(runner, hi)? {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 64e6 {
-            return Ok(lo);
-        }
-    }
-    while hi - lo > 0.05 * hi {
-        let mid = (lo + hi) / 2.0;
-        if valid(runner, mid)? { lo = mid } else { hi = mid }
-    }
-    Ok(lo)
+    highest_passing(50_000.0, 64e6, |qps| Ok(runner.run(side, kind, &server_settings(qps, 15_000_000, duration_ms)?)?.str("result_validity") == Some("VALID")))
 }
 
 /// Runs the comparison and returns the table (ratio first).
@@ -123,4 +145,44 @@ pub fn loadgen(out: &Path, options: LoadgenBenchOptions) -> Result<String, Strin
     );
     let _ = writeln!(table, "| Server max VALID QPS (worker pool) | {:.3} | {rust_server:.0} | {cpp_server:.0} |", rust_server / cpp_server);
     Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records every rate tried against a fixed threshold.
+    fn search(start: f64, threshold: f64) -> (Result<f64, String>, Vec<f64>) {
+        let mut tried = Vec::new();
+        let found = highest_passing(start, 1e9, |r| {
+            tried.push(r);
+            Ok(r <= threshold)
+        });
+        (found, tried)
+    }
+
+    #[test]
+    fn highest_passing_brackets_then_bisects_to_five_percent() {
+        for (start, threshold) in [(1000.0, 37_000.0), (1000.0, 1000.0), (50_000.0, 3_100.0), (8.0, 7.99)] {
+            let (found, tried) = search(start, threshold);
+            let found = found.unwrap();
+            assert!(found <= threshold && found > 0.95 * threshold, "start {start}, threshold {threshold}: {found} ({tried:?})");
+            assert!(tried.len() < 20, "{tried:?}");
+        }
+    }
+
+    #[test]
+    fn highest_passing_stops_at_the_ceiling_and_gives_up_when_nothing_passes() {
+        let mut tried = 0;
+        assert_eq!(highest_passing(1.0, 100.0, |_| { tried += 1; Ok(true) }).unwrap(), 64.0);
+        assert_eq!(tried, 7, "1, 2, ..., 64, then 128 is past the ceiling");
+        let (found, tried) = search(100.0, -1.0);
+        assert!(found.unwrap_err().contains("no rate"), "{tried:?}");
+        assert_eq!(tried.len(), 11);
+    }
+
+    #[test]
+    fn highest_passing_reports_errors_of_the_probe() {
+        assert_eq!(highest_passing(1.0, 100.0, |_| Err("LoadGen failed".into())), Err("LoadGen failed".to_string()));
+    }
 }

@@ -61,51 +61,19 @@ pub struct FixedLatencyEngine {
     pub tokens: bool,
 }
 
+impl FixedLatencyEngine {
+    /// Answers at once: what the harness costs with no model at all (`mlperf bench engine`).
+    pub const NULL: FixedLatencyEngine = FixedLatencyEngine { latency: Duration::ZERO, tokens: false };
+}
+
 impl Engine for FixedLatencyEngine {
     fn name(&self) -> &str {
-        "fixed-latency"
+        if self.latency.is_zero() { "null" } else { "fixed-latency" }
     }
     fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        // `sleep(ZERO)` returns without a system call, so the null engine costs nothing here.
         std::thread::sleep(self.latency);
         outputs.extend(indices.iter().map(|&i| crate::harness::backends::test_answer(i, self.tokens)));
         Ok(())
     }
-}
-
-/// Engine throughput without LoadGen or the batcher: `workers` threads per device each run full
-/// batches of `batch` samples (cycling over `indices`, which must be loaded) for `duration`.
-/// Returns samples per second over all devices.
-pub fn throughput(devices: &[Arc<dyn Engine>], workers: usize, batch: usize, source: &dyn SampleSource, indices: &[usize], duration: Duration) -> Result<f64, String> {
-    assert!(!indices.is_empty() && batch > 0, "samples to run");
-    let batches: Vec<Vec<usize>> = (0..indices.len().div_ceil(batch)).map(|b| (0..batch).map(|i| indices[(b * batch + i) % indices.len()]).collect()).collect();
-    // One untimed batch per worker: plans, graphs and resident samples are set up lazily.
-    let batches = &batches;
-    std::thread::scope(|s| {
-        let warm: Vec<_> = devices.iter().flat_map(|e| (0..workers).map(move |w| (e, w))).map(|(e, w)| s.spawn(move || e.infer(&batches[w % batches.len()], source, &mut Vec::new()))).collect();
-        warm.into_iter().try_for_each(|h| h.join().expect("warm-up thread"))
-    })?;
-    let start = std::time::Instant::now();
-    let done: Vec<Result<usize, String>> = std::thread::scope(|s| {
-        let threads: Vec<_> = devices
-            .iter()
-            .flat_map(|e| (0..workers).map(move |w| (e, w)))
-            .map(|(e, w)| {
-                s.spawn(move || {
-                    let (mut samples, mut out) = (0, Vec::new());
-                    let mut b = w;
-                    while start.elapsed() < duration {
-                        out.clear();
-                        e.infer(&batches[b % batches.len()], source, &mut out)?;
-                        samples += out.len();
-                        b += workers;
-                    }
-                    Ok(samples)
-                })
-            })
-            .collect();
-        threads.into_iter().map(|h| h.join().expect("bench thread")).collect()
-    });
-    let elapsed = start.elapsed().as_secs_f64();
-    let total: usize = done.into_iter().sum::<Result<usize, String>>()?;
-    Ok(total as f64 / elapsed)
 }

@@ -20,7 +20,7 @@ use crate::fsutil::write_atomic;
 use batcher::{BatcherConfig, BatchingSut};
 use engine::{Engine, FixedLatencyEngine};
 use mlperf_config::render::{self, ConfPurpose};
-use mlperf_config::{CompiledConfig, Round, Scenario, Settings, SystemInfo, Tables};
+use mlperf_config::{BenchmarkRound, CompiledConfig, Round, Scenario, Settings, SystemInfo, Tables};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -230,7 +230,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir:
         mode: format!("{mode:?}"),
         backend: req.backend,
         total_sample_count: bench.accuracy_sample_count(),
-        performance_sample_count: performance_sample_count(&config.settings, bench),
+        performance_sample_count: performance_sample_count(bench, &config.settings),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { config.settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         audit_test: req.audit_test.clone(),
@@ -239,8 +239,8 @@ fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir:
     }
 }
 
-/// The QSL's performance sample count: the config's override, else the round's.
-pub fn performance_sample_count(settings: &Settings, bench: &mlperf_config::BenchmarkRound) -> u64 {
+/// Samples the QSL holds in memory during a performance run: the config's override, else the round's.
+pub fn performance_sample_count(bench: &BenchmarkRound, settings: &Settings) -> u64 {
     settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count)
 }
 
@@ -340,7 +340,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
         }
         Backend::FixedLatency { latency_us } => {
             let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_micros(latency_us), tokens: plan.token_latencies });
-            let devices = vec![engine; tables.system(&plan.system).map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize)];
+            let devices = vec![engine; workload::device_count(tables.system(&plan.system))];
             let qsl = Arc::new(qsl);
             let config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
             let sut = BatchingSut::start("mlperf fixed-latency SUT", devices, qsl.clone(), config);
@@ -351,14 +351,10 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             errors
         }
         Backend::Config => {
-            let devices = tables.system(&plan.system).map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize);
+            let devices = workload::device_count(tables.system(&plan.system));
             let id = crate::engines::gpu::setup::PlanIdentity { system: &plan.system, scenario: &plan.scenario, workload: &plan.workload };
             let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices, &id)?;
-            let mut config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
-            if settings.engine == Some(mlperf_config::EngineKind::Cpu) && settings.gpu_inference_streams.is_none() {
-                // A CPU "device" runs one batch per core.
-                config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
-            }
+            let config = BatcherConfig { token_latencies: plan.token_latencies, ..work.batcher };
             let sut = BatchingSut::start(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config);
             let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
             let result = mlperf_loadgen::start_test(&sut, work.library.as_ref(), &lg, &log, audit.as_deref());

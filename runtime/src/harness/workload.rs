@@ -1,7 +1,10 @@
 //! The configured workload: the engine and sample library a config names (`engine`, `dataset`,
-//! `model_path`, `tensor_path`, `map_path`, `image_size`, batch size), and the accuracy scoring
-//! that follows an AccuracyOnly run. Real systems never fall back to synthetic data: missing data
-//! is an error that says what to download or preprocess.
+//! `model_path`, `tensor_path`, `map_path`, `image_size`, batch size), how the batching SUT drives
+//! the engines, and the accuracy scoring that follows an AccuracyOnly run. Real systems never fall
+//! back to synthetic data: missing data is an error that says what to download or preprocess.
+//!
+//! [`open`] is the one place engines are built from a config: the harness and `mlperf bench
+//! engine` both call it, so the benchmark measures exactly what a run drives.
 
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{self, Scratch};
@@ -9,17 +12,20 @@ use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::gpu::setup::{self as gpu_setup, PlanIdentity};
 use crate::engines::gpu::{builder, plan, GpuEngine};
 use crate::engines::synthetic::{self, SyntheticArtifacts};
+use crate::harness::batcher::BatcherConfig;
 use crate::harness::engine::Engine;
-use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
+use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings, SystemInfo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Seed of the synthetic workload's weights: fixed, so every machine generates the same model.
 pub const SYNTHETIC_SEED: u64 = 20_261_122;
 
-/// A ready workload: one engine per device, the samples, and the val map accuracy is scored against.
+/// A ready workload: one engine per device, how the batching SUT drives them, the samples, and the
+/// val map accuracy is scored against.
 pub struct Workload {
     pub devices: Vec<Arc<dyn Engine>>,
+    pub batcher: BatcherConfig,
     pub library: Arc<SampleLibrary>,
     pub val_map: PathBuf,
     pub synthetic: bool,
@@ -53,7 +59,27 @@ pub fn image_input(settings: &Settings, batch: usize) -> Result<InputSpec, Strin
     Ok(InputSpec { batch_size: batch, channels: 3, height: size, width: size, layout: layout(settings), dtype })
 }
 
-/// Builds the workload of `benchmark` as `settings` configure it (`id` names the GPU plan).
+/// Devices the harness runs one engine instance on: the system's GPUs, or the whole machine as one
+/// device when it has none.
+pub fn device_count(system: Option<&SystemInfo>) -> usize {
+    system.map_or(1, |s| s.hardware.gpus_per_node.max(1) as usize)
+}
+
+/// How the batching SUT drives the configured engine: the config's batcher knobs, except that a
+/// CPU engine's "device" is the whole machine and runs one single-threaded batch per core.
+/// `gpu_inference_streams` (CUDA streams per GPU) does not apply to it: every scenario config
+/// inherits NVIDIA's GPU value (1 for ResNet50 Offline), which once held the CPU engine to one
+/// core of two (200 samples/s against 400).
+pub fn batcher(settings: &Settings, benchmark: &str) -> BatcherConfig {
+    let mut config = crate::harness::batcher_config(settings, benchmark);
+    if settings.engine == Some(EngineKind::Cpu) {
+        config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
+    }
+    config
+}
+
+/// Builds the workload of `benchmark` as `settings` configure it, with one engine per device
+/// (`id` names the GPU plan).
 pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize, id: &PlanIdentity) -> Result<Workload, String> {
     let engine = settings.engine.unwrap_or(EngineKind::Gpu);
     if engine == EngineKind::Gpu {
@@ -74,13 +100,19 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
         let spec = synthetic::input_spec(size, batch, layout);
         let cpu = Arc::new(CpuEngine::load(&artifacts.model_path, spec)?);
         let library = SampleLibrary::generated("synthetic ImageNet", total, performance, spec.sample_bytes(), move |i| synthetic::synthetic_image(i, size, layout));
-        return Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map: artifacts.val_map_path, synthetic: true });
+        return Ok(Workload {
+            devices: vec![cpu; devices.max(1)],
+            batcher: batcher(settings, benchmark),
+            library: Arc::new(library),
+            val_map: artifacts.val_map_path,
+            synthetic: true,
+        });
     }
     let (library, val_map) = real_samples(benchmark, settings, performance)?;
     let spec = image_input(settings, batch)?;
     let model = Scratch::from_env().model_path(settings).ok_or("resnet50 configs need model_path")?;
     let cpu = Arc::new(CpuEngine::load(&model, spec)?);
-    Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
+    Ok(Workload { devices: vec![cpu; devices.max(1)], batcher: batcher(settings, benchmark), library: Arc::new(library), val_map, synthetic: false })
 }
 
 /// The GPU engine on every GPU of the system, from a plan `generate_engines` built. A missing, stale
@@ -103,7 +135,7 @@ fn open_gpu(benchmark: &str, settings: &Settings, total: usize, performance: usi
     } else {
         real_samples(benchmark, settings, performance)?
     };
-    Ok(Workload { devices: engines, library: Arc::new(library), val_map, synthetic: gpu.synthetic })
+    Ok(Workload { devices: engines, batcher: batcher(settings, benchmark), library: Arc::new(library), val_map, synthetic: gpu.synthetic })
 }
 
 /// The preprocessed samples and val map of a real dataset, or an error listing what is missing.
@@ -127,4 +159,35 @@ pub fn score(dir: &Path, val_map: &Path, synthetic: bool) -> Result<String, Stri
         crate::fsutil::write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
     }
     Ok(text.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_engines_run_one_worker_per_core_whatever_gpu_streams_they_inherit() {
+        let cores = std::thread::available_parallelism().unwrap().get();
+        let mut settings = Settings {
+            engine: Some(EngineKind::Cpu),
+            gpu_inference_streams: Some(1),
+            gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()),
+            ..Settings::default()
+        };
+        let cpu = batcher(&settings, "resnet50");
+        assert_eq!((cpu.workers_per_device, cpu.batch_size), (cores, 8));
+
+        // GPU engines keep the config's streams as workers per device.
+        settings.engine = Some(EngineKind::Gpu);
+        settings.gpu_inference_streams = Some(3);
+        assert_eq!(batcher(&settings, "resnet50").workers_per_device, 3);
+    }
+
+    #[test]
+    fn benchmarks_without_an_engine_are_refused_with_what_to_use() {
+        let settings = Settings { engine: Some(EngineKind::Cpu), ..Settings::default() };
+        let id = PlanIdentity { system: "CPU-dev", scenario: "Offline", workload: "default" };
+        let e = open("bert", &settings, 10, 10, 1, &id).err().unwrap();
+        assert!(e.contains("no cpu engine for bert") && e.contains("--backend=null"), "{e}");
+    }
 }
