@@ -14,3 +14,4 @@ pub mod prepare;
 pub mod scaffold;
 pub mod select;
 pub mod show;
+pub mod submission;
