@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::Tables;
 use mlperf_runtime::dataset::scratch::Scratch;
-use mlperf_runtime::{detect, generate, harness, select, show};
+use mlperf_runtime::{check, detect, generate, harness, select, show};
 
 #[derive(Parser, Debug)]
 #[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
@@ -85,6 +85,32 @@ pub enum Command {
     PreprocessData {
         #[command(flatten)]
         selection: Selection,
+    },
+    /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
+    /// the fix); with --inference-repo also runs the official checker and compares verdicts.
+    #[command(name = "check_submission", alias = "check-submission")]
+    CheckSubmission {
+        /// Submission root (holds closed/, open/, network/).
+        #[arg(long, default_value = "build/submission")]
+        input: std::path::PathBuf,
+        /// Round whose rules apply (default: the newest).
+        #[arg(long)]
+        round: Option<String>,
+        /// Check only this submitter's tree.
+        #[arg(long)]
+        submitter: Option<String>,
+        /// A checkout of mlcommons/inference: also run its submission checker.
+        #[arg(long = "inference-repo", alias = "inference_repo")]
+        inference_repo: Option<std::path::PathBuf>,
+        /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
+        #[arg(long = "checker-log", alias = "checker_log")]
+        checker_log: Option<std::path::PathBuf>,
+        /// Overwrite an existing checker log.
+        #[arg(long)]
+        force: bool,
+        /// Python interpreter for the official checker (needs PyYAML).
+        #[arg(long, default_value = "python3")]
+        python: String,
     },
     /// Benchmarks that print a comparison table (ratio first).
     Bench {
@@ -211,6 +237,23 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
                     done.push(key);
                 }
             }
+        }
+        Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python } => {
+            let round = match round {
+                Some(id) => tables.round(&id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables)))?,
+                None => tables.default_round(),
+            };
+            let checker_log = checker_log.unwrap_or_else(|| input.parent().unwrap_or(std::path::Path::new(".")).join("checker_log.txt"));
+            let official = inference_repo.as_deref().map(|repo| check::official::OfficialRequest {
+                inference_repo: repo,
+                round,
+                input: &input,
+                submitter: submitter.as_deref(),
+                log_path: &checker_log,
+                force,
+                python: &python,
+            });
+            check::command(round, &input, submitter.as_deref(), official.as_ref())?;
         }
         Command::Systems => print!("{}", show::systems(tables)),
         Command::AddSystem { id, feature, root } => {
