@@ -174,7 +174,8 @@ pub fn disagreements(report: &Report, official: &OfficialVerdict) -> Vec<String>
     if official.accepted && tree_errors > 0 {
         out.push(format!("the official checker accepts the tree, the pre-flight has {tree_errors} error(s) outside any result (layout, system descriptions)"));
     }
-    if !official.accepted && report.error_count() == 0 {
+    // A rejection no rejected result explains (a crash, a tree-level error).
+    if !official.accepted && report.error_count() == 0 && out.is_empty() {
         out.push(format!("the official checker rejects the tree ({}), the pre-flight found no error; read {}", official.summary, official.log_path.display()));
     }
     out

@@ -291,7 +291,7 @@ fn accuracy_runs_must_be_error_free_and_cover_the_dataset() {
     let tree = Copy::new();
     let log = at("Offline", "accuracy/mlperf_log_detail.txt");
     tree.add_log_error(&log, "something failed");
-    tree.set_log_value(&log, "qsl_reported_total_count", 500.into());
+    tree.set_log_value(&log, "effective_accuracy_sample_count", 500.into());
     let report = tree.check();
     assert_error(&report, Rule::LoadgenErrors, &log, "something failed");
     assert_error(&report, Rule::AccuracySampleCount, &log, "covered 500 samples, resnet requires the whole dataset of 50000");
