@@ -171,6 +171,13 @@ pub struct Finding {
     pub result: Option<ResultKey>,
 }
 
+impl Finding {
+    /// A finding on `systems/<system_name>.json`.
+    fn is_about_system(&self, system_name: &str) -> bool {
+        self.result.is_none() && self.path.parent().and_then(Path::file_name).is_some_and(|d| d == "systems") && self.path.file_name().is_some_and(|n| *n == *format!("{system_name}.json"))
+    }
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let level = match self.severity {
@@ -207,9 +214,21 @@ impl Report {
         self.findings.len() - self.error_count()
     }
 
+    /// The errors that keep a result out of the submission: its own, and those of its system
+    /// description (the official checker fails every result of a system with a bad description).
+    pub fn errors_for<'a>(&'a self, key: &ResultKey) -> impl Iterator<Item = &'a Finding> + use<'a> {
+        let key = key.clone();
+        self.errors().filter(move |f| f.result.as_ref() == Some(&key) || f.is_about_system(&key.system_name))
+    }
+
+    /// Errors that belong to no result (layout, a system without results).
+    pub fn tree_errors(&self) -> impl Iterator<Item = &Finding> {
+        self.errors().filter(|f| f.result.is_none() && !self.results.iter().any(|k| f.is_about_system(&k.system_name)))
+    }
+
     /// Results with no error finding.
     pub fn passing_results(&self) -> Vec<&ResultKey> {
-        self.results.iter().filter(|k| !self.errors().any(|f| f.result.as_ref() == Some(*k))).collect()
+        self.results.iter().filter(|k| self.errors_for(k).next().is_none()).collect()
     }
 
     /// The findings, then a summary line.

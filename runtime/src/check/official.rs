@@ -8,7 +8,7 @@
 //! or `NoResults <perf log>`, and last `SUMMARY: submission looks OK` (exit 0) or `SUMMARY:
 //! submission has errors` (exit 1).
 
-use super::{Report, Severity};
+use super::Report;
 use crate::fsutil::write_atomic;
 use crate::submission::layout::ResultKey;
 use mlperf_config::{Round, Scenario};
@@ -151,7 +151,7 @@ fn result_of(text: &str) -> Option<ResultKey> {
 /// only a rule that is stricter than the official checker fired are noted as expected.
 pub fn disagreements(report: &Report, official: &OfficialVerdict) -> Vec<String> {
     let mut out = Vec::new();
-    let errors_of = |key: &ResultKey| report.errors().filter(|f| f.result.as_ref() == Some(key)).collect::<Vec<_>>();
+    let errors_of = |key: &ResultKey| report.errors_for(key).collect::<Vec<_>>();
     for key in &official.rejected_results {
         if errors_of(key).is_empty() {
             let mentions: Vec<&str> = official.error_lines.iter().filter(|l| l.contains(&key.rel().display().to_string())).map(String::as_str).collect();
@@ -170,7 +170,7 @@ pub fn disagreements(report: &Report, official: &OfficialVerdict) -> Vec<String>
             out.push(format!("{key}: the official checker accepts it, the pre-flight reports errors ({}); the official checker is the authority, please report this", rules.join(", ")));
         }
     }
-    let tree_errors = report.findings.iter().filter(|f| f.severity == Severity::Error && f.result.is_none()).count();
+    let tree_errors = report.tree_errors().count();
     if official.accepted && tree_errors > 0 {
         out.push(format!("the official checker accepts the tree, the pre-flight has {tree_errors} error(s) outside any result (layout, system descriptions)"));
     }

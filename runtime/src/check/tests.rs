@@ -406,3 +406,16 @@ fn official_verdicts_are_read_from_the_checker_log() {
     let crashed = official::parse("Traceback (most recent call last):\nTypeError: 'NoneType' object is not iterable\n", Some(1), Path::new("l"), Path::new("c"));
     assert!(!crashed.accepted && crashed.summary.contains("TypeError"), "{}", crashed.summary);
 }
+
+#[test]
+fn a_bad_system_description_fails_every_result_of_the_system() {
+    let tree = Copy::new();
+    tree.edit_system(|s| {
+        s.insert("status".into(), "beta".into());
+    });
+    let report = tree.check();
+    assert!(report.passing_results().is_empty(), "{}", report.render());
+    assert_eq!(report.tree_errors().count(), 0);
+    let key = ResultKey::new("CPU-dev_RS", "resnet", Scenario::Offline);
+    assert_eq!(report.errors_for(&key).count(), 1);
+}
