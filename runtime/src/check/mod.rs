@@ -312,11 +312,7 @@ impl Tree<'_> {
 pub fn check_submission(req: &CheckRequest) -> Report {
     let mut findings = Findings::new(req.input);
     let mut results = Vec::new();
-    let trees: Vec<(Division, String)> = Division::ALL
-        .into_iter()
-        .flat_map(|d| files::dir_names(&req.input.join(d.dir_name()), true).into_iter().map(move |s| (d, s)))
-        .filter(|(_, s)| req.submitter.is_none_or(|only| only.eq_ignore_ascii_case(s)))
-        .collect();
+    let trees = SubmissionLayout::submitters(req.input, req.round.layout, req.submitter);
     if trees.is_empty() {
         let wanted = req.submitter.map_or_else(|| "any submitter".to_string(), |s| format!("submitter {s}"));
         findings.error(
@@ -326,8 +322,9 @@ pub fn check_submission(req: &CheckRequest) -> Report {
             "point --input at the submission root (the directory holding closed/), e.g. build/submission, and stage results into it with `mlperf stage_results`",
         );
     }
-    for (division, submitter) in trees {
-        let layout = SubmissionLayout::new(req.input, division, &submitter, req.round.layout);
+    for layout in trees {
+        let Some(division) = layout.division() else { continue };
+        let submitter = layout.org_dir().file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
         let tree = Tree { round: req.round, layout, division, submitter };
         results.extend(files::check_tree(&tree, &mut findings));
     }

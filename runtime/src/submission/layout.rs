@@ -99,6 +99,25 @@ impl SubmissionLayout {
         SubmissionLayout { org, layout }
     }
 
+    /// The submitter trees under a submission root (`<root>/<division>/<submitter>`), optionally
+    /// only one submitter's (compared case-insensitively, as the checker compares names).
+    pub fn submitters(root: &Path, layout: Layout, only: Option<&str>) -> Vec<SubmissionLayout> {
+        let mut trees = Vec::new();
+        for division in Division::ALL {
+            for submitter in subdirs(&root.join(division.dir_name())) {
+                if only.is_none_or(|o| o.eq_ignore_ascii_case(&submitter)) {
+                    trees.push(SubmissionLayout::new(root, division, &submitter, layout));
+                }
+            }
+        }
+        trees
+    }
+
+    /// The division this tree is in (from its parent directory's name).
+    pub fn division(&self) -> Option<Division> {
+        self.org.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).and_then(Division::parse)
+    }
+
     pub fn layout(&self) -> Layout {
         self.layout
     }
@@ -193,11 +212,15 @@ impl SubmissionLayout {
         self.test_dir(key, test).join("accuracy")
     }
 
-    /// The accuracy logs truncation processes for a result: `accuracy/` and, for the tests whose
-    /// accuracy log the official truncate_accuracy_log.py also truncates, `TEST0x/accuracy/`.
-    pub fn truncated_accuracy_dirs(&self, key: &ResultKey, tests: &[&str]) -> Vec<PathBuf> {
-        let mut dirs = vec![self.accuracy_dir(key)];
-        dirs.extend(tests.iter().filter(|t| TRUNCATED_TESTS.contains(t)).map(|t| self.test_accuracy_dir(key, t)));
+    /// The accuracy directories truncation processes for a result, as the official
+    /// truncate_accuracy_log.py walks them: `accuracy/` and the `TEST01`/`TEST07`/`TEST09`
+    /// `accuracy/` directories below the scenario directory. It walks `results/` only, so in the v5
+    /// layout (TEST dirs under `compliance/`) only `accuracy/` is truncated.
+    pub fn truncated_accuracy_dirs(&self, key: &ResultKey) -> Vec<(PathBuf, Option<&'static str>)> {
+        let mut dirs = vec![(self.accuracy_dir(key), None)];
+        if self.layout == Layout::V6 {
+            dirs.extend(TRUNCATED_TESTS.iter().map(|t| (self.test_accuracy_dir(key, t), Some(*t))));
+        }
         dirs
     }
 
@@ -274,10 +297,13 @@ mod tests {
     }
 
     #[test]
-    fn truncation_covers_accuracy_and_only_the_officially_truncated_tests() {
-        let l = SubmissionLayout::at(PathBuf::from("o"), Layout::V6);
+    fn truncation_covers_accuracy_and_the_officially_truncated_tests() {
         let s = Path::new("o/results/CPU-dev_TRT/resnet/Offline");
-        assert_eq!(l.truncated_accuracy_dirs(&key(), &["TEST01", "TEST04"]), vec![s.join("accuracy"), s.join("TEST01/accuracy")]);
+        let v6 = SubmissionLayout::at(PathBuf::from("o"), Layout::V6).truncated_accuracy_dirs(&key());
+        assert_eq!(v6[0], (s.join("accuracy"), None));
+        assert_eq!(v6[1..].iter().map(|(d, t)| (d.clone(), t.unwrap())).collect::<Vec<_>>(), TRUNCATED_TESTS.map(|t| (s.join(t).join("accuracy"), t)).to_vec());
+        let v5 = SubmissionLayout::at(PathBuf::from("o"), Layout::V5).truncated_accuracy_dirs(&key());
+        assert_eq!(v5, vec![(s.join("accuracy"), None)]);
     }
 
     #[test]
@@ -289,8 +315,11 @@ mod tests {
         }
         std::fs::create_dir_all(l.results_dir().join("CPU-dev_TRT/resnet/notes")).unwrap();
         let found = l.results();
+        let trees = SubmissionLayout::submitters(&root, Layout::V6, Some("acme"));
         std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(trees, vec![l.clone()]);
         assert_eq!(found, vec![key(), ResultKey::new("CPU-dev_TRT", "resnet", Scenario::SingleStream)]);
         assert_eq!(Division::parse("Closed"), Some(Division::Closed));
+        assert_eq!(l.division(), Some(Division::Closed));
     }
 }
