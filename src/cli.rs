@@ -447,7 +447,10 @@ type StageFn = fn(&submission::stage::StageRequest) -> Result<submission::stage:
 fn stage(args: StageArgs, tables: &'static Tables, run: StageFn) -> Result<(), String> {
     let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
     let round = resolve_round(tables, args.round.as_deref())?;
-    let configs = selected_configs(tables, &choice, &args.selection)?.into_iter().filter(|c| c.rounds.iter().any(|r| *r == round.id)).collect();
+    let configs: Vec<_> = selected_configs(tables, &choice, &args.selection)?.into_iter().filter(|c| c.rounds.iter().any(|r| *r == round.id)).collect();
+    if configs.is_empty() {
+        return Err(format!("none of the selected configs of {} is valid in round {}; check --benchmarks/--scenarios/--round", choice.system.id, round.id));
+    }
     let report = run(&submission::stage::StageRequest {
         tables,
         round,
