@@ -419,3 +419,30 @@ fn a_bad_system_description_fails_every_result_of_the_system() {
     let key = ResultKey::new("CPU-dev_RS", "resnet", Scenario::Offline);
     assert_eq!(report.errors_for(&key).count(), 1);
 }
+
+#[test]
+fn v5_layout_reads_measurements_and_compliance_from_their_own_trees() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v5.1.toml")).unwrap();
+    let v51: Round = toml::from_str(&text).unwrap();
+    let tree = Copy::new();
+    std::fs::rename(tree.path(&format!("{ORG}/src")), tree.path(&format!("{ORG}/code"))).unwrap();
+    for scenario in ["SingleStream", "MultiStream", "Offline"] {
+        let measurements = tree.path(&format!("{ORG}/measurements/CPU-dev_RS/resnet/{scenario}"));
+        let compliance = tree.path(&format!("{ORG}/compliance/CPU-dev_RS/resnet/{scenario}"));
+        std::fs::create_dir_all(&measurements).unwrap();
+        std::fs::create_dir_all(&compliance).unwrap();
+        for (file, to) in [("user.conf", "user.conf".to_string()), ("README.md", "README.md".to_string()), ("measurements.json", format!("CPU-dev_RS_{scenario}.json"))] {
+            std::fs::rename(tree.path(&at(scenario, file)), measurements.join(to)).unwrap();
+        }
+        for test in ["TEST01", "TEST04"] {
+            std::fs::rename(tree.path(&at(scenario, test)), compliance.join(test)).unwrap();
+        }
+    }
+    let report = check_submission(&CheckRequest { round: &v51, input: &tree.0, submitter: None });
+    // The logs are LoadGen 6.0.17's, with the v6.1 seeds: 3 seeds x 3 results x (run + TEST01 + TEST04).
+    assert!(report.errors().all(|f| f.rule == Rule::Seeds), "{}", report.render());
+    assert_eq!(report.error_count(), 27, "{}", report.render());
+    assert_error(&report, Rule::Seeds, &format!("{ORG}/compliance/CPU-dev_RS/resnet/Offline/TEST04/performance/run_1/mlperf_log_detail.txt"), "round v5.1 requires 18209322760996052031");
+    // The same tree against the v6.1 rules misses everything it moved.
+    assert_error(&tree.check(), Rule::RequiredFile, &at("Offline", "measurements.json"), "missing measurements file");
+}
