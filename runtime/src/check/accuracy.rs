@@ -5,7 +5,7 @@
 use super::files::Bench;
 use super::performance::read_detail_log;
 use super::{Findings, Rule, Severity, Tree};
-use crate::submission::layout::{ResultKey, ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
 use mlperf_config::AccuracyRequirement;
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
@@ -24,7 +24,12 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
     if let Some(log) = detail.is_file().then(|| read_detail_log(&detail, f)).flatten() {
         if !log.errors.is_empty() {
             let errors: Vec<String> = log.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            f.error(Rule::LoadgenErrors, &detail, format!("the accuracy run logged {} LoadGen error(s): {}", errors.len(), errors.join("; ")), "fix the cause and rerun the accuracy run");
+            f.error(
+                Rule::LoadgenErrors,
+                &detail,
+                format!("the accuracy run logged {} LoadGen error(s): {}", errors.len(), errors.join("; ")),
+                "fix the cause and rerun the accuracy run",
+            );
         }
         let expected = bench.round.accuracy_sample_count();
         let (field, count) = match log.u64("effective_accuracy_sample_count") {
@@ -94,16 +99,35 @@ pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequireme
                 continue;
             };
             if number < req.target {
-                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} is {number}, below the target {}", req.metric, req.target), "fix the engine's accuracy (precision, calibration) and rerun the accuracy run");
+                f.push(
+                    severity,
+                    Rule::AccuracyTarget,
+                    path,
+                    Some(&req.metric),
+                    format!("{} is {number}, below the target {}", req.metric, req.target),
+                    "fix the engine's accuracy (precision, calibration) and rerun the accuracy run",
+                );
             }
             if let Some(upper) = req.upper.filter(|u| number > *u) {
-                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} is {number}, above the upper limit {upper}", req.metric), "check the generation settings (output length) and rerun the accuracy run");
+                f.push(
+                    severity,
+                    Rule::AccuracyTarget,
+                    path,
+                    Some(&req.metric),
+                    format!("{} is {number}, above the upper limit {upper}", req.metric),
+                    "check the generation settings (output length) and rerun the accuracy run",
+                );
             }
         }
     }
     let hash = python_regex(HASH_PATTERN).expect("the hash pattern compiles");
     if !lines.iter().any(|l| first_group(&hash, l).is_some()) {
-        f.error(Rule::AccuracyHash, path, "no `hash=<sha256>` line: the accuracy log was not truncated by the official procedure".into(), "run `mlperf truncate_results` (after audit verification): it appends the full log's sha256 and truncates the log");
+        f.error(
+            Rule::AccuracyHash,
+            path,
+            "no `hash=<sha256>` line: the accuracy log was not truncated by the official procedure".into(),
+            "run `mlperf truncate_results` (after audit verification): it appends the full log's sha256 and truncates the log",
+        );
     }
 }
 

@@ -2,9 +2,9 @@
 //! (TEST PASS), its performance logs (which must pass every performance rule), and TEST01's
 //! non-deterministic fallback (baseline vs compliance accuracy within the allowed delta).
 
-use super::files::{dir_names, require_files, Bench};
-use super::{accuracy, performance, Findings, Rule, Tree};
-use crate::submission::layout::{ResultKey, ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::files::{Bench, dir_names, require_files};
+use super::{Findings, Rule, Tree, accuracy, performance};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
 use std::path::Path;
 
 /// Files a compliance `performance/run_1` may hold besides the two logs (`files_diff` optionals).
@@ -48,7 +48,12 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
             let run = tree.layout.test_performance_dir(key, test);
             if require_files(&run, &[SUMMARY_LOG, DETAIL_LOG], &format!("the {test} performance run's logs"), f) {
                 for extra in dir_names(&run, false).into_iter().filter(|n| ![SUMMARY_LOG, DETAIL_LOG].contains(&n.as_str()) && !OPTIONAL_RUN_FILES.contains(&n.as_str())) {
-                    f.error(Rule::ComplianceFiles, &run.join(&extra), format!("unexpected file in {test}/performance/run_1 (the checker wants exactly the summary and detail logs)"), "remove it");
+                    f.error(
+                        Rule::ComplianceFiles,
+                        &run.join(&extra),
+                        format!("unexpected file in {test}/performance/run_1 (the checker wants exactly the summary and detail logs)"),
+                        "remove it",
+                    );
                 }
                 performance::check(tree, bench, key, &run.join(DETAIL_LOG), f);
             }

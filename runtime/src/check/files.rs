@@ -1,8 +1,8 @@
 //! The tree: layout, the scenario set of each benchmark, required files, measurements.json, and
 //! the walk that hands each result directory to the log rules (loader.py, measurements_checks.py).
 
-use super::{accuracy, compliance, performance, system, Findings, Rule, Tree};
-use crate::submission::layout::{ResultKey, ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, TRACE_LOG};
+use super::{Findings, Rule, Tree, accuracy, compliance, performance, system};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, TRACE_LOG};
 use mlperf_config::round::system_type_key;
 use mlperf_config::{BenchmarkRound, Scenario};
 use std::path::Path;
@@ -176,7 +176,12 @@ fn check_measurements(tree: &Tree, key: &ResultKey, f: &mut Findings) {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(_) => {
-            f.error(Rule::RequiredFile, &path, "missing measurements file".into(), "stage it from `mlperf generate_conf_files` output (it describes the configuration that was run)");
+            f.error(
+                Rule::RequiredFile,
+                &path,
+                "missing measurements file".into(),
+                "stage it from `mlperf generate_conf_files` output (it describes the configuration that was run)",
+            );
             return;
         }
     };
@@ -219,12 +224,22 @@ fn check_hygiene(tree: &Tree, key: &ResultKey, f: &mut Findings) {
     let scenario_dir = tree.layout.scenario_dir(key);
     for file in crate::fsutil::walk_files(&scenario_dir) {
         if file.file_name().and_then(|n| n.to_str()) == Some(TRACE_LOG) {
-            f.warning(Rule::Hygiene, &file, "LoadGen trace log in the submission (the checker ignores it; it only makes the tarball large)".into(), "delete it, or stage with trace logs excluded");
+            f.warning(
+                Rule::Hygiene,
+                &file,
+                "LoadGen trace log in the submission (the checker ignores it; it only makes the tarball large)".into(),
+                "delete it, or stage with trace logs excluded",
+            );
         }
     }
     let power = scenario_dir.join("performance").join("power");
     if power.is_dir() {
-        f.warning(Rule::Hygiene, &power, "power measurement directory: the pre-flight does not check power results".into(), "run the official checker (--inference-repo) for the power rules");
+        f.warning(
+            Rule::Hygiene,
+            &power,
+            "power measurement directory: the pre-flight does not check power results".into(),
+            "run the official checker (--inference-repo) for the power rules",
+        );
     }
 }
 

@@ -174,7 +174,9 @@ pub struct Finding {
 impl Finding {
     /// A finding on `systems/<system_name>.json`.
     fn is_about_system(&self, system_name: &str) -> bool {
-        self.result.is_none() && self.path.parent().and_then(Path::file_name).is_some_and(|d| d == "systems") && self.path.file_name().is_some_and(|n| *n == *format!("{system_name}.json"))
+        self.result.is_none()
+            && self.path.parent().and_then(Path::file_name).is_some_and(|d| d == "systems")
+            && self.path.file_name().is_some_and(|n| *n == *format!("{system_name}.json"))
     }
 }
 

@@ -74,7 +74,15 @@ pub fn run(req: &OfficialRequest) -> Result<OfficialVerdict, String> {
     if let Some(s) = req.submitter {
         command.args(["--submitter", s]);
     }
-    let shown = format!("cd {} && {} -m submission_checker.main --input {} --version {} --csv {}{}", tools.display(), req.python, input.display(), req.round.checker_version, csv_path.display(), req.submitter.map_or(String::new(), |s| format!(" --submitter {s}")));
+    let shown = format!(
+        "cd {} && {} -m submission_checker.main --input {} --version {} --csv {}{}",
+        tools.display(),
+        req.python,
+        input.display(),
+        req.round.checker_version,
+        csv_path.display(),
+        req.submitter.map_or(String::new(), |s| format!(" --submitter {s}"))
+    );
     let output = command.output().map_err(|e| format!("cannot run {} for the official checker: {e} (install Python 3 with PyYAML, or pass --python)", req.python))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -155,7 +163,10 @@ pub fn disagreements(report: &Report, official: &OfficialVerdict) -> Vec<String>
     for key in &official.rejected_results {
         if errors_of(key).is_empty() {
             let mentions: Vec<&str> = official.error_lines.iter().filter(|l| l.contains(&key.rel().display().to_string())).map(String::as_str).collect();
-            out.push(format!("{key}: the official checker rejects it, the pre-flight found no error; the checker says: {}", if mentions.is_empty() { "(see the log)".to_string() } else { mentions.join(" | ") }));
+            out.push(format!(
+                "{key}: the official checker rejects it, the pre-flight found no error; the checker says: {}",
+                if mentions.is_empty() { "(see the log)".to_string() } else { mentions.join(" | ") }
+            ));
         }
     }
     for key in &official.accepted_results {
@@ -167,7 +178,10 @@ pub fn disagreements(report: &Report, official: &OfficialVerdict) -> Vec<String>
         if errors.iter().all(|f| f.rule.stricter_than_official()) {
             out.push(format!("{key}: accepted by the official checker, but the pre-flight's stricter rules fail ({}); reviewers enforce them", rules.join(", ")));
         } else {
-            out.push(format!("{key}: the official checker accepts it, the pre-flight reports errors ({}); the official checker is the authority, please report this", rules.join(", ")));
+            out.push(format!(
+                "{key}: the official checker accepts it, the pre-flight reports errors ({}); the official checker is the authority, please report this",
+                rules.join(", ")
+            ));
         }
     }
     let tree_errors = report.tree_errors().count();

@@ -48,11 +48,9 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
         return;
     }
 
-    for (field, expected) in [
-        ("effective_qsl_rng_seed", round.seeds.qsl),
-        ("effective_sample_index_rng_seed", round.seeds.sample_index),
-        ("effective_schedule_rng_seed", round.seeds.schedule),
-    ] {
+    for (field, expected) in
+        [("effective_qsl_rng_seed", round.seeds.qsl), ("effective_sample_index_rng_seed", round.seeds.sample_index), ("effective_schedule_rng_seed", round.seeds.schedule)]
+    {
         let found = log.u64(field);
         if found != Some(expected) {
             f.key_error(
@@ -104,16 +102,25 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
     check_token_latency(bench, key, &log, detail, f);
 
     if log.str("result_validity") != Some("VALID") {
-        let reasons: Vec<&str> = [("result_min_duration_met", "min duration"), ("result_min_queries_met", "min queries"), ("result_perf_constraints_met", "performance constraints"), ("early_stopping_met", "early stopping")]
-            .into_iter()
-            .filter(|(k, _)| log.bool(k) == Some(false))
-            .map(|(_, what)| what)
-            .collect();
+        let reasons: Vec<&str> = [
+            ("result_min_duration_met", "min duration"),
+            ("result_min_queries_met", "min queries"),
+            ("result_perf_constraints_met", "performance constraints"),
+            ("early_stopping_met", "early stopping"),
+        ]
+        .into_iter()
+        .filter(|(k, _)| log.bool(k) == Some(false))
+        .map(|(_, what)| what)
+        .collect();
         f.key_error(
             Rule::ResultValid,
             detail,
             "result_validity",
-            format!("the run is {} (not met: {}); the current checker lets some INVALID runs pass, reviewers do not", log.str("result_validity").unwrap_or("missing"), if reasons.is_empty() { "see the summary log".into() } else { reasons.join(", ") }),
+            format!(
+                "the run is {} (not met: {}); the current checker lets some INVALID runs pass, reviewers do not",
+                log.str("result_validity").unwrap_or("missing"),
+                if reasons.is_empty() { "see the summary log".into() } else { reasons.join(", ") }
+            ),
             "fix what mlperf_log_summary.txt recommends and rerun",
         );
     }
@@ -125,7 +132,12 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
         .map(|(k, v)| format!("{k}: {}", v.as_str().map_or_else(|| v.to_string(), String::from)))
         .collect();
     if !errors.is_empty() {
-        f.error(Rule::PerformanceLogErrors, detail, format!("LoadGen logged {} error(s): {}", errors.len(), errors.join("; ")), "fix the cause and rerun; ship only error-free logs");
+        f.error(
+            Rule::PerformanceLogErrors,
+            detail,
+            format!("LoadGen logged {} error(s): {}", errors.len(), errors.join("; ")),
+            "fix the cause and rerun; ship only error-free logs",
+        );
     }
 }
 
@@ -134,7 +146,13 @@ fn check_offline_queries(tree: &Tree, bench: &Bench, log: &DetailLog, detail: &P
     if let Some(&min) = bench.round.min_queries.get(Scenario::Offline.name()) {
         let found = log.u64("effective_min_query_count");
         if found.is_none_or(|n| n < min) {
-            f.key_error(Rule::MinQueries, detail, "effective_min_query_count", format!("is {}, {} Offline requires at least {min}", show(found), bench.checker_model), "remove the min_query_count override and rerun");
+            f.key_error(
+                Rule::MinQueries,
+                detail,
+                "effective_min_query_count",
+                format!("is {}, {} Offline requires at least {min}", show(found), bench.checker_model),
+                "remove the min_query_count override and rerun",
+            );
         }
     }
     if let (Some(min), true) = (bench.round.offline_min_samples_per_query, tree.is_closed_like()) {
@@ -175,7 +193,13 @@ fn check_token_latency(bench: &Bench, key: &ResultKey, log: &DetailLog, detail: 
         return;
     }
     if log.bool("requested_use_token_latencies") != Some(true) {
-        f.key_error(Rule::TokenLatency, detail, "requested_use_token_latencies", "is not true: LLM runs must record first-token latencies".into(), "run with use_token_latencies (the harness sets it for LLM benchmarks)");
+        f.key_error(
+            Rule::TokenLatency,
+            detail,
+            "requested_use_token_latencies",
+            "is not true: LLM runs must record first-token latencies".into(),
+            "run with use_token_latencies (the harness sets it for LLM benchmarks)",
+        );
     }
     let Some(limits) = bench.round.llm_latency_limits.get(key.scenario.name()) else { return };
     for (field, limit_ms, what) in [

@@ -58,10 +58,17 @@ pub(crate) fn check(tree: &Tree, system_name: &str, f: &mut Findings) -> Option<
                 _ => None,
             };
             if wanted.is_some_and(|w| w != network) {
-                bad_value(f, "is_network", format!("is_network is \"{s}\" in the {} division", tree.division), "omit is_network outside the network division; network submissions set \"true\"".into());
+                bad_value(
+                    f,
+                    "is_network",
+                    format!("is_network is \"{s}\" in the {} division", tree.division),
+                    "omit is_network outside the network division; network submissions set \"true\"".into(),
+                );
             }
         }
-        Some(other) => bad_value(f, "is_network", format!("is_network is {other}, not a string (the checker calls .lower() on it and fails)"), "omit it, or write it as a string".into()),
+        Some(other) => {
+            bad_value(f, "is_network", format!("is_network is {other}, not a string (the checker calls .lower() on it and fails)"), "omit it, or write it as a string".into())
+        }
     }
     let system_type = text_of("system_type")?;
     if !SYSTEM_TYPES.contains(&system_type) {

@@ -442,7 +442,12 @@ fn v5_layout_reads_measurements_and_compliance_from_their_own_trees() {
     // The logs are LoadGen 6.0.17's, with the v6.1 seeds: 3 seeds x 3 results x (run + TEST01 + TEST04).
     assert!(report.errors().all(|f| f.rule == Rule::Seeds), "{}", report.render());
     assert_eq!(report.error_count(), 27, "{}", report.render());
-    assert_error(&report, Rule::Seeds, &format!("{ORG}/compliance/CPU-dev_RS/resnet/Offline/TEST04/performance/run_1/mlperf_log_detail.txt"), "round v5.1 requires 18209322760996052031");
+    assert_error(
+        &report,
+        Rule::Seeds,
+        &format!("{ORG}/compliance/CPU-dev_RS/resnet/Offline/TEST04/performance/run_1/mlperf_log_detail.txt"),
+        "round v5.1 requires 18209322760996052031",
+    );
     // The same tree against the v6.1 rules misses everything it moved.
     assert_error(&tree.check(), Rule::RequiredFile, &at("Offline", "measurements.json"), "missing measurements file");
 }
