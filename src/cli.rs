@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::Tables;
 use mlperf_runtime::dataset::scratch::Scratch;
-use mlperf_runtime::{detect, generate, harness, select, show};
+use mlperf_runtime::{check, detect, generate, harness, select, show, submission};
 
 #[derive(Parser, Debug)]
 #[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
@@ -92,6 +92,85 @@ pub enum Command {
         #[command(flatten)]
         selection: Selection,
     },
+    /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
+    /// the fix); with --inference-repo also runs the official checker and compares verdicts.
+    #[command(name = "check_submission", alias = "check-submission")]
+    CheckSubmission {
+        /// Submission root (holds closed/, open/, network/).
+        #[arg(long, default_value = "build/submission")]
+        input: std::path::PathBuf,
+        /// Round whose rules apply (default: the newest).
+        #[arg(long)]
+        round: Option<String>,
+        /// Check only this submitter's tree.
+        #[arg(long)]
+        submitter: Option<String>,
+        /// A checkout of mlcommons/inference: also run its submission checker.
+        #[arg(long = "inference-repo", alias = "inference_repo")]
+        inference_repo: Option<std::path::PathBuf>,
+        /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
+        #[arg(long = "checker-log", alias = "checker_log")]
+        checker_log: Option<std::path::PathBuf>,
+        /// Overwrite an existing checker log.
+        #[arg(long)]
+        force: bool,
+        /// Python interpreter for the official checker (needs PyYAML).
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
+    /// Collect the newest VALID performance and accuracy runs of the selected configs from build/logs
+    /// into the round's submission layout, with their generated measurement files and system description.
+    #[command(name = "stage_results", alias = "stage-results")]
+    StageResults(StageArgs),
+    /// Collect the verified audits (build/compliance) of the selected configs into the staged submission.
+    #[command(name = "stage_compliance", alias = "stage-compliance")]
+    StageCompliance(StageArgs),
+    /// Infer the MultiStream / Offline results of edge systems from staged SingleStream / MultiStream
+    /// ones, as the checker allows (after stage_compliance, before truncate_results).
+    #[command(name = "infer_results", alias = "infer-results")]
+    InferResults(TreeArgs),
+    /// Hash and truncate the staged accuracy logs as the official truncate_accuracy_log.py does,
+    /// after backing the full logs up (only once the round's audits are staged).
+    #[command(name = "truncate_results", alias = "truncate-results")]
+    TruncateResults {
+        #[command(flatten)]
+        tree: TreeArgs,
+        /// Where the full accuracy logs are kept (same relative paths).
+        #[arg(long, default_value = "build/full_results")]
+        backup: std::path::PathBuf,
+    },
+    /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
+    #[command(name = "export_submission", alias = "export-submission")]
+    ExportSubmission {
+        /// The staged submission root.
+        #[arg(long, default_value = "build/submission")]
+        input: std::path::PathBuf,
+        #[arg(long, default_value = "build/export")]
+        out: std::path::PathBuf,
+        /// Replace an earlier export.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Pack the exported submission as mlperf_submission_<submitter>.tar.gz with a sha256 checksum
+    /// file; --encrypt runs `openssl enc -e -aes256` like the official pack_submission.sh.
+    #[command(name = "pack_submission", alias = "pack-submission")]
+    PackSubmission {
+        /// The exported submission root.
+        #[arg(long, default_value = "build/export")]
+        input: std::path::PathBuf,
+        /// Where the tarball and checksum file go.
+        #[arg(long, default_value = "build")]
+        out: std::path::PathBuf,
+        /// Default: the one submitter directory under the input.
+        #[arg(long)]
+        submitter: Option<String>,
+        /// Encrypt with the passphrase in $MLPERF_PACK_PASSPHRASE (needs openssl).
+        #[arg(long)]
+        encrypt: bool,
+        /// Replace an earlier tarball.
+        #[arg(long)]
+        force: bool,
+    },
     /// Benchmarks that print a comparison table (ratio first).
     Bench {
         #[command(subcommand)]
@@ -130,6 +209,49 @@ pub struct HarnessArgs {
     /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
     #[arg(long = "log_dir")]
     pub log_dir: Option<std::path::PathBuf>,
+}
+
+/// Flags of stage_results / stage_compliance.
+#[derive(Args, Debug)]
+pub struct StageArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Submitter directory name; default (and it must match): the system description's "submitter".
+    #[arg(long)]
+    pub submitter: Option<String>,
+    /// Submission root.
+    #[arg(long, default_value = "build/submission")]
+    pub out: std::path::PathBuf,
+    /// Round whose layout and rules apply (default: the newest).
+    #[arg(long)]
+    pub round: Option<String>,
+    /// Where the runs are.
+    #[arg(long = "log_dir", default_value = "build/logs")]
+    pub log_dir: std::path::PathBuf,
+    /// Where the verified audits are.
+    #[arg(long = "compliance_dir", default_value = "build/compliance")]
+    pub compliance_dir: std::path::PathBuf,
+    /// DANGEROUS: also stage runs marked non-submittable (test runs, overrides, synthetic data);
+    /// each reason is printed and NON_SUBMITTABLE.txt stays next to the staged logs.
+    #[arg(long = "allow-non-submittable")]
+    pub allow_non_submittable: bool,
+    /// Replace staged files whose contents would change.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Flags of the commands that work on a staged submission tree.
+#[derive(Args, Debug)]
+pub struct TreeArgs {
+    /// Submission root.
+    #[arg(long, default_value = "build/submission")]
+    pub out: std::path::PathBuf,
+    /// Round whose layout and rules apply (default: the newest).
+    #[arg(long)]
+    pub round: Option<String>,
+    /// Only this submitter's tree (default: all under the root).
+    #[arg(long)]
+    pub submitter: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -252,6 +374,61 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
                 }
             }
         }
+        Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python } => {
+            let round = resolve_round(tables, round.as_deref())?;
+            let checker_log = checker_log.unwrap_or_else(|| input.parent().unwrap_or(std::path::Path::new(".")).join("checker_log.txt"));
+            let official = inference_repo.as_deref().map(|repo| check::official::OfficialRequest {
+                inference_repo: repo,
+                round,
+                input: &input,
+                submitter: submitter.as_deref(),
+                log_path: &checker_log,
+                force,
+                python: &python,
+            });
+            check::command(round, &input, submitter.as_deref(), official.as_ref())?;
+        }
+        Command::StageResults(args) => stage(args, tables, submission::stage::stage_results)?,
+        Command::StageCompliance(args) => stage(args, tables, submission::stage::stage_compliance)?,
+        Command::InferResults(tree) => {
+            let report = submission::infer::infer_results(&tree.out, resolve_round(tables, tree.round.as_deref())?, tree.submitter.as_deref())?;
+            report.notes.iter().for_each(|n| println!("note: {n}"));
+            report.inferred.iter().for_each(|l| println!("{l}"));
+            println!("{}: {} results inferred, {} files written", tree.out.display(), report.inferred.len(), report.files.written.len());
+        }
+        Command::TruncateResults { tree, backup } => {
+            let report = submission::truncate::truncate_results(&tree.out, resolve_round(tables, tree.round.as_deref())?, tree.submitter.as_deref(), &backup)?;
+            report.truncated.iter().for_each(|p| println!("truncated {}", p.display()));
+            report.hashed_whole.iter().for_each(|p| println!("hashed (under 4096 bytes, kept whole) {}", p.display()));
+            println!(
+                "{}: {} logs truncated, {} kept whole, {} already done; full logs in {}",
+                tree.out.display(),
+                report.truncated.len(),
+                report.hashed_whole.len(),
+                report.already_done.len(),
+                backup.display()
+            );
+        }
+        Command::ExportSubmission { input, out, force } => {
+            let report = submission::export::export(&input, &out, force)?;
+            for (path, why) in &report.left_out {
+                println!("left out {}: {why}", path.display());
+            }
+            if !report.non_submittable.is_empty() {
+                eprintln!("WARNING: {} staged run(s) came from NON-SUBMITTABLE runs (their markers were left out, the results were not):", report.non_submittable.len());
+                report.non_submittable.iter().for_each(|p| eprintln!("  {}", p.display()));
+            }
+            println!("{}: {} files exported, {} left out", out.display(), report.copied, report.left_out.len());
+        }
+        Command::PackSubmission { input, out, submitter, encrypt, force } => {
+            let submitter = match submitter {
+                Some(s) => s,
+                None => submission::pack::only_submitter(&input)?,
+            };
+            let packed = submission::pack::pack(&submission::pack::PackRequest { input: &input, out_dir: &out, submitter: &submitter, encrypt, force })?;
+            println!("{} ({}{})", packed.tarball.display(), packed.divisions.join(", "), if packed.encrypted { ", encrypted with openssl enc -aes256" } else { "" });
+            println!("{}: sha256 {}", packed.checksum_file.display(), packed.sha256);
+        }
         Command::Systems => print!("{}", show::systems(tables)),
         Command::AddSystem { id, feature, root } => {
             let hw = detect::detect()?;
@@ -294,6 +471,41 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             }
         }
     }
+    Ok(())
+}
+
+fn resolve_round(tables: &'static Tables, id: Option<&str>) -> Result<&'static mlperf_config::Round, String> {
+    match id {
+        Some(id) => tables.round(id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables))),
+        None => Ok(tables.default_round()),
+    }
+}
+
+type StageFn = fn(&submission::stage::StageRequest) -> Result<submission::stage::StageReport, String>;
+
+/// stage_results / stage_compliance on the selected configs.
+fn stage(args: StageArgs, tables: &'static Tables, run: StageFn) -> Result<(), String> {
+    let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
+    let round = resolve_round(tables, args.round.as_deref())?;
+    let configs: Vec<_> = selected_configs(tables, &choice, &args.selection)?.into_iter().filter(|c| c.rounds.iter().any(|r| *r == round.id)).collect();
+    if configs.is_empty() {
+        return Err(format!("none of the selected configs of {} is valid in round {}; check --benchmarks/--scenarios/--round", choice.system.id, round.id));
+    }
+    let report = run(&submission::stage::StageRequest {
+        tables,
+        round,
+        configs,
+        submitter: args.submitter,
+        out: &args.out,
+        logs: &args.log_dir,
+        compliance: &args.compliance_dir,
+        allow_non_submittable: args.allow_non_submittable,
+        force: args.force,
+    })?;
+    report.warnings.iter().for_each(|w| eprintln!("WARNING: {w}"));
+    report.staged.iter().for_each(|l| println!("staged {l}"));
+    let files = &report.files;
+    println!("{}: {} files written, {} replaced (--force), {} unchanged", args.out.display(), files.written.len(), files.replaced.len(), files.unchanged);
     Ok(())
 }
 

@@ -3,7 +3,8 @@
 
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::round::Layout;
-use mlperf_config::{Round, Tables};
+use crate::submission::layout::{ResultKey, SubmissionLayout};
+use mlperf_config::{CompiledConfig, Round, Tables};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -12,34 +13,28 @@ pub type FileSet = BTreeMap<PathBuf, String>;
 
 /// The files of one round. `mlperf_conf` is the text compiled into that round's LoadGen.
 pub fn round_files(tables: &Tables, round: &Round, mlperf_conf: &str) -> FileSet {
+    let paths = SubmissionLayout::at(PathBuf::from(round.id.as_ref()), round.layout);
     let mut files = FileSet::new();
-    let base = PathBuf::from(round.id.as_ref());
     for config in tables.configs.iter().filter(|c| c.rounds.iter().any(|r| *r == round.id)) {
-        let system = tables.system(&config.system).expect("configs name compiled systems");
-        let bench = round.benchmark(&config.benchmark).expect("the config is valid in this round");
-        let name = render::system_name(&system.id, config.workload);
-        let bench_dir = bench.checker_model(config.workload.accuracy).expect("valid in this round");
-        let scenario = config.scenario.name();
-        files.insert(base.join("systems").join(format!("{name}.json")), render::system_json(system, config.workload));
-        let user_conf = render::user_conf(config, round, bench, ConfPurpose::Submission);
-        let readme = render::readme(config, system, round, bench);
-        match round.layout {
-            Layout::V6 => {
-                let dir = base.join("results").join(&name).join(bench_dir).join(scenario);
-                files.insert(dir.join("user.conf"), user_conf);
-                files.insert(dir.join("measurements.json"), render::measurements_json(config));
-                files.insert(dir.join("README.md"), readme);
-                files.insert(dir.join("mlperf.conf"), mlperf_conf.to_string());
-            }
-            Layout::V5 => {
-                let dir = base.join("measurements").join(&name).join(bench_dir).join(scenario);
-                files.insert(dir.join(format!("{name}_{scenario}.json")), render::measurements_json(config));
-                files.insert(dir.join("user.conf"), user_conf);
-                files.insert(dir.join("mlperf.conf"), mlperf_conf.to_string());
-                files.insert(dir.join("README.md"), readme);
-                files.insert(dir.join("calibration_process.adoc"), render::calibration_adoc(config));
-            }
-        }
+        files.extend(config_files(tables, round, config, mlperf_conf, &paths));
+    }
+    files
+}
+
+/// The system description and measurement files of one config, at their places in `paths`.
+pub fn config_files(tables: &Tables, round: &Round, config: &CompiledConfig, mlperf_conf: &str, paths: &SubmissionLayout) -> FileSet {
+    let system = tables.system(&config.system).expect("configs name compiled systems");
+    let bench = round.benchmark(&config.benchmark).expect("the config is valid in this round");
+    let name = render::system_name(&system.id, config.workload);
+    let key = ResultKey::new(&name, bench.checker_model(config.workload.accuracy).expect("valid in this round"), config.scenario);
+    let mut files = FileSet::new();
+    files.insert(paths.system_json(&name), render::system_json(system, config.workload));
+    files.insert(paths.user_conf(&key), render::user_conf(config, round, bench, ConfPurpose::Submission));
+    files.insert(paths.measurements_json(&key), render::measurements_json(config));
+    files.insert(paths.readme(&key), render::readme(config, system, round, bench));
+    files.insert(paths.measurements_dir(&key).join("mlperf.conf"), mlperf_conf.to_string());
+    if round.layout == Layout::V5 {
+        files.insert(paths.measurements_dir(&key).join("calibration_process.adoc"), render::calibration_adoc(config));
     }
     files
 }

@@ -4,6 +4,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod check;
 pub mod dataset;
 pub mod detect;
 pub mod engines;
@@ -14,3 +15,4 @@ pub mod prepare;
 pub mod scaffold;
 pub mod select;
 pub mod show;
+pub mod submission;

@@ -1,6 +1,9 @@
 //! The runtime through the real LoadGen: every scenario plus Interactive with the test backends,
 //! audit settings, a stale audit.config, an unwritable log directory, and Ctrl-C.
 
+mod check;
+mod submission;
+
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::harness::logs::DetailLog;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,168 @@
+//! Rules on `accuracy/` (accuracy_check.py): accuracy.txt against the round's patterns and
+//! targets, the `hash=` line of truncation, the truncated log's size, the accuracy run's errors and
+//! its coverage of the dataset.
+
+use super::files::Bench;
+use super::performance::read_detail_log;
+use super::{Findings, Rule, Severity, Tree};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
+use mlperf_config::AccuracyRequirement;
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
+use std::path::Path;
+
+/// The checker's limit on the shipped accuracy log (`MAX_ACCURACY_LOG_SIZE`): truncated logs are
+/// 8199 bytes.
+pub(crate) const MAX_ACCURACY_LOG_BYTES: u64 = 10 * 1024;
+
+/// The line truncation appends to accuracy.txt (the checker's `^hash=([\w\d]+)$`).
+const HASH_PATTERN: &str = r"^hash=([\w\d]+)$";
+
+pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Findings) {
+    let dir = tree.layout.accuracy_dir(key);
+    let detail = dir.join(DETAIL_LOG);
+    if let Some(log) = detail.is_file().then(|| read_detail_log(&detail, f)).flatten() {
+        if !log.errors.is_empty() {
+            let errors: Vec<String> = log.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            f.error(
+                Rule::LoadgenErrors,
+                &detail,
+                format!("the accuracy run logged {} LoadGen error(s): {}", errors.len(), errors.join("; ")),
+                "fix the cause and rerun the accuracy run",
+            );
+        }
+        let expected = bench.round.accuracy_sample_count();
+        let (field, count) = match log.u64("effective_accuracy_sample_count") {
+            Some(n) => ("effective_accuracy_sample_count", Some(n)),
+            None => ("qsl_reported_total_count", log.u64("qsl_reported_total_count")),
+        };
+        if count != Some(expected) {
+            f.key_error(
+                Rule::AccuracySampleCount,
+                &detail,
+                field,
+                format!("the accuracy run covered {} samples, {} requires the whole dataset of {expected}", count.map_or("?".into(), |n| n.to_string()), bench.checker_model),
+                "run AccuracyOnly over the full dataset (the QSL's total count must be the dataset size)",
+            );
+        }
+    }
+    let log = dir.join(ACCURACY_LOG);
+    if let Ok(meta) = std::fs::metadata(&log) {
+        if meta.len() > MAX_ACCURACY_LOG_BYTES {
+            f.error(
+                Rule::AccuracyLogSize,
+                &log,
+                format!("{} bytes; the checker accepts at most {MAX_ACCURACY_LOG_BYTES} (the log is not truncated)", meta.len()),
+                "run `mlperf truncate_results` after the audits are verified (it keeps the full log under build/full_results/ and adds the hash line)",
+            );
+        }
+    }
+    let txt = dir.join(ACCURACY_TXT);
+    if let Ok(text) = std::fs::read_to_string(&txt) {
+        let requirements: Vec<&AccuracyRequirement> = bench.round.accuracy.iter().filter(|a| a.checker_model == bench.checker_model.as_str()).collect();
+        check_accuracy_txt(tree, &requirements, &text, &txt, f);
+    }
+}
+
+/// accuracy.txt: every metric of the target matched by its pattern and meeting the target (and
+/// upper limit), plus the hash line. Lines are matched from their start, as Python's `re.match`.
+pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequirement], text: &str, path: &Path, f: &mut Findings) {
+    let lines: Vec<&str> = text.lines().collect();
+    // Open division: the checker computes accuracy but never fails on it.
+    let severity = if tree.is_closed_like() { Severity::Error } else { Severity::Warning };
+    for req in requirements {
+        let Some(pattern) = tree.round.accuracy_patterns.get(&req.metric) else {
+            f.error(Rule::AccuracyTarget, path, format!("round {} has no accuracy pattern for metric {}", tree.round.id, req.metric), "report this: the round data is incomplete");
+            continue;
+        };
+        let re = match python_regex(pattern) {
+            Ok(re) => re,
+            Err(e) => {
+                f.error(Rule::AccuracyTarget, path, format!("the round's pattern for {} does not compile: {e}", req.metric), "report this: the round data is broken");
+                continue;
+            }
+        };
+        let values: Vec<&str> = lines.iter().filter_map(|l| first_group(&re, l)).collect();
+        if values.is_empty() {
+            f.push(
+                severity,
+                Rule::AccuracyTarget,
+                path,
+                Some(&req.metric),
+                format!("no line matches the checker's {} pattern `{pattern}`", req.metric),
+                "write accuracy.txt with the official accuracy script's output (mlperf scores AccuracyOnly runs this way)",
+            );
+        }
+        for value in values {
+            let Ok(number) = value.parse::<f64>() else {
+                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} value `{value}` is not a number", req.metric), "rescore the accuracy log");
+                continue;
+            };
+            if number < req.target {
+                f.push(
+                    severity,
+                    Rule::AccuracyTarget,
+                    path,
+                    Some(&req.metric),
+                    format!("{} is {number}, below the target {}", req.metric, req.target),
+                    "fix the engine's accuracy (precision, calibration) and rerun the accuracy run",
+                );
+            }
+            if let Some(upper) = req.upper.filter(|u| number > *u) {
+                f.push(
+                    severity,
+                    Rule::AccuracyTarget,
+                    path,
+                    Some(&req.metric),
+                    format!("{} is {number}, above the upper limit {upper}", req.metric),
+                    "check the generation settings (output length) and rerun the accuracy run",
+                );
+            }
+        }
+    }
+    let hash = python_regex(HASH_PATTERN).expect("the hash pattern compiles");
+    if !lines.iter().any(|l| first_group(&hash, l).is_some()) {
+        f.error(
+            Rule::AccuracyHash,
+            path,
+            "no `hash=<sha256>` line: the accuracy log was not truncated by the official procedure".into(),
+            "run `mlperf truncate_results` (after audit verification): it appends the full log's sha256 and truncates the log",
+        );
+    }
+}
+
+/// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
+/// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
+pub(crate) fn python_regex(pattern: &str) -> Result<Regex, String> {
+    let mut translated = String::with_capacity(pattern.len());
+    let mut chars = pattern.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                translated.push(c);
+                if let Some((_, next)) = chars.next() {
+                    translated.push(next);
+                }
+            }
+            '{' if !opens_repetition(&pattern[i..]) => translated.push_str("\\{"),
+            _ => translated.push(c),
+        }
+    }
+    let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
+    Regex::builder().syntax(syntax).build(&translated).map_err(|e| e.to_string())
+}
+
+/// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.
+fn opens_repetition(rest: &str) -> bool {
+    let Some(end) = rest.find('}') else { return false };
+    let inner = &rest[1..end];
+    let (low, high) = inner.split_once(',').unwrap_or((inner, "0"));
+    !low.is_empty() && low.bytes().all(|b| b.is_ascii_digit()) && high.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Group 1 of a match anchored at the start of `line`.
+pub(crate) fn first_group<'l>(re: &Regex, line: &'l str) -> Option<&'l str> {
+    let mut caps = re.create_captures();
+    re.search_captures(&Input::new(line).anchored(Anchored::Yes), &mut caps);
+    caps.get_group(1).map(|span| &line[span])
+}

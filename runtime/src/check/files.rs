@@ -1,0 +1,253 @@
+//! The tree: layout, the scenario set of each benchmark, required files, measurements.json, and
+//! the walk that hands each result directory to the log rules (loader.py, measurements_checks.py).
+
+use super::{Findings, Rule, Tree, accuracy, compliance, performance, system};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, TRACE_LOG};
+use mlperf_config::round::system_type_key;
+use mlperf_config::{BenchmarkRound, Scenario};
+use std::path::Path;
+
+/// measurements.json fields the checker requires non-empty (`SYSTEM_IMP_REQUIRED_FILES`).
+const MEASUREMENTS_FIELDS: [&str; 5] = ["input_data_types", "retraining", "starting_weights_filename", "weight_data_types", "weight_transformations"];
+
+/// The files of `accuracy/` (`REQUIRED_ACC_FILES`).
+const ACCURACY_FILES: [&str; 4] = [SUMMARY_LOG, DETAIL_LOG, ACCURACY_TXT, ACCURACY_LOG];
+
+/// A benchmark directory and what the round says about it.
+pub(crate) struct Bench<'a> {
+    pub round: &'a BenchmarkRound,
+    /// The checker model = the directory name (`resnet`, `bert-99`, ...).
+    pub checker_model: String,
+}
+
+/// Checks one submitter tree; returns the result directories it found.
+pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
+    let layout = &tree.layout;
+    f.result = None;
+    for (dir, what) in [(layout.systems_dir(), "systems/ (one <system>.json per results/<system>)"), (layout.results_dir(), "results/")] {
+        if !dir.is_dir() {
+            f.error(Rule::Layout, &dir, format!("missing directory {what}"), "stage the submission with `mlperf stage_results`, which writes the round's layout");
+        }
+    }
+    let src = layout.src_dir();
+    if !src.is_dir() || dir_names(&src, false).is_empty() {
+        f.error(
+            Rule::Layout,
+            &src,
+            format!("missing or empty {} directory: the checker requires the code of the submission there", src.file_name().and_then(|n| n.to_str()).unwrap_or("src")),
+            "put the code (or a README.md pointing at the repository and commit) into it",
+        );
+    }
+    let mut results = Vec::new();
+    for system_name in dir_names(&layout.results_dir(), true) {
+        f.result = None;
+        let system_type = system::check(tree, &system_name, f);
+        let system_dir = layout.results_dir().join(&system_name);
+        for bench_dir in dir_names(&system_dir, true) {
+            let bench_path = system_dir.join(&bench_dir);
+            let Some(round_bench) = tree.round.benchmarks.0.iter().map(|(_, b)| b).find(|b| b.checker_models.0.iter().any(|(_, m)| *m == bench_dir)) else {
+                f.error(
+                    Rule::Scenarios,
+                    &bench_path,
+                    format!("`{bench_dir}` is not a benchmark of round {}", tree.round.id),
+                    format!("name the directory by the checker model of the round: {}", checker_models(tree)),
+                );
+                continue;
+            };
+            let bench = Bench { round: round_bench, checker_model: bench_dir.clone() };
+            let scenarios = check_scenario_set(tree, &bench, &bench_path, system_type.as_deref(), f);
+            for scenario in scenarios {
+                let key = ResultKey::new(system_name.clone(), bench_dir.clone(), scenario);
+                f.result = Some(key.clone());
+                check_result(tree, &bench, &key, f);
+                results.push(key);
+            }
+        }
+    }
+    f.result = None;
+    results
+}
+
+fn checker_models(tree: &Tree) -> String {
+    let mut names: Vec<&str> = tree.round.benchmarks.0.iter().flat_map(|(_, b)| b.checker_models.0.iter().map(|(_, m)| m.as_ref())).collect();
+    names.sort_unstable();
+    names.join(", ")
+}
+
+/// The scenario directories of a benchmark against the round's table for the system type
+/// (closed and network); returns the scenario directories to check.
+fn check_scenario_set(tree: &Tree, bench: &Bench, bench_path: &Path, system_type: Option<&str>, f: &mut Findings) -> Vec<Scenario> {
+    let mut found = Vec::new();
+    for name in dir_names(bench_path, true) {
+        match Scenario::parse(&name).filter(|s| s.name() == name) {
+            Some(s) => found.push(s),
+            None => f.error(
+                Rule::Scenarios,
+                &bench_path.join(&name),
+                format!("`{name}` is not a scenario directory (the checker treats every directory here as one)"),
+                "remove it, or rename it to Offline, Server, SingleStream, MultiStream or Interactive",
+            ),
+        }
+    }
+    let (Some(system_type), true) = (system_type, tree.is_closed_like()) else { return found };
+    let Some(set) = bench.round.scenarios.get(system_type_key(system_type)) else {
+        f.error(
+            Rule::Scenarios,
+            bench_path,
+            format!("round {} has no {} scenarios for {} systems (the official checker crashes on this)", tree.round.id, bench.checker_model, system_type),
+            format!("set system_type in systems/<system>.json to one the benchmark allows: {}", allowed_system_types(bench)),
+        );
+        return found;
+    };
+    let names = |list: &[std::borrow::Cow<'static, str>]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (required, optional) = (names(&set.required), names(&set.optional));
+    for missing in required.iter().filter(|r| !found.iter().any(|s| s.name() == r.as_str())) {
+        f.error(
+            Rule::Scenarios,
+            &bench_path.join(missing),
+            format!("{} on a {system_type} system requires the {missing} scenario", bench.checker_model),
+            format!("run and stage {missing} (required for {system_type}: {})", required.join(", ")),
+        );
+    }
+    for s in found.iter().filter(|s| !required.iter().chain(&optional).any(|n| n == s.name())) {
+        f.error(
+            Rule::Scenarios,
+            &bench_path.join(s.name()),
+            format!("{} on a {system_type} system does not allow the {} scenario", bench.checker_model, s.name()),
+            format!("remove it (allowed: {})", required.iter().chain(&optional).cloned().collect::<Vec<_>>().join(", ")),
+        );
+    }
+    let server_like = ["Server", "Interactive"];
+    if optional.iter().any(|o| server_like.contains(&o.as_str())) && !found.iter().any(|s| server_like.contains(&s.name())) {
+        f.error(
+            Rule::Scenarios,
+            bench_path,
+            format!("{} on a {system_type} system needs one of Server or Interactive", bench.checker_model),
+            "run and stage Server or Interactive",
+        );
+    }
+    found
+}
+
+fn allowed_system_types(bench: &Bench) -> String {
+    bench.round.scenarios.keys().map(|k| if k == "datacenter_edge" { "datacenter,edge" } else { k }).collect::<Vec<_>>().join(", ")
+}
+
+/// Every rule of one result directory.
+fn check_result(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Findings) {
+    let layout = &tree.layout;
+    let perf_dir = layout.performance_dir(key);
+    require_files(&perf_dir, &[SUMMARY_LOG, DETAIL_LOG], "the performance run's logs (LoadGen PerformanceOnly)", f);
+    require_files(&layout.accuracy_dir(key), &ACCURACY_FILES, "the accuracy run's logs and accuracy.txt", f);
+    for path in [layout.user_conf(key), layout.readme(key)] {
+        require_non_empty(&path, "generated by `mlperf generate_conf_files` and copied by staging", f);
+    }
+    check_measurements(tree, key, f);
+    performance::check(tree, bench, key, &perf_dir.join(DETAIL_LOG), f);
+    accuracy::check(tree, bench, key, f);
+    compliance::check(tree, bench, key, f);
+    check_hygiene(tree, key, f);
+}
+
+/// `files` must exist in `dir`; says what they are when missing.
+pub(crate) fn require_files(dir: &Path, files: &[&str], what: &str, f: &mut Findings) -> bool {
+    let mut ok = true;
+    for name in files {
+        let path = dir.join(name);
+        if !path.is_file() {
+            f.error(Rule::RequiredFile, &path, format!("missing {name} ({what})"), "rerun the staging step (`mlperf stage_results`), which copies the run's files here");
+            ok = false;
+        }
+    }
+    ok
+}
+
+fn require_non_empty(path: &Path, origin: &str, f: &mut Findings) {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > 0 => {}
+        Ok(_) => f.error(Rule::RequiredFile, path, "empty file (the checker rejects empty required files)".into(), format!("restore it: it is {origin}")),
+        Err(_) => f.error(Rule::RequiredFile, path, "missing required file".into(), format!("restore it: it is {origin}")),
+    }
+}
+
+/// The measurements file: present, JSON, with the checker's non-empty fields.
+fn check_measurements(tree: &Tree, key: &ResultKey, f: &mut Findings) {
+    let path = tree.layout.measurements_json(key);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(_) => {
+            f.error(
+                Rule::RequiredFile,
+                &path,
+                "missing measurements file".into(),
+                "stage it from `mlperf generate_conf_files` output (it describes the configuration that was run)",
+            );
+            return;
+        }
+    };
+    let json: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            f.error(Rule::MeasurementsFields, &path, format!("not valid JSON: {e}"), "regenerate it with `mlperf generate_conf_files`");
+            return;
+        }
+    };
+    for field in MEASUREMENTS_FIELDS {
+        if !is_truthy(json.get(field)) {
+            f.key_error(
+                Rule::MeasurementsFields,
+                &path,
+                field,
+                format!("`{field}` is missing or empty; the checker requires a value"),
+                format!("set `{field}` (e.g. in the benchmark's config) and regenerate with `mlperf generate_conf_files`"),
+            );
+        }
+    }
+}
+
+/// Python truthiness of a JSON value, as the checker tests fields (`not value`).
+pub(crate) fn is_truthy(value: Option<&serde_json::Value>) -> bool {
+    use serde_json::Value;
+    match value {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::Bool(true)) => true,
+    }
+}
+
+/// Trace logs (hundreds of MB, never read by the checker) and power directories (whose rules
+/// the pre-flight does not implement).
+fn check_hygiene(tree: &Tree, key: &ResultKey, f: &mut Findings) {
+    let scenario_dir = tree.layout.scenario_dir(key);
+    for file in crate::fsutil::walk_files(&scenario_dir) {
+        if file.file_name().and_then(|n| n.to_str()) == Some(TRACE_LOG) {
+            f.warning(
+                Rule::Hygiene,
+                &file,
+                "LoadGen trace log in the submission (the checker ignores it; it only makes the tarball large)".into(),
+                "delete it, or stage with trace logs excluded",
+            );
+        }
+    }
+    let power = scenario_dir.join("performance").join("power");
+    if power.is_dir() {
+        f.warning(
+            Rule::Hygiene,
+            &power,
+            "power measurement directory: the pre-flight does not check power results".into(),
+            "run the official checker (--inference-repo) for the power rules",
+        );
+    }
+}
+
+/// Names in `dir` (directories when `dirs`, else every entry), sorted; empty when it does not exist.
+pub(crate) fn dir_names(dir: &Path, dirs: bool) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().filter(|e| !dirs || e.path().is_dir()).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}

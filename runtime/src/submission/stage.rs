@@ -1,0 +1,363 @@
+//! `mlperf stage_results` and `mlperf stage_compliance`: the newest VALID runs of the selected
+//! configs (from `build/logs`) and their verified audits (from `build/compliance`) into the round's
+//! submission layout, with the generated measurement files and system description of exactly the
+//! configs that were run.
+//!
+//! Refused: INVALID or failed runs, runs marked non-submittable (unless `allow_non_submittable`,
+//! which stages them loudly and keeps their `NON_SUBMITTABLE.txt` next to the staged logs), failed
+//! audit verification, and changing an already staged file without `force`. Every refusal of every
+//! config is reported at once and nothing is written.
+
+use super::layout::{Division, ResultKey, SubmissionLayout, ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::{copy_tree, place_all, required_audits, Content, PlaceReport, Placement};
+use crate::generate;
+use crate::harness::report::Outcome;
+use crate::harness::{read_plan, RunPlan};
+use mlperf_config::render;
+use mlperf_config::{CompiledConfig, Round, Tables};
+use std::path::{Path, PathBuf};
+
+/// A run directory's own record of what it was (`run_plan.json`) and why it can never be part of a
+/// submission (`NON_SUBMITTABLE.txt`). Staging keeps them next to the staged logs; export leaves
+/// them out.
+pub const RUN_PLAN: &str = "run_plan.json";
+pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
+
+/// What the staging commands work on.
+pub struct StageRequest<'a> {
+    pub tables: &'static Tables,
+    pub round: &'static Round,
+    pub configs: Vec<&'static CompiledConfig>,
+    /// Default: the system description's `submitter`.
+    pub submitter: Option<String>,
+    /// The submission root (`build/submission`).
+    pub out: &'a Path,
+    /// Where the runs are (`build/logs`).
+    pub logs: &'a Path,
+    /// Where verified audits are (`build/compliance`).
+    pub compliance: &'a Path,
+    pub allow_non_submittable: bool,
+    pub force: bool,
+}
+
+/// What a staging command did, for the user.
+#[derive(Debug, Default)]
+pub struct StageReport {
+    /// One line per staged result or audit.
+    pub staged: Vec<String>,
+    /// Things the user must see (non-submittable runs staged, newer runs skipped).
+    pub warnings: Vec<String>,
+    pub files: PlaceReport,
+}
+
+/// Where one config's result goes.
+struct Target {
+    tree: SubmissionLayout,
+    key: ResultKey,
+}
+
+fn target(req: &StageRequest, config: &CompiledConfig) -> Result<Target, String> {
+    let system = req.tables.system(&config.system).ok_or_else(|| format!("this binary has no system {}", config.system))?;
+    let desc: serde_json::Value = serde_json::from_str(&system.description_json).map_err(|e| format!("systems/{}.json: {e}", system.id))?;
+    let field = |name: &str| desc[name].as_str().filter(|s| !s.is_empty()).ok_or_else(|| format!("systems/{}.json has no \"{name}\"; fill it in and rebuild", system.id));
+    let described = field("submitter")?;
+    let submitter = match &req.submitter {
+        // The checker requires the submitter directory to equal the description's field (ignoring case).
+        Some(name) if !name.eq_ignore_ascii_case(described) => {
+            return Err(format!(
+                "--submitter {name} differs from \"submitter\": \"{described}\" in systems/{}.json; the checker requires them to match: set the field there and rebuild, or drop --submitter",
+                system.id
+            ))
+        }
+        Some(name) => name.clone(),
+        None => described.to_string(),
+    };
+    let division_name = field("division")?;
+    let division = Division::parse(division_name).ok_or_else(|| format!("systems/{}.json: division \"{division_name}\" is not closed, open or network", system.id))?;
+    let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no benchmark {}", req.round.id, config.benchmark))?;
+    let bench_dir = bench.checker_model(config.workload.accuracy).ok_or_else(|| format!("{} has no {} accuracy target in round {}", config.benchmark, config.workload.accuracy.key(), req.round.id))?;
+    Ok(Target {
+        tree: SubmissionLayout::new(req.out, division, &submitter, req.round.layout),
+        key: ResultKey::new(render::system_name(&system.id, config.workload), bench_dir, config.scenario),
+    })
+}
+
+/// A run directory with its plan and how it ended.
+struct Run {
+    dir: PathBuf,
+    plan: RunPlan,
+    outcome: Outcome,
+}
+
+/// Every run of `key` under `logs` (`<timestamp>/<key>` and its `accuracy/`, `performance/`
+/// SubmissionRun subdirectories), newest first.
+fn runs_of(logs: &Path, key: &ResultKey) -> Vec<Run> {
+    let mut stamps: Vec<PathBuf> = std::fs::read_dir(logs).map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+    // NVIDIA's timestamps (%Y.%m.%d-%H.%M.%S) sort by time.
+    stamps.sort_by(|a, b| b.cmp(a));
+    let mut runs = Vec::new();
+    for stamp in stamps {
+        let base = stamp.join(key.rel());
+        for dir in [base.join("performance"), base.join("accuracy"), base] {
+            if let Ok(plan) = read_plan(&dir) {
+                let outcome = Outcome::read(&dir, &plan, Some(0));
+                runs.push(Run { dir, plan, outcome });
+            }
+        }
+    }
+    runs
+}
+
+fn is_run_of(plan: &RunPlan, config: &CompiledConfig, round: &Round) -> bool {
+    plan.system == config.system
+        && plan.benchmark == config.benchmark
+        && plan.scenario == config.scenario.name()
+        && plan.workload == config.workload.section_name()
+        && plan.round == round.id
+        && plan.audit_test.is_none()
+}
+
+/// Why a run cannot be staged as it is (None: it can).
+fn unusable(run: &Run) -> Option<String> {
+    let why = |s: &str| Some(format!("{s}{}", run.outcome.advice.as_ref().map_or(String::new(), |a| format!(": {a}"))));
+    match (run.plan.mode.as_str(), run.outcome.status.as_str()) {
+        ("PerformanceOnly", "VALID") => None,
+        ("AccuracyOnly", "ACCURACY") if !run.dir.join(ACCURACY_LOG).exists() => Some(format!("no {ACCURACY_LOG}")),
+        ("AccuracyOnly", "ACCURACY") if !run.dir.join(ACCURACY_TXT).exists() => {
+            Some(format!("not scored (no {ACCURACY_TXT}; runs with the test backends are never scored: run the configured engine)"))
+        }
+        ("AccuracyOnly", "ACCURACY") => None,
+        (_, status) => why(status),
+    }
+}
+
+/// The newest usable run of `mode`, and notes about newer runs passed over.
+fn choose<'r>(runs: &'r [Run], mode: &str, label: &str, command: &str, allow_non_submittable: bool) -> Result<(&'r Run, Vec<String>), String> {
+    let mut passed_over = Vec::new();
+    let mut non_submittable = Vec::new();
+    for run in runs.iter().filter(|r| r.plan.mode == mode) {
+        if let Some(why) = unusable(run) {
+            passed_over.push(format!("{}: {why}", run.dir.display()));
+        } else if !run.plan.non_submittable.is_empty() && !allow_non_submittable {
+            non_submittable.push(run);
+        } else {
+            let mut notes: Vec<String> = passed_over.into_iter().map(|p| format!("{label}: passed over newer {mode} run {p}")).collect();
+            notes.extend(non_submittable.iter().map(|r| format!("{label}: passed over newer non-submittable {mode} run {}", r.dir.display())));
+            return Ok((run, notes));
+        }
+    }
+    let mut message = format!("{label}: no usable {mode} run");
+    for p in &passed_over {
+        message.push_str(&format!("\n  refused {p}"));
+    }
+    for run in &non_submittable {
+        message.push_str(&format!("\n  refused {} (VALID but not submittable):", run.dir.display()));
+        for reason in &run.plan.non_submittable {
+            message.push_str(&format!("\n    - {reason}"));
+        }
+    }
+    if !non_submittable.is_empty() {
+        message.push_str("\n  pass --allow-non-submittable to stage it anyway (the tree then demonstrates the pipeline, not a result)");
+    }
+    message.push_str(&format!("\n  to get one, run `{command}`"));
+    Err(message)
+}
+
+/// The command that produces a run of this config.
+fn run_command(config: &CompiledConfig, round: &Round, mode: &str) -> String {
+    format!("mlperf run_harness {} --test_mode={mode} --round={}", render::selection_flags(config), round.id)
+}
+
+/// Loud lines for a non-submittable run that is being staged (the `.dangerous()` path).
+fn non_submittable_warning(run: &Run) -> Option<String> {
+    (!run.plan.non_submittable.is_empty()).then(|| {
+        let reasons: String = run.plan.non_submittable.iter().map(|r| format!("\n    - {r}")).collect();
+        format!("STAGING A NON-SUBMITTABLE RUN {} (--allow-non-submittable); {NON_SUBMITTABLE} is kept next to its staged logs:{reasons}", run.dir.display())
+    })
+}
+
+/// The run's logs, and its provenance files, into `dest`.
+fn run_files(run: &Run, dest: &Path, logs: &[&str]) -> Vec<Placement> {
+    let mut names: Vec<&str> = logs.to_vec();
+    names.extend([RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run.dir.join(n).exists()));
+    names.into_iter().map(|n| Placement { dest: dest.join(n), content: Content::Copy(run.dir.join(n)) }).collect()
+}
+
+/// `mlperf stage_results`.
+pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
+    let mlperf_conf = mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
+    let mut report = StageReport::default();
+    let mut placements = Vec::new();
+    let mut errors = Vec::new();
+    for config in &req.configs {
+        let target = match target(req, config) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let label = target.key.to_string();
+        let runs: Vec<Run> = runs_of(req.logs, &target.key).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
+        let mut chosen = Vec::new();
+        for mode in ["PerformanceOnly", "AccuracyOnly"] {
+            match choose(&runs, mode, &label, &run_command(config, req.round, mode), req.allow_non_submittable) {
+                Ok((run, notes)) => {
+                    report.warnings.extend(notes);
+                    chosen.push(run);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let [performance, accuracy] = chosen[..] else { continue };
+        let mut files = generate::config_files(req.tables, req.round, config, mlperf_conf, &target.tree);
+        let user_conf = target.tree.user_conf(&target.key);
+        let ran_with = std::fs::read_to_string(performance.dir.join("user.conf")).unwrap_or_default();
+        if ran_with != files[&user_conf] {
+            if performance.plan.non_submittable.is_empty() {
+                errors.push(format!(
+                    "{label}: {} differs from the user.conf this binary generates: the config changed after the run; rerun `{}`",
+                    performance.dir.join("user.conf").display(),
+                    run_command(config, req.round, "PerformanceOnly")
+                ));
+                continue;
+            }
+            // A non-submittable run (test run, overrides) ran other settings: stage what it ran.
+            files.insert(user_conf, ran_with);
+        }
+        for run in [performance, accuracy] {
+            report.warnings.extend(non_submittable_warning(run));
+        }
+        placements.extend(files.into_iter().map(|(dest, text)| Placement { dest, content: Content::Text(text) }));
+        placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG]));
+        if performance.dir.join(ACCURACY_LOG).exists() {
+            placements.push(Placement { dest: target.tree.performance_dir(&target.key).join(ACCURACY_LOG), content: Content::Copy(performance.dir.join(ACCURACY_LOG)) });
+        }
+        placements.extend(run_files(accuracy, &target.tree.accuracy_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG, ACCURACY_TXT]));
+        report.staged.push(format!("{label}: performance {} ({}), accuracy {}", performance.dir.display(), metric(&performance.outcome), accuracy.dir.display()));
+        let src = target.tree.src_dir();
+        if !src.exists() && !placements.iter().any(|p| p.dest.starts_with(&src)) {
+            placements.push(Placement { dest: src.join("README.md"), content: Content::Text(src_readme()) });
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!("nothing staged:\n{}", errors.join("\n")));
+    }
+    report.files = place_all(&placements, req.force, "mlperf stage_results")?;
+    Ok(report)
+}
+
+fn metric(outcome: &Outcome) -> String {
+    outcome.metric.as_ref().map_or_else(|| outcome.status.clone(), |(label, value)| format!("{value:.3} {label}"))
+}
+
+/// The checker requires the code directory to exist; staging never overwrites one the user filled.
+fn src_readme() -> String {
+    format!(
+        "# Code\n\nThese results were produced by mlperf-rs {} (the `mlperf` binary: LoadGen harness, engines,\naccuracy scripts and submission tools). Put its source tree here before submitting.\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Why a verified audit directory does not show a pass (None: it passed). Rules of the checker's
+/// compliance check (compliance_check.py) for each test.
+pub fn verification_failure(test: &str, dir: &Path) -> Option<String> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|_| format!("{} is missing", dir.join(name).display()));
+    let passes = |name: &str| -> Result<(), String> {
+        let text = read(name)?;
+        if text.lines().any(|l| l.trim() == "TEST PASS") {
+            Ok(())
+        } else {
+            Err(format!("{} does not say TEST PASS", dir.join(name).display()))
+        }
+    };
+    let result = match test {
+        "TEST01" => passes(VERIFY_PERFORMANCE).and_then(|_| {
+            // A non-deterministic SUT fails the log comparison; the checker then judges the
+            // baseline vs compliance accuracy files of the fallback instead.
+            let fallback = ["baseline_accuracy.txt", "compliance_accuracy.txt"].iter().all(|f| dir.join("accuracy").join(f).exists());
+            passes(VERIFY_ACCURACY).or_else(|e| if fallback { Ok(()) } else { Err(format!("{e}, and accuracy/ has no baseline/compliance accuracy (TEST01 fallback)")) })
+        }),
+        "TEST04" => passes(VERIFY_PERFORMANCE),
+        "TEST07" | "TEST08" => passes(VERIFY_ACCURACY),
+        "TEST09" => passes(VERIFY_OUTPUT_LEN),
+        "TEST06" => read(VERIFY_ACCURACY).and_then(|text| {
+            let has = |line: &str| text.lines().any(|l| l.trim() == line);
+            let checks = [
+                ("First token check pass", has("First token check pass: True") || has("First token check pass: Skipped")),
+                ("EOS check pass", has("EOS check pass: True")),
+                ("Sample length check pass", has("Sample length check pass: True")),
+            ];
+            match checks.iter().find(|(_, ok)| !ok) {
+                Some((name, _)) => Err(format!("{} does not say `{name}: True`", dir.join(VERIFY_ACCURACY).display())),
+                None => Ok(()),
+            }
+        }),
+        other => Err(format!("staging does not know compliance test {other}")),
+    };
+    result.err()
+}
+
+/// `non_submittable` reasons recorded in a verified audit's provenance (`<TEST>.json` next to the
+/// `<TEST>/` directory), if any.
+fn audit_non_submittable(dir: &Path) -> Vec<String> {
+    let provenance = dir.with_extension("json");
+    std::fs::read_to_string(&provenance)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["non_submittable"].as_array().map(|a| a.iter().filter_map(|r| r.as_str().map(String::from)).collect()))
+        .unwrap_or_default()
+}
+
+/// `mlperf stage_compliance`.
+pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
+    let mut report = StageReport::default();
+    let mut placements = Vec::new();
+    let mut errors = Vec::new();
+    for config in &req.configs {
+        let target = match target(req, config) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let tests = required_audits(req.round, target.tree.division(), &target.key.bench_dir);
+        if tests.is_empty() {
+            report.staged.push(format!("{}: no compliance tests needed", target.key));
+        }
+        for test in tests {
+            let dir = req.compliance.join(target.key.rel()).join(&test);
+            let label = format!("{} {test}", target.key);
+            if !dir.is_dir() {
+                errors.push(format!(
+                    "{label}: no verified audit in {}; run `mlperf run_audit_harness {} --round={}`",
+                    dir.display(),
+                    render::selection_flags(config),
+                    req.round.id
+                ));
+                continue;
+            }
+            if let Some(why) = verification_failure(&test, &dir) {
+                errors.push(format!("{label}: verification failed: {why}; fix the cause and rerun the audit"));
+                continue;
+            }
+            let reasons = audit_non_submittable(&dir);
+            if !reasons.is_empty() {
+                let list: String = reasons.iter().map(|r| format!("\n    - {r}")).collect();
+                if !req.allow_non_submittable {
+                    errors.push(format!("{label}: the audit in {} ran non-submittable:{list}\n  pass --allow-non-submittable to stage it anyway", dir.display()));
+                    continue;
+                }
+                report.warnings.push(format!("STAGING A NON-SUBMITTABLE AUDIT {} (--allow-non-submittable):{list}", dir.display()));
+            }
+            placements.extend(copy_tree(&dir, &target.tree.test_dir(&target.key, &test)));
+            report.staged.push(format!("{label}: {}", dir.display()));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!("nothing staged:\n{}", errors.join("\n")));
+    }
+    report.files = place_all(&placements, req.force, "mlperf stage_compliance")?;
+    Ok(report)
+}
