@@ -4,6 +4,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod compliance;
 pub mod dataset;
 pub mod detect;
 pub mod engines;
