@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::Tables;
 use mlperf_runtime::dataset::scratch::Scratch;
-use mlperf_runtime::{check, detect, generate, harness, select, show, submission};
+use mlperf_runtime::{check, compliance, detect, generate, harness, select, show, submission};
 
 #[derive(Parser, Debug)]
 #[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
@@ -83,6 +83,10 @@ pub enum Command {
         #[command(flatten)]
         selection: Selection,
     },
+    /// Run the round's compliance audits of the selected configs, verify them natively against the
+    /// newest VALID reference runs, and write build/compliance/<system>/<bench>/<Scenario>/<TEST>/.
+    #[command(name = "run_audit_harness", alias = "run-audit-harness")]
+    RunAuditHarness(AuditArgs),
     /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
     #[command(name = "run_loadgen_test", hide = true)]
     RunLoadgenTest { dir: std::path::PathBuf },
@@ -240,6 +244,34 @@ pub struct StageArgs {
     pub force: bool,
 }
 
+/// Flags of run_audit_harness.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Comma-separated tests (TEST01, TEST04, TEST06); default: each benchmark's required tests in the round.
+    #[arg(long = "audit_tests")]
+    pub audit_tests: Option<String>,
+    /// One-minute audit runs; never submittable (the reference runs must match).
+    #[arg(long = "test_run")]
+    pub test_run: bool,
+    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
+    #[arg(long, default_value = "config")]
+    pub backend: String,
+    /// Per-batch latency of the fixed_latency backend, in microseconds.
+    #[arg(long = "backend_latency_us", default_value_t = 1000)]
+    pub backend_latency_us: u64,
+    /// Round whose LoadGen and rules apply (default: the newest).
+    #[arg(long)]
+    pub round: Option<String>,
+    /// Holds logs/ (reference runs), compliance_logs/ (audit runs) and compliance/ (verified tests).
+    #[arg(long = "build_dir", default_value = "build")]
+    pub build_dir: std::path::PathBuf,
+    /// Replace verified TEST directories that already exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// Flags of the commands that work on a staged submission tree.
 #[derive(Args, Debug)]
 pub struct TreeArgs {
@@ -313,11 +345,12 @@ pub fn split_overrides(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>
 }
 
 pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
-    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::GenerateEngines { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
-        return Err(format!("config overrides (--{}=...) apply only to run_harness, run and generate_engines", overrides[0].0));
+    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::RunAuditHarness(_) | Command::GenerateEngines { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
+        return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines and bench engine", overrides[0].0));
     }
     match cli.command {
         Command::RunHarness(args) => report(run_harness(args, overrides, tables, false)?)?,
+        Command::RunAuditHarness(args) => run_audit_harness(args, overrides, tables)?,
         Command::Run(args) => report(run_harness(args, overrides, tables, true)?)?,
         Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
             let out = out.join(harness::timestamp());
@@ -527,17 +560,7 @@ fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'st
             eprintln!("{}", prepare_engine(c, &overrides, tables)?);
         }
     }
-    let round = match &args.round {
-        Some(id) => tables.round(id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables)))?,
-        None => tables.default_round(),
-    };
-    if let Some(c) = configs.iter().find(|c| !c.rounds.iter().any(|r| *r == round.id)) {
-        return Err(format!("{}/{}/{} is not a valid config in round {} (valid in: {})", c.system, c.benchmark, c.scenario, round.id, c.rounds.join(", ")));
-    }
-    let mut caveats = Vec::new();
-    if !choice.hardware_mismatch.is_empty() {
-        caveats.push(format!("system {} chosen against the hardware: {}", choice.system.id, choice.hardware_mismatch.join("; ")));
-    }
+    let (round, caveats) = round_and_caveats(tables, &choice, &configs, args.round.as_deref())?;
     let default_logs = match &args.audit_test {
         Some(test) => std::path::PathBuf::from("build/compliance_logs").join(test),
         None => std::path::PathBuf::from("build/logs"),
@@ -578,6 +601,58 @@ fn prepare_engine(config: &mlperf_config::CompiledConfig, overrides: &[(String, 
         }
         Some(kind) => Ok(format!("{label}: {} engine, nothing to build", kind.name())),
     }
+}
+
+/// The round the selected configs run in (checked valid for each) and the caveats that make
+/// every run non-submittable.
+fn round_and_caveats(
+    tables: &'static Tables,
+    choice: &select::SystemChoice,
+    configs: &[&'static mlperf_config::CompiledConfig],
+    round: Option<&str>,
+) -> Result<(&'static mlperf_config::Round, Vec<String>), String> {
+    let round = match round {
+        Some(id) => tables.round(id).ok_or_else(|| format!("unknown round {id}; this build has {}", round_ids(tables)))?,
+        None => tables.default_round(),
+    };
+    if let Some(c) = configs.iter().find(|c| !c.rounds.iter().any(|r| *r == round.id)) {
+        return Err(format!("{}/{}/{} is not a valid config in round {} (valid in: {})", c.system, c.benchmark, c.scenario, round.id, c.rounds.join(", ")));
+    }
+    let mut caveats = Vec::new();
+    if !choice.hardware_mismatch.is_empty() {
+        caveats.push(format!("system {} chosen against the hardware: {}", choice.system.id, choice.hardware_mismatch.join("; ")));
+    }
+    Ok((round, caveats))
+}
+
+/// `run_audit_harness`: audits of the selected configs, verified, and the result table; fails
+/// when any audit failed verification.
+fn run_audit_harness(args: AuditArgs, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
+    let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
+    let configs = selected_configs(tables, &choice, &args.selection)?;
+    let (round, caveats) = round_and_caveats(tables, &choice, &configs, args.round.as_deref())?;
+    // "all" (or nothing) means each benchmark's required tests.
+    let tests: Vec<String> = select::split_list(args.audit_tests.as_deref()).into_iter().map(|t| t.to_ascii_uppercase()).collect();
+    let tests = (!tests.is_empty()).then_some(tests);
+    let results = compliance::audit::run_audit_harness(&compliance::audit::AuditRequest {
+        tables,
+        system: choice.system,
+        round,
+        configs,
+        tests,
+        test_run: args.test_run,
+        backend: harness::Backend::parse(&args.backend, args.backend_latency_us)?,
+        overrides,
+        caveats,
+        build_dir: &args.build_dir,
+        force: args.force,
+    })?;
+    print!("{}", compliance::audit::table(&results));
+    let failed = results.iter().filter(|r| !r.passed).count();
+    if failed > 0 {
+        return Err(format!("{failed} of {} audits failed verification; see the verify_*.txt files", results.len()));
+    }
+    Ok(())
 }
 
 fn round_ids(tables: &Tables) -> String {

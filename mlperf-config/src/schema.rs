@@ -210,10 +210,12 @@ pub struct Settings {
     pub traffic_distribution_policy: Option<Cow<'static, str>>,
 
     // ---- Compliance audits ----
-    /// Server target QPS multiplier for audit runs (NVIDIA uses 0.92).
+    /// Factor on the Server target QPS of compliance audit runs, applied on top of
+    /// server_target_qps_adj_factor (e.g. 0.92 runs audits at 92 %); default 1.0 (no derating).
     #[field(group = "audit", scenarios = ["Server", "Interactive"])]
     pub audit_server_target_qps_adj_factor: Option<f64>,
-    /// How often a failed audit is retried (NVIDIA: TEST01 2, TEST04 3).
+    /// Extra attempts run_audit_harness makes when an audit fails verification; every attempt's
+    /// logs are kept; default 0 (one attempt).
     #[field(group = "audit")]
     pub audit_retries: Option<u64>,
 }

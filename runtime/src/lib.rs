@@ -5,6 +5,7 @@
 pub mod accuracy;
 pub mod bench;
 pub mod check;
+pub mod compliance;
 pub mod dataset;
 pub mod detect;
 pub mod engines;

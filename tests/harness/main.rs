@@ -221,3 +221,71 @@ fn gpu_configs_without_a_gpu_fail_with_what_is_missing() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("FAILED") && stderr.contains("cannot load the CUDA driver"), "{stdout}\n{stderr}");
 }
+
+/// The reference runs, then `run_audit_harness` on real LoadGen: TEST01 and TEST04 (resnet50's
+/// required tests) verified into build/compliance in the checker's layout. Short runs come from
+/// `--min_duration` overrides: `--test_run` fixes 60 s per run, and TEST01 would log most of a
+/// null SUT's queries.
+#[test]
+fn run_audit_harness_verifies_the_rounds_tests_against_the_reference_runs() {
+    let cwd = scratch("audit-harness");
+    let select = ["--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline"];
+    // Offline throughput of a fixed-latency device (batches of 8 every 2.5 ms) is steady enough for
+    // TEST01's 10 % performance window on a busy machine. LoadGen issues at least 24576 samples.
+    let fixed = ["--backend=fixed_latency", "--backend_latency_us=2500", "--offline_expected_qps=3200", "--min_duration=2000"];
+    let args = |command: &str, extra: &[&str]| -> Vec<String> { [command].iter().chain(&select).chain(extra).map(|s| s.to_string()).collect() };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        mlperf(&cwd, &args)
+    };
+
+    // Without reference runs nothing runs, and the error names what to run.
+    let out = run(args("run_audit_harness", &fixed));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--test_mode=PerformanceOnly") && stderr.contains("--test_mode=AccuracyOnly"), "{stderr}");
+    assert!(!cwd.join("build/compliance_logs").exists());
+
+    // The null SUT answers like the fixed-latency device, and scores 50000 samples instantly.
+    assert!(run(args("run_harness", &["--backend=null", "--test_mode=AccuracyOnly"])).status.success());
+    // Run directories are named by the second; two runs of one config in one second collide.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert!(run(args("run_harness", &fixed)).status.success());
+    let out = run(args("run_audit_harness", &fixed));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let scenario = cwd.join("build/compliance/CPU-dev_RS/resnet/Offline");
+    for test in ["TEST01", "TEST04"] {
+        assert!(stdout.lines().any(|l| l.contains(test) && l.contains("PASS")), "{stdout}");
+        let provenance: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(scenario.join(format!("{test}.json"))).unwrap()).unwrap();
+        assert_eq!(provenance["passed"], true);
+        assert!(provenance["non_submittable"].to_string().contains("test backend"), "{provenance}");
+    }
+    let files = |dir: &Path| -> Vec<String> { walk_files(dir).iter().map(|p| p.strip_prefix(dir).unwrap().display().to_string()).collect() };
+    assert_eq!(
+        files(&scenario.join("TEST01")),
+        ["accuracy/mlperf_log_accuracy.json", "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt", "verify_accuracy.txt", "verify_performance.txt"]
+    );
+    assert_eq!(files(&scenario.join("TEST04")), ["performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt", "verify_performance.txt"]);
+    let verify_accuracy = std::fs::read_to_string(scenario.join("TEST01/verify_accuracy.txt")).unwrap();
+    assert!(verify_accuracy.contains("num_perf_log_data_mismatch = 0\n") && verify_accuracy.ends_with("TEST PASS\n\n"), "{verify_accuracy}");
+    let audit_log = DetailLog::read(&scenario.join("TEST01/performance/run_1/mlperf_log_detail.txt")).unwrap();
+    assert_eq!(audit_log.u64("effective_accuracy_log_sampling_target"), Some(4096), "run with the round's TEST01 settings");
+    for test in ["TEST01", "TEST04"] {
+        assert!(std::fs::read_to_string(scenario.join(test).join("verify_performance.txt")).unwrap().contains("TEST PASS\n"));
+    }
+
+    // Verified results are never replaced without --force.
+    let out = run(args("run_audit_harness", &fixed));
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--force"));
+
+    // A device five times as fast (as a cache would make it) fails TEST04; with one retry, both
+    // attempts' logs stay.
+    let faster = ["--backend=fixed_latency", "--backend_latency_us=500", "--offline_expected_qps=16000", "--min_duration=2000"];
+    let out = run(args("run_audit_harness", &[&faster[..], &["--audit_tests=TEST04", "--audit_retries=1", "--force"]].concat()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("TEST04") && l.contains("FAIL") && l.contains(" 2 ")), "{stdout}");
+    assert!(std::fs::read_to_string(scenario.join("TEST04/verify_performance.txt")).unwrap().ends_with("TEST FAIL: Test score invalid\n"));
+    let test04_runs = walk_files(&cwd.join("build/compliance_logs/TEST04")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).count();
+    assert_eq!(test04_runs, 3, "the first audit and both failed attempts");
+}

@@ -177,7 +177,13 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<report::Outcome>, String> {
     signals::install();
     let mut outcomes = Vec::new();
     for config in &req.configs {
-        let settings = apply_overrides(&config.settings, &req.overrides)?;
+        let mut settings = apply_overrides(&config.settings, &req.overrides)?;
+        if req.audit_test.is_some() {
+            // Audits of Server run at the config's derated target (a Server-only field).
+            if let Some(derating) = settings.audit_server_target_qps_adj_factor {
+                settings.server_target_qps_adj_factor = Some(settings.server_target_qps_adj_factor.unwrap_or(1.0) * derating);
+            }
+        }
         let effective_config = CompiledConfig { settings, ..(*config).clone() };
         let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
         let system_name = render::system_name(&req.system.id, config.workload);

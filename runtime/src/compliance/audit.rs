@@ -1,0 +1,359 @@
+//! `run_audit_harness`: for each selected config and compliance test, check the reference runs
+//! exist, run the audit through [`harness::run_all`] (audit settings by explicit path, logs under
+//! `<build>/compliance_logs/<TEST>/<timestamp>/...`), verify it natively, retry a failed
+//! verification `audit_retries` times (every attempt's logs are kept: each gets its own
+//! timestamp directory), and write the last verification to
+//! `<build>/compliance/<system_name>/<bench>/<Scenario>/<TEST>/` plus `<TEST>.json` (provenance).
+
+use super::reference::{self, RunKey, RunKind};
+use super::test01::{self, Scored};
+use super::{test04, test06, TestDir, Verification};
+use crate::accuracy::log::LogDtype;
+use crate::harness::{self, report::Outcome, Backend, RunPlan, RunRequest, TestMode};
+use mlperf_config::{render, Audit, BenchmarkRound, CompiledConfig, DatasetSource, Round, Settings, SystemInfo, Tables};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The compliance tests this build verifies.
+pub const VERIFIED_TESTS: [&str; 3] = ["TEST01", "TEST04", "TEST06"];
+
+/// The resolved `run_audit_harness` command.
+pub struct AuditRequest<'a> {
+    pub tables: &'static Tables,
+    pub system: &'static SystemInfo,
+    pub round: &'static Round,
+    pub configs: Vec<&'static CompiledConfig>,
+    /// `--audit_tests`; None = each benchmark's required tests in the round.
+    pub tests: Option<Vec<String>>,
+    pub test_run: bool,
+    pub backend: Backend,
+    pub overrides: Vec<(String, String)>,
+    pub caveats: Vec<String>,
+    /// `logs/` (references), `compliance_logs/` (audit runs) and `compliance/` (verified) live here.
+    pub build_dir: &'a Path,
+    /// Replace an existing verified TEST directory.
+    pub force: bool,
+}
+
+/// One verified (config, test).
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditResult {
+    pub system_name: String,
+    pub bench_dir: String,
+    pub scenario: String,
+    pub test: String,
+    pub passed: bool,
+    /// The numbers of the last attempt.
+    pub summary: String,
+    pub attempts: Vec<Attempt>,
+    pub reference_performance: Option<PathBuf>,
+    pub reference_accuracy: Option<PathBuf>,
+    /// Why the audit or its references can never be part of a submission (empty = submittable).
+    pub non_submittable: Vec<String>,
+    /// The verified TEST directory.
+    pub out_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// The audit run directory.
+    pub dir: PathBuf,
+    /// The run's status (VALID, INVALID, FAILED, ...).
+    pub run: String,
+    pub passed: bool,
+    pub summary: String,
+}
+
+/// One (config, test) to audit, with its references.
+struct Job {
+    config: &'static CompiledConfig,
+    bench: &'static BenchmarkRound,
+    /// The test's rules in the round (`[audits.TEST0x]`).
+    rules: &'static Audit,
+    system_name: String,
+    bench_dir: String,
+    test: String,
+    performance_ref: Option<(PathBuf, RunPlan)>,
+    accuracy_ref: Option<(PathBuf, RunPlan)>,
+    out_dir: PathBuf,
+}
+
+impl Job {
+    fn label(&self) -> String {
+        format!("{}/{}/{}", self.system_name, self.bench_dir, self.config.scenario.name())
+    }
+}
+
+/// Plans every job, failing before any run when a test is unknown, a reference is missing or a
+/// verified directory would be overwritten.
+fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
+    if let Some(tests) = &req.tests {
+        if let Some(bad) = tests.iter().find(|t| !VERIFIED_TESTS.contains(&t.as_str())) {
+            let known = req.round.audits.keys().collect::<Vec<_>>().join(", ");
+            return Err(format!("--audit_tests: {bad} is not a test this build verifies (it verifies {}; round {} has {known})", VERIFIED_TESTS.join(", "), req.round.id));
+        }
+    }
+    let (logs, out_root) = (req.build_dir.join("logs"), req.build_dir.join("compliance"));
+    let (mut jobs, mut problems) = (Vec::new(), Vec::new());
+    for &config in &req.configs {
+        let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
+        let system_name = render::system_name(&req.system.id, config.workload);
+        let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
+        let scenario = config.scenario.name();
+        let required: Vec<&str> = bench.compliance.iter().map(|t| t.as_ref()).collect();
+        let tests: Vec<&str> = match &req.tests {
+            Some(tests) => tests.iter().map(String::as_str).filter(|t| required.contains(t)).collect(),
+            None => required.clone(),
+        };
+        if let Some(unverified) = tests.iter().find(|t| !VERIFIED_TESTS.contains(t)) {
+            problems.push(format!("{system_name}/{bench_dir}/{scenario} needs {unverified}, which this build cannot verify yet (it verifies {})", VERIFIED_TESTS.join(", ")));
+            continue;
+        }
+        let key = RunKey { system_name: &system_name, bench_dir: &bench_dir, scenario, round: &req.round.id };
+        for test in tests {
+            let mut find = |kind| {
+                let found = reference::newest(&logs, key, kind);
+                if found.is_none() {
+                    problems.push(reference::missing(&logs, key, kind, &config.benchmark, test));
+                }
+                found
+            };
+            let performance_ref = if matches!(test, "TEST01" | "TEST04") { find(RunKind::Performance) } else { None };
+            let accuracy_ref = if test == "TEST01" { find(RunKind::Accuracy) } else { None };
+            let Some(rules) = req.round.audits.get(test) else {
+                problems.push(format!("round {} requires {test} of {} but has no [audits.{test}] rules", req.round.id, config.benchmark));
+                continue;
+            };
+            let out_dir = out_root.join(&system_name).join(&bench_dir).join(scenario).join(test);
+            if out_dir.exists() && !req.force {
+                problems.push(format!("{} already exists; pass --force to verify {test} again and replace it", out_dir.display()));
+            }
+            jobs.push(Job { config, bench, rules, system_name: system_name.clone(), bench_dir: bench_dir.clone(), test: test.to_string(), performance_ref, accuracy_ref, out_dir });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!("nothing was run:\n  - {}", problems.join("\n  - ")));
+    }
+    if jobs.is_empty() {
+        return Err(format!("no selected benchmark needs {} in round {}", req.tests.as_deref().unwrap_or_default().join(", "), req.round.id));
+    }
+    Ok(jobs)
+}
+
+/// Runs and verifies every audit; returns one result per (config, test).
+pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String> {
+    let jobs = plan(req)?;
+    let mut results = Vec::new();
+    for job in &jobs {
+        let settings = harness::apply_overrides(&job.config.settings, &req.overrides)?;
+        let tries = 1 + settings.audit_retries.unwrap_or(0);
+        let mut attempts = Vec::new();
+        let mut last: Option<(Verification, Option<TestDir>, RunPlan)> = None;
+        for attempt in 1..=tries {
+            let stamp = harness::timestamp();
+            let timestamp = if attempt == 1 { stamp } else { format!("{stamp}_retry{}", attempt - 1) };
+            let outcomes = harness::run_all(&RunRequest {
+                tables: req.tables,
+                system: req.system,
+                round: req.round,
+                configs: vec![job.config],
+                test_mode: TestMode::PerformanceOnly,
+                test_run: req.test_run,
+                audit_test: Some(job.test.clone()),
+                backend: req.backend,
+                overrides: req.overrides.clone(),
+                caveats: req.caveats.clone(),
+                log_dir: &req.build_dir.join("compliance_logs").join(&job.test),
+                timestamp,
+            })?;
+            let outcome = outcomes.into_iter().next().ok_or("the harness ran nothing")?;
+            if outcome.status == "ABORTED" {
+                return Err(format!("interrupted during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()));
+            }
+            let (verification, dir) = verify(job, &settings, &outcome)?;
+            eprintln!("{} {} attempt {attempt} of {tries}: {} ({})", job.test, job.label(), if verification.passed { "PASS" } else { "FAIL" }, verification.summary);
+            attempts.push(Attempt { dir: outcome.dir.clone(), run: outcome.status.clone(), passed: verification.passed, summary: verification.summary.clone() });
+            let passed = verification.passed;
+            last = Some((verification, dir, outcome.plan));
+            if passed {
+                break;
+            }
+        }
+        let (verification, dir, plan) = last.expect("at least one attempt");
+        let mut non_submittable = plan.non_submittable.clone();
+        for (_, reference) in job.performance_ref.iter().chain(&job.accuracy_ref) {
+            for reason in &reference.non_submittable {
+                if !non_submittable.contains(reason) {
+                    non_submittable.push(reason.clone());
+                }
+            }
+        }
+        let result = AuditResult {
+            system_name: job.system_name.clone(),
+            bench_dir: job.bench_dir.clone(),
+            scenario: job.config.scenario.name().to_string(),
+            test: job.test.clone(),
+            passed: verification.passed,
+            summary: verification.summary,
+            attempts,
+            reference_performance: job.performance_ref.as_ref().map(|(d, _)| d.clone()),
+            reference_accuracy: job.accuracy_ref.as_ref().map(|(d, _)| d.clone()),
+            non_submittable,
+            out_dir: job.out_dir.clone(),
+        };
+        // A run that left no logs has nothing to verify, so nothing is written for it.
+        if let Some(dir) = dir {
+            dir.write(&job.out_dir, req.force)?;
+            let json = serde_json::to_string_pretty(&result).expect("results serialize");
+            crate::fsutil::write_atomic(&job.out_dir.with_extension("json"), json.as_bytes())?;
+        }
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// The dtype TEST01 compares responses as: NVIDIA's `--dtype int32` for resnet50 (the class id
+/// our engines log), the script's default `byte` otherwise.
+fn test01_dtype(benchmark: &str) -> LogDtype {
+    match benchmark {
+        "resnet50" => crate::accuracy::imagenet::DEFAULT_DTYPE,
+        _ => LogDtype::Int8,
+    }
+}
+
+/// The benchmark's accuracy scorer, for TEST01's fallback.
+fn scorer(benchmark: &str, settings: &Settings) -> Result<Box<dyn Fn(&Path) -> Result<Scored, String>>, String> {
+    if benchmark != "resnet50" {
+        return Err(format!("no accuracy scorer for {benchmark} runs in this build, so TEST01's non-deterministic fallback cannot score it"));
+    }
+    let val_map = if settings.dataset == Some(DatasetSource::Synthetic) {
+        harness::workload::ensure_synthetic(settings)?.val_map_path
+    } else {
+        crate::dataset::scratch::Scratch::from_env().map_path(settings).ok_or("resnet50 configs need map_path")?
+    };
+    Ok(Box::new(imagenet_scorer(val_map)))
+}
+
+/// ResNet50 top-1 against `val_map`, as accuracy.txt prints it and the checker's `acc` pattern
+/// reads it back (three decimals).
+pub fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, String> {
+    move |log: &Path| {
+        let score = crate::accuracy::imagenet::score_imagenet(log, &val_map, crate::accuracy::imagenet::DEFAULT_DTYPE)?;
+        let printed: f64 = format!("{:.3}", score.accuracy_percent()).parse().expect("a formatted float parses");
+        Ok(Scored { text: score.accuracy_txt(), metrics: vec![("acc".to_string(), printed)] })
+    }
+}
+
+/// Verifies one audit run; the TEST directory is None when the run left no logs.
+fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), String> {
+    let run = &outcome.dir;
+    if !run.join("mlperf_log_detail.txt").is_file() {
+        let why = outcome.advice.clone().unwrap_or_else(|| format!("the audit run {} left no logs", run.display()));
+        return Ok((Verification::text(false, String::new(), why), None));
+    }
+    let rules = job.rules;
+    let mut dir = TestDir::default();
+    let verification = match job.test.as_str() {
+        "TEST01" => verify_test01(job, settings, run, rules, &mut dir)?,
+        "TEST04" => {
+            let (reference, _) = job.performance_ref.as_ref().expect("planned with a reference");
+            let tolerance = rules.tolerance_percent.ok_or("the round's TEST04 has no tolerance_percent")?;
+            let v = test04::compare_summaries(&reference.join("mlperf_log_summary.txt"), &run.join("mlperf_log_summary.txt"), tolerance);
+            dir.text("verify_performance.txt", v.report.clone());
+            copy_performance_logs(&mut dir, run);
+            v
+        }
+        _ => {
+            let v = test06::verify(&run.join("mlperf_log_accuracy.json"), job.config.scenario.name(), LogDtype::Int32, test06::DEFAULT_EOS_TOKEN_ID)?;
+            dir.text("verify_accuracy.txt", v.report.clone());
+            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
+            v
+        }
+    };
+    Ok((verification, Some(dir)))
+}
+
+fn copy_performance_logs(dir: &mut TestDir, run: &Path) {
+    dir.copy("performance/run_1/mlperf_log_summary.txt", &run.join("mlperf_log_summary.txt"));
+    dir.copy("performance/run_1/mlperf_log_detail.txt", &run.join("mlperf_log_detail.txt"));
+}
+
+fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir: &mut TestDir) -> Result<Verification, String> {
+    let (perf_ref, _) = job.performance_ref.as_ref().expect("planned with a reference");
+    let (acc_ref, _) = job.accuracy_ref.as_ref().expect("planned with a reference");
+    let delta = rules.performance_delta_percent.ok_or("the round's TEST01 has no performance_delta_percent")?;
+    let performance = test01::compare_performance(&perf_ref.join("mlperf_log_detail.txt"), &run.join("mlperf_log_detail.txt"), delta);
+    let (reference_log, audit_log) = (acc_ref.join("mlperf_log_accuracy.json"), run.join("mlperf_log_accuracy.json"));
+    let comparison = test01::compare_accuracy_logs(&reference_log, &audit_log, test01_dtype(&job.config.benchmark));
+    let accuracy_report = match &comparison {
+        Ok(c) => c.report(),
+        Err(e) => format!("Verifying accuracy. This might take a while...\nERROR: {e}\nTEST FAIL\n\n"),
+    };
+    dir.text("verify_accuracy.txt", accuracy_report);
+    dir.text("verify_performance.txt", performance.report.clone());
+    dir.copy("accuracy/mlperf_log_accuracy.json", &audit_log);
+    copy_performance_logs(dir, run);
+    let mut summary = String::new();
+    let accuracy_passed = match &comparison {
+        Ok(c) if c.passed() => {
+            let _ = write!(summary, "accuracy {} matched, 0 differ", c.perf_log_qsl_idx_match);
+            true
+        }
+        Ok(c) if c.perf_log_data_mismatch > 0 => {
+            let _ = write!(summary, "accuracy {} of {} matched entries differ; ", c.perf_log_data_mismatch, c.perf_log_qsl_idx_match);
+            match run_fallback(job, settings, &reference_log, &audit_log, run) {
+                Ok(fallback) => {
+                    dir.text("accuracy/baseline_accuracy.txt", fallback.baseline.text.clone());
+                    dir.text("accuracy/compliance_accuracy.txt", fallback.compliance.text.clone());
+                    dir.text("accuracy/accuracy.txt", fallback.compliance.text.clone());
+                    let deltas: Vec<String> = fallback.deltas.iter().map(|(m, d, a)| format!("{m} delta {d:.3} % (allowed {a} %)")).collect();
+                    let _ = write!(summary, "fallback {}", deltas.join(", "));
+                    fallback.passed
+                }
+                Err(e) => {
+                    let _ = write!(summary, "fallback impossible: {e}");
+                    false
+                }
+            }
+        }
+        Ok(c) => {
+            let _ = write!(summary, "accuracy: no sampled entry found in the reference ({} entries logged)", c.perf_log_entries);
+            false
+        }
+        Err(e) => {
+            let _ = write!(summary, "accuracy: {e}");
+            false
+        }
+    };
+    let _ = write!(summary, "; {}", performance.summary);
+    Ok(Verification::text(accuracy_passed && performance.passed, String::new(), summary))
+}
+
+fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, String> {
+    let score = scorer(&job.config.benchmark, settings)?;
+    // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
+    let baseline = run.join("mlperf_log_accuracy_baseline.json");
+    test01::write_baseline_log(reference_log, audit_log, &baseline)?;
+    let targets: Vec<(String, f64)> = job.bench.accuracy.iter().filter(|a| a.checker_model == job.bench_dir).filter_map(|a| Some((a.metric.to_string(), a.delta_percent?))).collect();
+    test01::fallback(&baseline, audit_log, &targets, score.as_ref())
+}
+
+/// The table printed after `run_audit_harness`.
+pub fn table(results: &[AuditResult]) -> String {
+    let mut out = String::new();
+    let width = results.iter().map(|r| r.system_name.len() + r.bench_dir.len() + r.scenario.len() + 2).max().unwrap_or(6).max(6);
+    let _ = writeln!(out, "{:<width$}  {:<6}  {:<6}  {:>8}  numbers", "config", "test", "result", "attempts");
+    for r in results {
+        let config = format!("{}/{}/{}", r.system_name, r.bench_dir, r.scenario);
+        let _ = writeln!(out, "{config:<width$}  {:<6}  {:<6}  {:>8}  {}", r.test, if r.passed { "PASS" } else { "FAIL" }, r.attempts.len(), r.summary);
+    }
+    if let Some(flagged) = results.iter().find(|r| !r.non_submittable.is_empty()) {
+        let _ = writeln!(out, "Not submittable: {}", flagged.non_submittable.join("; "));
+    }
+    if let Some(first) = results.first() {
+        let root = first.out_dir.ancestors().nth(4).unwrap_or(&first.out_dir);
+        let _ = writeln!(out, "Verified: {}", root.display());
+    }
+    out
+}
