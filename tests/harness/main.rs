@@ -247,8 +247,6 @@ fn run_audit_harness_verifies_the_rounds_tests_against_the_reference_runs() {
 
     // The null SUT answers like the fixed-latency device, and scores 50000 samples instantly.
     assert!(run(args("run_harness", &["--backend=null", "--test_mode=AccuracyOnly"])).status.success());
-    // Run directories are named by the second; two runs of one config in one second collide.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
     assert!(run(args("run_harness", &fixed)).status.success());
     let out = run(args("run_audit_harness", &fixed));
     let stdout = String::from_utf8_lossy(&out.stdout);

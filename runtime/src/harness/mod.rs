@@ -22,7 +22,7 @@ use engine::{Engine, FixedLatencyEngine};
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::{BenchmarkRound, CompiledConfig, Round, Scenario, Settings, SystemInfo, Tables};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -172,8 +172,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<report::Outcome>, String> {
     if !req.overrides.is_empty() && req.tables.locked_system.is_some() {
         return Err("command-line config overrides are refused by locked builds; build without system features to experiment".into());
     }
-    let root = req.log_dir.join(&req.timestamp);
-    check_writable(&root)?;
+    let root = new_run_root(&req.log_dir, &req.timestamp)?;
     signals::install();
     let mut outcomes = Vec::new();
     for config in &req.configs {
@@ -250,13 +249,22 @@ pub fn performance_sample_count(bench: &BenchmarkRound, settings: &Settings) -> 
     settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count)
 }
 
-/// Fails before any run when logs cannot be written.
-fn check_writable(root: &Path) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot write logs under {}: {e}; fix the permissions or pass --log_dir", root.display());
-    std::fs::create_dir_all(root).map_err(fail)?;
-    let probe = root.join(".write-probe");
-    std::fs::write(&probe, b"").map_err(fail)?;
-    std::fs::remove_file(&probe).map_err(fail)
+/// Creates this invocation's own log directory, `<log_dir>/<timestamp>`, before any run (so a
+/// log directory that cannot be written fails at once). Timestamps have whole seconds: when an
+/// earlier invocation of the same second holds that name, this one gets `<timestamp>_2`, `_3`, ...,
+/// which still sort after it ("newest" is the greatest name).
+fn new_run_root(log_dir: &Path, timestamp: &str) -> Result<PathBuf, String> {
+    let fail = |e: std::io::Error| format!("cannot write logs under {}: {e}; fix the permissions or pass --log_dir", log_dir.display());
+    std::fs::create_dir_all(log_dir).map_err(fail)?;
+    let mut n = 1;
+    loop {
+        let root = log_dir.join(if n == 1 { timestamp.to_string() } else { format!("{timestamp}_{n}") });
+        match std::fs::create_dir(&root) {
+            Ok(()) => return Ok(root),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(fail(e)),
+        }
+    }
 }
 
 fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str) -> Result<(), String> {
@@ -431,4 +439,24 @@ pub fn audit_config(tables: &Tables, plan: &RunPlan, test: &str) -> Result<Strin
         line("sample_concatenate_permutation", v.to_string());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_run_root;
+
+    #[test]
+    fn invocations_in_the_same_second_get_their_own_log_directory_that_sorts_newest() {
+        let logs = std::env::temp_dir().join(format!("mlperf-run-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&logs);
+        let stamp = "2026.11.22-10.00.00";
+        let roots: Vec<_> = (0..3).map(|_| new_run_root(&logs, stamp).unwrap()).collect();
+        let names: Vec<_> = roots.iter().map(|r| r.file_name().unwrap().to_str().unwrap().to_string()).collect();
+        assert_eq!(names, [stamp.to_string(), format!("{stamp}_2"), format!("{stamp}_3")]);
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(sorted, names, "a later invocation's directory is the newest by name");
+        assert!(new_run_root(&logs, "2026.11.22-10.00.01").unwrap().file_name().unwrap() > std::ffi::OsStr::new(&names[2]));
+        std::fs::remove_dir_all(&logs).unwrap();
+    }
 }
