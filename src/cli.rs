@@ -187,6 +187,23 @@ pub enum Command {
     },
 }
 
+/// What answers the queries, for run_harness, run and run_audit_harness.
+#[derive(Args, Debug)]
+pub struct BackendArgs {
+    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
+    #[arg(long, default_value = "config")]
+    pub backend: String,
+    /// Per-batch latency of the fixed_latency backend, in microseconds.
+    #[arg(long = "backend_latency_us", default_value_t = 1000)]
+    pub backend_latency_us: u64,
+}
+
+impl BackendArgs {
+    fn parse(&self) -> Result<harness::Backend, String> {
+        harness::Backend::parse(&self.backend, self.backend_latency_us)
+    }
+}
+
 /// Flags of run_harness / run (NVIDIA's names).
 #[derive(Args, Debug)]
 pub struct HarnessArgs {
@@ -201,12 +218,8 @@ pub struct HarnessArgs {
     /// Run a compliance test of the round (TEST01, TEST04, TEST06, ...) with its audit settings.
     #[arg(long = "audit_test")]
     pub audit_test: Option<String>,
-    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
-    #[arg(long, default_value = "config")]
-    pub backend: String,
-    /// Per-batch latency of the fixed_latency backend, in microseconds.
-    #[arg(long = "backend_latency_us", default_value_t = 1000)]
-    pub backend_latency_us: u64,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// Round whose LoadGen and rules apply (default: the newest).
     #[arg(long)]
     pub round: Option<String>,
@@ -255,12 +268,8 @@ pub struct AuditArgs {
     /// One-minute audit runs; never submittable (the reference runs must match).
     #[arg(long = "test_run")]
     pub test_run: bool,
-    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
-    #[arg(long, default_value = "config")]
-    pub backend: String,
-    /// Per-batch latency of the fixed_latency backend, in microseconds.
-    #[arg(long = "backend_latency_us", default_value_t = 1000)]
-    pub backend_latency_us: u64,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// Round whose LoadGen and rules apply (default: the newest).
     #[arg(long)]
     pub round: Option<String>,
@@ -555,7 +564,8 @@ fn report(outcomes: Vec<harness::report::Outcome>) -> Result<(), String> {
 fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'static Tables, prepare: bool) -> Result<Vec<harness::report::Outcome>, String> {
     let choice = select::choose_system(tables, args.selection.system_name.as_deref())?;
     let configs = selected_configs(tables, &choice, &args.selection)?;
-    if prepare && args.backend == "config" {
+    let backend = args.backend.parse()?;
+    if prepare && backend == harness::Backend::Config {
         for c in &configs {
             eprintln!("{}", prepare_engine(c, &overrides, tables)?);
         }
@@ -574,7 +584,7 @@ fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'st
         test_mode: harness::TestMode::parse(&args.test_mode)?,
         test_run: args.test_run,
         audit_test: args.audit_test,
-        backend: harness::Backend::parse(&args.backend, args.backend_latency_us)?,
+        backend,
         overrides,
         caveats,
         log_dir: &log_dir,
@@ -641,7 +651,7 @@ fn run_audit_harness(args: AuditArgs, overrides: Vec<(String, String)>, tables: 
         configs,
         tests,
         test_run: args.test_run,
-        backend: harness::Backend::parse(&args.backend, args.backend_latency_us)?,
+        backend: args.backend.parse()?,
         overrides,
         caveats,
         build_dir: &args.build_dir,

@@ -183,20 +183,25 @@ fn run_files(run: &Run, dest: &Path, logs: &[&str]) -> Vec<Placement> {
     names.into_iter().map(|n| Placement { dest: dest.join(n), content: Content::Copy(run.dir.join(n)) }).collect()
 }
 
+/// The staging target of every selected config, and an error for each config that has none.
+fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<String>) {
+    let (mut found, mut errors) = (Vec::new(), Vec::new());
+    for &config in &req.configs {
+        match target(req, config) {
+            Ok(t) => found.push((config, t)),
+            Err(e) => errors.push(e),
+        }
+    }
+    (found, errors)
+}
+
 /// `mlperf stage_results`.
 pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
     let mlperf_conf = mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
     let mut report = StageReport::default();
     let mut placements = Vec::new();
-    let mut errors = Vec::new();
-    for config in &req.configs {
-        let target = match target(req, config) {
-            Ok(t) => t,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
+    let (targets, mut errors) = targets(req);
+    for (config, target) in targets {
         let label = target.key.to_string();
         let runs: Vec<Run> = runs_of(req.logs, &target.key).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
         let mut chosen = Vec::new();
@@ -313,15 +318,8 @@ fn audit_non_submittable(dir: &Path) -> Vec<String> {
 pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
     let mut report = StageReport::default();
     let mut placements = Vec::new();
-    let mut errors = Vec::new();
-    for config in &req.configs {
-        let target = match target(req, config) {
-            Ok(t) => t,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
+    let (targets, mut errors) = targets(req);
+    for (config, target) in targets {
         let tests = required_audits(req.round, target.tree.division(), &target.key.bench_dir);
         if tests.is_empty() {
             report.staged.push(format!("{}: no compliance tests needed", target.key));
