@@ -110,7 +110,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
     let convs = header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
     progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), req.batch_size));
     let model = DeviceModel::load(0, &header, &lowered.blob, req.input)?;
-    let slot = Slot::new(&model, req.workspace_limit, false)?;
+    let slot = Slot::new(&model, req.workspace_limit, req.workspace_limit, false)?;
     slot.choose_algorithms(&mut header, req.workspace_limit, &mut |line| progress(line))?;
     drop(slot);
     drop(model);

@@ -208,6 +208,11 @@ pub struct Slot {
     handle: Handle,
     buffers: Vec<DeviceBuffer>,
     workspace: DeviceBuffer,
+    /// The config's `workspace_size`: the most `workspace` may grow to.
+    workspace_limit: usize,
+    /// Workspaces outgrown by a smaller batch whose algorithms need more (cuDNN's need is not
+    /// monotonic in the batch size): kept, because graphs captured earlier point into them.
+    outgrown: Vec<DeviceBuffer>,
     /// Samples as the QSL holds them (max batch), then their slot numbers in `pool`.
     pub host_input: PinnedBuffer,
     host_slots: PinnedBuffer,
@@ -226,7 +231,8 @@ pub struct Slot {
 unsafe impl Send for Slot {}
 
 impl Slot {
-    pub fn new(model: &Arc<DeviceModel>, workspace_bytes: usize, use_graphs: bool) -> Result<Slot> {
+    /// A slot with `workspace_bytes` of cuDNN workspace, which grows on demand up to `workspace_limit`.
+    pub fn new(model: &Arc<DeviceModel>, workspace_bytes: usize, workspace_limit: usize, use_graphs: bool) -> Result<Slot> {
         let ctx = &model.ctx;
         ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let stream = cu("create stream", ctx.new_stream())?;
@@ -240,6 +246,8 @@ impl Slot {
             handle,
             buffers,
             workspace: DeviceBuffer::new(workspace_bytes)?,
+            workspace_limit,
+            outgrown: Vec::new(),
             host_input: PinnedBuffer::new(n * sample_bytes)?,
             host_slots: PinnedBuffer::new(n * 4)?,
             device_input: DeviceBuffer::new(n * sample_bytes)?,
@@ -354,6 +362,7 @@ impl Slot {
         let upload = resident_pool.is_none();
         if !self.programs.contains_key(&(n, upload)) {
             let layers = self.descriptors(n)?;
+            self.fit_workspace(n, &layers)?;
             // A plain run first: cuDNN loads kernels and sizes internals lazily, which must not
             // happen inside a capture.
             self.enqueue(n, &layers, pool, upload)?;
@@ -369,6 +378,25 @@ impl Slot {
         cu("synchronize", self.stream.synchronize())?;
         let classes = unsafe { std::slice::from_raw_parts(self.host_classes.ptr as *const i32, n) };
         Ok(classes.to_vec())
+    }
+
+    /// Grows the workspace when the plan's algorithms need more at batch `n` than at the sizes run
+    /// so far (seen on an H100: 8 KB at batch 2048, 7.9 MB at batch 456), up to `workspace_limit`.
+    fn fit_workspace(&mut self, n: usize, layers: &[LayerDescriptors]) -> Result<()> {
+        let needs = self.model.header.layers.iter().zip(layers).filter_map(|(layer, d)| match d {
+            LayerDescriptors::Conv { workspace, .. } => Some((*workspace, &layer.name)),
+            LayerDescriptors::Pool { .. } => None,
+        });
+        let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
+        if need <= self.workspace.bytes {
+            return Ok(());
+        }
+        if need > self.workspace_limit {
+            return Err(format!("layer {name} needs {need} bytes of cuDNN workspace at batch {n}, above workspace_size ({} bytes); raise workspace_size or rebuild the plan with it", self.workspace_limit));
+        }
+        let grown = DeviceBuffer::new(need)?;
+        self.outgrown.push(std::mem::replace(&mut self.workspace, grown));
+        Ok(())
     }
 
     fn capture(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload: bool) -> Result<CudaGraph> {

@@ -56,7 +56,7 @@ impl GpuEngine {
             _ => 0,
         });
         let workspace = workspace.max().unwrap_or(0).min(options.workspace_bytes.max(1));
-        let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.use_graphs)).collect::<Result<Vec<_>, _>>()?;
+        let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.workspace_bytes, options.use_graphs)).collect::<Result<Vec<_>, _>>()?;
         let resident = match options.resident_samples {
             0 => None,
             n => Some(ResidentPool { buffer: DeviceBuffer::new(n * input.sample_bytes())?, capacity: n, sample_bytes: input.sample_bytes(), slots: Mutex::new(HashMap::new()) }),
