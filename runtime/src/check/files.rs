@@ -18,6 +18,8 @@ pub(crate) struct Bench<'a> {
     pub round: &'a BenchmarkRound,
     /// The checker model = the directory name (`resnet`, `bert-99`, ...).
     pub checker_model: String,
+    /// The system's `system_type` includes edge: its results may be inferred ([`infer::inferable`]).
+    pub edge: bool,
 }
 
 /// Checks one submitter tree; returns the result directories it found.
@@ -54,7 +56,8 @@ pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
                 );
                 continue;
             };
-            let bench = Bench { round: round_bench, checker_model: bench_dir.clone() };
+            let edge = system_type.as_deref().is_some_and(|t| t.split(',').any(|t| t.trim() == "edge"));
+            let bench = Bench { round: round_bench, checker_model: bench_dir.clone(), edge };
             let scenarios = check_scenario_set(tree, &bench, &bench_path, system_type.as_deref(), f);
             for scenario in scenarios {
                 let key = ResultKey::new(system_name.clone(), bench_dir.clone(), scenario);

@@ -4,6 +4,7 @@
 use super::files::Bench;
 use super::{Findings, Rule, Tree};
 use crate::harness::logs::DetailLog;
+use crate::submission::infer;
 use crate::submission::layout::ResultKey;
 use mlperf_config::Scenario;
 use std::path::Path;
@@ -37,16 +38,19 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
     let rerun = "rerun it without overrides: only target_qps / target_latency (and larger sample or query counts) may change in user.conf";
 
     let logged_scenario = log.str("effective_scenario").and_then(Scenario::parse);
-    if logged_scenario != Some(key.scenario.loadgen()) {
+    let measured = logged_scenario.filter(|&s| s == key.scenario.loadgen() || (bench.edge && infer::inferable(s, key.scenario)));
+    let Some(measured) = measured else {
         f.key_error(
             Rule::Layout,
             detail,
             "effective_scenario",
             format!("the log is a {} run, but it sits in the {} directory", log.str("effective_scenario").unwrap_or("(missing)"), key.scenario.name()),
-            "stage the run of this scenario here",
+            if bench.edge { "stage the run of this scenario here (edge systems may infer only MultiStream and Offline from SingleStream, and Offline from MultiStream)" } else { "stage the run of this scenario here (only edge systems may infer results)" },
         );
         return;
-    }
+    };
+    // An inferred result's log is held to the rules of the scenario that ran, as the checker does.
+    let key = &ResultKey { scenario: measured, ..key.clone() };
 
     for (field, expected) in
         [("effective_qsl_rng_seed", round.seeds.qsl), ("effective_sample_index_rng_seed", round.seeds.sample_index), ("effective_schedule_rng_seed", round.seeds.schedule)]

@@ -250,6 +250,24 @@ fn early_stopping_must_be_met() {
 }
 
 #[test]
+fn inferred_results_pass_on_edge_systems_only() {
+    // MultiStream and Offline inferred from SingleStream by `infer_results`, as the chain script does.
+    let tree = Copy::new();
+    tree.remove(&at("MultiStream", ""));
+    tree.remove(&at("Offline", ""));
+    let inferred = crate::submission::infer::infer_results(&tree.0, &round(), None).unwrap();
+    assert_eq!(inferred.inferred.len(), 2, "{:?}", inferred.inferred);
+    let report = tree.check();
+    assert_eq!(report.error_count(), 0, "{}", report.render());
+    assert_eq!(report.results.len(), 3);
+
+    tree.edit_system(|s| {
+        s.insert("system_type".into(), "datacenter".into());
+    });
+    assert_error(&tree.check(), Rule::Layout, &at("Offline", "performance/run_1/mlperf_log_detail.txt"), "the log is a SingleStream run, but it sits in the Offline directory");
+}
+
+#[test]
 fn server_target_latency_within_the_constraint() {
     // A datacenter,edge resnet needs Server; a MultiStream log relabelled as Server stands in.
     let tree = Copy::new();

@@ -14,6 +14,12 @@ use mlperf_config::{Round, Scenario};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// Whether the checker lets an edge system's `to` result be inferred from a `from` log.
+pub fn inferable(from: Scenario, to: Scenario) -> bool {
+    use Scenario::{MultiStream, Offline, SingleStream};
+    matches!((from, to), (SingleStream, MultiStream) | (SingleStream, Offline) | (MultiStream, Offline))
+}
+
 /// `(from, to)` pairs to infer, in the order of preprocess_submission.py: SingleStream alone gives
 /// Offline and MultiStream; SingleStream with one of them gives the missing MultiStream; a
 /// MultiStream result gives a missing Offline. Only scenarios in `allowed` are inferred.
