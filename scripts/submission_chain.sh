@@ -29,7 +29,7 @@ if [ -n "${INFERENCE_REPO:-}" ]; then CHECK=(--inference-repo="$INFERENCE_REPO")
 
 step() { printf '\n== %s  %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
-step "1/8 performance and accuracy runs (SubmissionRun: full-length performance run, then the whole accuracy set)"
+step "1/8 accuracy and performance runs (SubmissionRun: the whole accuracy set, then the full-length performance run)"
 "$BIN" run "${SEL[@]}" --test_mode=SubmissionRun "${RUN[@]}"
 step "2/8 the round's audits (resnet: TEST01, TEST04), verified against the runs of step 1"
 "$BIN" run_audit_harness "${SEL[@]}" "${RUN[@]}"
