@@ -84,12 +84,13 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, ro
     let workload_name = config.workload.section_name();
     let id = PlanIdentity { system: &config.system, scenario: config.scenario.name(), workload: &workload_name };
     let work = workload::open(&config.benchmark, settings, bench.accuracy_sample_count() as usize, performance, workload::device_count(Some(system)), &id)?;
+    let batcher = workload::batcher(settings, &config.benchmark);
     let duration = Duration::from_secs_f64(options.seconds);
-    let mut runs = LoadgenRuns { dir: out.to_path_buf(), count: 0, library: work.library.clone(), batcher: work.batcher };
+    let mut runs = LoadgenRuns { dir: out.to_path_buf(), count: 0, library: work.library.clone(), batcher };
 
     let loaded: Vec<usize> = (0..performance.min(work.library.total_sample_count())).collect();
     work.library.load_samples(&loaded);
-    let engine_alone = engines_alone(&work.devices, work.library.as_ref(), &loaded, work.batcher, duration);
+    let engine_alone = engines_alone(&work.devices, work.library.as_ref(), &loaded, batcher, duration);
     work.library.unload_samples(&loaded);
     let engine_alone = engine_alone?;
 
@@ -122,7 +123,7 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, ro
         scenario: config.scenario.name().to_string(),
         engine: work.devices[0].name().to_string(),
         devices: work.devices.len(),
-        batcher: work.batcher,
+        batcher,
         seconds: options.seconds,
         loadgen_version: mlperf_loadgen::LINKED_VERSION.to_string(),
         synthetic: work.synthetic,

@@ -368,7 +368,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             let devices = workload::device_count(tables.system(&plan.system));
             let id = crate::engines::gpu::setup::PlanIdentity { system: &plan.system, scenario: &plan.scenario, workload: &plan.workload };
             let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices, &id)?;
-            let config = BatcherConfig { token_latencies: plan.token_latencies, ..work.batcher };
+            let config = BatcherConfig { token_latencies: plan.token_latencies, ..workload::batcher(&settings, &plan.benchmark) };
             let sut = BatchingSut::start(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config);
             let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
             let result = mlperf_loadgen::start_test(&sut, work.library.as_ref(), &lg, &log, audit.as_deref());

@@ -21,11 +21,10 @@ use std::sync::Arc;
 /// Seed of the synthetic workload's weights: fixed, so every machine generates the same model.
 pub const SYNTHETIC_SEED: u64 = 20_261_122;
 
-/// A ready workload: one engine per device, how the batching SUT drives them, the samples, and the
-/// val map accuracy is scored against.
+/// A ready workload: one engine per device, the samples, and the val map accuracy is scored
+/// against. [`batcher`] says how the batching SUT drives the engines.
 pub struct Workload {
     pub devices: Vec<Arc<dyn Engine>>,
-    pub batcher: BatcherConfig,
     pub library: Arc<SampleLibrary>,
     pub val_map: PathBuf,
     pub synthetic: bool,
@@ -100,19 +99,13 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
         let spec = synthetic::input_spec(size, batch, layout);
         let cpu = Arc::new(CpuEngine::load(&artifacts.model_path, spec)?);
         let library = SampleLibrary::generated("synthetic ImageNet", total, performance, spec.sample_bytes(), move |i| synthetic::synthetic_image(i, size, layout));
-        return Ok(Workload {
-            devices: vec![cpu; devices.max(1)],
-            batcher: batcher(settings, benchmark),
-            library: Arc::new(library),
-            val_map: artifacts.val_map_path,
-            synthetic: true,
-        });
+        return Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map: artifacts.val_map_path, synthetic: true });
     }
     let (library, val_map) = real_samples(benchmark, settings, performance)?;
     let spec = image_input(settings, batch)?;
     let model = Scratch::from_env().model_path(settings).ok_or("resnet50 configs need model_path")?;
     let cpu = Arc::new(CpuEngine::load(&model, spec)?);
-    Ok(Workload { devices: vec![cpu; devices.max(1)], batcher: batcher(settings, benchmark), library: Arc::new(library), val_map, synthetic: false })
+    Ok(Workload { devices: vec![cpu; devices.max(1)], library: Arc::new(library), val_map, synthetic: false })
 }
 
 /// The GPU engine on every GPU of the system, from a plan `generate_engines` built. A missing, stale
@@ -135,7 +128,7 @@ fn open_gpu(benchmark: &str, settings: &Settings, total: usize, performance: usi
     } else {
         real_samples(benchmark, settings, performance)?
     };
-    Ok(Workload { devices: engines, batcher: batcher(settings, benchmark), library: Arc::new(library), val_map, synthetic: gpu.synthetic })
+    Ok(Workload { devices: engines, library: Arc::new(library), val_map, synthetic: gpu.synthetic })
 }
 
 /// The preprocessed samples and val map of a real dataset, or an error listing what is missing.

@@ -323,12 +323,8 @@ impl Slot {
 
         for (layer, descriptors) in m.header.layers.iter().zip(layers) {
             match descriptors {
-                LayerDescriptors::Conv { d, algo, workspace } => {
-                    if *workspace > self.workspace.bytes {
-                        return Err(format!("layer {} needs {workspace} bytes of workspace at batch {n}, the slot has {}", layer.name, self.workspace.bytes));
-                    }
-                    unsafe { self.fused(layer, d).launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) }
-                }
+                // `fit_workspace` sized the workspace for these descriptors.
+                LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) },
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output)))
                 },
