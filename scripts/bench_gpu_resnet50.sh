@@ -2,6 +2,7 @@
 # GPU engine benchmark for resnet50 on a machine with one or two GPUs, with the PyTorch comparator
 # in the same run. Usage: scripts/bench_gpu_resnet50.sh <mlperf binary> <1-GPU system id> [<2-GPU system id>]
 # e.g. scripts/bench_gpu_resnet50.sh ./mlperf H200-SXM-141GBx1 H200-SXM-141GBx2
+# VARIANTS=1 adds CUDA graphs, 2 streams and batch 512 on one GPU (graphs and 2 streams on two); SECS sets each measurement's length.
 #
 # No ImageNet and no int8 calibration here: the fp16 engine runs the synthetic ResNet50 at 224 px
 # (--precision=fp16 --dataset=synthetic overrides, so every run is marked non-submittable).
@@ -19,13 +20,16 @@ for b in 256 2048; do python3 "$(dirname "$0")/bench_pytorch_resnet50.py" --batc
 echo "== generate_engines, $ONE (then again: must reuse)"
 CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}"
 CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}"
-echo "== bench engine, $ONE: as configured, then with CUDA graphs, then also 2 streams, then also batch 512"
+echo "== bench engine, $ONE, as configured"
 CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" | tee /tmp/bench1.txt
 TUNED=(--use_graphs=true --gpu_inference_streams=2)
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" --use_graphs=true | grep -F "(a) engine alone"
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
-CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}" "--gpu_batch_size={resnet50=512}" | tail -1
-CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" "--gpu_batch_size={resnet50=512}" | grep -F "(a) engine alone"
+if [ -n "${VARIANTS:-}" ]; then
+  echo "== bench engine, $ONE: with CUDA graphs, then also 2 streams, then also batch 512"
+  CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" --use_graphs=true | grep -F "(a) engine alone"
+  CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
+  CUDA_VISIBLE_DEVICES=0 "$BIN" generate_engines --system_name="$ONE" "${DEV[@]}" "--gpu_batch_size={resnet50=512}" | tail -1
+  CUDA_VISIBLE_DEVICES=0 "$BIN" bench engine --system_name="$ONE" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" "--gpu_batch_size={resnet50=512}" | grep -F "(a) engine alone"
+fi
 
 if [ -n "$TWO" ]; then
   echo "== PyTorch, 2 GPUs (one process each, concurrently)"
@@ -35,7 +39,9 @@ if [ -n "$TWO" ]; then
   echo "== generate_engines + bench engine, $TWO"
   "$BIN" generate_engines --system_name="$TWO" "${DEV[@]}"
   "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" | tee /tmp/bench2.txt
-  "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
+  if [ -n "${VARIANTS:-}" ]; then
+    "$BIN" bench engine --system_name="$TWO" --seconds="$SECS" "${DEV[@]}" "${TUNED[@]}" | grep -F "(a) engine alone"
+  fi
 fi
 
 SYS=${TWO:-$ONE}

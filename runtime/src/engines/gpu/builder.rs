@@ -1,10 +1,11 @@
 //! `generate_engines` for the GPU engine: a plan is reused when its key matches what is wanted
 //! now, rebuilt (saying why) when stale or corrupt, and built from the ONNX model otherwise:
-//! import and fuse, lower, time cuDNN's algorithms on GPU 0 within the workspace limit, check the
-//! result against the CPU engine, write the plan atomically.
+//! import and fuse, lower, time cuDNN's algorithms and accumulators on GPU 0 within the workspace
+//! limit, check the result against the CPU engine (retuning with fp32 sums only if a plan with
+//! fp16 sums disagrees), write the plan atomically.
 
 use super::exec::{self, DeviceModel, InputFormat, Slot};
-use super::plan::{self, Plan, PlanHeader, PlanKey, PlanStatus};
+use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
 use super::{lower, network, GpuEngine, RunOptions};
 use crate::engines::cpu::CpuEngine;
 use crate::fsutil::write_atomic;
@@ -93,7 +94,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
     }
     let lowered = lower::lower(&net)?;
     let classes = lowered.classes;
-    let mut header = PlanHeader {
+    let header = PlanHeader {
         key,
         model_path: req.model_path.display().to_string(),
         layers: lowered.layers,
@@ -103,40 +104,78 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         classes,
         // 1001-class models (MLPerf's resnet50_v1.onnx) put "background" at 0.
         class_offset: if classes == 1001 { -1 } else { 0 },
+        input_layout: lowered.input_layout,
         blob_len: lowered.blob.len(),
         blob_sha256: plan::sha256_hex(&lowered.blob),
         verification: String::new(),
     };
     let convs = header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
     progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), req.batch_size));
-    let model = DeviceModel::load(0, &header, &lowered.blob, req.input)?;
-    let slot = Slot::new(&model, req.workspace_limit, req.workspace_limit, false)?;
-    slot.choose_algorithms(&mut header, req.workspace_limit, &mut |line| progress(line))?;
-    drop(slot);
-    drop(model);
     let mut plan = Plan { header, blob: lowered.blob };
+    tune(&mut plan, req, &[Accumulator::Fp32, Accumulator::Fp16], progress)?;
     if let Some((source, samples)) = req.check_samples {
-        plan.header.verification = verify(&plan, req, source, samples)?;
+        let reference = reference_logits(req, source, samples.min(req.batch_size))?;
+        plan.header.verification = match verify(&plan, req, source, &reference) {
+            Err(why) if half_sums(&plan.header) > 0 => {
+                progress(&format!("{why}; {} layers sum in fp16: timing again with fp32 sums only", half_sums(&plan.header)));
+                tune(&mut plan, req, &[Accumulator::Fp32], progress)?;
+                verify(&plan, req, source, &reference)?
+            }
+            checked => checked?,
+        };
         progress(&plan.header.verification);
     }
     write_atomic(&req.plan_path, &plan.to_bytes())?;
     let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
-    Ok(format!("{convs} convolutions, {:.2} ms per batch of {} in convolutions alone; {}", total_us / 1000.0, req.batch_size, plan.header.verification))
+    Ok(format!(
+        "{convs} convolutions ({} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
+        half_sums(&plan.header),
+        total_us / 1000.0,
+        req.batch_size,
+        plan.header.verification
+    ))
 }
 
-/// Agreement with the CPU engine (tract, fp32) on the first `samples` samples: top-1 agreement
-/// and the largest logit error relative to each sample's largest logit. Fails the build when
-/// fewer than 99% of top-1 answers agree (fp16 rounding flips only near-ties).
-pub fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<String, String> {
-    let batch = samples.min(plan.header.key.batch_size);
+/// Chooses every convolution's algorithm and accumulator on GPU 0 (see `Slot::choose_algorithms`).
+fn tune(plan: &mut Plan, req: &BuildRequest, accumulators: &[Accumulator], progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+    let model = DeviceModel::load(0, &plan.header, &plan.blob, req.input)?;
+    let slot = Slot::new(&model, req.workspace_limit, req.workspace_limit, false)?;
+    slot.choose_algorithms(&mut plan.header, accumulators, req.workspace_limit, progress)
+}
+
+fn half_sums(header: &PlanHeader) -> usize {
+    header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { accumulator: Accumulator::Fp16, .. })).count()
+}
+
+/// The CPU engine's (tract, fp32) logits for the first `samples` samples, computed once per build
+/// and on every core (one tract thread would otherwise dominate the build time).
+fn reference_logits(req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, String> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(samples.max(1));
+    let chunk = samples.div_ceil(threads).max(1);
+    let cpu = CpuEngine::load(req.model_path, crate::engines::cpu::InputSpec { batch_size: chunk, ..req.cpu_input })?;
+    let data: Vec<_> = (0..samples).map(|i| source.sample(i)).collect();
+    let refs: Vec<&[u8]> = data.iter().map(|s| &s[..]).collect();
+    let parts: Vec<Result<Vec<f32>, String>> = std::thread::scope(|scope| {
+        let cpu = &cpu;
+        let workers: Vec<_> = refs.chunks(chunk).map(|part| scope.spawn(move || cpu.scores(part))).collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err("the CPU engine panicked".into()))).collect()
+    });
+    parts.into_iter().try_fold(Vec::new(), |mut all, part| {
+        all.extend(part?);
+        Ok(all)
+    })
+}
+
+/// Agreement with the CPU engine's logits `reference` (see [`reference_logits`]) on as many
+/// samples: top-1 agreement and the largest logit error relative to each sample's largest logit.
+/// Fails the build when fewer than 99% of top-1 answers agree (fp16 rounding flips only near-ties).
+pub fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, reference: &[f32]) -> Result<String, String> {
+    let batch = reference.len() / plan.header.classes;
     let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.workspace_limit };
     let gpu = GpuEngine::open(0, plan, req.input, options)?;
     let indices: Vec<usize> = (0..batch).collect();
     let (gpu_top1, gpu_logits) = gpu.classify(&indices, source, true)?;
-    let cpu = CpuEngine::load(req.model_path, crate::engines::cpu::InputSpec { batch_size: batch, ..req.cpu_input })?;
-    let data: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
-    let refs: Vec<&[u8]> = data.iter().map(|s| &s[..]).collect();
-    let cpu_logits = cpu.scores(&refs)?;
+    let cpu_logits = reference;
     let classes = plan.header.classes;
     let mut agree = 0;
     let mut max_rel = 0f32;

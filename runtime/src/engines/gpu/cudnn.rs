@@ -1,6 +1,7 @@
 //! The few cuDNN objects the engine uses, as owned Rust values over cudarc's `cudnn::result` layer
 //! (cudarc's sys/result/safe layering: cudarc gives sys and result, this is our safe layer).
-//! Every descriptor is NHWC fp16 with fp32 accumulation; each type frees itself on drop.
+//! Every descriptor is NHWC fp16 (convolutions accumulate in fp32 or fp16); each type frees itself
+//! on drop.
 
 use cudarc::cudnn::result as cr;
 use cudarc::cudnn::sys;
@@ -72,15 +73,16 @@ impl Drop for Filter {
     }
 }
 
-/// A cross-correlation with fp32 accumulation on tensor cores.
+/// A cross-correlation on tensor cores, accumulating in fp32 or (`half_sums`) fp16.
 pub struct Convolution(pub sys::cudnnConvolutionDescriptor_t);
 
 impl Convolution {
-    pub fn new(pad: usize, stride: usize) -> Result<Convolution> {
+    pub fn new(pad: usize, stride: usize, half_sums: bool) -> Result<Convolution> {
+        let compute = if half_sums { sys::cudnnDataType_t::CUDNN_DATA_HALF } else { sys::cudnnDataType_t::CUDNN_DATA_FLOAT };
         let d = check("create convolution", cr::create_convolution_descriptor())?;
         let c = Convolution(d);
         check("set convolution", unsafe {
-            cr::set_convolution2d_descriptor(d, pad as c_int, pad as c_int, stride as c_int, stride as c_int, 1, 1, sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION, sys::cudnnDataType_t::CUDNN_DATA_FLOAT)
+            cr::set_convolution2d_descriptor(d, pad as c_int, pad as c_int, stride as c_int, stride as c_int, 1, 1, sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION, compute)
         })?;
         check("set math type", unsafe { cr::set_convolution_math_type(d, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH) })?;
         Ok(c)

@@ -4,11 +4,11 @@
 //!
 //! A batch on a slot: the samples are copied into the slot's pinned input buffer (or, with
 //! `start_from_device`, found in the device's resident sample pool), and one graph launch does the
-//! rest: upload, conversion to NHWC fp16, every layer, top-1 selection and the download of one
-//! int32 class per sample into pinned memory.
+//! rest: upload, conversion to NHWC fp16 (space-to-depth when the plan's stem wants it), every
+//! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
 use super::cudnn::{self, Activation, Convolution, Filter, FusedConv, Handle, Pooling, Tensor};
-use super::plan::{LayerKind, PlanHeader, PlannedLayer};
+use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
 use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
 use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -92,25 +92,38 @@ const KERNELS: &str = r#"
 __device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 
-// One thread per element of the NHWC fp16 batch (channels padded to cpad with zeros). Sample b is
-// read at pool + slots[b] * sample_bytes in its own element type and layout.
+// The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 8), one thread
+// per grid position (grid y: the sample), writing its cpad channels 8 at a time. Channel ch at grid
+// position (a, bx) holds image channel ch % c of pixel (a * block + sub / block - offset,
+// bx * block + sub % block - offset), sub = ch / c, or zero where that is outside the image or
+// sub >= block * block (network::SpaceToDepth::source); counters replace the per-channel divisions.
+// Sample b is read at pool + slots[b] * sample_bytes in its own element type and layout.
 extern "C" __global__ void convert_input(const unsigned char* pool, const int* slots, unsigned short* out,
-        int n, int c, int hw, int cpad, long long sample_bytes, int dtype, int nchw, float scale) {
-    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long long)n * hw * cpad) return;
-    int ch = (int)(idx % cpad);
-    long long p = idx / cpad;
-    int pix = (int)(p % hw);
-    int b = (int)(p / hw);
-    float v = 0.0f;
-    if (ch < c) {
-        const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
-        long long e = nchw ? (long long)ch * hw + pix : (long long)pix * c + ch;
-        if (dtype == 0) v = ((const float*)s)[e];
-        else if (dtype == 1) v = h2f(((const unsigned short*)s)[e]);
-        else v = (float)((const signed char*)s)[e] * scale;
+        int c, int h, int w, int hs, int ws, int cpad, int block, int offset,
+        long long sample_bytes, int dtype, int nchw, float scale) {
+    int pix = blockIdx.x * blockDim.x + threadIdx.x;
+    if (pix >= hs * ws) return;
+    int b = blockIdx.y;
+    const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
+    int y0 = (pix / ws) * block - offset, x0 = (pix % ws) * block - offset;
+    int cc = 0, sx = 0, sy = 0;  // image channel and position in the block of the next channel
+    uint4* dst = (uint4*)(out + ((long long)b * hs * ws + pix) * cpad);
+    for (int g = 0; g < cpad / 8; g++) {
+        unsigned int v[8];
+        for (int k = 0; k < 8; k++) {
+            int y = y0 + sy, x = x0 + sx;
+            float f = 0.0f;
+            if (sy < block && y >= 0 && y < h && x >= 0 && x < w) {
+                int e = nchw ? (cc * h + y) * w + x : (y * w + x) * c + cc;
+                if (dtype == 0) f = ((const float*)s)[e];
+                else if (dtype == 1) f = h2f(((const unsigned short*)s)[e]);
+                else f = (float)((const signed char*)s)[e] * scale;
+            }
+            v[k] = f2h(f);
+            if (++cc == c) { cc = 0; if (++sx == block) { sx = 0; sy++; } }
+        }
+        dst[g] = make_uint4(v[0] | (v[1] << 16), v[2] | (v[3] << 16), v[4] | (v[5] << 16), v[6] | (v[7] << 16));
     }
-    out[idx] = f2h(v);
 }
 
 // One warp per sample: the first index of the largest of `classes` logits (row stride `stride`).
@@ -146,6 +159,10 @@ pub struct DeviceModel {
 
 impl DeviceModel {
     pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputFormat) -> Result<Arc<DeviceModel>> {
+        let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
+        if image_channels % 8 != 0 {
+            return Err(format!("the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it", header.model_path));
+        }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
         // events to every launch and to the captured graphs.
@@ -177,13 +194,13 @@ struct ConvDescriptors {
 
 impl ConvDescriptors {
     fn new(layer: &PlannedLayer, n: usize) -> Result<ConvDescriptors> {
-        let LayerKind::Conv { kernel, stride, pad, relu, .. } = layer.kind else { unreachable!("a convolution layer") };
+        let LayerKind::Conv { kernel, stride, pad, relu, accumulator, .. } = layer.kind else { unreachable!("a convolution layer") };
         let ((ci, hi, wi), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
         Ok(ConvDescriptors {
             x: Tensor::nhwc(n, ci, hi, wi)?,
             y: Tensor::nhwc(n, co, ho, wo)?,
             filter: Filter::krsc(co, ci, kernel, kernel)?,
-            conv: Convolution::new(pad, stride)?,
+            conv: Convolution::new(pad, stride, accumulator == Accumulator::Fp16)?,
             act: Activation::new(relu)?,
             bias: Tensor::nhwc(1, co, 1, 1)?,
         })
@@ -312,14 +329,20 @@ impl Slot {
             }
             cu("upload slots", dr::memcpy_htod_async(self.device_slots.ptr(), &self.host_slots.as_slice()[..n * 4], s))?;
         }
-        let cpad = m.header.layers[0].input_shape.0;
-        let hw = f.height * f.width;
-        let total = (n * hw * cpad) as u32;
+        let (cpad, hs, ws) = m.header.layers[0].input_shape;
+        let pixels = (hs * ws) as u32;
         let (slots, out, sample_bytes) = (self.device_slots.ptr(), self.value_ptr(0), f.sample_bytes() as i64);
-        let (n32, c, hw32, cpad32, nchw) = (n as i32, f.channels as i32, hw as i32, cpad as i32, i32::from(f.nchw));
+        let layout = m.header.input_layout;
+        let dims = [f.channels, f.height, f.width, hs, ws, cpad, layout.block, layout.offset].map(|v| v as i32);
         let mut launch = self.stream.launch_builder(&m.convert);
-        launch.arg(&pool).arg(&slots).arg(&out).arg(&n32).arg(&c).arg(&hw32).arg(&cpad32).arg(&sample_bytes).arg(&f.dtype).arg(&nchw).arg(&f.scale);
-        cu("convert input", unsafe { launch.launch(LaunchConfig { grid_dim: (total.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
+        launch.arg(&pool).arg(&slots).arg(&out);
+        for d in &dims {
+            launch.arg(d);
+        }
+        let nchw = i32::from(f.nchw);
+        launch.arg(&sample_bytes).arg(&f.dtype).arg(&nchw).arg(&f.scale);
+        let grid = (pixels.div_ceil(128), n as u32, 1);
+        cu("convert input", unsafe { launch.launch(LaunchConfig { grid_dim: grid, block_dim: (128, 1, 1), shared_mem_bytes: 0 }) })?;
 
         for (layer, descriptors) in m.header.layers.iter().zip(layers) {
             match descriptors {
@@ -333,7 +356,7 @@ impl Slot {
         }
 
         let h = &m.header;
-        let stride = logit_channels(h) as i32;
+        let (n32, stride) = (n as i32, logit_channels(h) as i32);
         let (logits, classes_out) = (self.value_ptr(h.output), self.device_classes.ptr());
         let (classes, offset) = (h.classes as i32, h.class_offset);
         let mut launch = self.stream.launch_builder(&m.top1);
@@ -430,9 +453,10 @@ impl Slot {
         Ok(raw.chunks_exact(channels).flat_map(|row| row[..h.classes].iter().map(|&b| half::f16::from_bits(b).to_f32())).collect())
     }
 
-    /// Times every candidate algorithm of every convolution at the plan's batch size and writes the
-    /// fastest that fits `workspace_limit` into the header (the builder's autotuning).
-    pub fn choose_algorithms(&self, header: &mut PlanHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
+    /// Times every candidate algorithm of every convolution, with each of `accumulators`, at the
+    /// plan's batch size and writes the fastest that fits `workspace_limit` into the header (the
+    /// builder's autotuning).
+    pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let ctx = &self.model.ctx;
@@ -440,41 +464,44 @@ impl Slot {
         let end = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
         for layer in header.layers.iter_mut() {
             let LayerKind::Conv { relu, .. } = layer.kind else { continue };
-            let d = ConvDescriptors::new(layer, n)?;
-            let fused = self.fused(layer, &d);
-            let mut best: Option<(Algo, usize, f32)> = None;
-            for (algo, _) in cudnn::candidate_algorithms(&self.handle, &d.x, &d.filter, &d.conv, &d.y)? {
-                // cuDNN's fused call supports only this algorithm without an activation.
-                if !relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
-                    continue;
-                }
-                let Ok(bytes) = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo) else { continue };
-                if bytes > workspace_limit.min(self.workspace.bytes) {
-                    continue;
-                }
-                let ws = (self.workspace.ptr(), self.workspace.bytes);
-                // One untimed run (lazy initialisation), then the mean of five.
-                if unsafe { fused.launch(&self.handle, algo, ws) }.is_err() {
-                    continue;
-                }
-                cu("record", start.record(&self.stream))?;
-                let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, ws) }.is_ok());
-                cu("record", end.record(&self.stream))?;
-                cu("synchronize", end.synchronize())?;
-                if !runs {
-                    continue;
-                }
-                let us = cu("elapsed", start.elapsed_ms(&end))? * 1000.0 / 5.0;
-                if best.is_none_or(|(_, _, t)| us < t) {
-                    best = Some((algo, bytes, us));
+            let mut best: Option<(Accumulator, Algo, usize, f32)> = None;
+            for &sums in accumulators {
+                let LayerKind::Conv { accumulator, .. } = &mut layer.kind else { unreachable!() };
+                *accumulator = sums;
+                let d = ConvDescriptors::new(layer, n)?;
+                let fused = self.fused(layer, &d);
+                for (algo, _) in cudnn::candidate_algorithms(&self.handle, &d.x, &d.filter, &d.conv, &d.y)? {
+                    // cuDNN's fused call supports only this algorithm without an activation.
+                    if !relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
+                        continue;
+                    }
+                    let Ok(bytes) = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo) else { continue };
+                    if bytes > workspace_limit.min(self.workspace.bytes) {
+                        continue;
+                    }
+                    let ws = (self.workspace.ptr(), self.workspace.bytes);
+                    // One untimed run (lazy initialisation), then the mean of five.
+                    if unsafe { fused.launch(&self.handle, algo, ws) }.is_err() {
+                        continue;
+                    }
+                    cu("record", start.record(&self.stream))?;
+                    let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, ws) }.is_ok());
+                    cu("record", end.record(&self.stream))?;
+                    cu("synchronize", end.synchronize())?;
+                    if !runs {
+                        continue;
+                    }
+                    let us = cu("elapsed", start.elapsed_ms(&end))? * 1000.0 / 5.0;
+                    if best.is_none_or(|(.., t)| us < t) {
+                        best = Some((sums, algo, bytes, us));
+                    }
                 }
             }
-            drop(fused);
-            let (algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
+            let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
             let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
-            let LayerKind::Conv { kernel, stride, algorithm, workspace_bytes, measured_us, .. } = &mut layer.kind else { unreachable!() };
-            (*algorithm, *workspace_bytes, *measured_us) = (algo as i32, bytes, us);
-            report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
+            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, .. } = &mut layer.kind else { unreachable!() };
+            (*accumulator, *algorithm, *workspace_bytes, *measured_us) = (sums, algo as i32, bytes, us);
+            report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {sums:?} sums {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
         }
         Ok(())
     }

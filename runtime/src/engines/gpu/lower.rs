@@ -1,15 +1,20 @@
-//! Lowering the fused network to what the GPU runs: NHWC fp16 tensors, KRSC fp16 weights in one
-//! blob, channel counts padded where tensor-core kernels want multiples of 8 (the 3-channel image
-//! and a classifier whose class count is not a multiple of 8; the pad weights are zero, so padded
+//! Lowering the fused network to what the GPU runs: a stride-2 stem rewritten for a
+//! space-to-depth image (see `network::space_to_depth`), NHWC fp16 tensors, KRSC fp16 weights in
+//! one blob, channel counts padded where tensor-core kernels want multiples of 8 (the image and a
+//! classifier whose class count is not a multiple of 8; the pad weights are zero, so padded
 //! channels carry zeros and padded classes are never reported), and a buffer per value chosen by
-//! liveness. Algorithms are left unset here: choosing them needs the GPU (see `builder`).
+//! liveness. Algorithms and accumulators are left unset here: choosing them needs the GPU (see
+//! `builder`).
 
-use super::network::{assign_buffers, Network, Op};
-use super::plan::{LayerKind, PlannedLayer};
+use super::network::{assign_buffers, space_to_depth, Network, Op, SpaceToDepth};
+use super::plan::{Accumulator, LayerKind, PlannedLayer};
 use half::f16;
 
 /// Channel multiple the image and the classifier are padded to.
 pub const CHANNEL_ALIGN: usize = 8;
+/// Channel multiple of a space-to-depth image (12 channels for RGB): on an H200, cuDNN ran
+/// ResNet50's rewritten stem in 0.45 ms per 256 images on 32 channels, 0.66 ms on 16, 1.02 ms on 24.
+pub const SPACE_TO_DEPTH_CHANNEL_ALIGN: usize = 32;
 
 pub struct Lowered {
     pub layers: Vec<PlannedLayer>,
@@ -18,17 +23,19 @@ pub struct Lowered {
     pub buffer_elements: Vec<usize>,
     pub output: usize,
     pub classes: usize,
-    /// Channels of the value-0 tensor the input conversion writes (the image's, padded).
+    /// Channels of the value-0 tensor the input conversion writes (the image's, rearranged and padded).
     pub input_channels: usize,
+    pub input_layout: SpaceToDepth,
 }
 
 fn align(n: usize) -> usize {
-    n.div_ceil(CHANNEL_ALIGN) * CHANNEL_ALIGN
+    n.next_multiple_of(CHANNEL_ALIGN)
 }
 
-/// Pads the image channels and the classifier's outputs (zero weights) in place.
-pub fn pad_channels(net: &mut Network) {
-    let padded_in = align(net.channels);
+/// Pads the image channels to a multiple of `image_align` and the classifier's outputs to one of
+/// [`CHANNEL_ALIGN`] (zero weights) in place.
+pub fn pad_channels(net: &mut Network, image_align: usize) {
+    let padded_in = net.channels.next_multiple_of(image_align);
     let classes_out = net.output;
     for (i, node) in net.nodes.iter_mut().enumerate() {
         let Op::Conv(conv) = &mut node.op else { continue };
@@ -59,7 +66,8 @@ pub fn pad_channels(net: &mut Network) {
 pub fn lower(net: &Network) -> Result<Lowered, String> {
     let classes = net.classes;
     let mut net = net.clone();
-    pad_channels(&mut net);
+    let input_layout = space_to_depth(&mut net);
+    pad_channels(&mut net, if input_layout == SpaceToDepth::IDENTITY { CHANNEL_ALIGN } else { SPACE_TO_DEPTH_CHANNEL_ALIGN });
     let shapes = net.shapes();
     let mut blob = Vec::new();
     let mut layers = Vec::new();
@@ -87,6 +95,7 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     residual: conv.residual,
                     weight_offset,
                     bias_offset,
+                    accumulator: Accumulator::Fp32,
                     algorithm: -1,
                     workspace_bytes: 0,
                     measured_us: 0.0,
@@ -99,7 +108,7 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
         layers.push(PlannedLayer { name: node.name.clone(), kind, input: node.input, output: i + 1, input_shape: shapes[node.input], output_shape: shapes[i + 1] });
     }
     let (buffer_of, buffer_elements) = assign_buffers(&net);
-    Ok(Lowered { layers, blob, buffer_of, buffer_elements, output: net.output, classes, input_channels: net.channels })
+    Ok(Lowered { layers, blob, buffer_of, buffer_elements, output: net.output, classes, input_channels: net.channels, input_layout })
 }
 
 /// Pads the blob to 256 bytes (cuDNN's preferred alignment) and returns the new length.

@@ -11,6 +11,8 @@
 //! 3. [`fuse_activations`]: `Conv -> Relu` sets the convolution's activation.
 //!
 //! A node that no pass absorbed is an error naming it: the GPU runs only what it can fuse.
+//!
+//! [`space_to_depth`] is a layout rewrite the lowering applies afterwards (the stem's input).
 
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_proto::DataType;
@@ -141,6 +143,71 @@ pub fn build(model: &pb::ModelProto) -> Result<Network, String> {
     fuse_activations(&mut net);
     check_fused(&net)?;
     Ok(net)
+}
+
+/// How the input conversion lays the image out for the first layer: `block` x `block` pixel
+/// blocks become channels, (row, column, channel) in that order, on a grid shifted by `offset`
+/// pixels (the zero padding of the original convolution, rounded up to a whole block). Block 1 with
+/// offset 0 is the image as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SpaceToDepth {
+    pub block: usize,
+    pub offset: usize,
+}
+
+impl SpaceToDepth {
+    pub const IDENTITY: SpaceToDepth = SpaceToDepth { block: 1, offset: 0 };
+
+    /// The image element (channel, row, column) that rearranged channel `ch` at grid position
+    /// (`a`, `b`) holds, or None where it holds zero (padding); `channels` is the image's.
+    /// The input conversion kernel (`exec::KERNELS`) computes the same.
+    pub fn source(&self, channels: usize, height: usize, width: usize, ch: usize, a: usize, b: usize) -> Option<(usize, usize, usize)> {
+        let (sub, c) = (ch / channels, ch % channels);
+        if sub >= self.block * self.block {
+            return None;
+        }
+        let y = (a * self.block + sub / self.block).checked_sub(self.offset).filter(|&y| y < height)?;
+        let x = (b * self.block + sub % self.block).checked_sub(self.offset).filter(|&x| x < width)?;
+        Some((c, y, x))
+    }
+}
+
+/// Rewrites a stride-2 convolution reading the image into a stride-1 convolution on the image
+/// rearranged into 2x2 pixel blocks (4x the channels, a quarter of the pixels; a 7x7 kernel
+/// becomes 4x4), which tensor cores run far better: ResNet50's stem on an H200 took 1.23 ms per
+/// 256 images as 7x7/2 on 8 padded channels and 0.45 ms rearranged on 32 (cuDNN 9.19).
+/// Output y[i] = sum_k x[2i + k - pad] w[k]; with rows a = i + m of the shifted grid
+/// (x row 2a + p - offset), tap m and row p of the block take original tap k = 2m + p + pad - offset.
+pub fn space_to_depth(net: &mut Network) -> SpaceToDepth {
+    let readers: Vec<usize> = (0..net.nodes.len()).filter(|&i| net.nodes[i].input == 0).collect();
+    let &[stem] = readers.as_slice() else { return SpaceToDepth::IDENTITY };
+    let Op::Conv(conv) = &mut net.nodes[stem].op else { return SpaceToDepth::IDENTITY };
+    if conv.stride != 2 || conv.residual.is_some() {
+        return SpaceToDepth::IDENTITY;
+    }
+    let s2d = SpaceToDepth { block: 2, offset: conv.pad.next_multiple_of(2) };
+    let taps = (conv.kernel - 1 + s2d.offset - conv.pad) / 2 + 1;
+    let (k, cin) = (conv.kernel, conv.cin);
+    let cin4 = 4 * cin;
+    let mut weight = vec![0f32; conv.cout * cin4 * taps * taps];
+    for o in 0..conv.cout {
+        for ch in 0..cin4 {
+            let (sub, c) = (ch / cin, ch % cin);
+            for m in 0..taps {
+                for n in 0..taps {
+                    let ky = (2 * m + sub / 2 + conv.pad).checked_sub(s2d.offset).filter(|&v| v < k);
+                    let kx = (2 * n + sub % 2 + conv.pad).checked_sub(s2d.offset).filter(|&v| v < k);
+                    if let (Some(ky), Some(kx)) = (ky, kx) {
+                        weight[((o * cin4 + ch) * taps + m) * taps + n] = conv.weight[((o * cin + c) * k + ky) * k + kx];
+                    }
+                }
+            }
+        }
+    }
+    let (out_h, out_w) = (out_size(net.height, k, 2, conv.pad), out_size(net.width, k, 2, conv.pad));
+    *conv = Conv { cin: cin4, kernel: taps, stride: 1, pad: 0, weight, ..conv.clone() };
+    (net.channels, net.height, net.width) = (cin4, out_h + taps - 1, out_w + taps - 1);
+    s2d
 }
 
 /// Folds each batch norm that is the only reader of a convolution into it.

@@ -1,8 +1,8 @@
 //! The builder's graph passes and lowering, checked on the CPU with a plain reference executor
 //! (fp32, NCHW, loops) against tract on the same ONNX.
 
-use super::lower::{lower, pad_channels};
-use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, Network, Op};
+use super::lower::{lower, pad_channels, CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN};
+use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, space_to_depth, Network, Op, SpaceToDepth};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::synthetic::{model, synthetic_image_f32};
 
@@ -151,7 +151,7 @@ fn channel_padding_changes_no_logit() {
     let image = synthetic_image_f32(1, SIZE, Layout::Nchw);
     let reference = execute(&net, &image);
     let mut padded = net.clone();
-    pad_channels(&mut padded);
+    pad_channels(&mut padded, CHANNEL_ALIGN);
     assert_eq!(padded.channels, 8);
     let Op::Conv(fc) = &padded.nodes.last().unwrap().op else { panic!() };
     assert_eq!(fc.cout, 1008);
@@ -163,10 +163,45 @@ fn channel_padding_changes_no_logit() {
 }
 
 #[test]
+fn the_space_to_depth_stem_computes_what_the_stride_2_stem_computes() {
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let image = synthetic_image_f32(1, SIZE, Layout::Nchw);
+    let reference = execute(&net, &image);
+    let mut rewritten = net.clone();
+    let layout = space_to_depth(&mut rewritten);
+    // ResNet50's 7x7/2 stem, pad 3: a 4x4/1 kernel on a grid shifted by 4 pixels, 16 + 3 cells wide.
+    assert_eq!(layout, SpaceToDepth { block: 2, offset: 4 });
+    let Op::Conv(stem) = &rewritten.nodes.iter().find(|n| n.input == 0).unwrap().op else { panic!("the stem is a convolution") };
+    assert_eq!((stem.kernel, stem.stride, stem.pad, stem.cin), (4, 1, 0, 12));
+    assert_eq!((rewritten.channels, rewritten.height, rewritten.width), (12, 19, 19));
+    // Rearranged as the input conversion kernel does, then padded as the lowering does.
+    pad_channels(&mut rewritten, SPACE_TO_DEPTH_CHANNEL_ALIGN);
+    let (c, h, w) = (rewritten.channels, rewritten.height, rewritten.width);
+    assert_eq!(c, 32);
+    let mut arranged = vec![0f32; c * h * w];
+    for ch in 0..c {
+        for a in 0..h {
+            for b in 0..w {
+                if let Some((ic, y, x)) = layout.source(net.channels, SIZE, SIZE, ch, a, b) {
+                    arranged[(ch * h + a) * w + b] = image[(ic * SIZE + y) * SIZE + x];
+                }
+            }
+        }
+    }
+    let out = execute(&rewritten, &arranged);
+    assert!(max_relative_difference(&out, &reference) < 1e-5, "{:?} vs {:?}", &out[..4], &reference[..4]);
+    // A network whose first layer is not a stride-2 convolution keeps its image as it is.
+    let mut pooled_first = net.clone();
+    let Op::Conv(first) = &mut pooled_first.nodes[0].op else { panic!() };
+    first.stride = 1;
+    assert_eq!(space_to_depth(&mut pooled_first), SpaceToDepth::IDENTITY);
+}
+
+#[test]
 fn lowering_writes_krsc_fp16_weights_and_aligned_offsets() {
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let lowered = lower(&net).unwrap();
-    assert_eq!(lowered.input_channels, 8);
+    assert_eq!((lowered.input_channels, lowered.input_layout), (32, SpaceToDepth { block: 2, offset: 4 }));
     // The first convolution after the stem and the pool: check its offsets and one weight.
     let layer = lowered.layers.iter().filter(|l| matches!(l.kind, super::plan::LayerKind::Conv { .. })).nth(1).unwrap();
     let super::plan::LayerKind::Conv { weight_offset, bias_offset, .. } = layer.kind.clone() else { unreachable!() };

@@ -9,13 +9,14 @@
 //! The header's `key` says what the plan was built from; `blob_sha256` guards the weights. Reading
 //! the header alone is enough to decide whether a plan is up to date ([`check`]).
 
+use super::network::SpaceToDepth;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +69,8 @@ pub enum LayerKind {
         residual: Option<usize>,
         weight_offset: usize,
         bias_offset: usize,
+        /// Chosen with the algorithm, by timing.
+        accumulator: Accumulator,
         /// cuDNN forward algorithm (cudnnConvolutionFwdAlgo_t), chosen by timing on the GPU.
         algorithm: i32,
         workspace_bytes: usize,
@@ -76,6 +79,16 @@ pub enum LayerKind {
     },
     MaxPool { kernel: usize, stride: usize, pad: usize },
     GlobalAveragePool,
+}
+
+/// What a convolution accumulates its products in (cuDNN's compute type). fp16 sums run up to
+/// 2x faster on some layers (ResNet50's layer1 1x1 convolutions with a residual, on an H200) and
+/// lose precision over long sums; the builder keeps a plan with fp16 sums only if it still agrees
+/// with the CPU engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Accumulator {
+    Fp32,
+    Fp16,
 }
 
 /// The plan's header.
@@ -92,6 +105,8 @@ pub struct PlanHeader {
     pub classes: usize,
     /// Added to the top-1 index (-1 for 1001-class models whose class 0 is "background").
     pub class_offset: i32,
+    /// How the input conversion lays the image out for the first layer.
+    pub input_layout: SpaceToDepth,
     pub blob_len: usize,
     pub blob_sha256: String,
     /// What the builder's check against the CPU engine found (empty if it was skipped).
@@ -244,7 +259,7 @@ mod tests {
             model_path: "models/ResNet50/resnet50_v1.onnx".into(),
             layers: vec![PlannedLayer {
                 name: "conv1".into(),
-                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
+                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, accumulator: Accumulator::Fp16, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
                 input: 0,
                 output: 1,
                 input_shape: (8, 224, 224),
@@ -255,6 +270,7 @@ mod tests {
             output: 1,
             classes: 1000,
             class_offset: 0,
+            input_layout: SpaceToDepth { block: 2, offset: 4 },
             blob_len: blob.len(),
             blob_sha256: sha256_hex(&blob),
             verification: String::new(),
