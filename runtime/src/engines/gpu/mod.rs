@@ -2,10 +2,11 @@
 //!
 //! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
 //!   fusion). CPU only, tested in CI.
-//! - [`lower`]: NHWC fp16 layout, channel padding, weight blob, buffer assignment. CPU only.
+//! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
+//!   assignment. CPU only.
 //! - [`plan`]: the serialized engine and its cache key; stale or corrupt plans are never run.
-//! - [`builder`]: `generate_engines`: import, lower, time cuDNN's algorithms on the GPU, check
-//!   the result against the CPU engine, write the plan.
+//! - [`builder`]: `generate_engines`: import, lower, time cuDNN's algorithms (fp32 and fp16 sums)
+//!   on the GPU, check the result against the CPU engine, write the plan.
 //! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
 //!   buffers, CUDA graphs, the device-resident sample pool.
 //!

@@ -176,25 +176,64 @@ fn the_space_to_depth_stem_computes_what_the_stride_2_stem_computes() {
     assert_eq!((rewritten.channels, rewritten.height, rewritten.width), (12, 19, 19));
     // Rearranged as the input conversion kernel does, then padded as the lowering does.
     pad_channels(&mut rewritten, SPACE_TO_DEPTH_CHANNEL_ALIGN);
-    let (c, h, w) = (rewritten.channels, rewritten.height, rewritten.width);
-    assert_eq!(c, 32);
-    let mut arranged = vec![0f32; c * h * w];
-    for ch in 0..c {
-        for a in 0..h {
-            for b in 0..w {
-                if let Some((ic, y, x)) = layout.source(net.channels, SIZE, SIZE, ch, a, b) {
-                    arranged[(ch * h + a) * w + b] = image[(ic * SIZE + y) * SIZE + x];
-                }
-            }
-        }
-    }
-    let out = execute(&rewritten, &arranged);
+    assert_eq!(rewritten.channels, 32);
+    let out = execute(&rewritten, &rearranged(layout, &net, &rewritten, &image));
     assert!(max_relative_difference(&out, &reference) < 1e-5, "{:?} vs {:?}", &out[..4], &reference[..4]);
     // A network whose first layer is not a stride-2 convolution keeps its image as it is.
     let mut pooled_first = net.clone();
     let Op::Conv(first) = &mut pooled_first.nodes[0].op else { panic!() };
     first.stride = 1;
     assert_eq!(space_to_depth(&mut pooled_first), SpaceToDepth::IDENTITY);
+}
+
+/// `image` (NCHW, `original`'s input) laid out for `rewritten`'s input as `layout` says (what the
+/// GPU's input conversion kernel does).
+fn rearranged(layout: SpaceToDepth, original: &Network, rewritten: &Network, image: &[f32]) -> Vec<f32> {
+    let (c, h, w) = (rewritten.channels, rewritten.height, rewritten.width);
+    let mut out = vec![0f32; c * h * w];
+    for ch in 0..c {
+        for a in 0..h {
+            for b in 0..w {
+                if let Some((ic, y, x)) = layout.source(original.channels, original.height, original.width, ch, a, b) {
+                    out[(ch * h + a) * w + b] = image[(ic * original.height + y) * original.width + x];
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn space_to_depth_is_exact_for_any_stride_2_kernel_and_padding() {
+    // One stride-2 convolution on a non-square image with odd and even sides; its whole output map
+    // is compared, element by element.
+    let value = |i: usize| ((i * 2654435761) % 2001) as f32 / 1000.0 - 1.0;
+    for (kernel, pad) in [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (7, 3), (3, 0), (4, 2)] {
+        for (height, width) in [(9, 10), (12, 7)] {
+            let (cin, cout) = (3, 4);
+            let conv = super::network::Conv {
+                cin,
+                cout,
+                kernel,
+                stride: 2,
+                pad,
+                weight: (0..cout * cin * kernel * kernel).map(value).collect(),
+                bias: (0..cout).map(|o| value(o + 7)).collect(),
+                residual: None,
+                relu: false,
+            };
+            let net = Network { channels: cin, height, width, nodes: vec![super::network::Node { name: "stem".into(), op: Op::Conv(conv), input: 0 }], output: 1, classes: cout };
+            let image: Vec<f32> = (0..cin * height * width).map(|i| value(i + 11)).collect();
+            let reference = execute(&net, &image);
+            let mut rewritten = net.clone();
+            let layout = space_to_depth(&mut rewritten);
+            assert_eq!((layout.block, rewritten.shapes()[1]), (2, net.shapes()[1]), "kernel {kernel} pad {pad} on {height}x{width}");
+            let out = execute(&rewritten, &rearranged(layout, &net, &rewritten, &image));
+            // The same products summed in another order: fp32 rounding only.
+            let worst = max_relative_difference(&out, &reference);
+            assert!(worst < 1e-6, "kernel {kernel} pad {pad} on {height}x{width}: differs by {worst} of the largest output");
+        }
+    }
 }
 
 #[test]
