@@ -147,6 +147,12 @@ fn half_sums(header: &PlanHeader) -> usize {
     header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { accumulator: Accumulator::Fp16, .. })).count()
 }
 
+/// Top-1 agreement with the CPU engine a plan needs. fp16 storage alone flips near-ties: 2 of 256
+/// with fp32 sums on the synthetic ResNet50 at 224 px (an H200), so 99% would leave no headroom;
+/// fp16 sums flipped 10 of 256 there and are rejected; a broken plan agrees on a few percent. The
+/// accuracy run, not this check, is the gate for MLPerf's 99% accuracy target.
+pub const MIN_AGREEMENT_PERCENT: usize = 98;
+
 /// The CPU engine's (tract, fp32) logits for the first `samples` samples, computed once per build
 /// and on every core (one tract thread would otherwise dominate the build time).
 fn reference_logits(req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, String> {
@@ -168,26 +174,25 @@ fn reference_logits(req: &BuildRequest, source: &dyn SampleSource, samples: usiz
 
 /// Agreement with the CPU engine's logits `reference` (see [`reference_logits`]) on as many
 /// samples: top-1 agreement and the largest logit error relative to each sample's largest logit.
-/// Fails the build when fewer than 99% of top-1 answers agree (fp16 rounding flips only near-ties).
+/// Fails the build when fewer than [`MIN_AGREEMENT_PERCENT`] of top-1 answers agree.
 pub fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, reference: &[f32]) -> Result<String, String> {
     let batch = reference.len() / plan.header.classes;
     let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.workspace_limit };
     let gpu = GpuEngine::open(0, plan, req.input, options)?;
     let indices: Vec<usize> = (0..batch).collect();
     let (gpu_top1, gpu_logits) = gpu.classify(&indices, source, true)?;
-    let cpu_logits = reference;
     let classes = plan.header.classes;
     let mut agree = 0;
     let mut max_rel = 0f32;
     for b in 0..batch {
-        let (g, c) = (&gpu_logits[b * classes..(b + 1) * classes], &cpu_logits[b * classes..(b + 1) * classes]);
+        let (g, c) = (&gpu_logits[b * classes..(b + 1) * classes], &reference[b * classes..(b + 1) * classes]);
         let scale = c.iter().fold(0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
         let err = g.iter().zip(c).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
         max_rel = max_rel.max(err / scale);
         agree += usize::from(crate::engines::cpu::argmax(c) as i32 + plan.header.class_offset == gpu_top1[b]);
     }
     let line = format!("checked against the CPU engine on {batch} samples: top-1 agreement {agree}/{batch}, max relative logit error {max_rel:.2e}");
-    if agree * 100 < batch * 99 {
+    if agree * 100 < batch * MIN_AGREEMENT_PERCENT {
         return Err(format!("the GPU plan disagrees with the CPU engine: {line}"));
     }
     Ok(line)
