@@ -2,6 +2,7 @@
 //! the walk that hands each result directory to the log rules (loader.py, measurements_checks.py).
 
 use super::{Findings, Rule, Tree, accuracy, compliance, performance, system};
+use crate::submission::infer;
 use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, TRACE_LOG};
 use mlperf_config::round::system_type_key;
 use mlperf_config::{BenchmarkRound, Scenario};
@@ -56,7 +57,7 @@ pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
                 );
                 continue;
             };
-            let edge = system_type.as_deref().is_some_and(|t| t.split(',').any(|t| t.trim() == "edge"));
+            let edge = system_type.as_deref().is_some_and(infer::is_edge);
             let bench = Bench { round: round_bench, checker_model: bench_dir.clone(), edge };
             let scenarios = check_scenario_set(tree, &bench, &bench_path, system_type.as_deref(), f);
             for scenario in scenarios {

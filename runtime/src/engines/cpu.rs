@@ -23,6 +23,7 @@
 //!   filled, which costs one pass over the input and nothing when layouts already agree.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tract_onnx::pb::ModelProto;
@@ -538,6 +539,49 @@ fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usiz
             seen.join(", ")
         )
     })
+}
+
+/// Runs `work` (CPU engine calls: one tract run uses one core) over consecutive chunks of `chunk`
+/// indices on `threads` threads and concatenates the results in index order. The first error
+/// stops the remaining chunks and is returned.
+pub fn parallel_chunks<T: Send>(
+    indices: std::ops::Range<usize>,
+    threads: usize,
+    chunk: usize,
+    work: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>, String> + Sync,
+) -> Result<Vec<T>, String> {
+    let chunk = chunk.max(1);
+    let start = indices.start;
+    let chunks = indices.len().div_ceil(chunk);
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::with_capacity(chunks));
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, chunks.max(1)) {
+            s.spawn(|| {
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks || failed.lock().unwrap().is_some() {
+                        break;
+                    }
+                    let range = start + c * chunk..(start + (c + 1) * chunk).min(indices.end);
+                    match work(range) {
+                        Ok(v) => done.lock().unwrap().push((c, v)),
+                        Err(e) => {
+                            failed.lock().unwrap().get_or_insert(e);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failed.into_inner().unwrap() {
+        return Err(e);
+    }
+    let mut done = done.into_inner().unwrap();
+    done.sort_by_key(|(c, _)| *c);
+    Ok(done.into_iter().flat_map(|(_, v)| v).collect())
 }
 
 #[cfg(test)]

@@ -14,6 +14,12 @@ use mlperf_config::{Round, Scenario};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// Whether a system.json `system_type` ("edge", "datacenter,edge", ...) lists edge: only edge
+/// systems may submit inferred results.
+pub fn is_edge(system_type: &str) -> bool {
+    system_type.split(',').any(|t| t.trim() == "edge")
+}
+
 /// Whether the checker lets an edge system's `to` result be inferred from a `from` log.
 pub fn inferable(from: Scenario, to: Scenario) -> bool {
     use Scenario::{MultiStream, Offline, SingleStream};
@@ -82,7 +88,7 @@ pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Res
                 .and_then(|t| serde_json::from_str(&t).ok())
                 .ok_or_else(|| format!("cannot read {}; stage the results with `mlperf stage_results`", desc_path.display()))?;
             let system_type = desc["system_type"].as_str().unwrap_or_default();
-            if !system_type.contains("edge") {
+            if !is_edge(system_type) {
                 report.notes.push(format!("{system}/{bench_dir}: system_type \"{system_type}\" is not edge; the checker accepts inferred results only for edge systems"));
                 continue;
             }

@@ -7,7 +7,7 @@
 use super::exec::{self, DeviceModel, InputFormat, Slot};
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
 use super::{lower, network, GpuEngine, RunOptions};
-use crate::engines::cpu::CpuEngine;
+use crate::engines::cpu::{parallel_chunks, CpuEngine};
 use crate::fsutil::write_atomic;
 use crate::harness::engine::SampleSource;
 use std::path::{Path, PathBuf};
@@ -159,16 +159,9 @@ fn reference_logits(req: &BuildRequest, source: &dyn SampleSource, samples: usiz
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(samples.max(1));
     let chunk = samples.div_ceil(threads).max(1);
     let cpu = CpuEngine::load(req.model_path, crate::engines::cpu::InputSpec { batch_size: chunk, ..req.cpu_input })?;
-    let data: Vec<_> = (0..samples).map(|i| source.sample(i)).collect();
-    let refs: Vec<&[u8]> = data.iter().map(|s| &s[..]).collect();
-    let parts: Vec<Result<Vec<f32>, String>> = std::thread::scope(|scope| {
-        let cpu = &cpu;
-        let workers: Vec<_> = refs.chunks(chunk).map(|part| scope.spawn(move || cpu.scores(part))).collect();
-        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err("the CPU engine panicked".into()))).collect()
-    });
-    parts.into_iter().try_fold(Vec::new(), |mut all, part| {
-        all.extend(part?);
-        Ok(all)
+    parallel_chunks(0..samples, threads, chunk, |range| {
+        let data: Vec<_> = range.map(|i| source.sample(i)).collect();
+        cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>())
     })
 }
 

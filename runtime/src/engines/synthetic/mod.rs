@@ -43,8 +43,6 @@ pub mod model;
 pub mod rng;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use prost::Message;
@@ -52,7 +50,7 @@ use tract_onnx::pb::ModelProto;
 
 pub use image::{synthetic_image, synthetic_image_f32};
 
-use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
+use crate::engines::cpu::{parallel_chunks, CpuEngine, InputDtype, InputSpec, Layout};
 
 /// Bumped whenever anything generated changes (topology, weights, images, calibration, file
 /// formats): a manifest of another version makes [`ensure_synthetic_resnet50`] regenerate.
@@ -67,6 +65,8 @@ pub const CALIBRATION_FIRST_INDEX: usize = 1 << 30;
 /// The batch size used for calibration and labelling (labels do not depend on it: the engine's
 /// answers are identical whatever the batch).
 const GENERATION_BATCH: usize = 8;
+/// Images per parallel work item during generation: whole batches, so every engine run is full.
+const GENERATION_CHUNK: usize = GENERATION_BATCH * 8;
 
 /// What to generate. [`SyntheticSpec::resnet50`] is the standard workload; tests shrink `samples`
 /// and `calibration_images`.
@@ -319,7 +319,7 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
     )?;
     let k = model::CLASSES;
     let indices = CALIBRATION_FIRST_INDEX..CALIBRATION_FIRST_INDEX + images;
-    let scores = parallel_chunks(indices, threads, |chunk| {
+    let scores = parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, Layout::Nchw)).collect();
         engine.scores(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
     })?;
@@ -362,51 +362,10 @@ pub fn predict(
     threads: usize,
 ) -> Result<Vec<i32>, String> {
     let layout = engine.spec().layout;
-    parallel_chunks(indices, threads, |chunk| {
+    parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, layout)).collect();
         engine.classify(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
     })
-}
-
-/// Runs `work` over consecutive chunks of `indices` (a multiple of the generation batch, so every
-/// run is a whole batch) on `threads` threads and concatenates the results in index order.
-fn parallel_chunks<T: Send>(
-    indices: std::ops::Range<usize>,
-    threads: usize,
-    work: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>, String> + Sync,
-) -> Result<Vec<T>, String> {
-    const CHUNK: usize = GENERATION_BATCH * 8;
-    let start = indices.start;
-    let chunks = indices.len().div_ceil(CHUNK);
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::with_capacity(chunks));
-    let failed: Mutex<Option<String>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, chunks.max(1)) {
-            s.spawn(|| {
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks || failed.lock().unwrap().is_some() {
-                        break;
-                    }
-                    let range = start + c * CHUNK..(start + (c + 1) * CHUNK).min(indices.end);
-                    match work(range) {
-                        Ok(v) => done.lock().unwrap().push((c, v)),
-                        Err(e) => {
-                            failed.lock().unwrap().get_or_insert(e);
-                            break;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = failed.into_inner().unwrap() {
-        return Err(e);
-    }
-    let mut done = done.into_inner().unwrap();
-    done.sort_by_key(|(c, _)| *c);
-    Ok(done.into_iter().flat_map(|(_, v)| v).collect())
 }
 
 /// The val map text: `synthetic_<index>.npy <label>` per line, in index order.
