@@ -4,13 +4,14 @@
 # e.g. scripts/bench_gpu_resnet50.sh ./mlperf H200-SXM-141GBx1 H200-SXM-141GBx2
 # VARIANTS=1 adds CUDA graphs, 2 streams and batch 512 on one GPU (graphs and 2 streams on two); SECS sets each measurement's length.
 #
-# No ImageNet and no int8 calibration here: the fp16 engine runs the synthetic ResNet50 at 224 px
-# (--precision=fp16 --dataset=synthetic overrides, so every run is marked non-submittable).
+# PRECISION=fp16 (default) or int8 (the config's; calibrated on the synthetic calibration images
+# first). No ImageNet here: the engine runs the synthetic ResNet50 at 224 px (--dataset=synthetic
+# override, so every run is marked non-submittable).
 set -euo pipefail
 BIN=$1; ONE=$2; TWO=${3:-}
 SECS=${SECS:-10}
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/mlperf_scratch}
-DEV=(--benchmarks=resnet50 --scenarios=offline --precision=fp16 --dataset=synthetic)
+DEV=(--benchmarks=resnet50 --scenarios=offline --precision="${PRECISION:-fp16}" --dataset=synthetic)
 nvidia-smi -L
 "$BIN" info | sed -n 1,6p
 

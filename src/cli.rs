@@ -83,6 +83,16 @@ pub enum Command {
         #[command(flatten)]
         selection: Selection,
     },
+    /// Measure the int8 calibration of the selected configs (NVIDIA's `calibrate`): each value's
+    /// range over the calibration images, on the CPU, into the config's cache_file
+    /// (build/calibration/<benchmark>/ by default). generate_engines calibrates when no cache exists.
+    Calibrate {
+        #[command(flatten)]
+        selection: Selection,
+        /// Measure again and replace an existing cache (also one made for another model).
+        #[arg(long)]
+        force: bool,
+    },
     /// Run the round's compliance audits of the selected configs, verify them natively against the
     /// newest VALID reference runs, and write build/compliance/<system>/<bench>/<Scenario>/<TEST>/.
     #[command(name = "run_audit_harness", alias = "run-audit-harness")]
@@ -354,8 +364,8 @@ pub fn split_overrides(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>
 }
 
 pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
-    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::RunAuditHarness(_) | Command::GenerateEngines { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
-        return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines and bench engine", overrides[0].0));
+    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::RunAuditHarness(_) | Command::GenerateEngines { .. } | Command::Calibrate { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
+        return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate and bench engine", overrides[0].0));
     }
     match cli.command {
         Command::RunHarness(args) => report(run_harness(args, overrides, tables, false)?)?,
@@ -385,6 +395,12 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             let choice = select::choose_system(tables, selection.system_name.as_deref())?;
             for c in selected_configs(tables, &choice, &selection)? {
                 println!("{}", prepare_engine(c, &overrides, tables)?);
+            }
+        }
+        Command::Calibrate { selection, force } => {
+            let choice = select::choose_system(tables, selection.system_name.as_deref())?;
+            for c in selected_configs(tables, &choice, &selection)? {
+                println!("{}", calibrate(c, &overrides, tables, force)?);
             }
         }
         Command::Info => {
@@ -592,14 +608,35 @@ fn run_harness(args: HarnessArgs, overrides: Vec<(String, String)>, tables: &'st
     })
 }
 
-/// The engine of one config, ready to run: a GPU plan built or reused; for the CPU engine's
-/// synthetic workload, the model and its labels (generated once, before any timed run).
-fn prepare_engine(config: &mlperf_config::CompiledConfig, overrides: &[(String, String)], tables: &Tables) -> Result<String, String> {
+/// A config's settings with the command line's overrides (refused by locked builds), and its label.
+fn overridden(config: &mlperf_config::CompiledConfig, overrides: &[(String, String)], tables: &Tables) -> Result<(mlperf_config::Settings, String), String> {
     if !overrides.is_empty() && tables.locked_system.is_some() {
         return Err("command-line config overrides are refused by locked builds; build without system features to experiment".into());
     }
     let settings = harness::apply_overrides(&config.settings, overrides)?;
-    let label = format!("{}/{}/{}", config.benchmark, config.scenario.name(), config.workload.section_name());
+    Ok((settings, format!("{}/{}/{}", config.benchmark, config.scenario.name(), config.workload.section_name())))
+}
+
+/// `calibrate` for one config: int8 GPU configs measure (or reuse) their calibration cache.
+fn calibrate(config: &mlperf_config::CompiledConfig, overrides: &[(String, String)], tables: &Tables, force: bool) -> Result<String, String> {
+    let (settings, label) = overridden(config, overrides, tables)?;
+    let gpu = match settings.engine {
+        Some(mlperf_config::EngineKind::Gpu) | None => {
+            let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &config.system, scenario: config.scenario.name(), workload: &config.workload.section_name() };
+            mlperf_runtime::engines::gpu::setup::setup(&config.benchmark, &settings, &id, 0).map_err(|e| format!("{label}: {e}"))?
+        }
+        Some(kind) => return Ok(format!("{label}: {} engine, nothing to calibrate", kind.name())),
+    };
+    match gpu.calibration(&settings, force).map_err(|e| format!("{label}: {e}"))? {
+        Some((_, line)) => Ok(format!("{label}: {line}")),
+        None => Ok(format!("{label}: {} precision, nothing to calibrate", gpu.precision)),
+    }
+}
+
+/// The engine of one config, ready to run: a GPU plan built or reused; for the CPU engine's
+/// synthetic workload, the model and its labels (generated once, before any timed run).
+fn prepare_engine(config: &mlperf_config::CompiledConfig, overrides: &[(String, String)], tables: &Tables) -> Result<String, String> {
+    let (settings, label) = overridden(config, overrides, tables)?;
     match settings.engine {
         Some(mlperf_config::EngineKind::Gpu) | None => {
             let id = mlperf_runtime::engines::gpu::setup::PlanIdentity { system: &config.system, scenario: config.scenario.name(), workload: &config.workload.section_name() };

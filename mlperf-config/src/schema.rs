@@ -174,6 +174,10 @@ pub struct Settings {
     /// INT8 calibration cache file, relative to the project root.
     #[field(group = "engine")]
     pub cache_file: Option<Cow<'static, str>>,
+    /// INT8 calibration image list (one image name per line, as the sample map names them),
+    /// relative to the scratch space.
+    #[field(group = "engine", benchmarks = "resnet50")]
+    pub calib_data_map: Option<Cow<'static, str>>,
 
     // ---- Power ----
     /// GPU power limit; MaxQ workloads must set it, MaxP ones must not.

@@ -359,56 +359,62 @@ impl CpuEngine {
         self.pad_from
     }
 
-    /// The f32 input tensor of one run: `samples` converted to the model's layout, followed by zero
-    /// padding up to `batch`.
+    /// The f32 input tensor of one run (see [`batch_tensor`]).
     fn assemble(&self, samples: &[&[u8]], batch: usize) -> Result<Tensor, String> {
-        let s = &self.spec;
-        let (c, h, w) = (s.channels, s.height, s.width);
-        let elems = s.sample_elements();
-        let shape = match self.model_layout {
-            Layout::Nchw => [batch, c, h, w],
-            Layout::Nhwc => [batch, h, w, c],
-        };
-        let mut tensor = Tensor::zero::<f32>(&shape).map_err(|e| format!("{e:#}"))?;
-        {
-            let mut view = tensor.try_as_plain_ram_mut().map_err(|e| format!("{e:#}"))?;
-            let dst = view.as_slice_mut::<f32>().map_err(|e| format!("{e:#}"))?;
-            for (slot, bytes) in samples.iter().enumerate() {
-                if bytes.len() != s.sample_bytes() {
-                    return Err(format!(
-                        "CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes",
-                        self.origin,
-                        bytes.len(),
-                        s.describe(),
-                        s.sample_bytes()
-                    ));
-                }
-                let out = &mut dst[slot * elems..(slot + 1) * elems];
-                if s.layout == self.model_layout {
-                    decode_into(bytes, s.dtype, out);
-                } else {
-                    // Element `e` of the sample goes to position `map(e)` of the model's layout.
-                    let mut tmp = vec![0f32; elems];
-                    decode_into(bytes, s.dtype, &mut tmp);
-                    match s.layout {
-                        Layout::Nhwc => {
-                            for (e, v) in tmp.into_iter().enumerate() {
-                                let (pix, ch) = (e / c, e % c);
-                                out[ch * h * w + pix] = v;
-                            }
+        batch_tensor(&self.spec, self.model_layout, samples, batch, &self.origin)
+    }
+}
+
+/// The f32 input tensor of one run of a model whose input has `model_layout`: `samples` (as
+/// `spec` describes them) converted to that layout, followed by zero padding up to `batch`.
+/// `origin` names the model in errors.
+pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], batch: usize, origin: &str) -> Result<Tensor, String> {
+    let s = spec;
+    let (c, h, w) = (s.channels, s.height, s.width);
+    let elems = s.sample_elements();
+    let shape = match model_layout {
+        Layout::Nchw => [batch, c, h, w],
+        Layout::Nhwc => [batch, h, w, c],
+    };
+    let mut tensor = Tensor::zero::<f32>(&shape).map_err(|e| format!("{e:#}"))?;
+    {
+        let mut view = tensor.try_as_plain_ram_mut().map_err(|e| format!("{e:#}"))?;
+        let dst = view.as_slice_mut::<f32>().map_err(|e| format!("{e:#}"))?;
+        for (slot, bytes) in samples.iter().enumerate() {
+            if bytes.len() != s.sample_bytes() {
+                return Err(format!(
+                    "CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes",
+                    origin,
+                    bytes.len(),
+                    s.describe(),
+                    s.sample_bytes()
+                ));
+            }
+            let out = &mut dst[slot * elems..(slot + 1) * elems];
+            if s.layout == model_layout {
+                decode_into(bytes, s.dtype, out);
+            } else {
+                // Element `e` of the sample goes to position `map(e)` of the model's layout.
+                let mut tmp = vec![0f32; elems];
+                decode_into(bytes, s.dtype, &mut tmp);
+                match s.layout {
+                    Layout::Nhwc => {
+                        for (e, v) in tmp.into_iter().enumerate() {
+                            let (pix, ch) = (e / c, e % c);
+                            out[ch * h * w + pix] = v;
                         }
-                        Layout::Nchw => {
-                            for (e, v) in tmp.into_iter().enumerate() {
-                                let (ch, pix) = (e / (h * w), e % (h * w));
-                                out[pix * c + ch] = v;
-                            }
+                    }
+                    Layout::Nchw => {
+                        for (e, v) in tmp.into_iter().enumerate() {
+                            let (ch, pix) = (e / (h * w), e % (h * w));
+                            out[pix * c + ch] = v;
                         }
                     }
                 }
             }
         }
-        Ok(tensor)
     }
+    Ok(tensor)
 }
 
 impl Engine for CpuEngine {

@@ -112,7 +112,8 @@ pub fn open(benchmark: &str, settings: &Settings, total: usize, performance: usi
 /// or corrupt plan is an error: a run never builds or silently runs an outdated engine.
 fn open_gpu(benchmark: &str, settings: &Settings, total: usize, performance: usize, devices: usize, id: &PlanIdentity) -> Result<Workload, String> {
     let gpu = gpu_setup::setup(benchmark, settings, id, performance)?;
-    let key = builder::wanted_key(&gpu.build_request(None))?;
+    let calibration = gpu.cached_calibration()?;
+    let key = builder::wanted_key(&gpu.build_request(None, calibration.as_ref()))?;
     let rebuild = "run `mlperf generate_engines` with the same selection first";
     match plan::check(&gpu.plan_path, &key) {
         plan::PlanStatus::Fresh => {}

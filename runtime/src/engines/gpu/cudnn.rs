@@ -1,7 +1,7 @@
 //! The few cuDNN objects the engine uses, as owned Rust values over cudarc's `cudnn::result` layer
 //! (cudarc's sys/result/safe layering: cudarc gives sys and result, this is our safe layer).
-//! Every descriptor is NHWC fp16 (convolutions accumulate in fp32 or fp16); each type frees itself
-//! on drop.
+//! Every descriptor is NHWC, fp16 or int8 (convolutions accumulate in fp32, fp16 or int32); each
+//! type frees itself on drop.
 
 use cudarc::cudnn::result as cr;
 use cudarc::cudnn::sys;
@@ -33,16 +33,34 @@ impl Drop for Handle {
 // SAFETY: a handle is used by one stream slot at a time (the slot's owner holds it exclusively).
 unsafe impl Send for Handle {}
 
-/// An NHWC fp16 activation tensor `n x c x h x w`.
+/// Element types of tensors, filters and sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataType {
+    Half,
+    Float,
+    Int8,
+    Int32,
+}
+
+impl DataType {
+    fn cudnn(self) -> sys::cudnnDataType_t {
+        match self {
+            DataType::Half => sys::cudnnDataType_t::CUDNN_DATA_HALF,
+            DataType::Float => sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
+            DataType::Int8 => sys::cudnnDataType_t::CUDNN_DATA_INT8,
+            DataType::Int32 => sys::cudnnDataType_t::CUDNN_DATA_INT32,
+        }
+    }
+}
+
+/// An NHWC activation tensor `n x c x h x w`.
 pub struct Tensor(pub sys::cudnnTensorDescriptor_t);
 
 impl Tensor {
-    pub fn nhwc(n: usize, c: usize, h: usize, w: usize) -> Result<Tensor> {
+    pub fn nhwc(dtype: DataType, n: usize, c: usize, h: usize, w: usize) -> Result<Tensor> {
         let d = check("create tensor", cr::create_tensor_descriptor())?;
         let t = Tensor(d);
-        check("set tensor", unsafe {
-            cr::set_tensor4d_descriptor(d, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnDataType_t::CUDNN_DATA_HALF, [n as c_int, c as c_int, h as c_int, w as c_int])
-        })?;
+        check("set tensor", unsafe { cr::set_tensor4d_descriptor(d, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, dtype.cudnn(), [n as c_int, c as c_int, h as c_int, w as c_int]) })?;
         Ok(t)
     }
 }
@@ -53,16 +71,14 @@ impl Drop for Tensor {
     }
 }
 
-/// KRSC fp16 filters.
+/// KRSC filters.
 pub struct Filter(pub sys::cudnnFilterDescriptor_t);
 
 impl Filter {
-    pub fn krsc(k: usize, c: usize, r: usize, s: usize) -> Result<Filter> {
+    pub fn krsc(dtype: DataType, k: usize, c: usize, r: usize, s: usize) -> Result<Filter> {
         let d = check("create filter", cr::create_filter_descriptor())?;
         let f = Filter(d);
-        check("set filter", unsafe {
-            cr::set_filter4d_descriptor(d, sys::cudnnDataType_t::CUDNN_DATA_HALF, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int])
-        })?;
+        check("set filter", unsafe { cr::set_filter4d_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int]) })?;
         Ok(f)
     }
 }
@@ -73,12 +89,13 @@ impl Drop for Filter {
     }
 }
 
-/// A cross-correlation on tensor cores, accumulating in fp32 or (`half_sums`) fp16.
+/// A cross-correlation on tensor cores, accumulating in `sums` (Float or Half for fp16 data, Int32
+/// for int8).
 pub struct Convolution(pub sys::cudnnConvolutionDescriptor_t);
 
 impl Convolution {
-    pub fn new(pad: usize, stride: usize, half_sums: bool) -> Result<Convolution> {
-        let compute = if half_sums { sys::cudnnDataType_t::CUDNN_DATA_HALF } else { sys::cudnnDataType_t::CUDNN_DATA_FLOAT };
+    pub fn new(pad: usize, stride: usize, sums: DataType) -> Result<Convolution> {
+        let compute = sums.cudnn();
         let d = check("create convolution", cr::create_convolution_descriptor())?;
         let c = Convolution(d);
         check("set convolution", unsafe {
@@ -154,23 +171,25 @@ pub fn workspace_size(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y:
     check("workspace size", unsafe { cr::get_convolution_forward_workspace_size(h.0, x.0, w.0, conv.0, y.0, algo) })
 }
 
-/// The descriptors and pointers of one fused convolution: `y = act(conv(x, w) + z + bias)`.
+/// The descriptors and pointers of one fused convolution:
+/// `y = act(alphas.0 * conv(x, w) + alphas.1 * z + bias)`.
 pub struct FusedConv<'a> {
     pub x: (&'a Tensor, u64),
     pub w: (&'a Filter, u64),
     pub conv: &'a Convolution,
     pub act: &'a Activation,
     pub bias: (&'a Tensor, u64),
-    /// The residual input, or None (then `y` is passed as z with a zero scale, as cuDNN allows).
+    /// The residual input, or None (then `y` is passed as z, with alphas.1 zero, as cuDNN allows).
     pub z: Option<u64>,
     pub y: (&'a Tensor, u64),
+    pub alphas: (f32, f32),
 }
 
 impl FusedConv<'_> {
     /// # Safety
     /// Pointers must be device memory of the shapes the descriptors say, on the handle's device.
     pub unsafe fn launch(&self, h: &Handle, algo: sys::cudnnConvolutionFwdAlgo_t, workspace: (u64, usize)) -> Result<()> {
-        let (alpha1, alpha2) = (1.0f32, if self.z.is_some() { 1.0f32 } else { 0.0 });
+        let (alpha1, alpha2) = self.alphas;
         let z = self.z.unwrap_or(self.y.1);
         check("fused convolution", unsafe {
             cr::convolution_bias_activation_forward(

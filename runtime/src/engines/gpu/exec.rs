@@ -7,7 +7,7 @@
 //! rest: upload, conversion to NHWC fp16 (space-to-depth when the plan's stem wants it), every
 //! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
-use super::cudnn::{self, Activation, Convolution, Filter, FusedConv, Handle, Pooling, Tensor};
+use super::cudnn::{self, Activation, Convolution, DataType, Filter, FusedConv, Handle, Pooling, Tensor};
 use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
 use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
 use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
@@ -126,6 +126,33 @@ extern "C" __global__ void convert_input(const unsigned char* pool, const int* s
     }
 }
 
+// `groups` groups of 8 fp16 values to int8: round(x / scale) to nearest even, saturated to
+// [-127, 127] (the symmetric grid network::quantize uses).
+extern "C" __global__ void quantize(const uint4* in, uint2* out, long long groups, float scale) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    uint4 v = in[g];
+    unsigned int h[4] = {v.x, v.y, v.z, v.w}, q[2] = {0, 0};
+    for (int k = 0; k < 8; k++) {
+        int i = __float2int_rn(h2f((unsigned short)(h[k / 2] >> (16 * (k % 2)))) / scale);
+        q[k / 4] |= (unsigned int)(max(-127, min(127, i)) & 0xff) << (8 * (k % 4));
+    }
+    out[g] = make_uint2(q[0], q[1]);
+}
+
+// `groups` groups of 8 int8 values to fp16: q * scale.
+extern "C" __global__ void dequantize(const uint2* in, uint4* out, long long groups, float scale) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    uint2 v = in[g];
+    unsigned int q[2] = {v.x, v.y}, h[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 8; k++) {
+        signed char i = (signed char)((q[k / 4] >> (8 * (k % 4))) & 0xff);
+        h[k / 2] |= (unsigned int)f2h((float)i * scale) << (16 * (k % 2));
+    }
+    out[g] = make_uint4(h[0], h[1], h[2], h[3]);
+}
+
 // One warp per sample: the first index of the largest of `classes` logits (row stride `stride`).
 extern "C" __global__ void top1(const unsigned short* logits, int* out, int n, int classes, int stride, int offset) {
     int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32);
@@ -154,6 +181,8 @@ pub struct DeviceModel {
     pub input: InputFormat,
     weights: DeviceBuffer,
     convert: CudaFunction,
+    quantize: CudaFunction,
+    dequantize: CudaFunction,
     top1: CudaFunction,
 }
 
@@ -162,6 +191,10 @@ impl DeviceModel {
         let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
         if image_channels % 8 != 0 {
             return Err(format!("the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it", header.model_path));
+        }
+        let converts = header.layers.iter().filter(|l| matches!(l.kind, LayerKind::Quantize { .. } | LayerKind::Dequantize { .. }));
+        if let Some(l) = converts.into_iter().find(|l| l.input_shape.0 % 8 != 0) {
+            return Err(format!("the plan built from {}: layer {} converts {} channels, not a multiple of 8 (its kernel converts 8 at a time)", header.model_path, l.name, l.input_shape.0));
         }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
@@ -174,7 +207,9 @@ impl DeviceModel {
         let module = cu("load kernels", ctx.load_module(ptx))?;
         let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
         let top1 = cu("kernel top1", module.load_function("top1"))?;
-        Ok(Arc::new(DeviceModel { ctx, header: header.clone(), input, weights, convert, top1 }))
+        let quantize = cu("kernel quantize", module.load_function("quantize"))?;
+        let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
+        Ok(Arc::new(DeviceModel { ctx, header: header.clone(), input, weights, convert, quantize, dequantize, top1 }))
     }
 
     pub fn max_batch(&self) -> usize {
@@ -196,13 +231,19 @@ impl ConvDescriptors {
     fn new(layer: &PlannedLayer, n: usize) -> Result<ConvDescriptors> {
         let LayerKind::Conv { kernel, stride, pad, relu, accumulator, .. } = layer.kind else { unreachable!("a convolution layer") };
         let ((ci, hi, wi), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
+        // cuDNN's int8 configuration: int8 data and filters, int32 sums, f32 bias.
+        let (data, sums, bias) = match accumulator {
+            Accumulator::Fp32 => (DataType::Half, DataType::Float, DataType::Half),
+            Accumulator::Fp16 => (DataType::Half, DataType::Half, DataType::Half),
+            Accumulator::Int32 => (DataType::Int8, DataType::Int32, DataType::Float),
+        };
         Ok(ConvDescriptors {
-            x: Tensor::nhwc(n, ci, hi, wi)?,
-            y: Tensor::nhwc(n, co, ho, wo)?,
-            filter: Filter::krsc(co, ci, kernel, kernel)?,
-            conv: Convolution::new(pad, stride, accumulator == Accumulator::Fp16)?,
+            x: Tensor::nhwc(data, n, ci, hi, wi)?,
+            y: Tensor::nhwc(data, n, co, ho, wo)?,
+            filter: Filter::krsc(data, co, ci, kernel, kernel)?,
+            conv: Convolution::new(pad, stride, sums)?,
             act: Activation::new(relu)?,
-            bias: Tensor::nhwc(1, co, 1, 1)?,
+            bias: Tensor::nhwc(bias, 1, co, 1, 1)?,
         })
     }
 }
@@ -211,6 +252,8 @@ impl ConvDescriptors {
 enum LayerDescriptors {
     Conv { d: ConvDescriptors, algo: Algo, workspace: usize },
     Pool { x: Tensor, y: Tensor, pooling: Pooling },
+    /// Quantize (`to_int8`) or dequantize `groups` groups of 8 elements.
+    Convert { to_int8: bool, groups: i64, scale: f32 },
 }
 
 struct BatchProgram {
@@ -283,7 +326,7 @@ impl Slot {
 
     /// The fused convolution of `layer` on this slot's buffers and the device's weights.
     fn fused<'a>(&self, layer: &PlannedLayer, d: &'a ConvDescriptors) -> FusedConv<'a> {
-        let LayerKind::Conv { weight_offset, bias_offset, residual, .. } = layer.kind else { unreachable!("a convolution layer") };
+        let LayerKind::Conv { weight_offset, bias_offset, residual, scale, residual_scale, .. } = layer.kind else { unreachable!("a convolution layer") };
         let weights = self.model.weights.ptr();
         FusedConv {
             x: (&d.x, self.value_ptr(layer.input)),
@@ -293,6 +336,7 @@ impl Slot {
             bias: (&d.bias, weights + bias_offset as u64),
             z: residual.map(|r| self.value_ptr(r)),
             y: (&d.y, self.value_ptr(layer.output)),
+            alphas: (scale, residual_scale),
         }
     }
 
@@ -308,9 +352,13 @@ impl Slot {
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
                 LayerKind::MaxPool { kernel, stride, pad } => {
-                    LayerDescriptors::Pool { x: Tensor::nhwc(n, c, h, w)?, y: Tensor::nhwc(n, co, ho, wo)?, pooling: Pooling::new(false, *kernel, *stride, *pad)? }
+                    LayerDescriptors::Pool { x: Tensor::nhwc(DataType::Half, n, c, h, w)?, y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?, pooling: Pooling::new(false, *kernel, *stride, *pad)? }
                 }
-                LayerKind::GlobalAveragePool => LayerDescriptors::Pool { x: Tensor::nhwc(n, c, h, w)?, y: Tensor::nhwc(n, co, ho, wo)?, pooling: Pooling::new(true, h, 1, 0)? },
+                LayerKind::GlobalAveragePool => {
+                    LayerDescriptors::Pool { x: Tensor::nhwc(DataType::Half, n, c, h, w)?, y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?, pooling: Pooling::new(true, h, 1, 0)? }
+                }
+                &LayerKind::Quantize { scale } => LayerDescriptors::Convert { to_int8: true, groups: (n * c * h * w / 8) as i64, scale },
+                &LayerKind::Dequantize { scale } => LayerDescriptors::Convert { to_int8: false, groups: (n * c * h * w / 8) as i64, scale },
             });
         }
         Ok(out)
@@ -351,6 +399,13 @@ impl Slot {
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output)))
                 },
+                LayerDescriptors::Convert { to_int8, groups, scale } => {
+                    let (x, y) = (self.value_ptr(layer.input), self.value_ptr(layer.output));
+                    let mut launch = self.stream.launch_builder(if *to_int8 { &m.quantize } else { &m.dequantize });
+                    launch.arg(&x).arg(&y).arg(groups).arg(scale);
+                    let blocks = (*groups as u64).div_ceil(256) as u32;
+                    cu("convert int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                }
             }
             .map_err(|e| format!("layer {}: {e}", layer.name))?;
         }
@@ -404,7 +459,7 @@ impl Slot {
     fn fit_workspace(&mut self, n: usize, layers: &[LayerDescriptors]) -> Result<()> {
         let needs = self.model.header.layers.iter().zip(layers).filter_map(|(layer, d)| match d {
             LayerDescriptors::Conv { workspace, .. } => Some((*workspace, &layer.name)),
-            LayerDescriptors::Pool { .. } => None,
+            LayerDescriptors::Pool { .. } | LayerDescriptors::Convert { .. } => None,
         });
         let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
         if need <= self.workspace.bytes {
@@ -453,7 +508,8 @@ impl Slot {
         Ok(raw.chunks_exact(channels).flat_map(|row| row[..h.classes].iter().map(|&b| half::f16::from_bits(b).to_f32())).collect())
     }
 
-    /// Times every candidate algorithm of every convolution, with each of `accumulators`, at the
+    /// Times every candidate algorithm of every convolution, with each of `accumulators` (int8
+    /// layers: int32), at the
     /// plan's batch size and writes the fastest that fits `workspace_limit` into the header (the
     /// builder's autotuning).
     pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
@@ -465,7 +521,8 @@ impl Slot {
         for layer in header.layers.iter_mut() {
             let LayerKind::Conv { relu, .. } = layer.kind else { continue };
             let mut best: Option<(Accumulator, Algo, usize, f32)> = None;
-            for &sums in accumulators {
+            let int8 = matches!(layer.kind, LayerKind::Conv { accumulator: Accumulator::Int32, .. });
+            for &sums in if int8 { &[Accumulator::Int32] } else { accumulators } {
                 let LayerKind::Conv { accumulator, .. } = &mut layer.kind else { unreachable!() };
                 *accumulator = sums;
                 let d = ConvDescriptors::new(layer, n)?;

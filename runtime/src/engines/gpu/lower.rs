@@ -1,6 +1,6 @@
 //! Lowering the fused network to what the GPU runs: a stride-2 stem rewritten for a
-//! space-to-depth image (see `network::space_to_depth`), NHWC fp16 tensors, KRSC fp16 weights in
-//! one blob, channel counts padded where tensor-core kernels want multiples of 8 (the image and a
+//! space-to-depth image (see `network::space_to_depth`), NHWC fp16 tensors (int8 where
+//! `network::quantize` put them), KRSC weights in one blob (fp16, or int8 with f32 biases), channel counts padded where tensor-core kernels want multiples of 8 (the image and a
 //! classifier whose class count is not a multiple of 8; the pad weights are zero, so padded
 //! channels carry zeros and padded classes are never reported), and a buffer per value chosen by
 //! liveness. Algorithms and accumulators are left unset here: choosing them needs the GPU (see
@@ -76,16 +76,28 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
             Op::Conv(conv) => {
                 let weight_offset = blob.len();
                 let k2 = conv.kernel * conv.kernel;
-                // OIHW -> OHWI (KRSC).
-                for o in 0..conv.cout {
-                    for rs in 0..k2 {
-                        for c in 0..conv.cin {
-                            blob.extend_from_slice(&f16::from_f32(conv.weight[(o * conv.cin + c) * k2 + rs]).to_le_bytes());
-                        }
+                // OIHW -> OHWI (KRSC), one element at a time in the layer's type.
+                let krsc = (0..conv.cout).flat_map(|o| (0..k2).flat_map(move |rs| (0..conv.cin).map(move |c| conv.weight[(o * conv.cin + c) * k2 + rs])));
+                let (bias_offset, scale, residual_scale, accumulator) = match conv.int8 {
+                    None => {
+                        blob.extend(krsc.flat_map(|w| f16::from_f32(w).to_le_bytes()));
+                        let bias_offset = align_blob(&mut blob);
+                        blob.extend(conv.bias.iter().flat_map(|b| f16::from_f32(*b).to_le_bytes()));
+                        (bias_offset, 1.0, if conv.residual.is_some() { 1.0 } else { 0.0 }, Accumulator::Fp32)
                     }
-                }
-                let bias_offset = align_blob(&mut blob);
-                blob.extend(conv.bias.iter().flat_map(|b| f16::from_f32(*b).to_le_bytes()));
+                    Some(q) => {
+                        // `quantize` left the weights on the int8 grid: rounding recovers the integers.
+                        blob.extend(krsc.map(|w| (w / q.weight_scale).round() as i8 as u8));
+                        let bias_offset = align_blob(&mut blob);
+                        blob.extend(conv.bias.iter().flat_map(|b| (b / q.output_scale).to_le_bytes()));
+                        let int8_input = |v| net.int8_scale(v).ok_or_else(|| format!("node {:?}: an int8 convolution reads an fp16 value (run network::quantize)", node.name));
+                        let residual_scale = match conv.residual {
+                            Some(r) => int8_input(r)? / q.output_scale,
+                            None => 0.0,
+                        };
+                        (bias_offset, int8_input(node.input)? * q.weight_scale / q.output_scale, residual_scale, Accumulator::Int32)
+                    }
+                };
                 align_blob(&mut blob);
                 LayerKind::Conv {
                     kernel: conv.kernel,
@@ -95,7 +107,9 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     residual: conv.residual,
                     weight_offset,
                     bias_offset,
-                    accumulator: Accumulator::Fp32,
+                    scale,
+                    residual_scale,
+                    accumulator,
                     algorithm: -1,
                     workspace_bytes: 0,
                     measured_us: 0.0,
@@ -103,6 +117,8 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
             }
             Op::MaxPool { kernel, stride, pad } => LayerKind::MaxPool { kernel: *kernel, stride: *stride, pad: *pad },
             Op::GlobalAveragePool => LayerKind::GlobalAveragePool,
+            Op::Quantize { scale } => LayerKind::Quantize { scale: *scale },
+            Op::Dequantize => LayerKind::Dequantize { scale: net.int8_scale(node.input).ok_or_else(|| format!("node {:?} dequantizes an fp16 value", node.name))? },
             other => return Err(format!("node {:?}: {other:?} survived fusion; the GPU cannot run it", node.name)),
         };
         layers.push(PlannedLayer { name: node.name.clone(), kind, input: node.input, output: i + 1, input_shape: shapes[node.input], output_shape: shapes[i + 1] });

@@ -1,12 +1,15 @@
 //! The GPU engine: our own replacement for a TensorRT engine, for image classifiers (ResNet50).
 //!
 //! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
-//!   fusion). CPU only, tested in CI.
+//!   fusion, int8 quantisation). CPU only, tested in CI.
+//! - [`calibration`]: int8 ranges measured on the CPU (tract) over calibration images, and their
+//!   cache file. CPU only.
 //! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
 //!   assignment. CPU only.
 //! - [`plan`]: the serialized engine and its cache key; stale or corrupt plans are never run.
-//! - [`builder`]: `generate_engines`: import, lower, time cuDNN's algorithms (fp32 and fp16 sums)
-//!   on the GPU, check the result against the CPU engine, write the plan.
+//! - [`builder`]: `generate_engines`: import, quantise (int8 plans), lower, time cuDNN's algorithms
+//!   (fp32 and fp16 sums, int32 for int8) on the GPU, check the result against the CPU engine,
+//!   write the plan.
 //! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
 //!   buffers, CUDA graphs, the device-resident sample pool.
 //!
@@ -14,6 +17,7 @@
 //! from as many workers as the config has inference streams, each on its own stream slot.
 
 pub mod builder;
+pub mod calibration;
 pub mod cudnn;
 pub mod exec;
 pub mod lower;

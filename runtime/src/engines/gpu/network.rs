@@ -30,6 +30,10 @@ pub enum Op {
     Add(ValueId),
     MaxPool { kernel: usize, stride: usize, pad: usize },
     GlobalAveragePool,
+    /// To int8: `q = clamp(round(x / scale), -127, 127)` (inserted by [`quantize`]).
+    Quantize { scale: f32 },
+    /// Back from int8: `x = q * scale` of the int8 value read (inserted by [`quantize`]).
+    Dequantize,
 }
 
 /// A 2-D convolution (square kernel, no dilation, one group) with everything fused into it.
@@ -47,6 +51,16 @@ pub struct Conv {
     /// Added after the convolution and bias, before the activation.
     pub residual: Option<ValueId>,
     pub relu: bool,
+    /// Set by [`quantize`]: the convolution reads and writes int8.
+    pub int8: Option<Int8Conv>,
+}
+
+/// The scales of an int8 convolution: its weights are `weight_scale` times integers in
+/// [-127, 127] (already rounded so in `weight`), its output is `output_scale` times integers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Int8Conv {
+    pub weight_scale: f32,
+    pub output_scale: f32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +68,9 @@ pub struct Node {
     pub name: String,
     pub op: Op,
     pub input: ValueId,
+    /// The ONNX tensor that holds this node's output (after fusion: the last fused node's), which
+    /// calibration measures.
+    pub tensor: String,
 }
 
 /// An image classifier: NCHW image in, `classes` logits out.
@@ -96,7 +113,7 @@ impl Network {
                 Op::Conv(conv) => (conv.cout, out_size(h, conv.kernel, conv.stride, conv.pad), out_size(w, conv.kernel, conv.stride, conv.pad)),
                 Op::MaxPool { kernel, stride, pad } => (c, out_size(h, *kernel, *stride, *pad), out_size(w, *kernel, *stride, *pad)),
                 Op::GlobalAveragePool => (c, 1, 1),
-                Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => (c, h, w),
+                Op::BatchNorm { .. } | Op::Relu | Op::Add(_) | Op::Quantize { .. } | Op::Dequantize => (c, h, w),
             });
         }
         shapes
@@ -105,7 +122,10 @@ impl Network {
     /// Removes node `index`, whose output is replaced by its input everywhere.
     fn bypass(&mut self, index: usize) {
         let (removed, replacement) = (index + 1, self.nodes[index].input);
-        self.nodes.remove(index);
+        let node = self.nodes.remove(index);
+        if let Some(producer) = replacement.checked_sub(1) {
+            self.nodes[producer].tensor = node.tensor;
+        }
         let remap = |v: ValueId| match v {
             v if v == removed => replacement,
             v if v > removed => v - 1,
@@ -120,6 +140,33 @@ impl Network {
             }
         }
         self.output = remap(self.output);
+    }
+
+    /// Inserts `node` right after the producer of its input and returns its value; values after
+    /// it shift by one. No reader is rewired: the caller chooses which ones read the new value.
+    fn insert_after_input(&mut self, node: Node) -> ValueId {
+        let at = node.input;
+        let remap = |v: ValueId| if v > at { v + 1 } else { v };
+        for n in &mut self.nodes {
+            n.input = remap(n.input);
+            match &mut n.op {
+                Op::Add(v) => *v = remap(*v),
+                Op::Conv(c) => c.residual = c.residual.map(remap),
+                _ => {}
+            }
+        }
+        self.output = remap(self.output);
+        self.nodes.insert(at, node);
+        at + 1
+    }
+
+    /// The int8 scale of `value`: `Some` when its producer writes int8.
+    pub fn int8_scale(&self, value: ValueId) -> Option<f32> {
+        match self.producer(value).map(|p| &p.op) {
+            Some(Op::Conv(Conv { int8: Some(q), .. })) => Some(q.output_scale),
+            Some(Op::Quantize { scale }) => Some(*scale),
+            _ => None,
+        }
     }
 
     /// The single node reading `value`, if exactly one node reads it and it is not the output.
@@ -289,6 +336,76 @@ pub fn fuse_activations(net: &mut Network) {
     }
 }
 
+/// Largest int8 magnitude: the grid is symmetric (-127..=127), so zero stays exactly zero.
+pub const INT8_MAX: f32 = 127.0;
+
+/// Runs the convolutions between the stem and the classifier in int8 (they read what a
+/// convolution or max pooling wrote; the stem reads the image and the classifier the pooled
+/// features, and both stay fp16, where int8 would cost accuracy for little time). `amax` holds each
+/// value's calibrated range by ONNX tensor name (see `calibration`): a value's scale is
+/// `amax / 127`. Weights get one scale per convolution (cuDNN's int8 call takes one per tensor)
+/// and are rounded to it here, so the network computes exactly what the GPU's int8 arithmetic
+/// does, up to rounding ties. `Quantize` goes where fp16 values enter the int8 region and
+/// `Dequantize` where int8 values leave it. Returns the number of int8 convolutions.
+pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32>) -> Result<usize, String> {
+    let scale_of = |tensor: &str| -> Result<f32, String> {
+        match amax.get(tensor) {
+            Some(&a) if a.is_finite() && a >= 0.0 => Ok(a.max(f32::MIN_POSITIVE) / INT8_MAX),
+            Some(a) => Err(format!("the calibration cache gives tensor {tensor:?} the range {a}; recalibrate")),
+            None => Err(format!("the calibration cache has no range for tensor {tensor:?} (calibrated on another model?); recalibrate")),
+        }
+    };
+    let mut count = 0;
+    for i in 0..net.nodes.len() {
+        let reads_features = matches!(net.producer(net.nodes[i].input).map(|p| &p.op), Some(Op::Conv(_) | Op::MaxPool { .. }));
+        let tensor = net.nodes[i].tensor.clone();
+        let Op::Conv(conv) = &mut net.nodes[i].op else { continue };
+        // cuDNN's int8 NHWC convolutions need channel counts that are multiples of 4.
+        if !reads_features || conv.cin % 4 != 0 || conv.cout % 4 != 0 || net.output == i + 1 {
+            continue;
+        }
+        let largest = conv.weight.iter().fold(0f32, |m, w| m.max(w.abs()));
+        let weight_scale = if largest > 0.0 { largest / INT8_MAX } else { 1.0 };
+        conv.weight.iter_mut().for_each(|w| *w = (*w / weight_scale).round() * weight_scale);
+        conv.int8 = Some(Int8Conv { weight_scale, output_scale: scale_of(&tensor)? });
+        count += 1;
+    }
+    let is_int8_conv = |n: &Node| matches!(&n.op, Op::Conv(c) if c.int8.is_some());
+    let reads = |n: &Node, v: ValueId| n.input == v || matches!(&n.op, Op::Conv(c) if c.residual == Some(v)) || matches!(&n.op, Op::Add(a) if *a == v);
+    let rewire = |n: &mut Node, from: ValueId, to: ValueId| {
+        if n.input == from {
+            n.input = to;
+        }
+        match &mut n.op {
+            Op::Conv(c) if c.residual == Some(from) => c.residual = Some(to),
+            Op::Add(a) if *a == from => *a = to,
+            _ => {}
+        }
+    };
+    // Highest value first: an insertion shifts only the values after it.
+    for v in (0..=net.nodes.len()).rev() {
+        let int8 = net.int8_scale(v).is_some();
+        // Int8 readers of an fp16 value, or fp16 readers (and the output) of an int8 value.
+        let crossing = |n: &Node| reads(n, v) && is_int8_conv(n) != int8;
+        if !net.nodes.iter().any(crossing) && !(int8 && net.output == v) {
+            continue;
+        }
+        let producer = net.producer(v).ok_or("an int8 convolution reads the image; the stem must stay fp16")?;
+        let (name, tensor) = (producer.name.clone(), producer.tensor.clone());
+        let (suffix, op) = if int8 { ("dequantize", Op::Dequantize) } else { ("quantize", Op::Quantize { scale: scale_of(&tensor)? }) };
+        let q = net.insert_after_input(Node { name: format!("{name}/{suffix}"), op, input: v, tensor });
+        for n in net.nodes.iter_mut().skip(q) {
+            if reads(n, v) && is_int8_conv(n) != int8 {
+                rewire(n, v, q);
+            }
+        }
+        if int8 && net.output == v {
+            net.output = q;
+        }
+    }
+    Ok(count)
+}
+
 /// After the passes only convolutions and pooling may remain.
 fn check_fused(net: &Network) -> Result<(), String> {
     for node in &net.nodes {
@@ -345,7 +462,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                     return Err(format!("Conv {name:?}: dilated or grouped convolutions are not supported"));
                 }
                 let bias = if node.input.len() > 2 { weight(2)?.1 } else { vec![0.0; cout] };
-                Op::Conv(Conv { cin, cout, kernel: kh, stride: strides[0] as usize, pad: pads[0] as usize, weight: w, bias, residual: None, relu: false })
+                Op::Conv(Conv { cin, cout, kernel: kh, stride: strides[0] as usize, pad: pads[0] as usize, weight: w, bias, residual: None, relu: false, int8: None })
             }
             "BatchNormalization" => Op::BatchNorm {
                 scale: weight(1)?.1,
@@ -359,8 +476,11 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 // A classifier's bias after MatMul: fold into the preceding 1x1 convolution.
                 let v = at(0)?;
                 let (_, b) = weight(1)?;
-                match net.nodes.get_mut(v.wrapping_sub(1)).map(|n| &mut n.op) {
-                    Some(Op::Conv(c)) if c.bias.len() == b.len() => c.bias.iter_mut().zip(&b).for_each(|(x, y)| *x += y),
+                match net.nodes.get_mut(v.wrapping_sub(1)) {
+                    Some(Node { op: Op::Conv(c), tensor, .. }) if c.bias.len() == b.len() => {
+                        c.bias.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                        *tensor = node.output[0].clone();
+                    }
                     _ => return Err(format!("Add {name:?}: a constant addend is supported only as a classifier bias")),
                 }
                 values.insert(node.output[0].clone(), v);
@@ -393,7 +513,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 // OIHW with 1x1 kernels is the [cout][cin] matrix.
                 let weight = if trans_b { w } else { (0..cout).flat_map(|o| (0..cin).map(move |i| (o, i))).map(|(o, i)| w[i * cout + o]).collect() };
                 let bias = if node.input.len() > 2 { weight_bias(&initializers, &node.input[2], cout)? } else { vec![0.0; cout] };
-                Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false })
+                Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false, int8: None })
             }
             other => {
                 return Err(format!(
@@ -403,7 +523,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
         };
         pooled |= matches!(op, Op::GlobalAveragePool);
         let input = at(0)?;
-        net.nodes.push(Node { name, op, input });
+        net.nodes.push(Node { name, op, input, tensor: node.output[0].clone() });
         values.insert(node.output[0].clone(), net.nodes.len());
     }
     let output = graph.output.first().ok_or("the ONNX model has no output")?;

@@ -1,13 +1,20 @@
 //! The builder's graph passes and lowering, checked on the CPU with a plain reference executor
 //! (fp32, NCHW, loops) against tract on the same ONNX.
 
+use super::calibration::{self, Calibration, CalibrationSet};
 use super::lower::{lower, pad_channels, CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN};
-use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, space_to_depth, Network, Op, SpaceToDepth};
+use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth, Network, Op, SpaceToDepth, INT8_MAX};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::synthetic::{model, synthetic_image_f32};
 
-/// Runs a network on one NCHW image with loops (the semantics each op has in ONNX).
+/// Runs a network on one NCHW image and returns its logits.
 fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
+    execute_all(net, image).swap_remove(net.output)
+}
+
+/// Every value of a network run on one NCHW image, with loops (the semantics each op has in ONNX;
+/// int8 values are f32 values on their int8 grid).
+fn execute_all(net: &Network, image: &[f32]) -> Vec<Vec<f32>> {
     let shapes = net.shapes();
     let mut values: Vec<Vec<f32>> = vec![image.to_vec()];
     for (i, node) in net.nodes.iter().enumerate() {
@@ -40,7 +47,11 @@ fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
                             if let Some(r) = conv.residual {
                                 acc += values[r][at];
                             }
-                            out[at] = if conv.relu { acc.max(0.0) } else { acc };
+                            let y = if conv.relu { acc.max(0.0) } else { acc };
+                            out[at] = match conv.int8 {
+                                Some(q) => fake_int8(y, q.output_scale),
+                                None => y,
+                            };
                         }
                     }
                 }
@@ -73,6 +84,8 @@ fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
                     }
                 }
             }
+            Op::Quantize { scale } => out.iter_mut().zip(x).for_each(|(o, v)| *o = fake_int8(*v, *scale)),
+            Op::Dequantize => out.copy_from_slice(x),
             Op::GlobalAveragePool => {
                 for ch in 0..c {
                     out[ch] = x[ch * h * w..(ch + 1) * h * w].iter().sum::<f32>() / (h * w) as f32;
@@ -81,7 +94,12 @@ fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
         }
         values.push(out);
     }
-    values[net.output].clone()
+    values
+}
+
+/// `x` rounded to the int8 grid of `scale` and saturated, in f32 (what int8 storage keeps).
+fn fake_int8(x: f32, scale: f32) -> f32 {
+    (x / scale).round().clamp(-INT8_MAX, INT8_MAX) * scale
 }
 
 fn max_relative_difference(a: &[f32], b: &[f32]) -> f32 {
@@ -221,8 +239,9 @@ fn space_to_depth_is_exact_for_any_stride_2_kernel_and_padding() {
                 bias: (0..cout).map(|o| value(o + 7)).collect(),
                 residual: None,
                 relu: false,
+                int8: None,
             };
-            let net = Network { channels: cin, height, width, nodes: vec![super::network::Node { name: "stem".into(), op: Op::Conv(conv), input: 0 }], output: 1, classes: cout };
+            let net = Network { channels: cin, height, width, nodes: vec![super::network::Node { name: "stem".into(), op: Op::Conv(conv), input: 0, tensor: "stem".into() }], output: 1, classes: cout };
             let image: Vec<f32> = (0..cin * height * width).map(|i| value(i + 11)).collect();
             let reference = execute(&net, &image);
             let mut rewritten = net.clone();
@@ -301,3 +320,158 @@ fn unsupported_graphs_are_refused_by_name() {
     let e = build(&proto).unwrap_err();
     assert!(e.contains("\"pre\" is a Relu that follows no convolution"), "{e}");
 }
+
+/// Images the int8 tests calibrate on (the synthetic calibration set, not the checked images).
+fn calibration_image(i: usize) -> Vec<f32> {
+    synthetic_image_f32(crate::engines::synthetic::CALIBRATION_FIRST_INDEX + i, SIZE, Layout::Nchw)
+}
+
+/// Largest magnitude of each value's tensor over `images`, by the reference executor.
+fn reference_ranges(net: &Network, images: usize) -> std::collections::BTreeMap<String, f32> {
+    let mut amax = std::collections::BTreeMap::new();
+    for i in 0..images {
+        let values = execute_all(net, &calibration_image(i));
+        for (node, value) in net.nodes.iter().zip(&values[1..]) {
+            let a = value.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let entry = amax.entry(node.tensor.clone()).or_insert(0f32);
+            *entry = entry.max(a);
+        }
+    }
+    amax
+}
+
+#[test]
+fn calibration_measures_each_fused_value_under_its_onnx_name() {
+    // Batch norms in the model: the names must follow the values through folding and fusion.
+    let proto = model::resnet50_with_batch_norms(SIZE, 7);
+    let dir = std::env::temp_dir().join(format!("mlperf-calibration-test-{}", std::process::id()));
+    let model_path = dir.join("model.onnx");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&model_path, prost::Message::encode_to_vec(&proto)).unwrap();
+    let spec = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, dtype: InputDtype::F32 };
+    let library = crate::dataset::qsl::SampleLibrary::generated("calibration", 4, 4, spec.sample_bytes(), |i| calibration_image(i).iter().flat_map(|v| v.to_le_bytes()).collect());
+    mlperf_loadgen::Qsl::load_samples(&library, &[0, 1, 2, 3]);
+    let set = CalibrationSet { source: &library, spec, batch: 2, batches: 2 };
+    // The 100th percentile: the bin edge just above the largest magnitude (bins are 1/32 of an
+    // octave wide, so at most 1/32 of the value).
+    let measured = calibration::measure(&model_path, &set, 100.0).unwrap();
+
+    let net = build(&proto).unwrap();
+    let reference = reference_ranges(&net, 4);
+    assert_eq!(measured.amax.len(), net.nodes.len(), "one range per fused value");
+    assert_eq!((measured.images, measured.model_sha256.clone()), (4, super::plan::file_sha256(&model_path).unwrap()));
+    for (tensor, want) in &reference {
+        let got = measured.amax[tensor];
+        assert!(got >= want * 0.9999 && got <= want * (1.0 + 1.0 / 32.0) + 1e-6, "{tensor}: tract measured {got}, the reference executor's largest magnitude is {want}");
+    }
+
+    // The cache: written when missing, reused, and never replaced for another model without force.
+    let cache = dir.join("sub/resnet50.cache");
+    let (first, outcome) = calibration::ensure(&cache, &model_path, &set, false).unwrap();
+    assert_eq!((outcome, first.percentile, first.amax.len()), (calibration::CacheOutcome::Written, calibration::PERCENTILE, measured.amax.len()));
+    assert!(first.amax.iter().all(|(t, r)| *r <= measured.amax[t]), "percentile ranges within the largest magnitudes");
+    assert_eq!(Calibration::load(&cache).unwrap(), first, "the cache round-trips");
+    let (_, outcome) = calibration::ensure(&cache, &model_path, &set, false).unwrap();
+    assert_eq!(outcome, calibration::CacheOutcome::Reused);
+    std::fs::write(&model_path, prost::Message::encode_to_vec(&model::resnet50_with_batch_norms(SIZE, 8))).unwrap();
+    let e = calibration::ensure(&cache, &model_path, &set, false).unwrap_err();
+    assert!(e.contains("was measured on a model with sha256") && e.contains("--force"), "{e}");
+    let (again, outcome) = calibration::ensure(&cache, &model_path, &set, true).unwrap();
+    assert!(outcome == calibration::CacheOutcome::Written && again.model_sha256 != measured.model_sha256);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn calibration_caches_with_errors_are_refused_with_their_line() {
+    let ok = "mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1: 2.5\nlayer1/add: 0.25\n";
+    let c = Calibration::parse(ok, "c.cache").unwrap();
+    assert_eq!((c.images, c.amax["layer1/add"]), (4, 0.25));
+    assert_eq!(Calibration::parse(&c.to_text(), "again").unwrap(), c);
+    for (text, want) in [
+        ("TRT-8601-EntropyCalibration2\n", "c.cache:1: not a calibration cache"),
+        ("mlperf-calibration 2 percentile=99.99 images=4\n", "c.cache:1: the header lacks model-sha256="),
+        ("mlperf-calibration 1 max model-sha256=ab images=4\n", "c.cache:1: not a calibration cache"),
+        ("mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1 2.5\n", "c.cache:2: no `: `"),
+        ("mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1: 2.5\nconv_2: -1\n", "c.cache:3: a range that is not"),
+        ("mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1: 2.5\n\nconv_1: 3\n", "c.cache:4: a tensor listed twice"),
+    ] {
+        let e = Calibration::parse(text, "c.cache").unwrap_err();
+        assert!(e.starts_with(want), "{e}");
+    }
+}
+
+#[test]
+fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let ranges = reference_ranges(&net, 8);
+    let mut q = net.clone();
+    assert_eq!(quantize(&mut q, &ranges).unwrap(), 52, "every convolution but the stem and the classifier");
+    assert_eq!(count(&q, |op| matches!(op, Op::Quantize { .. })), 1);
+    assert_eq!(count(&q, |op| matches!(op, Op::Dequantize)), 1);
+    for (i, node) in q.nodes.iter().enumerate() {
+        let int8_conv = matches!(&node.op, Op::Conv(c) if c.int8.is_some());
+        let reads_int8 = int8_conv || matches!(node.op, Op::Dequantize);
+        assert_eq!(q.int8_scale(node.input).is_some(), reads_int8, "node {i} {:?} reads the wrong type", node.name);
+        match &node.op {
+            Op::Quantize { .. } => assert!(matches!(q.producer(node.input).unwrap().op, Op::MaxPool { .. })),
+            Op::Dequantize => assert!(matches!(q.nodes[i + 1].op, Op::GlobalAveragePool)),
+            Op::Conv(c) => {
+                if let Some(r) = c.residual {
+                    assert_eq!(q.int8_scale(r).is_some(), int8_conv, "node {:?}: its residual has another type", node.name);
+                }
+                if let Some(s) = c.int8 {
+                    assert!(c.weight.iter().all(|w| { let k = w / s.weight_scale; (k - k.round()).abs() < 1e-3 && k.abs() <= 127.5 }), "{:?}: weights off the int8 grid", node.name);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The answers on images the calibration did not see.
+    let images = 24;
+    let (mut agree, mut worst) = (0, 0f32);
+    for i in 0..images {
+        let image = synthetic_image_f32(i, SIZE, Layout::Nchw);
+        let (fp32, int8) = (execute(&net, &image), execute(&q, &image));
+        agree += usize::from(crate::engines::cpu::argmax(&fp32) == crate::engines::cpu::argmax(&int8));
+        worst = worst.max(max_relative_difference(&int8, &fp32));
+    }
+    eprintln!("int8 vs fp32: top-1 {agree}/{images}, max relative logit error {worst:.3e}");
+    assert!(agree * 100 >= images * 90 && worst < 0.15, "top-1 {agree}/{images}, max relative logit error {worst}");
+
+    let mut missing = ranges.clone();
+    let tensor = q.nodes.iter().find(|n| matches!(&n.op, Op::Conv(c) if c.int8.is_some())).unwrap().tensor.clone();
+    missing.remove(&tensor);
+    let e = quantize(&mut net.clone(), &missing).unwrap_err();
+    assert!(e.contains(&format!("no range for tensor {tensor:?}")), "{e}");
+}
+
+#[test]
+fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
+    use super::plan::{Accumulator, LayerKind};
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let ranges = reference_ranges(&net, 2);
+    let mut q = net.clone();
+    quantize(&mut q, &ranges).unwrap();
+    let lowered = lower(&q).unwrap();
+    let residual_int8 = |l: &&super::plan::PlannedLayer| matches!(l.kind, LayerKind::Conv { residual: Some(_), accumulator: Accumulator::Int32, .. });
+    let layer = lowered.layers.iter().find(residual_int8).expect("an int8 convolution with a residual");
+    let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(residual), .. } = layer.kind else { unreachable!() };
+    let node = q.nodes.iter().find(|n| n.name == layer.name).unwrap();
+    let Op::Conv(conv) = &node.op else { panic!() };
+    let s = conv.int8.unwrap();
+    let (o, c, r, t, k) = (3, 5, 0, 0, conv.kernel);
+    let stored = lowered.blob[weight_offset + ((o * k + r) * k + t) * conv.cin + c] as i8;
+    assert_eq!(stored as f32, (conv.weight[((o * conv.cin + c) * k + r) * k + t] / s.weight_scale).round());
+    let bias = f32::from_le_bytes(lowered.blob[bias_offset + 4 * o..bias_offset + 4 * o + 4].try_into().unwrap());
+    assert_eq!(bias, conv.bias[o] / s.output_scale, "biases in output units");
+    let (x, z) = (q.int8_scale(node.input).unwrap(), q.int8_scale(residual).unwrap());
+    assert_eq!((scale, residual_scale), (x * s.weight_scale / s.output_scale, z / s.output_scale));
+
+    let LayerKind::Conv { accumulator, scale, residual_scale, .. } = lowered.layers[0].kind else { panic!("the stem first") };
+    assert_eq!((accumulator, scale, residual_scale), (Accumulator::Fp32, 1.0, 0.0), "the stem stays fp16");
+    let pool = net.nodes.iter().find(|n| matches!(n.op, Op::MaxPool { .. })).unwrap();
+    let quantized = lowered.layers.iter().find_map(|l| if let LayerKind::Quantize { scale } = l.kind { Some(scale) } else { None });
+    assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX));
+    assert!(lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::Dequantize { .. })));
+}
+

@@ -16,7 +16,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +34,8 @@ pub struct PlanKey {
     /// Sample element type and layout as the QSL delivers them, e.g. "int8 NCHW 3x224x224 scale 1".
     pub input: String,
     pub workspace_bytes: u64,
+    /// sha256 of the calibration cache an int8 plan was quantised with (empty for fp16 plans).
+    pub calibration_sha256: String,
 }
 
 impl PlanKey {
@@ -46,8 +48,9 @@ impl PlanKey {
     }
 }
 
-/// One layer as the GPU runs it. Tensors are NHWC fp16; weights are KRSC (output channel, row,
-/// column, input channel) at `weight_offset` bytes into the blob.
+/// One layer as the GPU runs it. Tensors are NHWC, fp16 or (between `Quantize` and `Dequantize`)
+/// int8; weights are KRSC (output channel, row, column, input channel) at `weight_offset` bytes
+/// into the blob, in the layer's element type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedLayer {
     pub name: String,
@@ -68,8 +71,14 @@ pub enum LayerKind {
         relu: bool,
         residual: Option<usize>,
         weight_offset: usize,
+        /// fp16 biases for fp16 layers; f32 biases in output units (divided by the output's
+        /// scale) for int8 layers.
         bias_offset: usize,
-        /// Chosen with the algorithm, by timing.
+        /// cuDNN's alpha1 and alpha2: `y = act(scale * conv(x, w) + residual_scale * z + bias)`.
+        /// 1 and 1 (0 without a residual) in fp16; ratios of the tensors' scales in int8.
+        scale: f32,
+        residual_scale: f32,
+        /// Int32 for int8 layers; Fp32 or Fp16 for fp16 layers, chosen with the algorithm by timing.
         accumulator: Accumulator,
         /// cuDNN forward algorithm (cudnnConvolutionFwdAlgo_t), chosen by timing on the GPU.
         algorithm: i32,
@@ -79,16 +88,21 @@ pub enum LayerKind {
     },
     MaxPool { kernel: usize, stride: usize, pad: usize },
     GlobalAveragePool,
+    /// fp16 to int8, `q = round(x / scale)` saturated.
+    Quantize { scale: f32 },
+    /// int8 to fp16, `x = q * scale`.
+    Dequantize { scale: f32 },
 }
 
 /// What a convolution accumulates its products in (cuDNN's compute type). fp16 sums run up to
 /// 2x faster on some layers (ResNet50's layer1 1x1 convolutions with a residual, on an H200) and
 /// lose precision over long sums; the builder keeps a plan with fp16 sums only if it still agrees
-/// with the CPU engine.
+/// with the CPU engine. Int8 layers always sum in int32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Accumulator {
     Fp32,
     Fp16,
+    Int32,
 }
 
 /// The plan's header.
@@ -249,6 +263,7 @@ mod tests {
             precision: "fp16".into(),
             input: "int8 NCHW 3x224x224 scale 1".into(),
             workspace_bytes: 1 << 30,
+            calibration_sha256: String::new(),
         }
     }
 
@@ -259,7 +274,7 @@ mod tests {
             model_path: "models/ResNet50/resnet50_v1.onnx".into(),
             layers: vec![PlannedLayer {
                 name: "conv1".into(),
-                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, accumulator: Accumulator::Fp16, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
+                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, scale: 1.0, residual_scale: 0.0, accumulator: Accumulator::Fp16, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
                 input: 0,
                 output: 1,
                 input_shape: (8, 224, 224),

@@ -4,6 +4,7 @@
 //! `generate_engines` and the harness, so both always mean the same plan.
 
 use super::builder::BuildRequest;
+use super::calibration::{self, CacheOutcome, Calibration, CalibrationSet};
 use super::exec::InputFormat;
 use super::RunOptions;
 use crate::dataset::qsl::SampleLibrary;
@@ -11,7 +12,7 @@ use crate::dataset::scratch::Scratch;
 use crate::engines::cpu::{InputDtype, InputSpec, Layout};
 use crate::engines::synthetic;
 use mlperf_config::{DatasetSource, Settings};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where plans go (NVIDIA's `build/engines`).
 pub const ENGINE_ROOT: &str = "build/engines";
@@ -26,6 +27,12 @@ pub struct GpuSetup {
     pub workspace_bytes: usize,
     pub options: RunOptions,
     pub synthetic: bool,
+    /// Int8 calibration: the cache (`cache_file`), the image list (`calib_data_map`), and
+    /// `calib_max_batches` batches of `calib_batch_size` images.
+    pub cache_path: PathBuf,
+    pub calib_list: Option<PathBuf>,
+    pub calib_batch: usize,
+    pub calib_batches: usize,
 }
 
 /// Which run the plan is for: (system id, scenario, workload section name), NVIDIA's path parts.
@@ -64,8 +71,17 @@ pub fn setup(benchmark: &str, settings: &Settings, id: &PlanIdentity, performanc
         resident_samples: if settings.start_from_device.unwrap_or(false) { performance_samples } else { 0 },
         workspace_bytes,
     };
-    Ok(GpuSetup { model_path, plan_path, batch_size, precision, input, cpu_input, workspace_bytes, options, synthetic })
+    let cache_path = match settings.cache_file.as_deref() {
+        Some(path) => PathBuf::from(path),
+        None => Path::new(CALIBRATION_ROOT).join(benchmark).join(model_path.with_extension("cache").file_name().unwrap_or_default()),
+    };
+    let calib_list = settings.calib_data_map.as_deref().map(|p| scratch.root.join(p));
+    let (calib_batch, calib_batches) = (settings.calib_batch_size.unwrap_or(1).max(1) as usize, settings.calib_max_batches.unwrap_or(500).max(1) as usize);
+    Ok(GpuSetup { model_path, plan_path, batch_size, precision, input, cpu_input, workspace_bytes, options, synthetic, cache_path, calib_list, calib_batch, calib_batches })
 }
+
+/// Where calibration caches go when the config names no `cache_file`.
+pub const CALIBRATION_ROOT: &str = "build/calibration";
 
 impl GpuSetup {
     /// The model file, generating the synthetic one (model only) when the config is synthetic.
@@ -79,7 +95,7 @@ impl GpuSetup {
         Ok(())
     }
 
-    pub fn build_request<'a>(&'a self, check: Option<(&'a dyn crate::harness::engine::SampleSource, usize)>) -> BuildRequest<'a> {
+    pub fn build_request<'a>(&'a self, check: Option<(&'a dyn crate::harness::engine::SampleSource, usize)>, calibration: Option<&'a Calibration>) -> BuildRequest<'a> {
         BuildRequest {
             model_path: &self.model_path,
             plan_path: self.plan_path.clone(),
@@ -89,7 +105,46 @@ impl GpuSetup {
             workspace_limit: self.workspace_bytes,
             check_samples: check,
             cpu_input: self.cpu_input,
+            calibration,
         }
+    }
+
+    /// The calibration an int8 plan was built with, from its cache (runs never calibrate).
+    pub fn cached_calibration(&self) -> Result<Option<Calibration>, String> {
+        if self.precision != "int8" {
+            return Ok(None);
+        }
+        if !self.cache_path.exists() {
+            return Err(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", self.cache_path.display()));
+        }
+        Calibration::load(&self.cache_path).map(Some)
+    }
+
+    /// The int8 calibration (None for fp16 configs): the cache when it was measured on this model,
+    /// otherwise measured on the calibration images and cached (`force`: measured and replaced).
+    /// Returns it with a line for the user.
+    pub fn calibration(&self, settings: &Settings, force: bool) -> Result<Option<(Calibration, String)>, String> {
+        if self.precision != "int8" {
+            return Ok(None);
+        }
+        self.ensure_model()?;
+        let images = self.calib_batch * self.calib_batches;
+        let library = if self.synthetic {
+            let (size, layout, dtype) = (self.input.height, self.cpu_input.layout, self.cpu_input.dtype);
+            let first = synthetic::CALIBRATION_FIRST_INDEX;
+            SampleLibrary::generated("synthetic calibration images", images, images, self.input.sample_bytes(), move |i| encode(&synthetic::synthetic_image_f32(first + i, size, layout), dtype))
+        } else {
+            calibration_images(settings, self.calib_list.as_deref(), images)?
+        };
+        mlperf_loadgen::Qsl::load_samples(&library, &(0..images).collect::<Vec<_>>());
+        let set = CalibrationSet { source: &library, spec: self.cpu_input, batch: self.calib_batch, batches: self.calib_batches };
+        let (calibration, outcome) = calibration::ensure(&self.cache_path, &self.model_path, &set, force)?;
+        let what = match outcome {
+            CacheOutcome::Reused => "reused",
+            CacheOutcome::Written => "measured and written",
+        };
+        let line = format!("{}: calibration cache {what} ({} tensors, {} images)", self.cache_path.display(), calibration.amax.len(), calibration.images);
+        Ok(Some((calibration, line)))
     }
 
     /// Generated samples in the engine's input type and layout (synthetic configs).
@@ -97,6 +152,29 @@ impl GpuSetup {
         let (size, layout, dtype) = (self.input.height, self.cpu_input.layout, self.cpu_input.dtype);
         SampleLibrary::generated("synthetic ImageNet", total, performance, self.input.sample_bytes(), move |i| encode(&synthetic::synthetic_image_f32(i, size, layout), dtype))
     }
+}
+
+/// The real calibration images: the first `images` names of the calibration list, as a library
+/// over the preprocessed validation tensors (MLPerf's ImageNet calibration lists name validation
+/// images), so sample `i` is the list's `i`-th image.
+fn calibration_images(settings: &Settings, list: Option<&Path>, images: usize) -> Result<SampleLibrary, String> {
+    let list = list.ok_or("int8 calibration needs calib_data_map (MLPerf's calibration image list) in the config")?;
+    let scratch = Scratch::from_env();
+    let val_map = scratch.map_path(settings).ok_or("int8 calibration needs map_path to find the calibration images")?;
+    let wanted = crate::dataset::imagenet::read_val_map(list).map_err(|e| format!("calibration list: {e}"))?;
+    if wanted.len() < images {
+        return Err(format!("{} names {} images; calib_batch_size x calib_max_batches asks for {images}", list.display(), wanted.len()));
+    }
+    let position: std::collections::HashMap<String, usize> = crate::dataset::imagenet::read_val_map(&val_map)?.into_iter().enumerate().map(|(i, e)| (e.name, i)).collect();
+    let indices = wanted[..images]
+        .iter()
+        .enumerate()
+        .map(|(line, e)| position.get(&e.name).copied().ok_or_else(|| format!("{}:{}: image {} is not in {}", list.display(), line + 1, e.name, val_map.display())))
+        .collect::<Result<Vec<usize>, String>>()?;
+    let val = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), indices.len())?;
+    mlperf_loadgen::Qsl::load_samples(&val, &indices);
+    let bytes = val.inputs().iter().map(|t| t.bytes).sum();
+    Ok(SampleLibrary::generated("ImageNet calibration images", images, images, bytes, move |i| crate::harness::engine::SampleSource::sample(&val, indices[i]).to_vec()))
 }
 
 /// Sample values in the element type the config's tensors use (int8: rounded and saturated).
@@ -142,7 +220,11 @@ pub fn generate(benchmark: &str, settings: &Settings, id: &PlanIdentity) -> Resu
         SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), val_map.as_deref(), checked)?
     };
     mlperf_loadgen::Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
-    let request = gpu.build_request(Some((&library, checked)));
+    let calibration = gpu.calibration(settings, false)?;
+    if let Some((_, line)) = &calibration {
+        eprintln!("  {line}");
+    }
+    let request = gpu.build_request(Some((&library, checked)), calibration.as_ref().map(|(c, _)| c));
     let outcome = super::builder::ensure_plan(&request, &mut |line| eprintln!("  {line}"))?;
     Ok(match outcome {
         super::builder::Outcome::Reused => format!("{}: up to date, reused", gpu.plan_path.display()),
