@@ -126,16 +126,20 @@ impl Network {
         if let Some(producer) = replacement.checked_sub(1) {
             self.nodes[producer].tensor = node.tensor;
         }
-        let remap = |v: ValueId| match v {
+        self.renumber(|v| match v {
             v if v == removed => replacement,
             v if v > removed => v - 1,
             v => v,
-        };
+        });
+    }
+
+    /// Replaces every value read (main inputs, residuals, Add operands, the output) by `remap` of it.
+    fn renumber(&mut self, remap: impl Fn(ValueId) -> ValueId) {
         for node in &mut self.nodes {
             node.input = remap(node.input);
             match &mut node.op {
                 Op::Add(v) => *v = remap(*v),
-                Op::Conv(c) => c.residual = c.residual.map(remap),
+                Op::Conv(c) => c.residual = c.residual.map(&remap),
                 _ => {}
             }
         }
@@ -146,16 +150,7 @@ impl Network {
     /// it shift by one. No reader is rewired: the caller chooses which ones read the new value.
     fn insert_after_input(&mut self, node: Node) -> ValueId {
         let at = node.input;
-        let remap = |v: ValueId| if v > at { v + 1 } else { v };
-        for n in &mut self.nodes {
-            n.input = remap(n.input);
-            match &mut n.op {
-                Op::Add(v) => *v = remap(*v),
-                Op::Conv(c) => c.residual = c.residual.map(remap),
-                _ => {}
-            }
-        }
-        self.output = remap(self.output);
+        self.renumber(|v| if v > at { v + 1 } else { v });
         self.nodes.insert(at, node);
         at + 1
     }
