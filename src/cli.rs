@@ -330,6 +330,10 @@ pub enum BenchCommand {
         /// Length of each measurement (engine loop, LoadGen minimum duration).
         #[arg(long, default_value_t = 10.0)]
         seconds: f64,
+        /// Leave out the null engine's Server search (row c), which takes minutes: for comparing
+        /// engines, where the harness's ceiling is not in question.
+        #[arg(long = "skip_server_search")]
+        skip_server_search: bool,
         /// Where the runs' LoadGen logs go.
         #[arg(long, default_value = "build/bench/engine")]
         out: std::path::PathBuf,
@@ -375,7 +379,7 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             let out = out.join(harness::timestamp());
             print!("{}", mlperf_runtime::bench::loadgen(&out, mlperf_runtime::bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
         }
-        Command::Bench { command: BenchCommand::Engine { mut selection, seconds, out } } => {
+        Command::Bench { command: BenchCommand::Engine { mut selection, seconds, skip_server_search, out } } => {
             if !(seconds.is_finite() && seconds > 0.0) {
                 return Err(format!("--seconds={seconds}: give a positive number of seconds"));
             }
@@ -384,7 +388,7 @@ pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) 
             let out = out.join(harness::timestamp());
             for c in selected_configs(tables, &choice, &selection)? {
                 let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario.name(), c.workload.section_name()));
-                let options = mlperf_runtime::bench::engine::EngineBenchOptions { seconds };
+                let options = mlperf_runtime::bench::engine::EngineBenchOptions { seconds, server_search: !skip_server_search };
                 let settings = harness::apply_overrides(&c.settings, &overrides)?;
                 let report = mlperf_runtime::bench::engine::run(choice.system, c, &settings, tables.default_round(), &dir, options)?;
                 println!("{}", mlperf_runtime::bench::engine::render(&report));

@@ -37,6 +37,8 @@ const SERVER_QPS_CEILING: f64 = 64e6;
 pub struct EngineBenchOptions {
     /// Length of each measurement: the engine-alone loop and every LoadGen run's minimum duration.
     pub seconds: f64,
+    /// Whether to search the null engine's highest VALID Server QPS (many LoadGen runs).
+    pub server_search: bool,
 }
 
 /// One measured row.
@@ -102,6 +104,7 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, ro
 
     let null_server = match bench.latency_constraint_ns(Scenario::Server) {
         None => Err(format!("round {} sets no Server latency bound for {}", round.id, config.benchmark)),
+        Some(_) if !options.server_search => Err("--skip_server_search".to_string()),
         Some(latency_ns) => {
             let mut best: Option<(f64, Measurement)> = None;
             highest_passing(null_offline.samples_per_s / 4.0, SERVER_QPS_CEILING, |qps| {

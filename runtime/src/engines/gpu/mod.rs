@@ -7,6 +7,7 @@
 //! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
 //!   assignment. CPU only.
 //! - [`plan`]: the serialized engine and its cache key; stale or corrupt plans are never run.
+//! - [`export`]: the network back to ONNX, int8 rounding included: the CPU reference of an int8 plan.
 //! - [`builder`]: `generate_engines`: import, quantise (int8 plans), lower, time cuDNN's algorithms
 //!   (fp32 and fp16 sums, int32 for int8) on the GPU, check the result against the CPU engine,
 //!   write the plan.
@@ -20,6 +21,7 @@ pub mod builder;
 pub mod calibration;
 pub mod cudnn;
 pub mod exec;
+pub mod export;
 pub mod lower;
 pub mod network;
 pub mod plan;

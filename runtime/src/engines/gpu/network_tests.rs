@@ -2,6 +2,7 @@
 //! (fp32, NCHW, loops) against tract on the same ONNX.
 
 use super::calibration::{self, Calibration, CalibrationSet};
+use super::export;
 use super::lower::{lower, pad_channels, CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN};
 use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth, Network, Op, SpaceToDepth, INT8_MAX};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
@@ -17,7 +18,17 @@ fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
 fn execute_all(net: &Network, image: &[f32]) -> Vec<Vec<f32>> {
     let shapes = net.shapes();
     let mut values: Vec<Vec<f32>> = vec![image.to_vec()];
-    for (i, node) in net.nodes.iter().enumerate() {
+    for i in 0..net.nodes.len() {
+        let out = execute_node(net, &shapes, i, &values);
+        values.push(out);
+    }
+    values
+}
+
+/// The output of node `i` computed from `values` (at least the values before it).
+fn execute_node(net: &Network, shapes: &[(usize, usize, usize)], i: usize, values: &[Vec<f32>]) -> Vec<f32> {
+    let node = &net.nodes[i];
+    {
         let x = &values[node.input];
         let (c, h, w) = shapes[node.input];
         let (oc, oh, ow) = shapes[i + 1];
@@ -92,9 +103,8 @@ fn execute_all(net: &Network, image: &[f32]) -> Vec<Vec<f32>> {
                 }
             }
         }
-        values.push(out);
+        out
     }
-    values
 }
 
 /// `x` rounded to the int8 grid of `scale` and saturated, in f32 (what int8 storage keeps).
@@ -140,16 +150,20 @@ fn each_pass_preserves_what_the_network_computes() {
     }
 }
 
+/// The CPU engine's (tract's) logits of `proto` for `images` (NCHW f32, `SIZE` px).
+fn tract_logits(proto: &tract_onnx::pb::ModelProto, what: &str, images: &[Vec<f32>]) -> Vec<f32> {
+    let spec = InputSpec { batch_size: images.len(), channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, dtype: InputDtype::F32 };
+    let cpu = CpuEngine::from_proto(proto, what, spec).unwrap();
+    let bytes: Vec<Vec<u8>> = images.iter().map(|im| im.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+    cpu.scores(&bytes.iter().map(|b| &b[..]).collect::<Vec<_>>()).unwrap()
+}
+
 #[test]
 fn the_imported_graph_computes_what_tract_computes() {
+    let images: Vec<Vec<f32>> = (0..2).map(|i| synthetic_image_f32(i, SIZE, Layout::Nchw)).collect();
     for (proto, what) in [(model::resnet50(SIZE, 11), "folded"), (model::resnet50_with_batch_norms(SIZE, 11), "with batch norms")] {
         let net = build(&proto).unwrap();
-        let spec = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, dtype: InputDtype::F32 };
-        let cpu = CpuEngine::from_proto(&proto, what, spec).unwrap();
-        let images: Vec<Vec<f32>> = (0..2).map(|i| synthetic_image_f32(i, SIZE, Layout::Nchw)).collect();
-        let bytes: Vec<Vec<u8>> = images.iter().map(|im| im.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
-        let refs: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
-        let tract = cpu.scores(&refs).unwrap();
+        let tract = tract_logits(&proto, what, &images);
         for (i, image) in images.iter().enumerate() {
             let d = max_relative_difference(&execute(&net, image), &tract[i * 1000..(i + 1) * 1000]);
             assert!(d < 1e-3, "{what}, image {i}: {d}");
@@ -443,6 +457,57 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
     missing.remove(&tensor);
     let e = quantize(&mut net.clone(), &missing).unwrap_err();
     assert!(e.contains(&format!("no range for tensor {tensor:?}")), "{e}");
+}
+
+#[test]
+fn the_exported_network_computes_what_the_network_computes_int8_rounding_included() {
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let images: Vec<Vec<f32>> = (0..3).map(|i| synthetic_image_f32(i, SIZE, Layout::Nchw)).collect();
+    let tract = tract_logits(&export::to_onnx(&net).unwrap().model, "fp32", &images);
+    for (i, image) in images.iter().enumerate() {
+        let d = max_relative_difference(&execute(&net, image), &tract[i * 1000..(i + 1) * 1000]);
+        assert!(d < 1e-4, "fp32, image {i}: logits differ by {d}");
+    }
+
+    // int8: one value rounded the other way (the two sum in another order) changes later roundings,
+    // so the logits drift apart; node by node, from the same inputs, they must agree.
+    let mut int8 = net.clone();
+    quantize(&mut int8, &reference_ranges(&net, 8)).unwrap();
+    let exported = export::to_onnx(&int8).unwrap();
+    let values = tract_values(&exported, &images[0]);
+    let shapes = int8.shapes();
+    let (mut checked, mut one_step) = (0, 0);
+    for (i, node) in int8.nodes.iter().enumerate() {
+        let own = execute_node(&int8, &shapes, i, &values);
+        let grid = int8.int8_scale(i + 1);
+        for (a, b) in own.iter().zip(&values[i + 1]) {
+            let d = (a - b).abs();
+            match grid {
+                Some(step) if d > 1e-6 * b.abs().max(step) => {
+                    assert!((d / step - 1.0).abs() < 1e-3, "node {:?}: {a} against tract's {b}, not one step of {step}", node.name);
+                    one_step += 1;
+                }
+                None => assert!(d <= 1e-4 * b.abs().max(1.0), "node {:?}: {a} against tract's {b}", node.name),
+                _ => {}
+            }
+            checked += 1;
+        }
+    }
+    assert!(one_step * 1000 < checked, "{one_step} of {checked} values one rounding step apart");
+    assert!(max_relative_difference(&values[int8.output], &execute(&net, &images[0])) > 1e-3, "int8 rounding is in the exported model");
+}
+
+/// Every value of the exported network on one image, as tract computes it (index: `ValueId`).
+fn tract_values(exported: &export::Exported, image: &[f32]) -> Vec<Vec<f32>> {
+    use tract_onnx::prelude::*;
+    let mut proto = exported.model.clone();
+    let graph = proto.graph.as_mut().unwrap();
+    graph.output = exported.values[1..].iter().map(|name| tract_onnx::pb::ValueInfoProto { name: name.clone(), ..Default::default() }).collect();
+    let model = tract_onnx::onnx().model_for_proto_model(&proto).unwrap();
+    let model = model.with_input_fact(0, f32::fact([1, 3, SIZE, SIZE]).into()).unwrap().into_optimized().unwrap().into_runnable().unwrap();
+    let input = tract_ndarray::Array4::from_shape_vec((1, 3, SIZE, SIZE), image.to_vec()).unwrap();
+    let outputs = model.run(tvec!(Tensor::from(input).into())).unwrap();
+    std::iter::once(image.to_vec()).chain(outputs.iter().map(|t| t.to_plain_array_view::<f32>().unwrap().iter().copied().collect())).collect()
 }
 
 #[test]

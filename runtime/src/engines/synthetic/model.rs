@@ -17,10 +17,9 @@
 //! with zero bias; [`super::calibrate_classifier`] then standardises its logits (see there for why).
 
 use tract_onnx::pb;
-use tract_onnx::pb::attribute_proto::AttributeType;
-use tract_onnx::pb::tensor_proto::DataType;
 
 use super::rng::SplitMix64;
+use crate::engines::onnx_writer::{attr_float, attr_int, attr_ints, f32_bytes, value_info, Dim, GraphWriter};
 
 /// Number of classes (ImageNet-1k, no background class).
 pub const CLASSES: usize = 1000;
@@ -33,8 +32,6 @@ pub const OUTPUT_NAME: &str = "logits";
 /// Names of the classifier's initializers, which calibration rewrites.
 pub const FC_WEIGHT: &str = "fc.weight";
 pub const FC_BIAS: &str = "fc.bias";
-/// ONNX operator set the model is written against.
-pub const OPSET: i64 = 13;
 /// The batch norms' epsilon (PyTorch's default), used when folding them.
 const BN_EPSILON: f64 = 1e-5;
 /// Second moment (mean square) assumed for input pixels after mean subtraction: ImageNet pixels
@@ -57,7 +54,7 @@ pub fn resnet50_with_batch_norms(size: usize, seed: u64) -> pb::ModelProto {
 }
 
 fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelProto {
-    let mut g = GraphBuilder { seed, fold_batch_norms, nodes: Vec::new(), initializers: Vec::new() };
+    let mut g = GraphBuilder { seed, fold_batch_norms, onnx: GraphWriter::default() };
 
     let x = g.conv_bn("conv1", "bn1", INPUT_NAME, 3, 64, 7, 2, 1.0, 2.0 * INPUT_SECOND_MOMENT);
     let x = g.relu("relu", &x);
@@ -100,28 +97,20 @@ fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelPro
         attribute: vec![attr_float("alpha", 1.0), attr_float("beta", 1.0), attr_int("transB", 1)],
         ..Default::default()
     };
-    g.nodes.push(gemm);
+    g.onnx.nodes.push(gemm);
 
-    let graph = pb::GraphProto {
-        node: g.nodes,
-        name: format!("resnet50_v1.5_synthetic_{size}px"),
-        initializer: g.initializers,
-        doc_string: format!(
+    let mut model = g.onnx.into_model(
+        format!("resnet50_v1.5_synthetic_{size}px"),
+        format!(
             "ResNet50 v1.5 topology with seeded random weights (seed {seed}) for {size}x{size} inputs; \
              synthetic, never submittable"
         ),
-        input: vec![value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(3), Dim::Value(size), Dim::Value(size)])],
-        output: vec![value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(CLASSES)])],
-        ..Default::default()
-    };
-    pb::ModelProto {
-        ir_version: 7,
-        opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: OPSET }],
-        producer_name: "mlperf-runtime synthetic".into(),
-        producer_version: super::GENERATOR_VERSION.to_string(),
-        graph: Some(graph),
-        ..Default::default()
-    }
+        value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(3), Dim::Value(size), Dim::Value(size)]),
+        value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(CLASSES)]),
+    );
+    model.producer_name = "mlperf-runtime synthetic".into();
+    model.producer_version = super::GENERATOR_VERSION.to_string();
+    model
 }
 
 /// The f32 values of a named initializer, for calibration to rewrite.
@@ -140,40 +129,19 @@ pub fn set_tensor_values(t: &mut pb::TensorProto, values: &[f32]) {
     t.raw_data = f32_bytes(values);
 }
 
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
 struct GraphBuilder {
     seed: u64,
     fold_batch_norms: bool,
-    nodes: Vec<pb::NodeProto>,
-    initializers: Vec<pb::TensorProto>,
+    onnx: GraphWriter,
 }
 
 impl GraphBuilder {
-    /// Adds a node with one output named after the node; returns the output's name.
     fn node(&mut self, op: &str, name: &str, inputs: &[&str], attribute: Vec<pb::AttributeProto>) -> String {
-        self.nodes.push(pb::NodeProto {
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![name.to_string()],
-            name: name.to_string(),
-            op_type: op.to_string(),
-            attribute,
-            ..Default::default()
-        });
-        name.to_string()
+        self.onnx.node(op, name, inputs, attribute)
     }
 
     fn constant(&mut self, name: &str, dims: &[usize], values: Vec<f32>) {
-        debug_assert_eq!(values.len(), dims.iter().product::<usize>());
-        self.initializers.push(pb::TensorProto {
-            dims: dims.iter().map(|&d| d as i64).collect(),
-            data_type: DataType::Float as i32,
-            name: name.to_string(),
-            raw_data: f32_bytes(&values),
-            ..Default::default()
-        });
+        self.onnx.constant(name, dims, &values);
     }
 
     /// A tensor of values uniform in [-bound, bound), from its own named stream.
@@ -255,53 +223,6 @@ impl GraphBuilder {
             vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
         self.node("MaxPool", name, &[input], attrs)
     }
-}
-
-enum Dim {
-    Value(usize),
-    Param(&'static str),
-}
-
-fn value_info(name: &str, dims: Vec<Dim>) -> pb::ValueInfoProto {
-    use pb::tensor_shape_proto::{Dimension, dimension::Value};
-    let dim = dims
-        .into_iter()
-        .map(|d| Dimension {
-            value: Some(match d {
-                Dim::Value(v) => Value::DimValue(v as i64),
-                Dim::Param(p) => Value::DimParam(p.to_string()),
-            }),
-            ..Default::default()
-        })
-        .collect();
-    pb::ValueInfoProto {
-        name: name.to_string(),
-        r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                elem_type: DataType::Float as i32,
-                shape: Some(pb::TensorShapeProto { dim }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn attr_int(name: &str, i: i64) -> pb::AttributeProto {
-    pb::AttributeProto { name: name.into(), r#type: AttributeType::Int as i32, i, ..Default::default() }
-}
-
-fn attr_ints(name: &str, ints: &[i64]) -> pb::AttributeProto {
-    pb::AttributeProto {
-        name: name.into(),
-        r#type: AttributeType::Ints as i32,
-        ints: ints.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn attr_float(name: &str, f: f32) -> pb::AttributeProto {
-    pb::AttributeProto { name: name.into(), r#type: AttributeType::Float as i32, f, ..Default::default() }
 }
 
 #[cfg(test)]
