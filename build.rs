@@ -1,7 +1,7 @@
 //! Compiles configs/, systems/ and rounds/ into const tables (OUT_DIR/tables.rs).
 //! An invalid configuration fails the build with rustc-style diagnostics naming file, line and key.
 
-use mlperf_config::compile::{compile, CompileOptions};
+use mlperf_config::compile::{CompileOptions, compile};
 use std::path::PathBuf;
 
 fn main() {
@@ -10,11 +10,7 @@ fn main() {
     let features: toml::Table = manifest.parse::<toml::Table>().expect("Cargo.toml parses")["features"].as_table().cloned().unwrap_or_default();
     let declared: Vec<String> = features.keys().filter(|f| f.starts_with("system-")).cloned().collect();
     // Cargo exposes enabled features as CARGO_FEATURE_<NAME> with '-' turned into '_'.
-    let enabled: Vec<String> = declared
-        .iter()
-        .filter(|f| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some())
-        .cloned()
-        .collect();
+    let enabled: Vec<String> = declared.iter().filter(|f| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some()).cloned().collect();
     for dir in ["configs", "systems", "rounds"] {
         println!("cargo::rerun-if-changed={dir}");
     }

@@ -23,15 +23,9 @@ const SDIST_DIR_ENV: &str = "MLPERF_LOADGEN_SDIST_DIR";
 /// Pinned LoadGen source packages: (version, sha256 of the PyPI sdist).
 const PINS: [(&str, &str); 2] = [
     // Round v5.1.
-    (
-        "5.1.2",
-        "cd686a6223c978d1056e38a417e4807bfa21c855189f7882d24c8313174bca74",
-    ),
+    ("5.1.2", "cd686a6223c978d1056e38a417e4807bfa21c855189f7882d24c8313174bca74"),
     // Round v6.1 (default).
-    (
-        "6.0.17",
-        "a2e85d09e3cc0c606f89bfe1fbf97537c8b5b238ae0afbd923ad9c710fcf2ca8",
-    ),
+    ("6.0.17", "a2e85d09e3cc0c606f89bfe1fbf97537c8b5b238ae0afbd923ad9c710fcf2ca8"),
 ];
 
 /// LoadGen library sources, as listed by the sdist's setup.py (the pybind11
@@ -62,11 +56,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| format!("OUT_DIR: {e}"))?);
-    let linked = if env::var_os("CARGO_FEATURE_LOADGEN_5_1").is_some() {
-        "5.1.2"
-    } else {
-        "6.0.17"
-    };
+    let linked = if env::var_os("CARGO_FEATURE_LOADGEN_5_1").is_some() { "5.1.2" } else { "6.0.17" };
 
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed={SDIST_DIR_ENV}");
@@ -80,8 +70,7 @@ fn run() -> Result<(), String> {
         verify_sha256(&tarball, version, sha256, downloaded)?;
         let root = unpack(&tarball, version, &out_dir)?;
         let conf = root.join("mlperf.conf");
-        fs::copy(&conf, out_dir.join(format!("mlperf-{version}.conf")))
-            .map_err(|e| format!("copying {}: {e}", conf.display()))?;
+        fs::copy(&conf, out_dir.join(format!("mlperf-{version}.conf"))).map_err(|e| format!("copying {}: {e}", conf.display()))?;
         if version == linked {
             linked_root = Some(root);
         }
@@ -131,22 +120,12 @@ fn obtain_sdist(version: &str, out_dir: &Path) -> Result<(PathBuf, bool), String
     let output = Command::new("python3")
         .args(["-m", "pip", "download"])
         .arg(format!("mlcommons-loadgen=={version}"))
-        .args([
-            "--no-binary",
-            ":all:",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "-d",
-        ])
+        .args(["--no-binary", ":all:", "--no-deps", "--disable-pip-version-check", "-d"])
         .arg(&dir)
         .output();
     let detail = match output {
         Ok(out) if out.status.success() && path.is_file() => return Ok((path, true)),
-        Ok(out) => format!(
-            "pip exited with {}:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        ),
+        Ok(out) => format!("pip exited with {}:\n{}", out.status, String::from_utf8_lossy(&out.stderr).trim_end()),
         Err(e) => format!("could not run python3: {e}"),
     };
     Err(format!(
@@ -157,29 +136,18 @@ fn obtain_sdist(version: &str, out_dir: &Path) -> Result<(PathBuf, bool), String
 
 /// Checks the tarball's sha256; a bad download is deleted so the next build
 /// fetches it again.
-fn verify_sha256(
-    path: &Path,
-    version: &str,
-    expected: &str,
-    downloaded: bool,
-) -> Result<(), String> {
+fn verify_sha256(path: &Path, version: &str, expected: &str, downloaded: bool) -> Result<(), String> {
     let mut file = fs::File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = [0u8; 64 * 1024];
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let n = file.read(&mut buf).map_err(|e| format!("reading {}: {e}", path.display()))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
     }
-    let actual: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     if actual == expected {
         return Ok(());
     }
@@ -196,10 +164,7 @@ fn verify_sha256(
              {SDIST_DIR_ENV} to download it."
         )
     };
-    Err(format!(
-        "checksum mismatch for {}\n  expected sha256 {expected}\n  actual   sha256 {actual}\n{fix}",
-        path.display()
-    ))
+    Err(format!("checksum mismatch for {}\n  expected sha256 {expected}\n  actual   sha256 {actual}\n{fix}", path.display()))
 }
 
 /// Unpacks the tarball into a fresh `$OUT_DIR/loadgen-<ver>/` and returns the
@@ -209,17 +174,11 @@ fn unpack(tarball: &Path, version: &str, out_dir: &Path) -> Result<PathBuf, Stri
     if dest.exists() {
         fs::remove_dir_all(&dest).map_err(|e| format!("cleaning {}: {e}", dest.display()))?;
     }
-    let file =
-        fs::File::open(tarball).map_err(|e| format!("opening {}: {e}", tarball.display()))?;
-    tar::Archive::new(flate2::read::GzDecoder::new(file))
-        .unpack(&dest)
-        .map_err(|e| format!("unpacking {}: {e}", tarball.display()))?;
+    let file = fs::File::open(tarball).map_err(|e| format!("opening {}: {e}", tarball.display()))?;
+    tar::Archive::new(flate2::read::GzDecoder::new(file)).unpack(&dest).map_err(|e| format!("unpacking {}: {e}", tarball.display()))?;
     let root = dest.join(format!("mlcommons_loadgen-{version}"));
     if !root.join("loadgen.h").is_file() {
-        return Err(format!(
-            "{} does not contain mlcommons_loadgen-{version}/loadgen.h",
-            tarball.display()
-        ));
+        return Err(format!("{} does not contain mlcommons_loadgen-{version}/loadgen.h", tarball.display()));
     }
     Ok(root)
 }

@@ -368,7 +368,17 @@ pub fn split_overrides(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>
 }
 
 pub fn run(cli: Cli, overrides: Vec<(String, String)>, tables: &'static Tables) -> Result<(), String> {
-    if !overrides.is_empty() && !matches!(cli.command, Command::RunHarness(_) | Command::Run(_) | Command::RunAuditHarness(_) | Command::GenerateEngines { .. } | Command::Calibrate { .. } | Command::Bench { command: BenchCommand::Engine { .. } }) {
+    if !overrides.is_empty()
+        && !matches!(
+            cli.command,
+            Command::RunHarness(_)
+                | Command::Run(_)
+                | Command::RunAuditHarness(_)
+                | Command::GenerateEngines { .. }
+                | Command::Calibrate { .. }
+                | Command::Bench { command: BenchCommand::Engine { .. } }
+        )
+    {
         return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate and bench engine", overrides[0].0));
     }
     match cli.command {
@@ -710,22 +720,12 @@ fn round_ids(tables: &Tables) -> String {
     tables.rounds.iter().map(|r| r.id.as_ref()).collect::<Vec<_>>().join(", ")
 }
 
-fn selected_configs(
-    tables: &'static Tables,
-    choice: &select::SystemChoice,
-    selection: &Selection,
-) -> Result<Vec<&'static mlperf_config::CompiledConfig>, String> {
+fn selected_configs(tables: &'static Tables, choice: &select::SystemChoice, selection: &Selection) -> Result<Vec<&'static mlperf_config::CompiledConfig>, String> {
     let workload = select::WorkloadQuery::from_flags(
         selection.config_ver.as_deref(),
         selection.accuracy_target.as_deref(),
         selection.power_setting.as_deref(),
         selection.harness_type.as_deref(),
     )?;
-    select::select_configs(
-        tables,
-        choice.system,
-        &select::split_list(selection.benchmarks.as_deref()),
-        &select::split_list(selection.scenarios.as_deref()),
-        &workload,
-    )
+    select::select_configs(tables, choice.system, &select::split_list(selection.benchmarks.as_deref()), &select::split_list(selection.scenarios.as_deref()), &workload)
 }

@@ -10,12 +10,7 @@ mod tables {
     include!(concat!(env!("OUT_DIR"), "/tables.rs"));
 }
 
-static TABLES: Tables = Tables {
-    rounds: tables::ROUNDS,
-    systems: tables::SYSTEMS,
-    configs: tables::CONFIGS,
-    locked_system: tables::LOCKED_SYSTEM,
-};
+static TABLES: Tables = Tables { rounds: tables::ROUNDS, systems: tables::SYSTEMS, configs: tables::CONFIGS, locked_system: tables::LOCKED_SYSTEM };
 
 fn main() {
     let (args, overrides) = cli::split_overrides(std::env::args().collect());

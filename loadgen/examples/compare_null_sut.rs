@@ -15,10 +15,7 @@ use mlperf_loadgen::{LoadgenError, LogSettings, Scenario, TestMode, TestSettings
 type RunNullSut = fn(NullSutKind, &TestSettings, &LogSettings) -> Result<(), LoadgenError>;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("mlperf-loadgen-null-sut"));
+    let out = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("mlperf-loadgen-null-sut"));
 
     let mut single_stream = TestSettings::new();
     single_stream.set_scenario(Scenario::SingleStream);
@@ -33,28 +30,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.set_f64("server_target_qps", 200_000.0)?;
 
     let cases = [
-        (
-            Scenario::SingleStream,
-            NullSutKind::Synchronous,
-            &single_stream,
-            "QPS w/ loadgen overhead",
-        ),
-        (
-            Scenario::Server,
-            NullSutKind::WorkerPool { threads: 2 },
-            &server,
-            "Completed samples per second",
-        ),
+        (Scenario::SingleStream, NullSutKind::Synchronous, &single_stream, "QPS w/ loadgen overhead"),
+        (Scenario::Server, NullSutKind::WorkerPool { threads: 2 }, &server, "Completed samples per second"),
     ];
-    println!(
-        "{:<13} {:<30} {:<30} {:>14} {:>14}",
-        "scenario", "SUT", "metric", "C++", "Rust"
-    );
+    println!("{:<13} {:<30} {:<30} {:>14} {:>14}", "scenario", "SUT", "metric", "C++", "Rust");
     for (scenario, kind, settings, metric) in cases {
-        let runs: [(&str, RunNullSut); 2] = [
-            ("cpp", bench::run_cpp_null_sut),
-            ("rust", bench::run_rust_null_sut),
-        ];
+        let runs: [(&str, RunNullSut); 2] = [("cpp", bench::run_cpp_null_sut), ("rust", bench::run_rust_null_sut)];
         let mut summaries = Vec::new();
         for (lang, run) in runs {
             let dir = out.join(format!("{scenario}-{lang}"));
@@ -63,11 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for key in [metric, "Mean latency (ns)", "99.00 percentile latency (ns)"] {
             let [cpp, rust] = [0, 1].map(|i| number(&summaries[i], key));
-            println!(
-                "{:<13} {:<30} {key:<30} {cpp:>14.0} {rust:>14.0}",
-                scenario.to_string(),
-                format!("{kind:?}")
-            );
+            println!("{:<13} {:<30} {key:<30} {cpp:>14.0} {rust:>14.0}", scenario.to_string(), format!("{kind:?}"));
         }
     }
     println!("logs: {}", Path::new(&out).display());
@@ -76,9 +53,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Reads `<key> : <number>` from a summary.
 fn number(summary: &str, key: &str) -> f64 {
-    summary
-        .lines()
-        .find(|line| line.trim_start().starts_with(key))
-        .and_then(|line| line.rsplit(':').next()?.trim().parse().ok())
-        .unwrap_or(f64::NAN)
+    summary.lines().find(|line| line.trim_start().starts_with(key)).and_then(|line| line.rsplit(':').next()?.trim().parse().ok()).unwrap_or(f64::NAN)
 }

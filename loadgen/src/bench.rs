@@ -14,10 +14,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::safe::{
-    self, LogSettings, NO_AUDIT_CONFIG, Qsl, QuerySample, RawLogSettings, Response, Sut,
-    TestSettings,
-};
+use crate::safe::{self, LogSettings, NO_AUDIT_CONFIG, Qsl, QuerySample, RawLogSettings, Response, Sut, TestSettings};
 use crate::{LoadgenError, Result, result};
 
 /// Total samples of the null QSL (as in LoadGen's own null-SUT perf tests).
@@ -37,20 +34,14 @@ pub enum NullSutKind {
 impl NullSutKind {
     fn validate(self) -> Result<()> {
         match self {
-            Self::WorkerPool { threads: 0 } => Err(LoadgenError::InvalidValue(
-                "a worker pool needs threads".into(),
-            )),
+            Self::WorkerPool { threads: 0 } => Err(LoadgenError::InvalidValue("a worker pool needs threads".into())),
             _ => Ok(()),
         }
     }
 }
 
 /// Runs LoadGen with the C++ null SUT and null QSL (no audit config).
-pub fn run_cpp_null_sut(
-    kind: NullSutKind,
-    settings: &TestSettings,
-    log: &LogSettings,
-) -> Result<()> {
+pub fn run_cpp_null_sut(kind: NullSutKind, settings: &TestSettings, log: &LogSettings) -> Result<()> {
     kind.validate()?;
     let (raw_kind, threads) = match kind {
         NullSutKind::Synchronous => (0, 0),
@@ -60,25 +51,11 @@ pub fn run_cpp_null_sut(
     let _lock = safe::lock_test()?;
     // SAFETY: `settings` and the strings of `raw_log` outlive the call, and
     // `_lock` excludes other tests.
-    unsafe {
-        result::bench_run_null_sut(
-            raw_kind,
-            threads,
-            NULL_QSL_TOTAL_SAMPLE_COUNT,
-            NULL_QSL_PERFORMANCE_SAMPLE_COUNT,
-            settings.raw(),
-            &raw_log.view(),
-            NO_AUDIT_CONFIG,
-        )
-    }
+    unsafe { result::bench_run_null_sut(raw_kind, threads, NULL_QSL_TOTAL_SAMPLE_COUNT, NULL_QSL_PERFORMANCE_SAMPLE_COUNT, settings.raw(), &raw_log.view(), NO_AUDIT_CONFIG) }
 }
 
 /// Runs LoadGen with the Rust null SUT and null QSL through [`safe::start_test`].
-pub fn run_rust_null_sut(
-    kind: NullSutKind,
-    settings: &TestSettings,
-    log: &LogSettings,
-) -> Result<()> {
+pub fn run_rust_null_sut(kind: NullSutKind, settings: &TestSettings, log: &LogSettings) -> Result<()> {
     kind.validate()?;
     match kind {
         NullSutKind::Synchronous => safe::start_test(&SyncNullSut, &NullQsl, settings, log, None),
@@ -170,10 +147,7 @@ impl PoolShared {
         loop {
             {
                 let guard = self.state.lock().expect("null SUT queue");
-                let mut state = self
-                    .ready
-                    .wait_while(guard, |s| !s.stop && s.queue.is_empty())
-                    .expect("null SUT queue");
+                let mut state = self.ready.wait_while(guard, |s| !s.stop && s.queue.is_empty()).expect("null SUT queue");
                 if state.queue.is_empty() {
                     return;
                 }
@@ -190,12 +164,7 @@ impl Sut for PoolNullSut {
         "Null SUT (Rust, worker pool)"
     }
     fn issue_query(&self, samples: &[QuerySample]) {
-        self.shared
-            .state
-            .lock()
-            .expect("null SUT queue")
-            .queue
-            .extend(samples);
+        self.shared.state.lock().expect("null SUT queue").queue.extend(samples);
         self.shared.ready.notify_one();
     }
 }

@@ -76,10 +76,7 @@ pub const MLPERF_CONF_VERSIONS: [&str; 2] = ["5.1.2", "6.0.17"];
 pub fn mlperf_conf(loadgen_version: &str) -> Option<&'static str> {
     match loadgen_version {
         "5.1.2" => Some(include_str!(concat!(env!("OUT_DIR"), "/mlperf-5.1.2.conf"))),
-        "6.0.17" => Some(include_str!(concat!(
-            env!("OUT_DIR"),
-            "/mlperf-6.0.17.conf"
-        ))),
+        "6.0.17" => Some(include_str!(concat!(env!("OUT_DIR"), "/mlperf-6.0.17.conf"))),
         _ => None,
     }
 }

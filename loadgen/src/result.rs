@@ -90,9 +90,7 @@ impl fmt::Display for LoadgenError {
             Self::LogOutput { path, source } => {
                 write!(f, "cannot write LoadGen log output {}: {source}", path.display())
             }
-            Self::TestAlreadyRunning => {
-                f.write_str("another LoadGen test is running in this process")
-            }
+            Self::TestAlreadyRunning => f.write_str("another LoadGen test is running in this process"),
             Self::NotRun { outdir } => write!(
                 f,
                 "LoadGen returned without running a test (it could not open its log files in {}, \
@@ -128,13 +126,8 @@ fn check(call: &'static str, code: c_int) -> Result<()> {
 /// Maps the status of a by-name field accessor.
 fn check_field(field: &CStr, code: c_int) -> Result<()> {
     match code {
-        sys::LG_ENOENT => Err(LoadgenError::UnknownField(
-            field.to_string_lossy().into_owned(),
-        )),
-        sys::LG_EINVAL => Err(LoadgenError::InvalidValue(format!(
-            "{} (bool fields take 0 or 1)",
-            field.to_string_lossy()
-        ))),
+        sys::LG_ENOENT => Err(LoadgenError::UnknownField(field.to_string_lossy().into_owned())),
+        sys::LG_EINVAL => Err(LoadgenError::InvalidValue(format!("{} (bool fields take 0 or 1)", field.to_string_lossy()))),
         code => check("lg_settings field accessor", code),
     }
 }
@@ -231,15 +224,9 @@ pub unsafe fn settings_mode(s: NonNull<sys::lg_settings>) -> c_int {
 ///
 /// # Safety
 /// `s` must be a live settings handle not accessed concurrently.
-pub unsafe fn settings_set_u64(
-    s: NonNull<sys::lg_settings>,
-    field: &CStr,
-    value: u64,
-) -> Result<()> {
+pub unsafe fn settings_set_u64(s: NonNull<sys::lg_settings>, field: &CStr, value: u64) -> Result<()> {
     // SAFETY: guaranteed by the caller; `field` is NUL-terminated.
-    check_field(field, unsafe {
-        sys::lg_settings_set_u64(s.as_ptr(), field.as_ptr(), value)
-    })
+    check_field(field, unsafe { sys::lg_settings_set_u64(s.as_ptr(), field.as_ptr(), value) })
 }
 
 /// Reads an integer or bool (0/1) `TestSettings` field by its C++ name.
@@ -249,9 +236,7 @@ pub unsafe fn settings_set_u64(
 pub unsafe fn settings_u64(s: NonNull<sys::lg_settings>, field: &CStr) -> Result<u64> {
     let mut value = 0;
     // SAFETY: guaranteed by the caller; `value` is a valid out pointer.
-    check_field(field, unsafe {
-        sys::lg_settings_get_u64(s.as_ptr(), field.as_ptr(), &mut value)
-    })?;
+    check_field(field, unsafe { sys::lg_settings_get_u64(s.as_ptr(), field.as_ptr(), &mut value) })?;
     Ok(value)
 }
 
@@ -259,15 +244,9 @@ pub unsafe fn settings_u64(s: NonNull<sys::lg_settings>, field: &CStr) -> Result
 ///
 /// # Safety
 /// `s` must be a live settings handle not accessed concurrently.
-pub unsafe fn settings_set_f64(
-    s: NonNull<sys::lg_settings>,
-    field: &CStr,
-    value: f64,
-) -> Result<()> {
+pub unsafe fn settings_set_f64(s: NonNull<sys::lg_settings>, field: &CStr, value: f64) -> Result<()> {
     // SAFETY: guaranteed by the caller; `field` is NUL-terminated.
-    check_field(field, unsafe {
-        sys::lg_settings_set_f64(s.as_ptr(), field.as_ptr(), value)
-    })
+    check_field(field, unsafe { sys::lg_settings_set_f64(s.as_ptr(), field.as_ptr(), value) })
 }
 
 /// Reads a floating-point `TestSettings` field by its C++ name.
@@ -277,9 +256,7 @@ pub unsafe fn settings_set_f64(
 pub unsafe fn settings_f64(s: NonNull<sys::lg_settings>, field: &CStr) -> Result<f64> {
     let mut value = 0.0;
     // SAFETY: guaranteed by the caller; `value` is a valid out pointer.
-    check_field(field, unsafe {
-        sys::lg_settings_get_f64(s.as_ptr(), field.as_ptr(), &mut value)
-    })?;
+    check_field(field, unsafe { sys::lg_settings_get_f64(s.as_ptr(), field.as_ptr(), &mut value) })?;
     Ok(value)
 }
 
@@ -289,22 +266,10 @@ pub unsafe fn settings_f64(s: NonNull<sys::lg_settings>, field: &CStr) -> Result
 /// `s` must be a live settings handle not accessed concurrently. LoadGen
 /// applies its embedded mlperf.conf only on the first call per process; a
 /// second call yields zero seeds and logs an error into the next run.
-pub unsafe fn settings_from_config(
-    s: NonNull<sys::lg_settings>,
-    user_conf: &CStr,
-    model: &CStr,
-    scenario: &CStr,
-) -> Result<()> {
+pub unsafe fn settings_from_config(s: NonNull<sys::lg_settings>, user_conf: &CStr, model: &CStr, scenario: &CStr) -> Result<()> {
     let path = || PathBuf::from(user_conf.to_string_lossy().into_owned());
     // SAFETY: guaranteed by the caller; all strings are NUL-terminated.
-    let code = unsafe {
-        sys::lg_settings_from_config(
-            s.as_ptr(),
-            user_conf.as_ptr(),
-            model.as_ptr(),
-            scenario.as_ptr(),
-        )
-    };
+    let code = unsafe { sys::lg_settings_from_config(s.as_ptr(), user_conf.as_ptr(), model.as_ptr(), scenario.as_ptr()) };
     match code {
         sys::LG_ENOENT => Err(LoadgenError::ConfigOpen { path: path() }),
         sys::LG_EINVAL => Err(LoadgenError::ConfigInvalid { path: path() }),
@@ -317,22 +282,9 @@ pub unsafe fn settings_from_config(
 /// # Safety
 /// The callbacks must be sound to call with `client_data` from any thread for
 /// as long as the SUT is used by a test.
-pub unsafe fn construct_sut(
-    client_data: sys::ClientData,
-    name: &str,
-    issue_cb: sys::IssueQueryCallback,
-    flush_cb: sys::FlushQueriesCallback,
-) -> Result<NonNull<sys::lg_sut>> {
+pub unsafe fn construct_sut(client_data: sys::ClientData, name: &str, issue_cb: sys::IssueQueryCallback, flush_cb: sys::FlushQueriesCallback) -> Result<NonNull<sys::lg_sut>> {
     // SAFETY: `name` is valid for `name.len()` bytes and copied by LoadGen.
-    let sut = unsafe {
-        sys::lg_construct_sut(
-            client_data,
-            name.as_ptr().cast(),
-            name.len(),
-            issue_cb,
-            flush_cb,
-        )
-    };
+    let sut = unsafe { sys::lg_construct_sut(client_data, name.as_ptr().cast(), name.len(), issue_cb, flush_cb) };
     NonNull::new(sut).ok_or_else(|| LoadgenError::Cxx(last_cxx_error()))
 }
 
@@ -359,17 +311,7 @@ pub unsafe fn construct_qsl(
     unload_cb: sys::SampleIndicesCallback,
 ) -> Result<NonNull<sys::lg_qsl>> {
     // SAFETY: `name` is valid for `name.len()` bytes and copied by LoadGen.
-    let qsl = unsafe {
-        sys::lg_construct_qsl(
-            client_data,
-            name.as_ptr().cast(),
-            name.len(),
-            total_sample_count,
-            performance_sample_count,
-            load_cb,
-            unload_cb,
-        )
-    };
+    let qsl = unsafe { sys::lg_construct_qsl(client_data, name.as_ptr().cast(), name.len(), total_sample_count, performance_sample_count, load_cb, unload_cb) };
     NonNull::new(qsl).ok_or_else(|| LoadgenError::Cxx(last_cxx_error()))
 }
 
@@ -389,23 +331,9 @@ pub unsafe fn destroy_qsl(qsl: NonNull<sys::lg_qsl>) {
 /// callbacks sound for the whole test; the strings in `log` and
 /// `audit_config` must be NUL-terminated; no other test may run concurrently
 /// in the process.
-pub unsafe fn start_test(
-    sut: NonNull<sys::lg_sut>,
-    qsl: NonNull<sys::lg_qsl>,
-    s: NonNull<sys::lg_settings>,
-    log: &sys::lg_log_settings,
-    audit_config: &CStr,
-) -> Result<()> {
+pub unsafe fn start_test(sut: NonNull<sys::lg_sut>, qsl: NonNull<sys::lg_qsl>, s: NonNull<sys::lg_settings>, log: &sys::lg_log_settings, audit_config: &CStr) -> Result<()> {
     // SAFETY: guaranteed by the caller.
-    let code = unsafe {
-        sys::lg_start_test(
-            sut.as_ptr(),
-            qsl.as_ptr(),
-            s.as_ptr(),
-            log,
-            audit_config.as_ptr(),
-        )
-    };
+    let code = unsafe { sys::lg_start_test(sut.as_ptr(), qsl.as_ptr(), s.as_ptr(), log, audit_config.as_ptr()) };
     check("lg_start_test", code)
 }
 
@@ -493,21 +421,9 @@ pub unsafe fn bench_run_null_sut(
     audit_config: &CStr,
 ) -> Result<()> {
     // SAFETY: guaranteed by the caller.
-    let code = unsafe {
-        sys::lg_bench_run_null_sut(
-            kind,
-            threads,
-            total_sample_count,
-            performance_sample_count,
-            s.as_ptr(),
-            log,
-            audit_config.as_ptr(),
-        )
-    };
+    let code = unsafe { sys::lg_bench_run_null_sut(kind, threads, total_sample_count, performance_sample_count, s.as_ptr(), log, audit_config.as_ptr()) };
     match code {
-        sys::LG_EINVAL => Err(LoadgenError::InvalidValue(format!(
-            "null SUT kind {kind} with {threads} threads"
-        ))),
+        sys::LG_EINVAL => Err(LoadgenError::InvalidValue(format!("null SUT kind {kind} with {threads} threads"))),
         code => check("lg_bench_run_null_sut", code),
     }
 }

@@ -44,12 +44,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// All scenarios, in LoadGen's enum order.
-    pub const ALL: [Scenario; 4] = [
-        Self::SingleStream,
-        Self::MultiStream,
-        Self::Server,
-        Self::Offline,
-    ];
+    pub const ALL: [Scenario; 4] = [Self::SingleStream, Self::MultiStream, Self::Server, Self::Offline];
 
     /// Name used in mlperf.conf/user.conf keys and logs (e.g. `SingleStream`).
     pub fn loadgen_name(self) -> &'static str {
@@ -87,12 +82,7 @@ pub enum TestMode {
 }
 
 impl TestMode {
-    const ALL: [TestMode; 4] = [
-        Self::SubmissionRun,
-        Self::AccuracyOnly,
-        Self::PerformanceOnly,
-        Self::FindPeakPerformance,
-    ];
+    const ALL: [TestMode; 4] = [Self::SubmissionRun, Self::AccuracyOnly, Self::PerformanceOnly, Self::FindPeakPerformance];
 
     fn from_raw(raw: i32) -> Self {
         Self::ALL[raw as usize]
@@ -127,9 +117,7 @@ impl TestSettings {
     /// # Panics
     /// If the C++ allocation fails.
     pub fn new() -> Self {
-        Self {
-            raw: result::settings_new().expect("allocating mlperf::TestSettings"),
-        }
+        Self { raw: result::settings_new().expect("allocating mlperf::TestSettings") }
     }
 
     /// Applies the linked LoadGen's mlperf.conf and then `user_conf` for
@@ -141,16 +129,9 @@ impl TestSettings {
     /// [`LoadgenError::ConfigAlreadyLoaded`]. Clone the result to reuse it.
     /// An unreadable file or a model missing from mlperf.conf is reported
     /// before LoadGen is called and does not use up the one call.
-    pub fn from_user_conf(
-        user_conf: impl AsRef<Path>,
-        loadgen_model: &str,
-        scenario: Scenario,
-    ) -> Result<Self> {
+    pub fn from_user_conf(user_conf: impl AsRef<Path>, loadgen_model: &str, scenario: Scenario) -> Result<Self> {
         let path = user_conf.as_ref();
-        fs::File::open(path).map_err(|source| LoadgenError::ConfigUnreadable {
-            path: path.into(),
-            source,
-        })?;
+        fs::File::open(path).map_err(|source| LoadgenError::ConfigUnreadable { path: path.into(), source })?;
         check_model(loadgen_model)?;
         let c_path = path_cstring(path)?;
         let c_model = cstring(loadgen_model, "model name")?;
@@ -167,8 +148,7 @@ impl TestSettings {
 
     pub fn set_scenario(&mut self, scenario: Scenario) {
         // SAFETY: live handle, exclusive access; the value is in range.
-        unsafe { result::settings_set_scenario(self.raw, scenario.to_raw()) }
-            .expect("scenario in range");
+        unsafe { result::settings_set_scenario(self.raw, scenario.to_raw()) }.expect("scenario in range");
     }
 
     pub fn scenario(&self) -> Scenario {
@@ -233,14 +213,8 @@ impl TestSettings {
     /// values from these (e.g. a zero `performance_sample_count_override`
     /// falls back to the QSL's count).
     pub fn effective(&self) -> EffectiveSettings {
-        let u = |f: &str| {
-            self.get_u64(f)
-                .expect("field known to every LoadGen version")
-        };
-        let d = |f: &str| {
-            self.get_f64(f)
-                .expect("field known to every LoadGen version")
-        };
+        let u = |f: &str| self.get_u64(f).expect("field known to every LoadGen version");
+        let d = |f: &str| self.get_f64(f).expect("field known to every LoadGen version");
         EffectiveSettings {
             scenario: self.scenario(),
             mode: self.mode(),
@@ -287,10 +261,7 @@ impl Default for TestSettings {
 impl Clone for TestSettings {
     fn clone(&self) -> Self {
         // SAFETY: live handle, shared access is read-only.
-        Self {
-            raw: unsafe { result::settings_clone(self.raw) }
-                .expect("allocating mlperf::TestSettings"),
-        }
+        Self { raw: unsafe { result::settings_clone(self.raw) }.expect("allocating mlperf::TestSettings") }
     }
 }
 
@@ -382,8 +353,7 @@ impl EffectiveSettings {
 
 /// Fails unless the linked mlperf.conf has keys for `model`.
 fn check_model(model: &str) -> Result<()> {
-    let conf = crate::mlperf_conf(crate::LINKED_VERSION)
-        .expect("the linked version's mlperf.conf is embedded");
+    let conf = crate::mlperf_conf(crate::LINKED_VERSION).expect("the linked version's mlperf.conf is embedded");
     let mut known: Vec<String> = conf
         .lines()
         .filter_map(|line| line.split_whitespace().next())
@@ -394,14 +364,7 @@ fn check_model(model: &str) -> Result<()> {
         .collect();
     known.sort();
     known.dedup();
-    if known.iter().any(|m| m == model) {
-        Ok(())
-    } else {
-        Err(LoadgenError::UnknownModel {
-            model: model.into(),
-            known,
-        })
-    }
+    if known.iter().any(|m| m == model) { Ok(()) } else { Err(LoadgenError::UnknownModel { model: model.into(), known }) }
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString> {
@@ -409,8 +372,7 @@ fn cstring(s: &str, what: &str) -> Result<CString> {
 }
 
 fn path_cstring(path: &Path) -> Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| LoadgenError::InteriorNul(format!("path {}", path.display())))
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| LoadgenError::InteriorNul(format!("path {}", path.display())))
 }
 
 // ---------------------------------------------------------------------------
@@ -455,10 +417,7 @@ impl Default for LogSettings {
 impl LogSettings {
     /// Defaults with logs in `outdir`.
     pub fn in_dir(outdir: impl Into<PathBuf>) -> Self {
-        Self {
-            outdir: outdir.into(),
-            ..Self::default()
-        }
+        Self { outdir: outdir.into(), ..Self::default() }
     }
 }
 
@@ -478,10 +437,7 @@ impl RawLogSettings {
     /// returns early with its logger thread still running, and the next
     /// StartTest of the process then terminates it.
     pub(crate) fn new(log: &LogSettings) -> Result<Self> {
-        fs::create_dir_all(&log.outdir).map_err(|source| LoadgenError::LogOutput {
-            path: log.outdir.clone(),
-            source,
-        })?;
+        fs::create_dir_all(&log.outdir).map_err(|source| LoadgenError::LogOutput { path: log.outdir.clone(), source })?;
         // Same path construction as LoadGen (outdir + "/" + prefix ...); with
         // prefix_with_datetime, probe with a placeholder timestamp.
         let mut stem = log.outdir.as_os_str().to_owned();
@@ -491,18 +447,11 @@ impl RawLogSettings {
             stem.push("1970-01-01T00:00:00Z_");
         }
         for file in ["summary", "detail", "accuracy", "trace"] {
-            let ext = if matches!(file, "summary" | "detail") {
-                "txt"
-            } else {
-                "json"
-            };
+            let ext = if matches!(file, "summary" | "detail") { "txt" } else { "json" };
             let mut path = stem.clone();
             path.push(format!("{file}{}.{ext}", log.suffix));
             let path = PathBuf::from(path);
-            fs::File::create(&path).map_err(|source| LoadgenError::LogOutput {
-                path: path.clone(),
-                source,
-            })?;
+            fs::File::create(&path).map_err(|source| LoadgenError::LogOutput { path: path.clone(), source })?;
             if log.prefix_with_datetime {
                 // Best effort: the probe is empty and harmless if it stays.
                 let _ = fs::remove_file(&path);
@@ -512,23 +461,13 @@ impl RawLogSettings {
             outdir: path_cstring(&log.outdir)?,
             prefix: cstring(&log.prefix, "log prefix")?,
             suffix: cstring(&log.suffix, "log suffix")?,
-            flags: [
-                log.prefix_with_datetime,
-                log.copy_detail_to_stdout,
-                log.copy_summary_to_stdout,
-                log.enable_trace,
-            ],
+            flags: [log.prefix_with_datetime, log.copy_detail_to_stdout, log.copy_summary_to_stdout, log.enable_trace],
         })
     }
 
     /// Borrowed view; valid while `self` lives.
     pub(crate) fn view(&self) -> sys::lg_log_settings {
-        let [
-            prefix_with_datetime,
-            copy_detail_to_stdout,
-            copy_summary_to_stdout,
-            enable_trace,
-        ] = self.flags;
+        let [prefix_with_datetime, copy_detail_to_stdout, copy_summary_to_stdout, enable_trace] = self.flags;
         sys::lg_log_settings {
             outdir: self.outdir.as_ptr(),
             prefix: self.prefix.as_ptr(),
@@ -615,13 +554,7 @@ struct QslContext<'a> {
 /// [`LoadgenError::TestAlreadyRunning`]. A panic in a [`Sut`]/[`Qsl`] callback
 /// is caught before it reaches C++; LoadGen cannot stop a running test, so
 /// the process then aborts with the panic message.
-pub fn start_test(
-    sut: &dyn Sut,
-    qsl: &dyn Qsl,
-    settings: &TestSettings,
-    log: &LogSettings,
-    audit_config: Option<&Path>,
-) -> Result<()> {
+pub fn start_test(sut: &dyn Sut, qsl: &dyn Qsl, settings: &TestSettings, log: &LogSettings, audit_config: Option<&Path>) -> Result<()> {
     let raw_log = RawLogSettings::new(log)?;
     let audit = match audit_config {
         None => NO_AUDIT_CONFIG.to_owned(),
@@ -632,55 +565,27 @@ pub fn start_test(
 
     let sut_ref: &dyn Sut = sut;
     let sut_data: *const &dyn Sut = &sut_ref;
-    let qsl_ctx = QslContext {
-        qsl,
-        loaded: AtomicBool::new(false),
-    };
+    let qsl_ctx = QslContext { qsl, loaded: AtomicBool::new(false) };
     let qsl_data: *const QslContext<'_> = &qsl_ctx;
 
     // SAFETY: `sut_data` points to `sut_ref`, which outlives the SUT handle
     // (destroyed at the end of this function); the callbacks only form shared
     // references to a `Sync` object.
-    let sut_handle = SutHandle(unsafe {
-        result::construct_sut(
-            sut_data as usize,
-            sut.name(),
-            issue_query_cb,
-            flush_queries_cb,
-        )
-    }?);
+    let sut_handle = SutHandle(unsafe { result::construct_sut(sut_data as usize, sut.name(), issue_query_cb, flush_queries_cb) }?);
     // SAFETY: as above for `qsl_ctx`.
-    let qsl_handle = QslHandle(unsafe {
-        result::construct_qsl(
-            qsl_data as usize,
-            qsl.name(),
-            qsl.total_sample_count(),
-            qsl.performance_sample_count(),
-            load_samples_cb,
-            unload_samples_cb,
-        )
-    }?);
+    let qsl_handle =
+        QslHandle(unsafe { result::construct_qsl(qsl_data as usize, qsl.name(), qsl.total_sample_count(), qsl.performance_sample_count(), load_samples_cb, unload_samples_cb) }?);
 
     FLUSH_SUT.store(sut_data as *mut c_void, Ordering::Release);
     TEST_RUNNING.store(true, Ordering::Release);
     // SAFETY: all handles are live for the call, the strings in `raw_log` and
     // `audit` outlive it, and `_lock` excludes other tests.
-    let status = unsafe {
-        result::start_test(
-            sut_handle.0,
-            qsl_handle.0,
-            settings.raw,
-            &raw_log.view(),
-            &audit,
-        )
-    };
+    let status = unsafe { result::start_test(sut_handle.0, qsl_handle.0, settings.raw, &raw_log.view(), &audit) };
     TEST_RUNNING.store(false, Ordering::Release);
     FLUSH_SUT.store(ptr::null_mut(), Ordering::Release);
     status?;
     if !qsl_ctx.loaded.load(Ordering::Acquire) {
-        return Err(LoadgenError::NotRun {
-            outdir: log.outdir.clone(),
-        });
+        return Err(LoadgenError::NotRun { outdir: log.outdir.clone() });
     }
     Ok(())
 }
@@ -709,11 +614,7 @@ impl Drop for QslHandle {
 /// of unwinding into LoadGen.
 fn no_unwind(callback: &str, body: impl FnOnce()) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(body)) {
-        let message = payload
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("<non-string panic payload>");
+        let message = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str)).unwrap_or("<non-string panic payload>");
         eprintln!(
             "mlperf-loadgen: {callback} panicked: {message}\n\
              mlperf-loadgen: LoadGen cannot abort a running test safely; aborting the process"
@@ -725,11 +626,7 @@ fn no_unwind(callback: &str, body: impl FnOnce()) {
 /// # Safety
 /// `data` is the `*const &dyn Sut` from [`start_test`]; `samples` points to
 /// `count` samples valid for the call.
-unsafe extern "C" fn issue_query_cb(
-    data: sys::ClientData,
-    samples: *const QuerySample,
-    count: usize,
-) {
+unsafe extern "C" fn issue_query_cb(data: sys::ClientData, samples: *const QuerySample, count: usize) {
     // SAFETY: see the function contract; LoadGen calls this only during StartTest.
     let sut = unsafe { *(data as *const &dyn Sut) };
     // SAFETY: LoadGen passes a vector's data and size.
@@ -801,29 +698,16 @@ pub struct Response<'a> {
 
 impl<'a> Response<'a> {
     pub fn new(id: usize, data: &'a [u8]) -> Self {
-        Self {
-            id,
-            data,
-            n_tokens: 0,
-        }
+        Self { id, data, n_tokens: 0 }
     }
 
     /// A response without output bytes.
     pub fn empty(id: usize) -> Response<'static> {
-        Response {
-            id,
-            data: &[],
-            n_tokens: 0,
-        }
+        Response { id, data: &[], n_tokens: 0 }
     }
 
     fn raw(&self) -> sys::QuerySampleResponse {
-        sys::QuerySampleResponse {
-            id: self.id,
-            data: self.data.as_ptr() as usize,
-            size: self.data.len(),
-            n_tokens: self.n_tokens,
-        }
+        sys::QuerySampleResponse { id: self.id, data: self.data.as_ptr() as usize, size: self.data.len(), n_tokens: self.n_tokens }
     }
 }
 

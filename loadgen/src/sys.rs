@@ -107,30 +107,13 @@ unsafe extern "C" {
     pub fn lg_settings_set_f64(s: *mut lg_settings, name: *const c_char, value: f64) -> c_int;
     pub fn lg_settings_get_f64(s: *const lg_settings, name: *const c_char, out: *mut f64) -> c_int;
     /// `TestSettings::FromConfig(user_conf, model, scenario, 1)`: 0, -2 or -22.
-    pub fn lg_settings_from_config(
-        s: *mut lg_settings,
-        user_conf_path: *const c_char,
-        model: *const c_char,
-        scenario: *const c_char,
-    ) -> c_int;
+    pub fn lg_settings_from_config(s: *mut lg_settings, user_conf_path: *const c_char, model: *const c_char, scenario: *const c_char) -> c_int;
 
     /// `mlperf::StartTest` with explicit log settings and audit config path.
-    pub fn lg_start_test(
-        sut: *mut lg_sut,
-        qsl: *mut lg_qsl,
-        s: *const lg_settings,
-        log: *const lg_log_settings,
-        audit_config_path: *const c_char,
-    ) -> c_int;
+    pub fn lg_start_test(sut: *mut lg_sut, qsl: *mut lg_qsl, s: *const lg_settings, log: *const lg_log_settings, audit_config_path: *const c_char) -> c_int;
     pub fn lg_abort_test();
 
-    pub fn lg_construct_sut(
-        client_data: ClientData,
-        name: *const c_char,
-        name_length: usize,
-        issue_cb: IssueQueryCallback,
-        flush_queries_cb: FlushQueriesCallback,
-    ) -> *mut lg_sut;
+    pub fn lg_construct_sut(client_data: ClientData, name: *const c_char, name_length: usize, issue_cb: IssueQueryCallback, flush_queries_cb: FlushQueriesCallback) -> *mut lg_sut;
     pub fn lg_destroy_sut(sut: *mut lg_sut);
     pub fn lg_construct_qsl(
         client_data: ClientData,
@@ -144,19 +127,9 @@ unsafe extern "C" {
     pub fn lg_destroy_qsl(qsl: *mut lg_qsl);
 
     pub fn lg_query_samples_complete(responses: *mut QuerySampleResponse, count: usize);
-    pub fn lg_query_samples_complete_response_cb(
-        responses: *mut QuerySampleResponse,
-        count: usize,
-        response_cb: ResponseCallback,
-        client_data: ClientData,
-    );
+    pub fn lg_query_samples_complete_response_cb(responses: *mut QuerySampleResponse, count: usize, response_cb: ResponseCallback, client_data: ClientData);
     pub fn lg_first_token_complete(responses: *mut QuerySampleResponse, count: usize);
-    pub fn lg_first_token_complete_response_cb(
-        responses: *mut QuerySampleResponse,
-        count: usize,
-        response_cb: ResponseCallback,
-        client_data: ClientData,
-    );
+    pub fn lg_first_token_complete_response_cb(responses: *mut QuerySampleResponse, count: usize, response_cb: ResponseCallback, client_data: ClientData);
     pub fn lg_register_issue_query_thread();
 
     pub fn lg_loadgen_version() -> *const c_char;

@@ -75,7 +75,15 @@ pub const BENCHMARKS: &[BenchmarkInfo] = &[
     bench!("3d-unet", ["3d-unet-99", "3d-unet-99.9"], Medical, ["3d-unet"], true, "224_224_160_dyanmic_bs.onnx", quantized_or_none),
     bench!("dlrm-v2", ["dlrm_v2", "dlrmv2"], Recommendation, ["dlrm-v2"], false, "model_weights", quantized_or_none),
     // In no shipped round (v5.0 was its last); kept so that its configs get a clear C0302.
-    bench!("gptj", ["gpt-j", "gptj-99", "gptj-99.9"], Llm, ["gptj"], false, "pytorch_model-00001-of-00003.bin, pytorch_model-00002-of-00003.bin, pytorch_model-00003-of-00003.bin", llm_transformations),
+    bench!(
+        "gptj",
+        ["gpt-j", "gptj-99", "gptj-99.9"],
+        Llm,
+        ["gptj"],
+        false,
+        "pytorch_model-00001-of-00003.bin, pytorch_model-00002-of-00003.bin, pytorch_model-00003-of-00003.bin",
+        llm_transformations
+    ),
     // The seed documents' `llama2-70b-interactive` is the Interactive scenario of llama2-70b in both
     // shipped rounds (LoadGen model `llama2-70b-interactive`, results dir `llama2-70b-99.9/Interactive`).
     bench!("llama2-70b", ["llama2-70b-99", "llama2-70b-99.9", "llama2-70b-interactive"], Llm, ["llama2-70b"], false, LLM_WEIGHTS, llm_transformations),

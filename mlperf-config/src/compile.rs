@@ -3,12 +3,12 @@
 //! build.rs bakes (or every diagnostic, rendered like rustc's).
 
 use crate::benchmark::{self, BenchmarkInfo};
-use crate::diag::{did_you_mean, Diagnostic, FileId, Sources, Span};
+use crate::diag::{Diagnostic, FileId, Sources, Span, did_you_mean};
 use crate::raw::parse_config_file;
-use crate::resolve::{resolve_all, ConfigUnit, Resolved};
+use crate::resolve::{ConfigUnit, Resolved, resolve_all};
 use crate::round::Round;
 use crate::schema::Settings;
-use crate::system::{load_system, SystemInfo};
+use crate::system::{SystemInfo, load_system};
 use crate::table::{CompiledConfig, FieldOrigin, Origin, Overridden};
 use crate::types::{PowerSetting, Scenario, Workload};
 use std::borrow::Cow;
@@ -244,10 +244,10 @@ fn select_system(options: &CompileOptions, systems: &[SystemInfo], errors: &mut 
         [feature] => match systems.iter().find(|s| &s.feature == feature) {
             Some(s) => Some(s.id.to_string()),
             None => {
-                errors.push(
-                    Diagnostic::error("C0409", format!("feature `{feature}` selects no system"))
-                        .help(format!("no systems/<id>.toml sets feature = \"{feature}\"; add one or pick a feature of: {}", systems.iter().map(|s| s.feature.as_ref()).collect::<Vec<_>>().join(", "))),
-                );
+                errors.push(Diagnostic::error("C0409", format!("feature `{feature}` selects no system")).help(format!(
+                    "no systems/<id>.toml sets feature = \"{feature}\"; add one or pick a feature of: {}",
+                    systems.iter().map(|s| s.feature.as_ref()).collect::<Vec<_>>().join(", ")
+                )));
                 None
             }
         },
@@ -414,13 +414,7 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             field: Cow::Owned(field.clone()),
             value: Cow::Owned(effective.value.to_toml()),
             at: origin(sources, effective.span),
-            overrode: Cow::Owned(
-                history[..history.len() - 1]
-                    .iter()
-                    .rev()
-                    .map(|v| Overridden { value: Cow::Owned(v.value.to_toml()), at: origin(sources, v.span) })
-                    .collect(),
-            ),
+            overrode: Cow::Owned(history[..history.len() - 1].iter().rev().map(|v| Overridden { value: Cow::Owned(v.value.to_toml()), at: origin(sources, v.span) }).collect()),
         });
     }
     let span_of = |field: &str| resolved.effective(field).map(|v| v.span).unwrap_or(key.header);
@@ -491,7 +485,13 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             continue;
         };
         if br.checker_model(workload.accuracy).is_none() {
-            why_not.push(format!("{} has no {} % accuracy target for {} (it has {})", round.id, workload.accuracy.key(), bench.id, br.checker_models.keys().collect::<Vec<_>>().join(", ")));
+            why_not.push(format!(
+                "{} has no {} % accuracy target for {} (it has {})",
+                round.id,
+                workload.accuracy.key(),
+                bench.id,
+                br.checker_models.keys().collect::<Vec<_>>().join(", ")
+            ));
             continue;
         }
         let allowed = br.allowed_scenarios(&system.system_type);
@@ -518,9 +518,12 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         if let Some(count) = settings.performance_sample_count_override {
             if count < br.performance_sample_count {
                 errors.push(
-                    Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))
-                        .at(span_of("performance_sample_count_override"), "too small for a submission")
-                        .help(format!("use at least {}", br.performance_sample_count)),
+                    Diagnostic::error(
+                        "C0308",
+                        format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id),
+                    )
+                    .at(span_of("performance_sample_count_override"), "too small for a submission")
+                    .help(format!("use at least {}", br.performance_sample_count)),
                 );
             }
         }
@@ -542,16 +545,13 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         } else {
             "C0303"
         };
-        errors.push(
-            Diagnostic::error(code, format!("{describe} is not a valid submission config in any round"))
-                .at(key.header, "defined here")
-                .note(why_not.join("; "))
-                .help(match code {
-                    "C0302" => "remove the config, or add the round that has this benchmark to rounds/".to_string(),
-                    "C0304" => "use the `[default]` (99 %) section for benchmarks without a high-accuracy variant".to_string(),
-                    _ => "configure a scenario the round allows for this system type, or fix `system_type` in the system description".to_string(),
-                }),
-        );
+        errors.push(Diagnostic::error(code, format!("{describe} is not a valid submission config in any round")).at(key.header, "defined here").note(why_not.join("; ")).help(
+            match code {
+                "C0302" => "remove the config, or add the round that has this benchmark to rounds/".to_string(),
+                "C0304" => "use the `[default]` (99 %) section for benchmarks without a high-accuracy variant".to_string(),
+                _ => "configure a scenario the round allows for this system type, or fix `system_type` in the system description".to_string(),
+            },
+        ));
     }
     if errors.len() > before {
         return None;
@@ -579,7 +579,11 @@ fn scaling_warnings(configs: &[CompiledConfig], systems: &[SystemInfo], units: &
     let gpu_of = |id: &str| systems.iter().find(|s| s.id == id).and_then(|s| s.hardware.gpu.as_ref().map(|g| (g.name.clone(), s.total_gpus())));
     let header_span = |c: &CompiledConfig| {
         units.iter().find_map(|u| {
-            u.file.sections.iter().find(|s| sources.path(u.file.file) == c.defined_at.file && sources.line_col(u.file.file, s.name.span.start).0 as u32 == c.defined_at.line).map(|s| s.name.span)
+            u.file
+                .sections
+                .iter()
+                .find(|s| sources.path(u.file.file) == c.defined_at.file && sources.line_col(u.file.file, s.name.span.start).0 as u32 == c.defined_at.line)
+                .map(|s| s.name.span)
         })
     };
     let mut warnings = Vec::new();
@@ -608,4 +612,3 @@ fn scaling_warnings(configs: &[CompiledConfig], systems: &[SystemInfo], units: &
     }
     warnings
 }
-

@@ -118,11 +118,7 @@ impl Diagnostic {
         };
         let _ = writeln!(out, "{kind}[{}]: {}", self.code, self.message);
         let labels: Vec<&Label> = self.primary.iter().chain(self.secondary.iter()).collect();
-        let gutter = labels
-            .iter()
-            .map(|l| sources.line_col(l.span.file, l.span.start).0.to_string().len())
-            .max()
-            .unwrap_or(1);
+        let gutter = labels.iter().map(|l| sources.line_col(l.span.file, l.span.start).0.to_string().len()).max().unwrap_or(1);
         let pad = " ".repeat(gutter);
         for (i, label) in labels.iter().enumerate() {
             let (line, col) = sources.line_col(label.span.file, label.span.start);
@@ -138,13 +134,7 @@ impl Diagnostic {
             let mark = if i == 0 { '^' } else { '-' };
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{line:>gutter$} | {src_line}");
-            let _ = writeln!(
-                out,
-                "{pad} | {}{} {}",
-                " ".repeat(start_char),
-                mark.to_string().repeat(width),
-                label.text
-            );
+            let _ = writeln!(out, "{pad} | {}{} {}", " ".repeat(start_char), mark.to_string().repeat(width), label.text);
         }
         if !labels.is_empty() && (!self.notes.is_empty() || self.help.is_some()) {
             let _ = writeln!(out, "{pad} |");
@@ -161,12 +151,7 @@ impl Diagnostic {
 
 /// The closest candidate by edit distance, if it is close enough to be a plausible typo.
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
-        .min()
-        .map(|(_, c)| c)
+    candidates.into_iter().map(|c| (levenshtein(word, c), c)).filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1)).min().map(|(_, c)| c)
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {

@@ -1,7 +1,7 @@
 //! The field registry's types and the conversion of raw TOML values into typed field values.
 
-use crate::raw::{RawValue, Spanned};
 use crate::diag::Span;
+use crate::raw::{RawValue, Spanned};
 use crate::types::{DataType, DatasetSource, EngineKind, InputFormat};
 use std::borrow::Cow;
 
@@ -149,12 +149,8 @@ fn parse_quantity(text: &str, spec: &FieldSpec, base: &str) -> Result<u64, Value
             span: None,
         });
     }
-    let value: f64 = number.parse().map_err(|_| ValueError {
-        code: "C0201",
-        message: format!("`{}`: \"{text}\" does not start with a number", spec.name),
-        help: None,
-        span: None,
-    })?;
+    let value: f64 =
+        number.parse().map_err(|_| ValueError { code: "C0201", message: format!("`{}`: \"{text}\" does not start with a number", spec.name), help: None, span: None })?;
     let scaled = value * factor as f64 / base_factor as f64;
     if scaled.fract() != 0.0 || scaled < 0.0 {
         return Err(ValueError {
@@ -320,12 +316,9 @@ impl Scalar for StringMap {
         let RawValue::Table(t) = &value.value else { return Err(ValueError::wrong_type(spec, value)) };
         t.iter()
             .map(|(k, v)| match &v.value {
-                RawValue::Table(_) | RawValue::Array(_) => Err(ValueError {
-                    code: "C0201",
-                    message: format!("`{}.{}` must be a string, number or boolean", spec.name, k.value),
-                    help: None,
-                    span: Some(v.span),
-                }),
+                RawValue::Table(_) | RawValue::Array(_) => {
+                    Err(ValueError { code: "C0201", message: format!("`{}.{}` must be a string, number or boolean", spec.name, k.value), help: None, span: Some(v.span) })
+                }
                 RawValue::String(s) => Ok((Cow::Owned(k.value.clone()), Cow::Owned(s.clone()))),
                 other => Ok((Cow::Owned(k.value.clone()), Cow::Owned(other.to_toml()))),
             })

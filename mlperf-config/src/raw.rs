@@ -42,21 +42,14 @@ impl RawValue {
             RawValue::Array(items) => {
                 format!("[{}]", items.iter().map(|i| i.value.to_toml()).collect::<Vec<_>>().join(", "))
             }
-            RawValue::Table(entries) => format!(
-                "{{ {} }}",
-                entries.iter().map(|(k, v)| format!("{} = {}", toml_key(&k.value), v.value.to_toml())).collect::<Vec<_>>().join(", ")
-            ),
+            RawValue::Table(entries) => format!("{{ {} }}", entries.iter().map(|(k, v)| format!("{} = {}", toml_key(&k.value), v.value.to_toml())).collect::<Vec<_>>().join(", ")),
         }
     }
 }
 
 /// A key written bare when TOML allows it, quoted otherwise.
 pub fn toml_key(key: &str) -> String {
-    if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        key.to_string()
-    } else {
-        format!("{key:?}")
-    }
+    if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') { key.to_string() } else { format!("{key:?}") }
 }
 
 /// One `[section]` of a config file: a workload (`default`, `maxq`, ...) or, in defaults files, any name.

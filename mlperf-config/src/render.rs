@@ -11,7 +11,7 @@
 
 use crate::benchmark;
 use crate::round::{BenchmarkRound, Round};
-use crate::system::{canonical_json, SystemInfo};
+use crate::system::{SystemInfo, canonical_json};
 use crate::table::CompiledConfig;
 use crate::types::{DataType, Harness, PowerSetting, Scenario, Workload};
 use std::fmt::Write;

@@ -10,7 +10,7 @@
 //! benchmark defaults, say) never overrides a more specific file that extends it. The node's own
 //! values win over all. Every resolved value keeps the values it overrode.
 
-use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::raw::{ConfigFile, RawValue, Spanned};
 use std::collections::{BTreeMap, HashMap};
 
@@ -160,12 +160,7 @@ impl Linearizer<'_> {
 
     fn dangling(&self, reference: &Spanned<String>, target: &str) -> Diagnostic {
         let (file, section) = target.split_once('#').unwrap_or((target, ""));
-        let sections_of_file: Vec<&str> = self
-            .units
-            .iter()
-            .filter(|u| u.name == file)
-            .flat_map(|u| u.file.sections.iter().map(|s| s.name.value.as_str()))
-            .collect();
+        let sections_of_file: Vec<&str> = self.units.iter().filter(|u| u.name == file).flat_map(|u| u.file.sections.iter().map(|s| s.name.value.as_str())).collect();
         let diag = Diagnostic::error("C0502", format!("`extends` names `{target}`, which does not exist")).at(reference.span, "dangling reference");
         if sections_of_file.is_empty() {
             let files: Vec<&str> = self.units.iter().map(|u| u.name.as_str()).collect();

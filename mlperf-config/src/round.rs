@@ -199,10 +199,7 @@ impl BenchmarkRound {
     /// Scenarios a system of this type may submit (required and optional).
     pub fn allowed_scenarios(&self, system_type: &str) -> Vec<Scenario> {
         let key = system_type_key(system_type);
-        self.scenarios
-            .get(key)
-            .map(|set| set.required.iter().chain(set.optional.iter()).filter_map(|s| Scenario::parse(s)).collect())
-            .unwrap_or_default()
+        self.scenarios.get(key).map(|set| set.required.iter().chain(set.optional.iter()).filter_map(|s| Scenario::parse(s)).collect()).unwrap_or_default()
     }
 
     /// The LoadGen model name for a scenario (Interactive runs the `-interactive` settings).

@@ -10,24 +10,71 @@ type Str = Cow<'static, str>;
 
 /// Keys the checker requires in every system description (`SYSTEM_DESC_REQUIRED_FIELDS`).
 pub const REQUIRED_FIELDS: &[&str] = &[
-    "division", "submitter", "status", "system_name", "number_of_nodes", "host_processor_model_name",
-    "host_processors_per_node", "host_processor_core_count", "host_memory_capacity", "host_storage_capacity",
-    "host_storage_type", "accelerators_per_node", "accelerator_model_name", "accelerator_memory_capacity",
-    "framework", "operating_system", "system_type", "other_software_stack", "host_processor_frequency",
-    "host_processor_caches", "host_memory_configuration", "host_processor_interconnect", "host_networking",
-    "host_networking_topology", "accelerator_frequency", "accelerator_host_interconnect", "accelerator_interconnect",
-    "accelerator_interconnect_topology", "accelerator_memory_configuration", "accelerator_on-chip_memories",
-    "cooling", "hw_notes", "sw_notes", "host_network_card_count", "system_type_detail",
+    "division",
+    "submitter",
+    "status",
+    "system_name",
+    "number_of_nodes",
+    "host_processor_model_name",
+    "host_processors_per_node",
+    "host_processor_core_count",
+    "host_memory_capacity",
+    "host_storage_capacity",
+    "host_storage_type",
+    "accelerators_per_node",
+    "accelerator_model_name",
+    "accelerator_memory_capacity",
+    "framework",
+    "operating_system",
+    "system_type",
+    "other_software_stack",
+    "host_processor_frequency",
+    "host_processor_caches",
+    "host_memory_configuration",
+    "host_processor_interconnect",
+    "host_networking",
+    "host_networking_topology",
+    "accelerator_frequency",
+    "accelerator_host_interconnect",
+    "accelerator_interconnect",
+    "accelerator_interconnect_topology",
+    "accelerator_memory_configuration",
+    "accelerator_on-chip_memories",
+    "cooling",
+    "hw_notes",
+    "sw_notes",
+    "host_network_card_count",
+    "system_type_detail",
 ];
 
 /// Keys the checker requires to be non-empty ("meaningful" fields).
 pub const MEANINGFUL_FIELDS: &[&str] = &[
-    "division", "submitter", "system_type", "status", "system_name", "number_of_nodes", "host_processor_model_name",
-    "host_processors_per_node", "host_processor_core_count", "host_memory_capacity", "host_memory_configuration",
-    "host_storage_capacity", "host_storage_type", "host_networking", "host_network_card_count",
-    "host_networking_topology", "accelerators_per_node", "accelerator_model_name", "accelerator_memory_capacity",
-    "accelerator_host_interconnect", "accelerator_memory_configuration", "accelerator_interconnect", "cooling",
-    "framework", "operating_system", "other_software_stack",
+    "division",
+    "submitter",
+    "system_type",
+    "status",
+    "system_name",
+    "number_of_nodes",
+    "host_processor_model_name",
+    "host_processors_per_node",
+    "host_processor_core_count",
+    "host_memory_capacity",
+    "host_memory_configuration",
+    "host_storage_capacity",
+    "host_storage_type",
+    "host_networking",
+    "host_network_card_count",
+    "host_networking_topology",
+    "accelerators_per_node",
+    "accelerator_model_name",
+    "accelerator_memory_capacity",
+    "accelerator_host_interconnect",
+    "accelerator_memory_configuration",
+    "accelerator_interconnect",
+    "cooling",
+    "framework",
+    "operating_system",
+    "other_software_stack",
 ];
 
 pub const STATUSES: &[&str] = &["available", "preview", "rdi"];
@@ -131,9 +178,11 @@ pub fn load_system(sources: &Sources, toml_file: FileId, json_file: FileId, decl
         Ok(v) => v,
         Err(e) => {
             let r = e.span().unwrap_or(0..0);
-            return Err(vec![Diagnostic::error("C0406", "invalid system identity")
-                .at(Span { file: toml_file, start: r.start, end: r.end.max(r.start + 1) }, e.message().trim().to_string())
-                .help("see README \"Adding a system\" for the fields of systems/<id>.toml")]);
+            return Err(vec![
+                Diagnostic::error("C0406", "invalid system identity")
+                    .at(Span { file: toml_file, start: r.start, end: r.end.max(r.start + 1) }, e.message().trim().to_string())
+                    .help("see README \"Adding a system\" for the fields of systems/<id>.toml"),
+            ]);
         }
     };
     let stem = std::path::Path::new(sources.path(toml_file)).file_stem().and_then(|s| s.to_str()).unwrap_or("");
@@ -167,9 +216,11 @@ pub fn load_system(sources: &Sources, toml_file: FileId, json_file: FileId, decl
     let description: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(sources.text(json_file)) {
         Ok(v) => v,
         Err(e) => {
-            return Err(vec![Diagnostic::error("C0406", "invalid system description JSON")
-                .at(serde_span(sources, json_file, e.line(), e.column()), e.to_string())
-                .help("the description must be one JSON object of checker fields")]);
+            return Err(vec![
+                Diagnostic::error("C0406", "invalid system description JSON")
+                    .at(serde_span(sources, json_file, e.line(), e.column()), e.to_string())
+                    .help("the description must be one JSON object of checker fields"),
+            ]);
         }
     };
     let field = |k: &str| description.get(k);

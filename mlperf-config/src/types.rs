@@ -14,8 +14,7 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 5] =
-        [Scenario::Offline, Scenario::Server, Scenario::SingleStream, Scenario::MultiStream, Scenario::Interactive];
+    pub const ALL: [Scenario; 5] = [Scenario::Offline, Scenario::Server, Scenario::SingleStream, Scenario::MultiStream, Scenario::Interactive];
 
     /// The name used in directory names, config file names and the checker.
     pub const fn name(self) -> &'static str {

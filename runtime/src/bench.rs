@@ -9,7 +9,7 @@
 pub mod engine;
 
 use crate::harness::logs::DetailLog;
-use mlperf_loadgen::bench::{run_cpp_null_sut, run_rust_null_sut, NullSutKind};
+use mlperf_loadgen::bench::{NullSutKind, run_cpp_null_sut, run_rust_null_sut};
 use mlperf_loadgen::{LogSettings, Scenario, TestMode, TestSettings};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -174,7 +174,14 @@ mod tests {
     #[test]
     fn highest_passing_stops_at_the_ceiling_and_gives_up_when_nothing_passes() {
         let mut tried = 0;
-        assert_eq!(highest_passing(1.0, 100.0, |_| { tried += 1; Ok(true) }).unwrap(), 64.0);
+        assert_eq!(
+            highest_passing(1.0, 100.0, |_| {
+                tried += 1;
+                Ok(true)
+            })
+            .unwrap(),
+            64.0
+        );
         assert_eq!(tried, 7, "1, 2, ..., 64, then 128 is past the ceiling");
         let (found, tried) = search(100.0, -1.0);
         assert!(found.unwrap_err().contains("no rate"), "{tried:?}");

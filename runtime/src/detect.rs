@@ -47,8 +47,7 @@ pub fn detect() -> Result<DetectedHardware, String> {
     if let Some(path) = std::env::var_os(HARDWARE_OVERRIDE_ENV) {
         let path = Path::new(&path);
         let text = std::fs::read_to_string(path).map_err(|e| format!("{HARDWARE_OVERRIDE_ENV}={}: {e}", path.display()))?;
-        let mut hw: DetectedHardware =
-            serde_json::from_str(&text).map_err(|e| format!("{HARDWARE_OVERRIDE_ENV}={}: not a hardware description: {e}", path.display()))?;
+        let mut hw: DetectedHardware = serde_json::from_str(&text).map_err(|e| format!("{HARDWARE_OVERRIDE_ENV}={}: not a hardware description: {e}", path.display()))?;
         hw.source = format!("{HARDWARE_OVERRIDE_ENV}={}", path.display());
         return Ok(hw);
     }
@@ -63,20 +62,11 @@ pub fn detect() -> Result<DetectedHardware, String> {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kib| kib / (1024.0 * 1024.0));
-    Ok(DetectedHardware {
-        cpu_arch: std::env::consts::ARCH.to_string(),
-        cpu_vendor,
-        host_memory_gib,
-        gpus: probe_gpus()?,
-        source: "probe (/proc, nvidia-smi)".to_string(),
-    })
+    Ok(DetectedHardware { cpu_arch: std::env::consts::ARCH.to_string(), cpu_vendor, host_memory_gib, gpus: probe_gpus()?, source: "probe (/proc, nvidia-smi)".to_string() })
 }
 
 fn probe_gpus() -> Result<Vec<DetectedGpu>, String> {
-    let output = match Command::new("nvidia-smi")
-        .args(["--query-gpu=name,pci.device_id,memory.total,power.max_limit", "--format=csv,noheader,nounits"])
-        .output()
-    {
+    let output = match Command::new("nvidia-smi").args(["--query-gpu=name,pci.device_id,memory.total,power.max_limit", "--format=csv,noheader,nounits"]).output() {
         Ok(o) => o,
         Err(_) => return Ok(Vec::new()), // no driver tools: a CPU-only machine
     };
@@ -148,7 +138,10 @@ pub fn mismatches(hw: &DetectedHardware, system: &SystemInfo) -> Vec<String> {
 pub enum SystemMatch<'a> {
     Matched(&'a SystemInfo),
     /// No system matches: the closest one (fewest mismatches) and why it did not match.
-    Unmatched { unregistered_id: String, nearest: Option<(&'a SystemInfo, Vec<String>)> },
+    Unmatched {
+        unregistered_id: String,
+        nearest: Option<(&'a SystemInfo, Vec<String>)>,
+    },
 }
 
 pub fn match_system<'a>(hw: &DetectedHardware, systems: &'a [SystemInfo]) -> SystemMatch<'a> {

@@ -1,9 +1,9 @@
 //! `mlperf generate_conf_files`: every submission file of every compiled config, for each round's
 //! layout, written only when its bytes change (so a second run changes nothing).
 
+use crate::submission::layout::{ResultKey, SubmissionLayout};
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::round::Layout;
-use crate::submission::layout::{ResultKey, SubmissionLayout};
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

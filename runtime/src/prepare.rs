@@ -1,8 +1,8 @@
 //! `mlperf preprocess_data`: raw datasets in the scratch space to the tensors the configs name.
 
-use crate::dataset::imagenet::{preprocess_imagenet_with, ImagenetOptions};
+use crate::dataset::imagenet::{ImagenetOptions, preprocess_imagenet_with};
 use crate::dataset::scratch::Scratch;
-use crate::dataset::squad::{preprocess_squad, SquadOptions};
+use crate::dataset::squad::{SquadOptions, preprocess_squad};
 use mlperf_config::{DatasetSource, Settings};
 use std::io::{IsTerminal, Write};
 

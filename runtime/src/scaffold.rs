@@ -2,7 +2,7 @@
 //! description with every checker field to fill in, and the one Cargo feature line to add.
 
 use crate::detect::DetectedHardware;
-use mlperf_config::system::{canonical_json, REQUIRED_FIELDS};
+use mlperf_config::system::{REQUIRED_FIELDS, canonical_json};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! configs, with errors that list what *is* configured.
 
 use crate::detect::{self, SystemMatch};
-use mlperf_config::{benchmark, AccuracyTarget, CompiledConfig, Harness, PowerSetting, Scenario, SystemInfo, Tables, Workload};
+use mlperf_config::{AccuracyTarget, CompiledConfig, Harness, PowerSetting, Scenario, SystemInfo, Tables, Workload, benchmark};
 
 /// How the system was chosen, for logs and `mlperf info`.
 #[derive(Debug)]
@@ -27,11 +27,7 @@ pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemC
         }
         let why = detect::mismatches(&hw, system);
         if !why.is_empty() {
-            return Err(format!(
-                "this binary is locked to {locked}, but this machine does not match it:\n  - {}\n(hardware from {})",
-                why.join("\n  - "),
-                hw.source
-            ));
+            return Err(format!("this binary is locked to {locked}, but this machine does not match it:\n  - {}\n(hardware from {})", why.join("\n  - "), hw.source));
         }
         return Ok(SystemChoice { system, how: "locked build, hardware matches".into(), hardware_mismatch: vec![] });
     }
@@ -75,7 +71,8 @@ impl WorkloadQuery {
             if cv == "all" {
                 q.all = true;
             } else {
-                let w = Workload::from_config_ver(cv).ok_or_else(|| format!("--config_ver={cv} names no workload; use default, high_accuracy, maxq, high_accuracy_maxq, triton, ... or all"))?;
+                let w = Workload::from_config_ver(cv)
+                    .ok_or_else(|| format!("--config_ver={cv} names no workload; use default, high_accuracy, maxq, high_accuracy_maxq, triton, ... or all"))?;
                 (q.harness, q.accuracy, q.power) = (Some(w.harness), Some(w.accuracy), Some(w.power));
             }
         }
@@ -112,13 +109,7 @@ pub fn split_list(value: Option<&str>) -> Vec<String> {
 
 /// The configs of `system` for the requested benchmarks, scenarios and workload, or an error that
 /// names what is configured instead.
-pub fn select_configs(
-    tables: &Tables,
-    system: &SystemInfo,
-    benchmarks: &[String],
-    scenarios: &[String],
-    workload: &WorkloadQuery,
-) -> Result<Vec<&'static CompiledConfig>, String> {
+pub fn select_configs(tables: &Tables, system: &SystemInfo, benchmarks: &[String], scenarios: &[String], workload: &WorkloadQuery) -> Result<Vec<&'static CompiledConfig>, String> {
     let mut bench_ids = Vec::new();
     for b in benchmarks {
         let info = benchmark::find(b).ok_or_else(|| {

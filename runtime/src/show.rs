@@ -17,16 +17,7 @@ pub fn systems(tables: &Tables) -> String {
     }
     let _ = writeln!(out, "{:<38} {:<18} {:<17} {:>5} {:>7}  summary", "system", "feature", "type", "GPUs", "configs");
     for s in tables.systems {
-        let _ = writeln!(
-            out,
-            "{:<38} {:<18} {:<17} {:>5} {:>7}  {}",
-            s.id,
-            s.feature,
-            s.system_type,
-            s.total_gpus(),
-            tables.configs_for(&s.id).count(),
-            s.summary
-        );
+        let _ = writeln!(out, "{:<38} {:<18} {:<17} {:>5} {:>7}  {}", s.id, s.feature, s.system_type, s.total_gpus(), tables.configs_for(&s.id).count(), s.summary);
     }
     out
 }

@@ -3,7 +3,7 @@
 //! is snapshot-tested.
 
 use crate::{copy_tree, repo_root, scratch_dir};
-use mlperf_config::compile::{compile, CompileOptions};
+use mlperf_config::compile::{CompileOptions, compile};
 use std::path::{Path, PathBuf};
 
 const FIXTURE_FEATURES: [&str; 2] = ["system-testbox1", "system-testbox8"];
@@ -35,11 +35,7 @@ fn fixture_base_is_valid() {
     assert!(compiled.warnings.is_empty(), "{:?}", compiled.warnings);
     assert_eq!(compiled.systems.len(), 2);
     // x8 MaxQ extends the x1 MaxQ and then its own default: last writer wins, provenance says so.
-    let maxq = compiled
-        .configs
-        .iter()
-        .find(|c| c.system == "TESTBOX-H100x8" && c.workload.section_name() == "maxq")
-        .expect("x8 maxq config");
+    let maxq = compiled.configs.iter().find(|c| c.system == "TESTBOX-H100x8" && c.workload.section_name() == "maxq").expect("x8 maxq config");
     assert_eq!(maxq.settings.offline_expected_qps, Some(480000.0));
     assert_eq!(maxq.settings.power_limit, Some(300));
     assert_eq!(maxq.settings.batch_size("resnet50"), Some(2048));

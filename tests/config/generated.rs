@@ -92,18 +92,47 @@ fn representative_files_per_system() {
 /// NVIDIA's published target_qps / target_latency for the same system, benchmark and scenario.
 /// (results dir, LoadGen model, scenario, key, expected value, source)
 const PUBLISHED: &[(&str, &str, &str, &str, f64, &str)] = &[
-    ("DGX-H100_H100-SXM-80GBx8_RS/resnet/Offline", "resnet50", "Offline", "target_qps", 720000.0,
-     "inference_results_v4.0 closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/resnet50/Offline/performance/run_1/mlperf_log_summary.txt (target_qps 720000)"),
-    ("DGX-H100_H100-SXM-80GBx8_RS/resnet/Server", "resnet50", "Server", "target_qps", 584000.0,
-     "inference_results_v4.0 closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/resnet50/Server/performance/run_1/mlperf_log_summary.txt (target 584000)"),
-    ("DGX-H100_H100-SXM-80GBx8_RS/resnet/Server", "resnet50", "Server", "target_latency", 15.0,
-     "same summary: target latency 15 ms"),
-    ("H200-SXM-141GBx8_RS/resnet/Server", "resnet50", "Server", "target_qps", 632000.0,
-     "inference_results_v4.1 closed/NVIDIA/measurements/H200-SXM-141GBx8_TRT/resnet50/Server/user.conf (*.Server.target_qps = 632000)"),
-    ("H200-SXM-141GBx8_RS/resnet/Offline", "resnet50", "Offline", "target_qps", 750000.0,
-     "inference_results_v5.0 configs/resnet50/Offline/__init__.py: H200-SXM-141GBx8 offline_expected_qps = 750000"),
-    ("DGX-H100_H100-SXM-80GBx8_RS/bert-99/Offline", "bert", "Offline", "target_qps", 75200.0,
-     "xxd-mlpinf configs/DGX-H100_H100-SXM-80GBx8/Offline/bert.py: offline_expected_qps 75200 (= 9400 x 8, consistent with the v4.0 summary)"),
+    (
+        "DGX-H100_H100-SXM-80GBx8_RS/resnet/Offline",
+        "resnet50",
+        "Offline",
+        "target_qps",
+        720000.0,
+        "inference_results_v4.0 closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/resnet50/Offline/performance/run_1/mlperf_log_summary.txt (target_qps 720000)",
+    ),
+    (
+        "DGX-H100_H100-SXM-80GBx8_RS/resnet/Server",
+        "resnet50",
+        "Server",
+        "target_qps",
+        584000.0,
+        "inference_results_v4.0 closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/resnet50/Server/performance/run_1/mlperf_log_summary.txt (target 584000)",
+    ),
+    ("DGX-H100_H100-SXM-80GBx8_RS/resnet/Server", "resnet50", "Server", "target_latency", 15.0, "same summary: target latency 15 ms"),
+    (
+        "H200-SXM-141GBx8_RS/resnet/Server",
+        "resnet50",
+        "Server",
+        "target_qps",
+        632000.0,
+        "inference_results_v4.1 closed/NVIDIA/measurements/H200-SXM-141GBx8_TRT/resnet50/Server/user.conf (*.Server.target_qps = 632000)",
+    ),
+    (
+        "H200-SXM-141GBx8_RS/resnet/Offline",
+        "resnet50",
+        "Offline",
+        "target_qps",
+        750000.0,
+        "inference_results_v5.0 configs/resnet50/Offline/__init__.py: H200-SXM-141GBx8 offline_expected_qps = 750000",
+    ),
+    (
+        "DGX-H100_H100-SXM-80GBx8_RS/bert-99/Offline",
+        "bert",
+        "Offline",
+        "target_qps",
+        75200.0,
+        "xxd-mlpinf configs/DGX-H100_H100-SXM-80GBx8/Offline/bert.py: offline_expected_qps 75200 (= 9400 x 8, consistent with the v4.0 summary)",
+    ),
 ];
 
 #[test]

@@ -4,7 +4,7 @@
 
 use mlperf_config::diag::{Sources, Span};
 use mlperf_config::raw::{ConfigFile, RawValue, Section, Spanned};
-use mlperf_config::resolve::{resolve_all, ConfigUnit};
+use mlperf_config::resolve::{ConfigUnit, resolve_all};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -18,13 +18,9 @@ struct GenFile {
 }
 
 fn files() -> impl Strategy<Value = Vec<GenFile>> {
-    prop::collection::vec((prop::collection::vec(any::<prop::sample::Index>(), 0..3), prop::collection::vec((0..FIELDS.len(), 0i64..1000), 0..3)), 1..8)
-        .prop_map(|raw| {
-            raw.into_iter()
-                .enumerate()
-                .map(|(i, (parents, values))| GenFile { parents: if i == 0 { vec![] } else { parents.iter().map(|p| p.index(i)).collect() }, values })
-                .collect()
-        })
+    prop::collection::vec((prop::collection::vec(any::<prop::sample::Index>(), 0..3), prop::collection::vec((0..FIELDS.len(), 0i64..1000), 0..3)), 1..8).prop_map(|raw| {
+        raw.into_iter().enumerate().map(|(i, (parents, values))| GenFile { parents: if i == 0 { vec![] } else { parents.iter().map(|p| p.index(i)).collect() }, values }).collect()
+    })
 }
 
 /// Builds units in `order`; every value's span encodes (file, position) so provenance can be checked.

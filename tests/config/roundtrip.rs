@@ -2,7 +2,7 @@
 //! with LoadGen's semantics on top of the round's mlperf.conf, and compare the effective settings.
 
 use mlperf_config::loadgen_conf::{ConfFile, EffectiveSettings};
-use mlperf_config::render::{user_conf, ConfPurpose};
+use mlperf_config::render::{ConfPurpose, user_conf};
 use mlperf_config::{CompiledConfig, Origin, Scenario, Settings, Workload};
 use proptest::prelude::*;
 use std::borrow::Cow;
@@ -25,7 +25,7 @@ fn settings() -> impl Strategy<Value = (Scenario, Settings)> {
         prop::sample::select(vec![Scenario::Offline, Scenario::Server, Scenario::SingleStream, Scenario::MultiStream]),
         1e-3f64..1e7,
         prop::option::of(0.5f64..1.5),
-        1u64..100,       // latency in ms (Server needs whole ms)
+        1u64..100,            // latency in ms (Server needs whole ms)
         1u64..10_000_000_000, // SS/MS latency in ns
         prop::option::of(1024u64..1_000_000),
         prop::option::of(600_000u64..10_000_000),

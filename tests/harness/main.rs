@@ -124,7 +124,8 @@ fn a_stale_audit_config_does_not_change_a_normal_run() {
 #[test]
 fn audit_tests_use_the_rounds_audit_settings() {
     let cwd = scratch("audit-test04");
-    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--audit_test=TEST04", "--min_duration=100"]);
+    let out =
+        mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--audit_test=TEST04", "--min_duration=100"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (path, log) = detail_logs(&cwd).remove(0);
     assert!(path.starts_with(cwd.join("build/compliance_logs/TEST04")), "{}", path.display());
@@ -139,7 +140,10 @@ fn an_unwritable_log_directory_fails_before_anything_runs() {
     let cwd = scratch("unwritable");
     let blocker = cwd.join("not-a-dir");
     std::fs::write(&blocker, "").unwrap();
-    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--backend=null", "--log_dir", blocker.join("logs").to_str().unwrap()]);
+    let out = mlperf(
+        &cwd,
+        &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--backend=null", "--log_dir", blocker.join("logs").to_str().unwrap()],
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot write logs under") && stderr.contains("--log_dir"), "{stderr}");
@@ -151,7 +155,15 @@ fn ctrl_c_aborts_cleanly_and_keeps_readable_logs() {
     use std::os::unix::process::CommandExt;
     let cwd = scratch("ctrl-c");
     let child = Command::new(env!("CARGO_BIN_EXE_mlperf"))
-        .args(["run_harness", "--system_name=DGX-H100_H100-SXM-80GBx1", "--benchmarks=resnet50", "--scenarios=singlestream,offline", "--backend=fixed_latency", "--backend_latency_us=2000", "--min_duration=60000"])
+        .args([
+            "run_harness",
+            "--system_name=DGX-H100_H100-SXM-80GBx1",
+            "--benchmarks=resnet50",
+            "--scenarios=singlestream,offline",
+            "--backend=fixed_latency",
+            "--backend_latency_us=2000",
+            "--min_duration=60000",
+        ])
         .current_dir(&cwd)
         .process_group(0)
         .stdout(std::process::Stdio::piped())
@@ -276,7 +288,13 @@ fn run_audit_harness_verifies_the_rounds_tests_against_the_reference_runs() {
     let files = |dir: &Path| -> Vec<String> { walk_files(dir).iter().map(|p| p.strip_prefix(dir).unwrap().display().to_string()).collect() };
     assert_eq!(
         files(&scenario.join("TEST01")),
-        ["accuracy/mlperf_log_accuracy.json", "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt", "verify_accuracy.txt", "verify_performance.txt"]
+        [
+            "accuracy/mlperf_log_accuracy.json",
+            "performance/run_1/mlperf_log_detail.txt",
+            "performance/run_1/mlperf_log_summary.txt",
+            "verify_accuracy.txt",
+            "verify_performance.txt"
+        ]
     );
     assert_eq!(files(&scenario.join("TEST04")), ["performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt", "verify_performance.txt"]);
     let verify_accuracy = std::fs::read_to_string(scenario.join("TEST01/verify_accuracy.txt")).unwrap();

@@ -90,7 +90,16 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
 
     let text = ok(&mlperf(&cwd, &with_selection("stage_results", &["--allow-non-submittable"])));
     assert!(text.contains("STAGING A NON-SUBMITTABLE RUN") && text.contains("test backend"), "{text}");
-    for file in ["user.conf", "measurements.json", "README.md", "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt", "accuracy/accuracy.txt", "accuracy/mlperf_log_accuracy.json", "accuracy/NON_SUBMITTABLE.txt"] {
+    for file in [
+        "user.conf",
+        "measurements.json",
+        "README.md",
+        "performance/run_1/mlperf_log_detail.txt",
+        "performance/run_1/mlperf_log_summary.txt",
+        "accuracy/accuracy.txt",
+        "accuracy/mlperf_log_accuracy.json",
+        "accuracy/NON_SUBMITTABLE.txt",
+    ] {
         assert!(scenario.join(file).is_file(), "{file} staged");
     }
     assert!(cwd.join("build/submission/closed/Example/systems/CPU-dev_RS.json").is_file());
@@ -166,7 +175,10 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     assert!(text.contains("NON-SUBMITTABLE"), "{text}");
     let export = contents(&cwd.join("build/export"));
     let names: Vec<String> = export.iter().map(|(p, _)| p.display().to_string()).collect();
-    assert!(!names.iter().any(|n| n.ends_with("NON_SUBMITTABLE.txt") || n.ends_with("run_plan.json") || n.ends_with('~') || n.ends_with("linked.conf") || n == "notes.txt"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.ends_with("NON_SUBMITTABLE.txt") || n.ends_with("run_plan.json") || n.ends_with('~') || n.ends_with("linked.conf") || n == "notes.txt"),
+        "{names:?}"
+    );
     let staged = contents(&cwd.join("build/submission"));
     assert!(export.iter().all(|file| staged.contains(file)), "exported files are byte copies");
     assert!(export.iter().any(|(p, _)| p.ends_with("SingleStream/accuracy/accuracy.txt")));
@@ -184,14 +196,24 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     assert!(refused(&mlperf(&cwd, &["pack_submission"])).contains("--force"));
 
     // Encrypted: decrypts with the official unpack command (openssl enc -d -aes256).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(["pack_submission", "--encrypt", "--force"]).env("MLPERF_PACK_PASSPHRASE", "correct horse").current_dir(&cwd).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(["pack_submission", "--encrypt", "--force"])
+        .env("MLPERF_PACK_PASSPHRASE", "correct horse")
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
     ok(&out);
     let decrypted = cwd.join("decrypted");
     std::fs::create_dir_all(&decrypted).unwrap();
     let script = format!("openssl enc -d -aes256 -pass env:PW -in {} | tar -xz", build.join("mlperf_submission_Example.tar.gz").display());
     assert!(std::process::Command::new("sh").args(["-c", &script]).env("PW", "correct horse").current_dir(&decrypted).status().unwrap().success());
     assert_eq!(contents(&decrypted), export);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(["pack_submission", "--encrypt", "--force"]).env_remove("MLPERF_PACK_PASSPHRASE").current_dir(&cwd).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(["pack_submission", "--encrypt", "--force"])
+        .env_remove("MLPERF_PACK_PASSPHRASE")
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
     assert!(refused(&out).contains("MLPERF_PACK_PASSPHRASE"));
 }
 

@@ -77,11 +77,8 @@ pub fn score_imagenet(acc_log: &Path, val_map: &Path, dtype: LogDtype) -> Result
 /// of a 1001-class model).
 pub fn score_imagenet_with_offset(acc_log: &Path, val_map: &Path, dtype: LogDtype, label_offset: i64) -> Result<ImagenetScore, String> {
     let map = read_val_map(val_map)?;
-    let labels: Vec<i64> = map
-        .iter()
-        .enumerate()
-        .map(|(i, e)| e.label.ok_or_else(|| format!("{}:{}: no label for {}", val_map.display(), i + 1, e.name)))
-        .collect::<Result<_, _>>()?;
+    let labels: Vec<i64> =
+        map.iter().enumerate().map(|(i, e)| e.label.ok_or_else(|| format!("{}:{}: no label for {}", val_map.display(), i + 1, e.name))).collect::<Result<_, _>>()?;
     let mut seen = HashSet::new();
     let mut score = ImagenetScore { good: 0, total: 0, entries: 0, mistakes: Vec::new() };
     let mut index = 0usize;
@@ -92,9 +89,7 @@ pub fn score_imagenet_with_offset(acc_log: &Path, val_map: &Path, dtype: LogDtyp
         if !seen.insert(e.qsl_idx) {
             return Ok(());
         }
-        let label = *labels.get(e.qsl_idx).ok_or_else(|| {
-            format!("entry {at}: qsl_idx {} is outside the val map ({} images in {})", e.qsl_idx, labels.len(), val_map.display())
-        })?;
+        let label = *labels.get(e.qsl_idx).ok_or_else(|| format!("entry {at}: qsl_idx {} is outside the val map ({} images in {})", e.qsl_idx, labels.len(), val_map.display()))?;
         if e.data.len() < dtype.size() {
             return Err(format!("entry {at} (qsl_idx {}): {} bytes of data, less than one {dtype}", e.qsl_idx, e.data.len()));
         }

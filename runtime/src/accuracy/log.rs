@@ -49,10 +49,7 @@ impl LogDtype {
     }
 
     pub fn parse(name: &str) -> Result<LogDtype, String> {
-        LogDtype::ALL
-            .into_iter()
-            .find(|d| d.name() == name)
-            .ok_or_else(|| format!("unknown dtype '{name}' (one of {})", LogDtype::ALL.map(|d| d.name()).join(", ")))
+        LogDtype::ALL.into_iter().find(|d| d.name() == name).ok_or_else(|| format!("unknown dtype '{name}' (one of {})", LogDtype::ALL.map(|d| d.name()).join(", ")))
     }
 
     pub const fn size(self) -> usize {

@@ -177,9 +177,7 @@ fn concat(items: &[Node], s: &[char], pos: usize, caps: &mut Caps, k: &mut dyn F
 #[allow(clippy::too_many_arguments)]
 fn repeat(inner: &Node, min: usize, max: Option<usize>, count: usize, s: &[char], pos: usize, caps: &mut Caps, k: &mut dyn FnMut(usize, &mut Caps) -> bool) -> bool {
     // Greedy: one more repetition first (if it consumes input), then stop.
-    if max.is_none_or(|m| count < m)
-        && matches(inner, s, pos, caps, &mut |p, caps: &mut Caps| p > pos && repeat(inner, min, max, count + 1, s, p, caps, k))
-    {
+    if max.is_none_or(|m| count < m) && matches(inner, s, pos, caps, &mut |p, caps: &mut Caps| p > pos && repeat(inner, min, max, count + 1, s, p, caps, k)) {
         return true;
     }
     count >= min && k(pos, caps)

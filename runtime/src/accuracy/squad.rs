@@ -222,10 +222,11 @@ pub fn get_final_text(pred_text: &str, orig_text: &str, basic: &BasicTokenizer) 
 
 /// Python's `\w` for `str` patterns: letters, numbers (Unicode) and the underscore.
 fn is_word_char(c: char) -> bool {
-    c == '_' || c.is_alphanumeric() && {
-        let cat = unicode_general_category::get_general_category(c).abbreviation();
-        cat.starts_with('L') || cat.starts_with('N')
-    }
+    c == '_'
+        || c.is_alphanumeric() && {
+            let cat = unicode_general_category::get_general_category(c).abbreviation();
+            cat.starts_with('L') || cat.starts_with('N')
+        }
 }
 
 /// `normalize_answer`: lower case, remove ASCII punctuation (`string.punctuation`), replace the

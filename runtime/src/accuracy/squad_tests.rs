@@ -54,10 +54,7 @@ fn scores_hand_computed_predictions() {
     // q3: not logged -> "empty".
     let log = write_log("hand", &[(0, logits(10, 10)), (2, logits(12, 14)), (0, logits(5, 6))]);
     let s = score_squad_meta(&log, &m, &SquadScoreOptions::default()).unwrap();
-    assert_eq!(
-        s.predictions,
-        vec![("q1".to_string(), "The cat".to_string()), ("q3".to_string(), "empty".to_string()), ("q2".to_string(), "far, far".to_string())]
-    );
+    assert_eq!(s.predictions, vec![("q1".to_string(), "The cat".to_string()), ("q3".to_string(), "empty".to_string()), ("q2".to_string(), "far, far".to_string())]);
     // EM: q1 only -> 100 / 3. F1: q1 1.0; q2 "far far" vs "far far away": precision 1, recall 2/3,
     // F1 0.8; q3 0 -> 100 * 1.8 / 3 = 60.
     assert_eq!((s.exact_match, s.f1), (100.0 / 3.0, 60.0));

@@ -13,11 +13,11 @@
 
 use super::{highest_passing, server_settings};
 use crate::dataset::qsl::SampleLibrary;
+use crate::engines::gpu::setup::PlanIdentity;
 use crate::harness::batcher::{BatcherConfig, BatchingSut};
 use crate::harness::engine::{Engine, FixedLatencyEngine, SampleSource};
 use crate::harness::logs::DetailLog;
 use crate::harness::{performance_sample_count, workload};
-use crate::engines::gpu::setup::PlanIdentity;
 use mlperf_config::{CompiledConfig, Round, Scenario, Settings, SystemInfo};
 use mlperf_loadgen::{LogSettings, Qsl, TestMode, TestSettings};
 use std::fmt::Write;

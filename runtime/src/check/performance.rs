@@ -45,7 +45,11 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
             detail,
             "effective_scenario",
             format!("the log is a {} run, but it sits in the {} directory", log.str("effective_scenario").unwrap_or("(missing)"), key.scenario.name()),
-            if bench.edge { "stage the run of this scenario here (edge systems may infer only MultiStream and Offline from SingleStream, and Offline from MultiStream)" } else { "stage the run of this scenario here (only edge systems may infer results)" },
+            if bench.edge {
+                "stage the run of this scenario here (edge systems may infer only MultiStream and Offline from SingleStream, and Offline from MultiStream)"
+            } else {
+                "stage the run of this scenario here (only edge systems may infer results)"
+            },
         );
         return;
     };

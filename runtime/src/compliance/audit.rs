@@ -7,10 +7,10 @@
 
 use super::reference::{self, RunKey, RunKind};
 use super::test01::{self, Scored};
-use super::{test04, test06, TestDir, Verification};
+use super::{TestDir, Verification, test04, test06};
 use crate::accuracy::log::LogDtype;
-use crate::harness::{self, report::Outcome, Backend, RunPlan, RunRequest, TestMode};
-use mlperf_config::{render, Audit, BenchmarkRound, CompiledConfig, DatasetSource, Round, Settings, SystemInfo, Tables};
+use crate::harness::{self, Backend, RunPlan, RunRequest, TestMode, report::Outcome};
+use mlperf_config::{Audit, BenchmarkRound, CompiledConfig, DatasetSource, Round, Settings, SystemInfo, Tables, render};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -335,7 +335,8 @@ fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log:
     // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
     let baseline = run.join("mlperf_log_accuracy_baseline.json");
     test01::write_baseline_log(reference_log, audit_log, &baseline)?;
-    let targets: Vec<(String, f64)> = job.bench.accuracy.iter().filter(|a| a.checker_model == job.bench_dir).filter_map(|a| Some((a.metric.to_string(), a.delta_percent?))).collect();
+    let targets: Vec<(String, f64)> =
+        job.bench.accuracy.iter().filter(|a| a.checker_model == job.bench_dir).filter_map(|a| Some((a.metric.to_string(), a.delta_percent?))).collect();
     test01::fallback(&baseline, audit_log, &targets, score.as_ref())
 }
 

@@ -4,7 +4,7 @@
 //! `accuracy/` subdirectories for SubmissionRun). Audit runs themselves never count.
 
 use crate::harness::logs::DetailLog;
-use crate::harness::{read_plan, RunPlan};
+use crate::harness::{RunPlan, read_plan};
 use std::path::{Path, PathBuf};
 
 /// Which reference a test needs.

@@ -13,8 +13,8 @@
 //!   and each metric must differ by at most the round's `delta_percent`, computed as the
 //!   submission checker does: `|1 - baseline / compliance| * 100`.
 
-use super::{python_float_repr, threshold, Verification};
-use crate::accuracy::log::{for_each_entry, LogDtype};
+use super::{Verification, python_float_repr, threshold};
+use crate::accuracy::log::{LogDtype, for_each_entry};
 use crate::harness::logs::DetailLog;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;

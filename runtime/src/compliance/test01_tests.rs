@@ -1,7 +1,7 @@
 use super::*;
-use std::path::PathBuf;
 use crate::compliance::audit::imagenet_scorer;
 use crate::compliance::testlogs::{accuracy_log, dir, labels, performance_detail, write};
+use std::path::PathBuf;
 
 fn compare(name: &str, reference: &[(usize, Vec<u8>)], test: &[(usize, Vec<u8>)], dtype: LogDtype) -> AccuracyComparison {
     let d = dir(name);

@@ -9,7 +9,7 @@
 //! spells them; the script's Server target-latency check never matches a LoadGen summary line
 //! (its pattern `target_latency (ns)` is a regex group), so it is not applied here either.
 
-use super::{python_float_repr, threshold, Verification};
+use super::{Verification, python_float_repr, threshold};
 use std::fmt::Write;
 use std::path::Path;
 

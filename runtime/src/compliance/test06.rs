@@ -13,7 +13,7 @@
 //! check is a no-op for other ids; here the id is always compared as a number.
 
 use super::Verification;
-use crate::accuracy::log::{decode_hex, LogDtype};
+use crate::accuracy::log::{LogDtype, decode_hex};
 use serde::Deserialize;
 use std::path::Path;
 

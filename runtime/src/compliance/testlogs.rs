@@ -16,11 +16,7 @@ pub fn accuracy_log(entries: &[(usize, Vec<u8>)]) -> String {
     if entries.is_empty() {
         return "[\n]\n".into();
     }
-    let lines: Vec<String> = entries
-        .iter()
-        .enumerate()
-        .map(|(seq, (qsl, data))| format!("{{ \"seq_id\" : {seq}, \"qsl_idx\" : {qsl}, \"data\" : \"{}\" }}", hex(data)))
-        .collect();
+    let lines: Vec<String> = entries.iter().enumerate().map(|(seq, (qsl, data))| format!("{{ \"seq_id\" : {seq}, \"qsl_idx\" : {qsl}, \"data\" : \"{}\" }}", hex(data))).collect();
     format!("[\n{}\n]\n", lines.join(",\n"))
 }
 
@@ -81,8 +77,12 @@ pub fn summary(scenario: &str, validity: &str, metric_ns_or_rate: &str, errors: 
         _ => format!("99.0th percentile latency (ns) : {metric_ns_or_rate}\n"),
     };
     let early = match scenario {
-        "SingleStream" => format!("Early Stopping Result:\n * Processed at least 64 queries (1000).\n * Would discard 80 highest latency queries.\n * Early stopping 90.0th percentile estimate: {metric_ns_or_rate}\n * Early stopping 99.0th percentile estimate: 9999999\n\n"),
-        "MultiStream" => format!("Early Stopping Result:\n * Processed at least 662 queries (1000).\n * Would discard 3 highest latency queries.\n * Early stopping 99.0th percentile estimate: {metric_ns_or_rate}\n\n"),
+        "SingleStream" => format!(
+            "Early Stopping Result:\n * Processed at least 64 queries (1000).\n * Would discard 80 highest latency queries.\n * Early stopping 90.0th percentile estimate: {metric_ns_or_rate}\n * Early stopping 99.0th percentile estimate: 9999999\n\n"
+        ),
+        "MultiStream" => format!(
+            "Early Stopping Result:\n * Processed at least 662 queries (1000).\n * Would discard 3 highest latency queries.\n * Early stopping 99.0th percentile estimate: {metric_ns_or_rate}\n\n"
+        ),
         _ => String::new(),
     };
     let footer = if errors == 0 { "No errors encountered during test.\n".to_string() } else { format!("{errors} ERROR(s) encountered. See detailed log.\n") };

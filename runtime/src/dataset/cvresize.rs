@@ -92,11 +92,7 @@ fn area_tab(ssize: usize, dsize: usize, scale: f64) -> Vec<Alpha> {
             tab.push(Alpha { di: dx, si: sx as usize, alpha: (1.0 / cell_width) as f32 });
         }
         if fsx2 - sx2 as f64 > 1e-3 {
-            tab.push(Alpha {
-                di: dx,
-                si: sx2 as usize,
-                alpha: ((fsx2 - sx2 as f64).min(1.0).min(cell_width) / cell_width) as f32,
-            });
+            tab.push(Alpha { di: dx, si: sx2 as usize, alpha: ((fsx2 - sx2 as f64).min(1.0).min(cell_width) / cell_width) as f32 });
         }
     }
     tab
@@ -168,18 +164,7 @@ fn area_mode_offset(d: usize, scale: f64, inv_scale: f64) -> (usize, f32) {
 /// resizeGeneric with INTER_AREA's coefficients in 8-bit fixed point (an enlargement on at least
 /// one axis).
 #[allow(clippy::too_many_arguments)]
-fn linear_area_mode(
-    src: &[u8],
-    sw: usize,
-    sh: usize,
-    cn: usize,
-    dw: usize,
-    dh: usize,
-    scale_x: f64,
-    scale_y: f64,
-    inv_scale_x: f64,
-    inv_scale_y: f64,
-) -> Vec<u8> {
+fn linear_area_mode(src: &[u8], sw: usize, sh: usize, cn: usize, dw: usize, dh: usize, scale_x: f64, scale_y: f64, inv_scale_x: f64, inv_scale_y: f64) -> Vec<u8> {
     // Horizontal table: for each destination column, source column and the two coefficients;
     // columns whose source is the last one (xmax region) take it with weight ONE.
     let xs: Vec<(usize, i32, i32, bool)> = (0..dw)
@@ -195,11 +180,7 @@ fn linear_area_mode(
         let mut out = vec![0i32; width];
         for (dx, &(sx, a0, a1, edge)) in xs.iter().enumerate() {
             for c in 0..cn {
-                out[dx * cn + c] = if edge {
-                    row[sx * cn + c] as i32 * (1 << COEF_BITS)
-                } else {
-                    row[sx * cn + c] as i32 * a0 + row[(sx + 1) * cn + c] as i32 * a1
-                };
+                out[dx * cn + c] = if edge { row[sx * cn + c] as i32 * (1 << COEF_BITS) } else { row[sx * cn + c] as i32 * a0 + row[(sx + 1) * cn + c] as i32 * a1 };
             }
         }
         out

@@ -200,11 +200,7 @@ pub fn apply_orientation(img: RgbImage, orientation: u16) -> RgbImage {
 /// to: `(w, h)`, short side `int(100 * out / 87.5)`, long side `int(short * long / short_orig)`.
 pub fn resize_dims(width: usize, height: usize, out: usize) -> (usize, usize) {
     let new = (100.0 * out as f64 / CROP_PERCENT) as usize;
-    if height > width {
-        (new, (new as f64 * height as f64 / width as f64) as usize)
-    } else {
-        ((new as f64 * width as f64 / height as f64) as usize, new)
-    }
+    if height > width { (new, (new as f64 * height as f64 / width as f64) as usize) } else { ((new as f64 * width as f64 / height as f64) as usize, new) }
 }
 
 /// The reference's `resize_with_aspectratio` with `cv2.INTER_AREA`.
@@ -556,15 +552,7 @@ pub fn preprocess_imagenet_with(
     if let Some(w) = writer {
         w.finish()?;
     }
-    Ok(PreprocessReport {
-        samples: total,
-        written: written.into_inner(),
-        skipped: skipped.into_inner(),
-        output,
-        sample_shape,
-        dtype,
-        elapsed: start.elapsed(),
-    })
+    Ok(PreprocessReport { samples: total, written: written.into_inner(), skipped: skipped.into_inner(), output, sample_shape, dtype, elapsed: start.elapsed() })
 }
 
 #[cfg(test)]

@@ -322,12 +322,7 @@ impl NpyFile {
         let header = parse_header(&bytes)?;
         let have = bytes.len() - header.data_offset;
         if have < header.data_len() {
-            return Err(format!(
-                "truncated data: shape {:?} of {} needs {} bytes, the file holds {have}",
-                header.shape,
-                header.dtype.numpy_name(),
-                header.data_len()
-            ));
+            return Err(format!("truncated data: shape {:?} of {} needs {} bytes, the file holds {have}", header.shape, header.dtype.numpy_name(), header.data_len()));
         }
         Ok(NpyFile { header, bytes })
     }
@@ -362,12 +357,7 @@ pub fn read_npy_header(path: &Path) -> Result<NpyHeader, String> {
 pub fn write_npy(path: &Path, dtype: NpyDtype, shape: &[usize], data: &[u8]) -> Result<(), String> {
     let expected = shape.iter().product::<usize>() * dtype.size();
     if data.len() != expected {
-        return Err(format!(
-            "{}: {} bytes of data for shape {shape:?} of {} (needs {expected})",
-            path.display(),
-            data.len(),
-            dtype.numpy_name()
-        ));
+        return Err(format!("{}: {} bytes of data for shape {shape:?} of {} (needs {expected})", path.display(), data.len(), dtype.numpy_name()));
     }
     let mut bytes = header_bytes(dtype, shape);
     bytes.extend_from_slice(data);
@@ -417,13 +407,7 @@ impl NpyWriter {
     pub fn write_at(&self, index: usize, row: &[u8]) -> Result<(), String> {
         use std::io::{Seek, SeekFrom};
         if index >= self.rows || row.len() != self.row_bytes {
-            return Err(format!(
-                "{}: row {index} of {} bytes does not fit ({} rows of {} bytes)",
-                self.path.display(),
-                row.len(),
-                self.rows,
-                self.row_bytes
-            ));
+            return Err(format!("{}: row {index} of {} bytes does not fit ({} rows of {} bytes)", self.path.display(), row.len(), self.rows, self.row_bytes));
         }
         let mut file = self.file.lock().unwrap();
         file.seek(SeekFrom::Start(self.data_offset + (index * self.row_bytes) as u64))

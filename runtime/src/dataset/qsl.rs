@@ -70,15 +70,7 @@ impl std::fmt::Debug for SampleLibrary {
 
 impl SampleLibrary {
     fn with(name: &str, total: usize, performance: usize, storage: Storage, inputs: Vec<TensorInfo>) -> SampleLibrary {
-        SampleLibrary {
-            name: name.to_string(),
-            total,
-            performance: performance.min(total),
-            storage,
-            inputs,
-            slots: RwLock::new(vec![None; total]),
-            loaded: AtomicUsize::new(0),
-        }
+        SampleLibrary { name: name.to_string(), total, performance: performance.min(total), storage, inputs, slots: RwLock::new(vec![None; total]), loaded: AtomicUsize::new(0) }
     }
 
     /// Per-sample `.npy` files in `dir` named after the val map's entries (`<name>.npy`, or the
@@ -261,7 +253,9 @@ impl Qsl for SampleLibrary {
         let fetched: Vec<Vec<(usize, Sample)>> = std::thread::scope(|s| {
             let handles: Vec<_> = indices
                 .chunks(chunk)
-                .map(|part| s.spawn(move || part.iter().map(|&i| (i, self.fetch(i).unwrap_or_else(|e| panic!("QSL {}: cannot load sample {i}: {e}", self.name)))).collect::<Vec<_>>()))
+                .map(|part| {
+                    s.spawn(move || part.iter().map(|&i| (i, self.fetch(i).unwrap_or_else(|e| panic!("QSL {}: cannot load sample {i}: {e}", self.name)))).collect::<Vec<_>>())
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         });

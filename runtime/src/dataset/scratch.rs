@@ -63,11 +63,7 @@ impl Scratch {
     /// The settings' `tensor_path` entries (comma-separated) under `preprocessed_data/`; absolute
     /// entries are kept as they are.
     pub fn tensor_paths(&self, settings: &Settings) -> Vec<PathBuf> {
-        settings
-            .tensor_path
-            .as_deref()
-            .map(|t| t.split(',').map(str::trim).filter(|p| !p.is_empty()).map(|p| self.preprocessed_dir().join(p)).collect())
-            .unwrap_or_default()
+        settings.tensor_path.as_deref().map(|t| t.split(',').map(str::trim).filter(|p| !p.is_empty()).map(|p| self.preprocessed_dir().join(p)).collect()).unwrap_or_default()
     }
 
     /// `map_path` under the scratch root.

@@ -119,12 +119,7 @@ pub fn parse_squad(text: &str) -> Result<SquadDataset, String> {
             let paragraph = ds.paragraphs.len();
             ds.paragraphs.push(doc_tokens(&p.context));
             for qa in p.qas {
-                ds.examples.push(SquadExample {
-                    id: qa.id,
-                    question: qa.question,
-                    paragraph,
-                    answers: qa.answers.into_iter().map(|a| a.text).collect(),
-                });
+                ds.examples.push(SquadExample { id: qa.id, question: qa.question, paragraph, answers: qa.answers.into_iter().map(|a| a.text).collect() });
             }
         }
     }

@@ -286,9 +286,7 @@ mod tests {
     use super::*;
 
     fn vocab() -> Vocab {
-        Vocab::from_tokens([
-            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff", "##able", "want", "##ed", ",", "runn", "##ing", "cafe", ".", "中", "a",
-        ])
+        Vocab::from_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff", "##able", "want", "##ed", ",", "runn", "##ing", "cafe", ".", "中", "a"])
     }
 
     #[test]

@@ -117,11 +117,7 @@ impl InputSpec {
 
     fn validate(&self) -> Result<(), String> {
         if self.batch_size == 0 || self.channels == 0 || self.height == 0 || self.width == 0 {
-            return Err(format!(
-                "input spec has a zero dimension: batch {}, sample {}",
-                self.batch_size,
-                self.describe()
-            ));
+            return Err(format!("input spec has a zero dimension: batch {}, sample {}", self.batch_size, self.describe()));
         }
         if let InputDtype::I8 { scale } = self.dtype {
             if !(scale.is_finite() && scale > 0.0) {
@@ -200,10 +196,7 @@ impl CpuEngine {
         if !meta.is_file() {
             return Err(format!("CPU engine: model {origin} is not a file"));
         }
-        let model = onnx()
-            .with_ignore_output_shapes(true)
-            .model_for_path(model_path)
-            .map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let model = onnx().with_ignore_output_shapes(true).model_for_path(model_path).map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
         let name = format!("cpu-tract:{}", model_path.file_stem().and_then(|s| s.to_str()).unwrap_or("model"));
         CpuEngine::build(model, name, origin, input)
     }
@@ -211,10 +204,7 @@ impl CpuEngine {
     /// Builds an engine from an in-memory ONNX model (the synthetic generator calibrates its model
     /// this way before writing it). `origin` names it in errors.
     pub fn from_proto(model: &ModelProto, origin: &str, input: InputSpec) -> Result<CpuEngine, String> {
-        let model = onnx()
-            .with_ignore_output_shapes(true)
-            .model_for_proto_model(model)
-            .map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let model = onnx().with_ignore_output_shapes(true).model_for_proto_model(model).map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
         CpuEngine::build(model, format!("cpu-tract:{origin}"), origin.to_string(), input)
     }
 
@@ -226,9 +216,11 @@ impl CpuEngine {
             Layout::Nhwc => [batch, spec.height, spec.width, spec.channels],
         };
         let typed = |batch: usize| -> Result<TypedModel, String> {
-            model.clone().with_input_fact(0, f32::fact(shape(batch)).into()).and_then(|m| m.into_typed()).map_err(|e| {
-                format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe())
-            })
+            model
+                .clone()
+                .with_input_fact(0, f32::fact(shape(batch)).into())
+                .and_then(|m| m.into_typed())
+                .map_err(|e| format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe()))
         };
 
         let mut full_model = typed(spec.batch_size)?;
@@ -239,9 +231,7 @@ impl CpuEngine {
         };
         keep(&mut full_model)?;
         let origin_ref = origin.as_str();
-        let optimise_err = |batch: usize| {
-            move |e: TractError| format!("CPU engine: cannot optimise model {origin_ref} for batch {batch}: {e:#}")
-        };
+        let optimise_err = |batch: usize| move |e: TractError| format!("CPU engine: cannot optimise model {origin_ref} for batch {batch}: {e:#}");
         let full = Plan::new(full_model, spec.batch_size).map_err(optimise_err(spec.batch_size))?;
         let single = if spec.batch_size > 1 {
             let mut m = typed(1)?;
@@ -250,8 +240,7 @@ impl CpuEngine {
         } else {
             None
         };
-        let mut engine =
-            CpuEngine { name, origin, spec, model_layout, full, single, output, class_offset, pad_from: 1 };
+        let mut engine = CpuEngine { name, origin, spec, model_layout, full, single, output, class_offset, pad_from: 1 };
         engine.pad_from = engine.measure_crossover()?;
         Ok(engine)
     }
@@ -309,11 +298,7 @@ impl CpuEngine {
     /// Runs `samples` as whole batches on the main plan, then what is left either padded to a whole
     /// batch or one by one on the batch-1 plan (see `pad_from`), handing each output tensor and the
     /// number of real samples in it to `sink`.
-    fn for_each_run(
-        &self,
-        samples: &[&[u8]],
-        mut sink: impl FnMut(&Tensor, usize) -> TractResult<()>,
-    ) -> Result<(), String> {
+    fn for_each_run(&self, samples: &[&[u8]], mut sink: impl FnMut(&Tensor, usize) -> TractResult<()>) -> Result<(), String> {
         let batch = self.full.batch;
         let whole = samples.len() / batch * batch;
         let rest = &samples[whole..];
@@ -325,8 +310,7 @@ impl CpuEngine {
         for (plan, chunk) in runs.chain(rest) {
             let input = self.assemble(chunk, plan.batch)?;
             let out = plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
-            sink(&out[0], chunk.len())
-                .map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
+            sink(&out[0], chunk.len()).map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
         }
         Ok(())
     }
@@ -382,13 +366,7 @@ pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], b
         let dst = view.as_slice_mut::<f32>().map_err(|e| format!("{e:#}"))?;
         for (slot, bytes) in samples.iter().enumerate() {
             if bytes.len() != s.sample_bytes() {
-                return Err(format!(
-                    "CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes",
-                    origin,
-                    bytes.len(),
-                    s.describe(),
-                    s.sample_bytes()
-                ));
+                return Err(format!("CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes", origin, bytes.len(), s.describe(), s.sample_bytes()));
             }
             let out = &mut dst[slot * elems..(slot + 1) * elems];
             if s.layout == model_layout {
@@ -480,9 +458,7 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
     let fact = model.input_fact(0).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
     if let Some(dt) = fact.datum_type.concretize() {
         if dt != f32::datum_type() {
-            return Err(format!(
-                "CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"
-            ));
+            return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
         }
     }
     let dims: Vec<Option<usize>> = fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
@@ -494,10 +470,7 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
         return Ok(Layout::Nchw); // nothing declared: ONNX's convention
     }
     if dims.len() != 4 {
-        return Err(format!(
-            "CPU engine: model {origin} declares input `{input_name}` as {}, not a batch of images (rank 4)",
-            shown()
-        ));
+        return Err(format!("CPU engine: model {origin} declares input `{input_name}` as {}, not a batch of images (rank 4)", shown()));
     }
     let fits = |expected: [usize; 3]| dims[1..].iter().zip(expected).all(|(d, e)| d.is_none_or(|d| d == e));
     let (c, h, w) = (spec.channels, spec.height, spec.width);
@@ -644,9 +617,7 @@ mod tests {
         // Run 3 samples padded with zeros to a batch of 8 on the batch-8 plan directly.
         let input = e8.assemble(&views(&imgs), 8).unwrap();
         let out = e8.full.run(input).unwrap();
-        let padded = out[0].cast_to::<f32>().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()
-            [..3 * model::CLASSES]
-            .to_vec();
+        let padded = out[0].cast_to::<f32>().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[..3 * model::CLASSES].to_vec();
         assert_eq!(padded, engine(1).scores(&views(&imgs)).unwrap());
     }
 

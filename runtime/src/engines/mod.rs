@@ -8,6 +8,6 @@
 //!   real topology, generated images and the labels the CPU engine gives them); never submittable.
 
 pub mod cpu;
-pub mod onnx_writer;
 pub mod gpu;
+pub mod onnx_writer;
 pub mod synthetic;

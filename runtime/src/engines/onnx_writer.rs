@@ -46,15 +46,8 @@ impl GraphWriter {
 
     /// The finished model: one f32 input and one f32 output.
     pub fn into_model(self, graph_name: String, doc_string: String, input: pb::ValueInfoProto, output: pb::ValueInfoProto) -> pb::ModelProto {
-        let graph = pb::GraphProto {
-            node: self.nodes,
-            name: graph_name,
-            initializer: self.initializers,
-            doc_string,
-            input: vec![input],
-            output: vec![output],
-            ..Default::default()
-        };
+        let graph =
+            pb::GraphProto { node: self.nodes, name: graph_name, initializer: self.initializers, doc_string, input: vec![input], output: vec![output], ..Default::default() };
         pb::ModelProto {
             ir_version: IR_VERSION,
             opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: OPSET }],
@@ -88,10 +81,7 @@ pub fn value_info(name: &str, dims: Vec<Dim>) -> pb::ValueInfoProto {
     pb::ValueInfoProto {
         name: name.to_string(),
         r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                elem_type: DataType::Float as i32,
-                shape: Some(pb::TensorShapeProto { dim }),
-            })),
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type: DataType::Float as i32, shape: Some(pb::TensorShapeProto { dim }) })),
             ..Default::default()
         }),
         ..Default::default()

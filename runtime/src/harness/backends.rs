@@ -2,10 +2,10 @@
 //! the issue call, and a fixed-latency device behind the real batching SUT. Both are test doubles,
 //! so their runs are never submittable.
 
-use crate::harness::engine::{test_label, Sample, SampleSource};
+use crate::harness::engine::{Sample, SampleSource, test_label};
 use mlperf_loadgen::{Qsl, QuerySample, Response, Sut};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Completes every sample synchronously inside `issue_query` (LoadGen's overhead only).
 pub struct NullSut {

@@ -7,7 +7,7 @@ use crate::harness::engine::{Engine, SampleSource};
 use mlperf_loadgen::{QuerySample, Sut};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -194,7 +194,13 @@ mod tests {
         let total: usize = queries.iter().map(Vec::len).sum();
         let mut id = 0;
         for q in queries {
-            let samples: Vec<QuerySample> = q.iter().map(|&index| { id += 1; QuerySample { id, index } }).collect();
+            let samples: Vec<QuerySample> = q
+                .iter()
+                .map(|&index| {
+                    id += 1;
+                    QuerySample { id, index }
+                })
+                .collect();
             sut.issue_query(&samples);
             std::thread::sleep(gap);
         }

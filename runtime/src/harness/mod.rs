@@ -24,8 +24,8 @@ use mlperf_config::{BenchmarkRound, CompiledConfig, Round, Scenario, Settings, S
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 /// `--test_mode`.
@@ -154,10 +154,7 @@ pub fn apply_overrides(settings: &Settings, overrides: &[(String, String)]) -> R
     for (field, value) in overrides {
         let index = Settings::index_of(field).ok_or_else(|| format!("--{field}: not a config field (`mlperf config fields` lists them)"))?;
         // Read the value as TOML; a bare word that is not TOML is a string.
-        let raw = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|t| t.get("v").cloned())
-            .unwrap_or_else(|| toml::Value::String(value.clone()));
+        let raw = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|t| t.get("v").cloned()).unwrap_or_else(|| toml::Value::String(value.clone()));
         let text = format!("v = {raw}");
         let mut sources = mlperf_config::diag::Sources::default();
         let file = sources.add("<command line>", text);
@@ -408,7 +405,8 @@ pub fn batcher_config(settings: &Settings, benchmark: &str) -> BatcherConfig {
 /// LoadGen applies audit files with the model name `*`.
 pub fn audit_config(tables: &Tables, plan: &RunPlan, test: &str) -> Result<String, String> {
     let round = tables.round(&plan.round).ok_or("unknown round")?;
-    let audit = round.audits.get(test).ok_or_else(|| format!("round {} has no compliance test {test} (it has {})", round.id, round.audits.keys().collect::<Vec<_>>().join(", ")))?;
+    let audit =
+        round.audits.get(test).ok_or_else(|| format!("round {} has no compliance test {test} (it has {})", round.id, round.audits.keys().collect::<Vec<_>>().join(", ")))?;
     let mut out = format!("# {test} for {} {} (round {}), generated from rounds/{}.toml\n", plan.loadgen_model, plan.scenario, round.id, round.id);
     let mut line = |key: &str, value: String| out.push_str(&format!("*.*.{key} = {value}\n"));
     if let Some(mode) = audit.mode {

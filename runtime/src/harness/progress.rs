@@ -2,8 +2,8 @@
 //! duration, current throughput. Only when stderr is a terminal.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -26,11 +26,7 @@ impl Progress {
                     let (now, count) = (Instant::now(), completed.load(Ordering::Relaxed));
                     let rate = (count - last_count) as f64 / (now - last_time).as_secs_f64().max(1e-9);
                     (last_count, last_time) = (count, now);
-                    eprint!(
-                        "\r{label}: {count} samples, {:.0}/{:.0} s, {rate:.1} samples/s   ",
-                        (now - start).as_secs_f64(),
-                        min_duration.as_secs_f64()
-                    );
+                    eprint!("\r{label}: {count} samples, {:.0}/{:.0} s, {rate:.1} samples/s   ", (now - start).as_secs_f64(), min_duration.as_secs_f64());
                     let _ = std::io::stderr().flush();
                 }
                 eprintln!();

@@ -2,8 +2,8 @@
 //! VALID / INVALID, the metric and its target, and what to change when a run is invalid (NVIDIA's
 //! performance-tuning advice: raise or lower target QPS / expected latency).
 
-use super::logs::DetailLog;
 use super::RunPlan;
+use super::logs::DetailLog;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -88,14 +88,12 @@ fn advice(log: &DetailLog, plan: &RunPlan) -> String {
             "the run ended before the minimum duration: LoadGen issues target_qps x min_duration samples; raise offline_expected_qps to about the measured {:.1} samples/s",
             measured_qps.unwrap_or(0.0)
         ),
-        "Server" | "Interactive" if !met("result_perf_constraints_met") || !met("early_stopping_met") => format!(
-            "latency constraint or early stopping missed (p99 {}): lower server_target_qps until the run is VALID",
-            p("result_99.00_percentile_latency_ns")
-        ),
-        "SingleStream" | "MultiStream" if runtime.is_some() || !met("result_min_duration_met") => format!(
-            "LoadGen ran out of generated queries: the expected latency is too high; lower it to about the measured p90 {}",
-            p("result_90.00_percentile_latency_ns")
-        ),
+        "Server" | "Interactive" if !met("result_perf_constraints_met") || !met("early_stopping_met") => {
+            format!("latency constraint or early stopping missed (p99 {}): lower server_target_qps until the run is VALID", p("result_99.00_percentile_latency_ns"))
+        }
+        "SingleStream" | "MultiStream" if runtime.is_some() || !met("result_min_duration_met") => {
+            format!("LoadGen ran out of generated queries: the expected latency is too high; lower it to about the measured p90 {}", p("result_90.00_percentile_latency_ns"))
+        }
         "SingleStream" | "MultiStream" if !met("early_stopping_met") || !met("result_min_queries_met") => {
             "too few queries for early stopping: lower the expected latency (more queries per minimum duration) or raise min_query_count".to_string()
         }

@@ -10,7 +10,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{self, Scratch};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::gpu::setup::{self as gpu_setup, PlanIdentity};
-use crate::engines::gpu::{builder, plan, GpuEngine};
+use crate::engines::gpu::{GpuEngine, builder, plan};
 use crate::engines::synthetic::{self, SyntheticArtifacts};
 use crate::harness::batcher::BatcherConfig;
 use crate::harness::engine::Engine;
@@ -162,12 +162,8 @@ mod tests {
     #[test]
     fn cpu_engines_run_one_worker_per_core_whatever_gpu_streams_they_inherit() {
         let cores = std::thread::available_parallelism().unwrap().get();
-        let mut settings = Settings {
-            engine: Some(EngineKind::Cpu),
-            gpu_inference_streams: Some(1),
-            gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()),
-            ..Settings::default()
-        };
+        let mut settings =
+            Settings { engine: Some(EngineKind::Cpu), gpu_inference_streams: Some(1), gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()), ..Settings::default() };
         let cpu = batcher(&settings, "resnet50");
         assert_eq!((cpu.workers_per_device, cpu.batch_size), (cores, 8));
 

@@ -9,7 +9,7 @@
 //! Run it after `stage_compliance` (the copies carry the audits) and before `truncate_results`.
 
 use super::layout::{ResultKey, SubmissionLayout};
-use super::{benchmark_for_dir, copy_tree, place_all, Content, PlaceReport, Placement};
+use super::{Content, PlaceReport, Placement, benchmark_for_dir, copy_tree, place_all};
 use mlperf_config::{Round, Scenario};
 use std::collections::BTreeMap;
 use std::path::Path;

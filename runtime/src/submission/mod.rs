@@ -83,7 +83,10 @@ pub fn place_all(files: &[Placement], force: bool, rerun: &str) -> Result<PlaceR
     if !conflicts.is_empty() && !force {
         let list: String = conflicts.iter().take(10).map(|p| format!("\n  {}", p.display())).collect();
         let more = if conflicts.len() > 10 { format!("\n  ... and {} more", conflicts.len() - 10) } else { String::new() };
-        return Err(format!("{} already staged file(s) would change; nothing was written:{list}{more}\nStaged results are never overwritten silently: rerun `{rerun} --force` to replace them", conflicts.len()));
+        return Err(format!(
+            "{} already staged file(s) would change; nothing was written:{list}{more}\nStaged results are never overwritten silently: rerun `{rerun} --force` to replace them",
+            conflicts.len()
+        ));
     }
     let mut report = PlaceReport::default();
     for (file, bytes, existing) in contents {
@@ -104,8 +107,5 @@ pub fn place_all(files: &[Placement], force: bool, rerun: &str) -> Result<PlaceR
 
 /// Placements copying every file below `from` to the same relative path below `to`.
 pub fn copy_tree(from: &Path, to: &Path) -> Vec<Placement> {
-    crate::fsutil::walk_files(from)
-        .into_iter()
-        .map(|file| Placement { dest: to.join(file.strip_prefix(from).expect("walked below from")), content: Content::Copy(file) })
-        .collect()
+    crate::fsutil::walk_files(from).into_iter().map(|file| Placement { dest: to.join(file.strip_prefix(from).expect("walked below from")), content: Content::Copy(file) }).collect()
 }

@@ -10,8 +10,8 @@
 //! external tool; packing says so when it is missing.
 
 use super::layout::{Division, SubmissionLayout};
-use mlperf_config::Layout;
 use flate2::write::GzEncoder;
+use mlperf_config::Layout;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,10 +40,8 @@ pub struct Packed {
 
 /// The submitter directory of an exported tree, when there is exactly one.
 pub fn only_submitter(root: &Path) -> Result<String, String> {
-    let mut names: Vec<String> = SubmissionLayout::submitters(root, Layout::V6, None)
-        .iter()
-        .filter_map(|t| t.org_dir().file_name().and_then(|n| n.to_str()).map(String::from))
-        .collect();
+    let mut names: Vec<String> =
+        SubmissionLayout::submitters(root, Layout::V6, None).iter().filter_map(|t| t.org_dir().file_name().and_then(|n| n.to_str()).map(String::from)).collect();
     names.sort();
     names.dedup();
     match names.as_slice() {

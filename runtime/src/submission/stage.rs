@@ -8,11 +8,11 @@
 //! audit verification, and changing an already staged file without `force`. Every refusal of every
 //! config is reported at once and nothing is written.
 
-use super::layout::{Division, ResultKey, SubmissionLayout, ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
-use super::{copy_tree, place_all, required_audits, Content, PlaceReport, Placement};
+use super::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
 use crate::generate;
 use crate::harness::report::Outcome;
-use crate::harness::{read_plan, RunPlan};
+use crate::harness::{RunPlan, read_plan};
 use mlperf_config::render;
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn target(req: &StageRequest, config: &CompiledConfig) -> Result<Target, String>
             return Err(format!(
                 "--submitter {name} differs from \"submitter\": \"{described}\" in systems/{}.json; the checker requires them to match: set the field there and rebuild, or drop --submitter",
                 system.id
-            ))
+            ));
         }
         Some(name) => name.clone(),
         None => described.to_string(),
@@ -75,7 +75,9 @@ fn target(req: &StageRequest, config: &CompiledConfig) -> Result<Target, String>
     let division_name = field("division")?;
     let division = Division::parse(division_name).ok_or_else(|| format!("systems/{}.json: division \"{division_name}\" is not closed, open or network", system.id))?;
     let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no benchmark {}", req.round.id, config.benchmark))?;
-    let bench_dir = bench.checker_model(config.workload.accuracy).ok_or_else(|| format!("{} has no {} accuracy target in round {}", config.benchmark, config.workload.accuracy.key(), req.round.id))?;
+    let bench_dir = bench
+        .checker_model(config.workload.accuracy)
+        .ok_or_else(|| format!("{} has no {} accuracy target in round {}", config.benchmark, config.workload.accuracy.key(), req.round.id))?;
     Ok(Target {
         tree: SubmissionLayout::new(req.out, division, &submitter, req.round.layout),
         key: ResultKey::new(render::system_name(&system.id, config.workload), bench_dir, config.scenario),
@@ -197,7 +199,8 @@ fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<S
 
 /// `mlperf stage_results`.
 pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
-    let mlperf_conf = mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
+    let mlperf_conf =
+        mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
     let mut report = StageReport::default();
     let mut placements = Vec::new();
     let (targets, mut errors) = targets(req);
@@ -270,11 +273,7 @@ pub fn verification_failure(test: &str, dir: &Path) -> Option<String> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|_| format!("{} is missing", dir.join(name).display()));
     let passes = |name: &str| -> Result<(), String> {
         let text = read(name)?;
-        if text.lines().any(|l| l.trim() == "TEST PASS") {
-            Ok(())
-        } else {
-            Err(format!("{} does not say TEST PASS", dir.join(name).display()))
-        }
+        if text.lines().any(|l| l.trim() == "TEST PASS") { Ok(()) } else { Err(format!("{} does not say TEST PASS", dir.join(name).display())) }
     };
     let result = match test {
         "TEST01" => passes(VERIFY_PERFORMANCE).and_then(|_| {

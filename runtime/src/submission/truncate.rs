@@ -15,7 +15,7 @@
 //! TEST01 verification compares the full accuracy log, so truncation refuses to run on a result
 //! whose required audits are not staged yet.
 
-use super::layout::{SubmissionLayout, ACCURACY_LOG, ACCURACY_TXT, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
 use super::required_audits;
 use crate::fsutil::write_atomic;
 use mlperf_config::Round;

@@ -8,12 +8,12 @@
 use super::calibration::Calibration;
 use super::exec::{self, DeviceModel, InputFormat, Slot};
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
-use super::{export, lower, network, GpuEngine, RunOptions};
-use crate::engines::cpu::{parallel_chunks, CpuEngine};
+use super::{GpuEngine, RunOptions, export, lower, network};
+use crate::engines::cpu::{CpuEngine, parallel_chunks};
 use crate::fsutil::write_atomic;
 use crate::harness::engine::SampleSource;
-use std::path::{Path, PathBuf};
 use prost::Message as _;
+use std::path::{Path, PathBuf};
 
 pub struct BuildRequest<'a> {
     pub model_path: &'a Path,
@@ -278,7 +278,7 @@ fn judge(references: &References, logits: &[f32], top1: &[i32]) -> Result<String
 
 #[cfg(test)]
 mod tests {
-    use super::{judge, References};
+    use super::{References, judge};
     use crate::engines::synthetic::rng::SplitMix64;
 
     const CLASSES: usize = 10;

@@ -15,7 +15,7 @@
 
 use super::network;
 use super::plan::{file_sha256, sha256_hex};
-use crate::engines::cpu::{batch_tensor, parallel_chunks, InputSpec, Layout};
+use crate::engines::cpu::{InputSpec, Layout, batch_tensor, parallel_chunks};
 use crate::fsutil::write_atomic;
 use crate::harness::engine::SampleSource;
 use prost::Message as _;

@@ -60,7 +60,9 @@ impl Tensor {
     pub fn nhwc(dtype: DataType, n: usize, c: usize, h: usize, w: usize) -> Result<Tensor> {
         let d = check("create tensor", cr::create_tensor_descriptor())?;
         let t = Tensor(d);
-        check("set tensor", unsafe { cr::set_tensor4d_descriptor(d, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, dtype.cudnn(), [n as c_int, c as c_int, h as c_int, w as c_int]) })?;
+        check("set tensor", unsafe {
+            cr::set_tensor4d_descriptor(d, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, dtype.cudnn(), [n as c_int, c as c_int, h as c_int, w as c_int])
+        })?;
         Ok(t)
     }
 }
@@ -78,7 +80,9 @@ impl Filter {
     pub fn krsc(dtype: DataType, k: usize, c: usize, r: usize, s: usize) -> Result<Filter> {
         let d = check("create filter", cr::create_filter_descriptor())?;
         let f = Filter(d);
-        check("set filter", unsafe { cr::set_filter4d_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int]) })?;
+        check("set filter", unsafe {
+            cr::set_filter4d_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int])
+        })?;
         Ok(f)
     }
 }
@@ -156,9 +160,7 @@ pub fn candidate_algorithms(h: &Handle, x: &Tensor, w: &Filter, conv: &Convoluti
     const COUNT: usize = sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_COUNT as usize;
     let mut perf: [std::mem::MaybeUninit<sys::cudnnConvolutionFwdAlgoPerf_t>; COUNT] = [const { std::mem::MaybeUninit::uninit() }; COUNT];
     let mut returned: c_int = 0;
-    check("get forward algorithms", unsafe {
-        cr::get_convolution_forward_algorithm(h.0, x.0, w.0, conv.0, y.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _)
-    })?;
+    check("get forward algorithms", unsafe { cr::get_convolution_forward_algorithm(h.0, x.0, w.0, conv.0, y.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _) })?;
     Ok(perf[..returned as usize]
         .iter()
         .map(|p| unsafe { p.assume_init_read() })
@@ -195,21 +197,21 @@ impl FusedConv<'_> {
             cr::convolution_bias_activation_forward(
                 h.0,
                 &alpha1 as *const f32 as *const _,
-                self.x.0 .0,
+                self.x.0.0,
                 self.x.1 as *const _,
-                self.w.0 .0,
+                self.w.0.0,
                 self.w.1 as *const _,
                 self.conv.0,
                 algo,
                 workspace.0 as *mut _,
                 workspace.1,
                 &alpha2 as *const f32 as *const _,
-                self.y.0 .0,
+                self.y.0.0,
                 z as *const _,
-                self.bias.0 .0,
+                self.bias.0.0,
                 self.bias.1 as *const _,
                 self.act.0,
-                self.y.0 .0,
+                self.y.0.0,
                 self.y.1 as *mut _,
             )
         })
@@ -220,7 +222,7 @@ impl FusedConv<'_> {
 /// As [`FusedConv::launch`].
 pub unsafe fn pool(h: &Handle, p: &Pooling, x: (&Tensor, u64), y: (&Tensor, u64)) -> Result<()> {
     let (alpha, beta) = (1.0f32, 0.0f32);
-    check("pooling", unsafe { cr::pooling_forward(h.0, p.0, &alpha as *const f32 as *const _, x.0 .0, x.1 as *const _, &beta as *const f32 as *const _, y.0 .0, y.1 as *mut _) })
+    check("pooling", unsafe { cr::pooling_forward(h.0, p.0, &alpha as *const f32 as *const _, x.0.0, x.1 as *const _, &beta as *const f32 as *const _, y.0.0, y.1 as *mut _) })
 }
 
 pub fn version() -> usize {

@@ -10,7 +10,7 @@
 use super::cudnn::{self, Activation, Convolution, DataType, Filter, FusedConv, Handle, Pooling, Tensor};
 use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
 use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
-use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -190,11 +190,17 @@ impl DeviceModel {
     pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputFormat) -> Result<Arc<DeviceModel>> {
         let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
         if image_channels % 8 != 0 {
-            return Err(format!("the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it", header.model_path));
+            return Err(format!(
+                "the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it",
+                header.model_path
+            ));
         }
         let converts = header.layers.iter().filter(|l| matches!(l.kind, LayerKind::Quantize { .. } | LayerKind::Dequantize { .. }));
         if let Some(l) = converts.into_iter().find(|l| l.input_shape.0 % 8 != 0) {
-            return Err(format!("the plan built from {}: layer {} converts {} channels, not a multiple of 8 (its kernel converts 8 at a time)", header.model_path, l.name, l.input_shape.0));
+            return Err(format!(
+                "the plan built from {}: layer {} converts {} channels, not a multiple of 8 (its kernel converts 8 at a time)",
+                header.model_path, l.name, l.input_shape.0
+            ));
         }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
@@ -250,10 +256,22 @@ impl ConvDescriptors {
 
 /// Descriptors of one layer at one batch size.
 enum LayerDescriptors {
-    Conv { d: ConvDescriptors, algo: Algo, workspace: usize },
-    Pool { x: Tensor, y: Tensor, pooling: Pooling },
+    Conv {
+        d: ConvDescriptors,
+        algo: Algo,
+        workspace: usize,
+    },
+    Pool {
+        x: Tensor,
+        y: Tensor,
+        pooling: Pooling,
+    },
     /// Quantize (`to_int8`) or dequantize `groups` groups of 8 elements.
-    Convert { to_int8: bool, groups: i64, scale: f32 },
+    Convert {
+        to_int8: bool,
+        groups: i64,
+        scale: f32,
+    },
 }
 
 struct BatchProgram {
@@ -351,9 +369,11 @@ impl Slot {
                     let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
-                LayerKind::MaxPool { kernel, stride, pad } => {
-                    LayerDescriptors::Pool { x: Tensor::nhwc(DataType::Half, n, c, h, w)?, y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?, pooling: Pooling::new(false, *kernel, *stride, *pad)? }
-                }
+                LayerKind::MaxPool { kernel, stride, pad } => LayerDescriptors::Pool {
+                    x: Tensor::nhwc(DataType::Half, n, c, h, w)?,
+                    y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?,
+                    pooling: Pooling::new(false, *kernel, *stride, *pad)?,
+                },
                 LayerKind::GlobalAveragePool => {
                     LayerDescriptors::Pool { x: Tensor::nhwc(DataType::Half, n, c, h, w)?, y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?, pooling: Pooling::new(true, h, 1, 0)? }
                 }
@@ -396,9 +416,7 @@ impl Slot {
             match descriptors {
                 // `fit_workspace` sized the workspace for these descriptors.
                 LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) },
-                LayerDescriptors::Pool { x, y, pooling } => unsafe {
-                    cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output)))
-                },
+                LayerDescriptors::Pool { x, y, pooling } => unsafe { cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output))) },
                 LayerDescriptors::Convert { to_int8, groups, scale } => {
                     let (x, y) = (self.value_ptr(layer.input), self.value_ptr(layer.output));
                     let mut launch = self.stream.launch_builder(if *to_int8 { &m.quantize } else { &m.dequantize });
@@ -466,7 +484,10 @@ impl Slot {
             return Ok(());
         }
         if need > self.workspace_limit {
-            return Err(format!("layer {name} needs {need} bytes of cuDNN workspace at batch {n}, above workspace_size ({} bytes); raise workspace_size or rebuild the plan with it", self.workspace_limit));
+            return Err(format!(
+                "layer {name} needs {need} bytes of cuDNN workspace at batch {n}, above workspace_size ({} bytes); raise workspace_size or rebuild the plan with it",
+                self.workspace_limit
+            ));
         }
         let grown = DeviceBuffer::new(need)?;
         self.outgrown.push(std::mem::replace(&mut self.workspace, grown));
@@ -597,7 +618,10 @@ pub fn require_cuda() -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!("the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")", missing.join(", ")))
+    Err(format!(
+        "the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")",
+        missing.join(", ")
+    ))
 }
 
 /// The GPU's identity for plan keys: name, compute capability, driver version.

@@ -2,8 +2,8 @@
 //! (tract) computes what a plan computes. An int8 plan is checked against this model: the original
 //! fp32 model would measure what quantisation changes, not whether the GPU runs it right.
 
-use super::network::{Network, Op, INT8_MAX};
-use crate::engines::onnx_writer::{attr_int, attr_ints, value_info, Dim, GraphWriter};
+use super::network::{INT8_MAX, Network, Op};
+use crate::engines::onnx_writer::{Dim, GraphWriter, attr_int, attr_ints, value_info};
 use tract_onnx::pb;
 
 /// Names of the exported model's input (NCHW f32, symbolic batch `N`) and output (`N x classes`).
@@ -59,9 +59,7 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
             Op::Quantize { scale } => round_to_int8(&mut g, name, &x, *scale),
             // Already on the grid in f32.
             Op::Dequantize => x,
-            Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => {
-                return Err(format!("node {name:?} is not fused into a convolution; export the network network::build returns"))
-            }
+            Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => return Err(format!("node {name:?} is not fused into a convolution; export the network network::build returns")),
         };
         names.push(output);
     }

@@ -6,7 +6,7 @@
 //! liveness. Algorithms and accumulators are left unset here: choosing them needs the GPU (see
 //! `builder`).
 
-use super::network::{assign_buffers, space_to_depth, Network, Op, SpaceToDepth};
+use super::network::{Network, Op, SpaceToDepth, assign_buffers, space_to_depth};
 use super::plan::{Accumulator, LayerKind, PlannedLayer};
 use half::f16;
 

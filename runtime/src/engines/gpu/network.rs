@@ -24,14 +24,26 @@ pub type ValueId = usize;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     Conv(Conv),
-    BatchNorm { scale: Vec<f32>, shift: Vec<f32>, mean: Vec<f32>, variance: Vec<f32>, epsilon: f32 },
+    BatchNorm {
+        scale: Vec<f32>,
+        shift: Vec<f32>,
+        mean: Vec<f32>,
+        variance: Vec<f32>,
+        epsilon: f32,
+    },
     Relu,
     /// Element-wise sum with another value.
     Add(ValueId),
-    MaxPool { kernel: usize, stride: usize, pad: usize },
+    MaxPool {
+        kernel: usize,
+        stride: usize,
+        pad: usize,
+    },
     GlobalAveragePool,
     /// To int8: `q = clamp(round(x / scale), -127, 127)` (inserted by [`quantize`]).
-    Quantize { scale: f32 },
+    Quantize {
+        scale: f32,
+    },
     /// Back from int8: `x = q * scale` of the int8 value read (inserted by [`quantize`]).
     Dequantize,
 }
@@ -99,7 +111,9 @@ impl Network {
         let reads = self
             .nodes
             .iter()
-            .map(|n| usize::from(n.input == value) + usize::from(matches!(&n.op, Op::Add(v) if *v == value)) + usize::from(matches!(&n.op, Op::Conv(c) if c.residual == Some(value))))
+            .map(|n| {
+                usize::from(n.input == value) + usize::from(matches!(&n.op, Op::Add(v) if *v == value)) + usize::from(matches!(&n.op, Op::Conv(c) if c.residual == Some(value)))
+            })
             .sum::<usize>();
         reads + usize::from(self.output == value)
     }
@@ -257,7 +271,9 @@ pub fn fold_batch_norms(net: &mut Network) {
     let mut i = 0;
     while i < net.nodes.len() {
         let fold = match &net.nodes[i].op {
-            Op::BatchNorm { .. } => matches!(net.producer(net.nodes[i].input).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(net.nodes[i].input) == 1,
+            Op::BatchNorm { .. } => {
+                matches!(net.producer(net.nodes[i].input).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(net.nodes[i].input) == 1
+            }
             _ => false,
         };
         if !fold {
@@ -290,9 +306,7 @@ pub fn fuse_residuals(net: &mut Network) {
             continue;
         };
         let a = net.nodes[i].input;
-        let fusable = |v: ValueId, net: &Network| {
-            matches!(net.producer(v).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(v) == 1
-        };
+        let fusable = |v: ValueId, net: &Network| matches!(net.producer(v).map(|p| &p.op), Some(Op::Conv(c)) if c.residual.is_none() && !c.relu) && net.uses(v) == 1;
         // The later convolution absorbs the Add, so the other operand is already computed.
         // The convolution that absorbs the Add runs where it stands, so the other operand must be
         // computed before it: prefer the later convolution.
@@ -318,9 +332,7 @@ pub fn fuse_activations(net: &mut Network) {
     let mut i = 0;
     while i < net.nodes.len() {
         let input = net.nodes[i].input;
-        let fuse = matches!(net.nodes[i].op, Op::Relu)
-            && matches!(net.producer(input).map(|p| &p.op), Some(Op::Conv(c)) if !c.relu)
-            && net.sole_consumer(input) == Some(i);
+        let fuse = matches!(net.nodes[i].op, Op::Relu) && matches!(net.producer(input).map(|p| &p.op), Some(Op::Conv(c)) if !c.relu) && net.sole_consumer(input) == Some(i);
         if !fuse {
             i += 1;
             continue;
@@ -421,11 +433,7 @@ fn check_fused(net: &Network) -> Result<(), String> {
 pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
     let graph = model.graph.as_ref().ok_or("the ONNX model has no graph")?;
     let initializers: std::collections::HashMap<&str, &pb::TensorProto> = graph.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
-    let input = graph
-        .input
-        .iter()
-        .find(|i| !initializers.contains_key(i.name.as_str()))
-        .ok_or("the ONNX model has no image input")?;
+    let input = graph.input.iter().find(|i| !initializers.contains_key(i.name.as_str())).ok_or("the ONNX model has no image input")?;
     let dims = input_dims(input)?;
     let (channels, height, width) = (dims[1], dims[2], dims[3]);
     let mut values: std::collections::HashMap<String, ValueId> = std::collections::HashMap::from([(input.name.clone(), 0)]);
@@ -451,7 +459,9 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 let strides = ints("strides").unwrap_or_else(|| vec![1, 1]);
                 let pads = ints("pads").unwrap_or_else(|| vec![0; 4]);
                 if kh != kw || strides.iter().any(|&s| s != strides[0]) || pads.iter().any(|&p| p != pads[0]) {
-                    return Err(format!("Conv {name:?}: only square kernels with equal strides and symmetric pads run on the GPU engine (kernel {kh}x{kw}, strides {strides:?}, pads {pads:?})"));
+                    return Err(format!(
+                        "Conv {name:?}: only square kernels with equal strides and symmetric pads run on the GPU engine (kernel {kh}x{kw}, strides {strides:?}, pads {pads:?})"
+                    ));
                 }
                 if ints("dilations").is_some_and(|d| d.iter().any(|&x| x != 1)) || attr_int(node, "group").is_some_and(|g| g != 1) {
                     return Err(format!("Conv {name:?}: dilated or grouped convolutions are not supported"));
@@ -459,13 +469,9 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 let bias = if node.input.len() > 2 { weight(2)?.1 } else { vec![0.0; cout] };
                 Op::Conv(Conv { cin, cout, kernel: kh, stride: strides[0] as usize, pad: pads[0] as usize, weight: w, bias, residual: None, relu: false, int8: None })
             }
-            "BatchNormalization" => Op::BatchNorm {
-                scale: weight(1)?.1,
-                shift: weight(2)?.1,
-                mean: weight(3)?.1,
-                variance: weight(4)?.1,
-                epsilon: attr_float(node, "epsilon").unwrap_or(1e-5),
-            },
+            "BatchNormalization" => {
+                Op::BatchNorm { scale: weight(1)?.1, shift: weight(2)?.1, mean: weight(3)?.1, variance: weight(4)?.1, epsilon: attr_float(node, "epsilon").unwrap_or(1e-5) }
+            }
             "Relu" => Op::Relu,
             "Add" if initializers.contains_key(node.input[1].as_str()) => {
                 // A classifier's bias after MatMul: fold into the preceding 1x1 convolution.
@@ -500,7 +506,9 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
             "Gemm" | "MatMul" if pooled => {
                 let (dims, w) = weight(1)?;
                 let trans_b = node.op_type == "Gemm" && attr_int(node, "transB") == Some(1);
-                if node.op_type == "Gemm" && (attr_float(node, "alpha").unwrap_or(1.0) != 1.0 || attr_float(node, "beta").unwrap_or(1.0) != 1.0 || attr_int(node, "transA") == Some(1)) {
+                if node.op_type == "Gemm"
+                    && (attr_float(node, "alpha").unwrap_or(1.0) != 1.0 || attr_float(node, "beta").unwrap_or(1.0) != 1.0 || attr_int(node, "transA") == Some(1))
+                {
                     return Err(format!("Gemm {name:?}: only alpha = beta = 1 without transA is supported"));
                 }
                 let [rows, cols] = dims[..] else { return Err(format!("{} {name:?}: weight must be 2-D", node.op_type)) };
@@ -513,7 +521,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
             other => {
                 return Err(format!(
                     "node {name:?}: ONNX operator {other} is not supported by the GPU engine builder (it runs Conv, BatchNormalization, Relu, Add, MaxPool, GlobalAveragePool/ReduceMean, Gemm/MatMul and shape-only operators after pooling)"
-                ))
+                ));
             }
         };
         pooled |= matches!(op, Op::GlobalAveragePool);
@@ -542,10 +550,15 @@ fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, String> {
     let Some(TypeValue::TensorType(t)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
         return Err(format!("input {:?} is not a tensor", input.name));
     };
-    let dims: Vec<Option<usize>> = t.shape.as_ref().map_or(Vec::new(), |s| s.dim.iter().map(|d| match d.value {
-        Some(Value::DimValue(v)) if v > 0 => Some(v as usize),
-        _ => None,
-    }).collect());
+    let dims: Vec<Option<usize>> = t.shape.as_ref().map_or(Vec::new(), |s| {
+        s.dim
+            .iter()
+            .map(|d| match d.value {
+                Some(Value::DimValue(v)) if v > 0 => Some(v as usize),
+                _ => None,
+            })
+            .collect()
+    });
     match dims[..] {
         [_, Some(c), Some(h), Some(w)] => Ok(vec![0, c, h, w]),
         _ => Err(format!("input {:?} must be NCHW with fixed C, H and W (any batch), not {dims:?}", input.name)),

@@ -3,8 +3,8 @@
 
 use super::calibration::{self, Calibration, CalibrationSet};
 use super::export;
-use super::lower::{lower, pad_channels, CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN};
-use super::network::{assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth, Network, Op, SpaceToDepth, INT8_MAX};
+use super::lower::{CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN, lower, pad_channels};
+use super::network::{INT8_MAX, Network, Op, SpaceToDepth, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth};
 use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
 use crate::engines::synthetic::{model, synthetic_image_f32};
 
@@ -255,7 +255,14 @@ fn space_to_depth_is_exact_for_any_stride_2_kernel_and_padding() {
                 relu: false,
                 int8: None,
             };
-            let net = Network { channels: cin, height, width, nodes: vec![super::network::Node { name: "stem".into(), op: Op::Conv(conv), input: 0, tensor: "stem".into() }], output: 1, classes: cout };
+            let net = Network {
+                channels: cin,
+                height,
+                width,
+                nodes: vec![super::network::Node { name: "stem".into(), op: Op::Conv(conv), input: 0, tensor: "stem".into() }],
+                output: 1,
+                classes: cout,
+            };
             let image: Vec<f32> = (0..cin * height * width).map(|i| value(i + 11)).collect();
             let reference = execute(&net, &image);
             let mut rewritten = net.clone();
@@ -329,7 +336,9 @@ fn unsupported_graphs_are_refused_by_name() {
     let mut proto = model::resnet50(SIZE, 5);
     let graph = proto.graph.as_mut().unwrap();
     let first = graph.node[0].clone();
-    graph.node.insert(0, tract_onnx::pb::NodeProto { op_type: "Relu".into(), name: "pre".into(), input: first.input[..1].to_vec(), output: vec!["pre".into()], ..Default::default() });
+    graph
+        .node
+        .insert(0, tract_onnx::pb::NodeProto { op_type: "Relu".into(), name: "pre".into(), input: first.input[..1].to_vec(), output: vec!["pre".into()], ..Default::default() });
     graph.node[1].input[0] = "pre".into();
     let e = build(&proto).unwrap_err();
     assert!(e.contains("\"pre\" is a Relu that follows no convolution"), "{e}");
@@ -434,7 +443,14 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
                     assert_eq!(q.int8_scale(r).is_some(), int8_conv, "node {:?}: its residual has another type", node.name);
                 }
                 if let Some(s) = c.int8 {
-                    assert!(c.weight.iter().all(|w| { let k = w / s.weight_scale; (k - k.round()).abs() < 1e-3 && k.abs() <= 127.5 }), "{:?}: weights off the int8 grid", node.name);
+                    assert!(
+                        c.weight.iter().all(|w| {
+                            let k = w / s.weight_scale;
+                            (k - k.round()).abs() < 1e-3 && k.abs() <= 127.5
+                        }),
+                        "{:?}: weights off the int8 grid",
+                        node.name
+                    );
                 }
             }
             _ => {}
@@ -539,4 +555,3 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX));
     assert!(lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::Dequantize { .. })));
 }
-

@@ -86,12 +86,20 @@ pub enum LayerKind {
         /// Measured time of the chosen algorithm at the plan's batch size, microseconds.
         measured_us: f32,
     },
-    MaxPool { kernel: usize, stride: usize, pad: usize },
+    MaxPool {
+        kernel: usize,
+        stride: usize,
+        pad: usize,
+    },
     GlobalAveragePool,
     /// fp16 to int8, `q = round(x / scale)` saturated.
-    Quantize { scale: f32 },
+    Quantize {
+        scale: f32,
+    },
     /// int8 to fp16, `x = q * scale`.
-    Dequantize { scale: f32 },
+    Dequantize {
+        scale: f32,
+    },
 }
 
 /// What a convolution accumulates its products in (cuDNN's compute type). fp16 sums run up to
@@ -274,7 +282,21 @@ mod tests {
             model_path: "models/ResNet50/resnet50_v1.onnx".into(),
             layers: vec![PlannedLayer {
                 name: "conv1".into(),
-                kind: LayerKind::Conv { kernel: 7, stride: 2, pad: 3, relu: true, residual: None, weight_offset: 0, bias_offset: 900, scale: 1.0, residual_scale: 0.0, accumulator: Accumulator::Fp16, algorithm: 1, workspace_bytes: 4096, measured_us: 12.5 },
+                kind: LayerKind::Conv {
+                    kernel: 7,
+                    stride: 2,
+                    pad: 3,
+                    relu: true,
+                    residual: None,
+                    weight_offset: 0,
+                    bias_offset: 900,
+                    scale: 1.0,
+                    residual_scale: 0.0,
+                    accumulator: Accumulator::Fp16,
+                    algorithm: 1,
+                    workspace_bytes: 4096,
+                    measured_us: 12.5,
+                },
                 input: 0,
                 output: 1,
                 input_shape: (8, 224, 224),

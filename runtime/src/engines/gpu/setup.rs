@@ -3,10 +3,10 @@
 //! `workspace_size`, `gpu_inference_streams`, `use_graphs`, `start_from_device`). Shared by
 //! `generate_engines` and the harness, so both always mean the same plan.
 
+use super::RunOptions;
 use super::builder::BuildRequest;
 use super::calibration::{self, CacheOutcome, Calibration, CalibrationSet};
 use super::exec::InputFormat;
-use super::RunOptions;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::Scratch;
 use crate::engines::cpu::{InputDtype, InputSpec, Layout};
@@ -44,7 +44,9 @@ pub struct PlanIdentity<'a> {
 
 pub fn setup(benchmark: &str, settings: &Settings, id: &PlanIdentity, performance_samples: usize) -> Result<GpuSetup, String> {
     if benchmark != "resnet50" {
-        return Err(format!("no GPU engine for {benchmark} yet (the GPU engine builds image classifiers: resnet50); use --backend=null or --backend=fixed_latency to exercise the harness"));
+        return Err(format!(
+            "no GPU engine for {benchmark} yet (the GPU engine builds image classifiers: resnet50); use --backend=null or --backend=fixed_latency to exercise the harness"
+        ));
     }
     let batch_size = settings.batch_size(benchmark).unwrap_or(1).max(1) as usize;
     let cpu_input = crate::harness::workload::image_input(settings, batch_size)?;
@@ -57,11 +59,7 @@ pub fn setup(benchmark: &str, settings: &Settings, id: &PlanIdentity, performanc
     let input = InputFormat { channels: cpu_input.channels, height: size, width: cpu_input.width, dtype, scale, nchw: cpu_input.layout == Layout::Nchw };
     let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
     let scratch = Scratch::from_env();
-    let model_path = if synthetic {
-        scratch.models_dir().join(synthetic::model_relpath(size))
-    } else {
-        scratch.model_path(settings).ok_or("resnet50 configs need model_path")?
-    };
+    let model_path = if synthetic { scratch.models_dir().join(synthetic::model_relpath(size)) } else { scratch.model_path(settings).ok_or("resnet50 configs need model_path")? };
     let precision = settings.precision.map_or("fp16", |p| p.name()).to_string();
     let plan_path = super::plan::engine_path(ENGINE_ROOT.as_ref(), id.system, id.scenario, benchmark, &precision, batch_size, id.workload);
     let workspace_bytes = settings.workspace_size.unwrap_or(1 << 30) as usize;
@@ -132,7 +130,9 @@ impl GpuSetup {
         let library = if self.synthetic {
             let (size, layout, dtype) = (self.input.height, self.cpu_input.layout, self.cpu_input.dtype);
             let first = synthetic::CALIBRATION_FIRST_INDEX;
-            SampleLibrary::generated("synthetic calibration images", images, images, self.input.sample_bytes(), move |i| encode(&synthetic::synthetic_image_f32(first + i, size, layout), dtype))
+            SampleLibrary::generated("synthetic calibration images", images, images, self.input.sample_bytes(), move |i| {
+                encode(&synthetic::synthetic_image_f32(first + i, size, layout), dtype)
+            })
         } else {
             calibration_images(settings, self.calib_list.as_deref(), images)?
         };

@@ -65,11 +65,7 @@ pub fn synthetic_image_f32(index: usize, size: usize, layout: Layout) -> Vec<f32
                 let top = c00[c] + (c01[c] - c00[c]) * tx;
                 let bottom = c10[c] + (c11[c] - c10[c]) * tx;
                 let smooth = top + (bottom - top) * ty;
-                let value = smooth
-                    + grad[c][0] * (u - 0.5)
-                    + grad[c][1] * (v - 0.5)
-                    + stripe_amp[c] * tri
-                    + noise * rng.symmetric();
+                let value = smooth + grad[c][0] * (u - 0.5) + grad[c][1] * (v - 0.5) + stripe_amp[c] * tri + noise * rng.symmetric();
                 let value = value.clamp(0.0, 255.0) - IMAGENET_MEAN[c];
                 let i = match layout {
                     Layout::Nchw => (c * s + y) * s + x,

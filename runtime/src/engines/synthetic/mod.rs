@@ -50,7 +50,7 @@ use tract_onnx::pb::ModelProto;
 
 pub use image::{synthetic_image, synthetic_image_f32};
 
-use crate::engines::cpu::{parallel_chunks, CpuEngine, InputDtype, InputSpec, Layout};
+use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout, parallel_chunks};
 
 /// Bumped whenever anything generated changes (topology, weights, images, calibration, file
 /// formats): a manifest of another version makes [`ensure_synthetic_resnet50`] regenerate.
@@ -129,12 +129,7 @@ impl LabelStats {
         }
         // Highest count, lowest class on ties.
         let (top_class, top) = counts.iter().fold((0, 0), |best, (&c, &n)| if n > best.1 { (c, n) } else { best });
-        LabelStats {
-            samples: labels.len(),
-            distinct: counts.len(),
-            top_class,
-            top_share: if labels.is_empty() { 0.0 } else { top as f64 / labels.len() as f64 },
-        }
+        LabelStats { samples: labels.len(), distinct: counts.len(), top_class, top_share: if labels.is_empty() { 0.0 } else { top as f64 / labels.len() as f64 } }
     }
 }
 
@@ -182,11 +177,7 @@ pub fn ensure_synthetic_resnet50_model(root: &Path, size: usize, seed: u64, log:
 }
 
 /// [`ensure_synthetic_resnet50`] for any [`SyntheticSpec`], reporting progress to `log`.
-pub fn ensure_synthetic_resnet50_with(
-    root: &Path,
-    spec: &SyntheticSpec,
-    log: &mut dyn FnMut(&str),
-) -> Result<SyntheticArtifacts, String> {
+pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<SyntheticArtifacts, String> {
     if spec.size < 32 {
         // Five stride-2 steps: below 32 px the last stage would see less than one pixel.
         return Err(format!("synthetic ResNet50: image size {} px is below the minimum of 32", spec.size));
@@ -194,16 +185,8 @@ pub fn ensure_synthetic_resnet50_with(
     let model_path = root.join(model_relpath(spec.size));
     let val_map_path = root.join(val_map_relpath(spec.size));
     let manifest_path = val_map_path.with_file_name("manifest.json");
-    let mut artifacts = SyntheticArtifacts {
-        model_path,
-        val_map_path,
-        manifest_path,
-        size: spec.size,
-        seed: spec.seed,
-        samples: spec.samples,
-        generated: false,
-        labels: LabelStats::of(&[]),
-    };
+    let mut artifacts =
+        SyntheticArtifacts { model_path, val_map_path, manifest_path, size: spec.size, seed: spec.seed, samples: spec.samples, generated: false, labels: LabelStats::of(&[]) };
 
     match check_existing(&artifacts, spec) {
         Ok(labels) => {
@@ -227,12 +210,7 @@ pub fn ensure_synthetic_resnet50_with(
     let model_bytes = proto.encode_to_vec();
     drop(proto);
     crate::fsutil::write_atomic(&artifacts.model_path, &model_bytes)?;
-    log(&format!(
-        "model written ({} MiB, {:.1} s); labelling {} images",
-        model_bytes.len() >> 20,
-        started.elapsed().as_secs_f64(),
-        spec.samples
-    ));
+    log(&format!("model written ({} MiB, {:.1} s); labelling {} images", model_bytes.len() >> 20, started.elapsed().as_secs_f64(), spec.samples));
 
     let labelling = Instant::now();
     let engine = CpuEngine::load(&artifacts.model_path, input_spec(spec.size, GENERATION_BATCH, Layout::Nchw))?;
@@ -312,11 +290,7 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
     if images < 2 {
         return Err("classifier calibration needs at least 2 images".into());
     }
-    let engine = CpuEngine::from_proto(
-        proto,
-        "synthetic ResNet50 (calibration)",
-        input_spec(size, GENERATION_BATCH, Layout::Nchw),
-    )?;
+    let engine = CpuEngine::from_proto(proto, "synthetic ResNet50 (calibration)", input_spec(size, GENERATION_BATCH, Layout::Nchw))?;
     let k = model::CLASSES;
     let indices = CALIBRATION_FIRST_INDEX..CALIBRATION_FIRST_INDEX + images;
     let scores = parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
@@ -355,12 +329,7 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
 
 /// The engine's class for each synthetic image in `indices` (NCHW f32 images of `size` px),
 /// computed on `threads` threads.
-pub fn predict(
-    engine: &CpuEngine,
-    size: usize,
-    indices: std::ops::Range<usize>,
-    threads: usize,
-) -> Result<Vec<i32>, String> {
+pub fn predict(engine: &CpuEngine, size: usize, indices: std::ops::Range<usize>, threads: usize) -> Result<Vec<i32>, String> {
     let layout = engine.spec().layout;
     parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, layout)).collect();

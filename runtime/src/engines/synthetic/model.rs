@@ -19,7 +19,7 @@
 use tract_onnx::pb;
 
 use super::rng::SplitMix64;
-use crate::engines::onnx_writer::{attr_float, attr_int, attr_ints, f32_bytes, value_info, Dim, GraphWriter};
+use crate::engines::onnx_writer::{Dim, GraphWriter, attr_float, attr_int, attr_ints, f32_bytes, value_info};
 
 /// Number of classes (ImageNet-1k, no background class).
 pub const CLASSES: usize = 1000;
@@ -66,11 +66,7 @@ fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelPro
             let p = format!("layer{}.{block}", stage + 1);
             let s = if block == 0 { stride } else { 1 };
             let out = width * 4;
-            let shortcut = if block == 0 {
-                g.conv_bn(&format!("{p}.downsample.0"), &format!("{p}.downsample.1"), &x, channels, out, 1, s, 1.0, 1.0)
-            } else {
-                x.clone()
-            };
+            let shortcut = if block == 0 { g.conv_bn(&format!("{p}.downsample.0"), &format!("{p}.downsample.1"), &x, channels, out, 1, s, 1.0, 1.0) } else { x.clone() };
             let y = g.conv_bn(&format!("{p}.conv1"), &format!("{p}.bn1"), &x, channels, width, 1, 1, 1.0, 1.0);
             let y = g.relu(&format!("{p}.relu1"), &y);
             let y = g.conv_bn(&format!("{p}.conv2"), &format!("{p}.bn2"), &y, width, width, 3, s, 1.0, 1.0);
@@ -157,18 +153,7 @@ impl GraphBuilder {
     /// jittered around (gain, 0, 0, variance) from the norm's stream, so they near-normalise
     /// without being an identity. Folding is done in f64 with one rounding to f32 per value.
     #[allow(clippy::too_many_arguments)]
-    fn conv_bn(
-        &mut self,
-        conv: &str,
-        norm: &str,
-        input: &str,
-        cin: usize,
-        cout: usize,
-        k: usize,
-        stride: usize,
-        gain: f32,
-        variance: f32,
-    ) -> String {
+    fn conv_bn(&mut self, conv: &str, norm: &str, input: &str, cin: usize, cout: usize, k: usize, stride: usize, gain: f32, variance: f32) -> String {
         let fan_in = cin * k * k;
         // Uniform on [-b, b) has variance b^2/3; b = sqrt(6/fan_in) gives He's 2/fan_in.
         let bound = (6.0 / fan_in as f32).sqrt();
@@ -176,21 +161,15 @@ impl GraphBuilder {
         let raw: Vec<f32> = (0..cout * fan_in).map(|_| rng.symmetric() * bound).collect();
 
         let mut rng = SplitMix64::derive(self.seed, norm, 0);
-        let mut draw =
-            |center: f32, spread: f32| -> Vec<f32> { (0..cout).map(|_| center + spread * rng.symmetric()).collect() };
+        let mut draw = |center: f32, spread: f32| -> Vec<f32> { (0..cout).map(|_| center + spread * rng.symmetric()).collect() };
         let scale = draw(gain, 0.1 * gain);
         let shift = draw(0.0, 0.1);
         let mean = draw(0.0, 0.05 * variance.sqrt());
         let var = draw(variance, 0.1 * variance);
 
         let (k, s, p) = (k as i64, stride as i64, (k as i64 - 1) / 2);
-        let attrs = vec![
-            attr_ints("dilations", &[1, 1]),
-            attr_int("group", 1),
-            attr_ints("kernel_shape", &[k, k]),
-            attr_ints("pads", &[p, p, p, p]),
-            attr_ints("strides", &[s, s]),
-        ];
+        let attrs =
+            vec![attr_ints("dilations", &[1, 1]), attr_int("group", 1), attr_ints("kernel_shape", &[k, k]), attr_ints("pads", &[p, p, p, p]), attr_ints("strides", &[s, s])];
         let (w_name, b_name) = (format!("{conv}.weight"), format!("{conv}.bias"));
         if !self.fold_batch_norms {
             self.constant(&w_name, &[cout, cin, k as usize, k as usize], raw);
@@ -219,8 +198,7 @@ impl GraphBuilder {
     }
 
     fn max_pool(&mut self, name: &str, input: &str) -> String {
-        let attrs =
-            vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
+        let attrs = vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])];
         self.node("MaxPool", name, &[input], attrs)
     }
 }
@@ -238,16 +216,7 @@ mod tests {
         for n in &g.node {
             *ops.entry(n.op_type.as_str()).or_insert(0) += 1;
         }
-        let expected: BTreeMap<&str, i32> = [
-            ("Conv", 53),
-            ("Relu", 49),
-            ("MaxPool", 1),
-            ("Add", 16),
-            ("GlobalAveragePool", 1),
-            ("Flatten", 1),
-            ("Gemm", 1),
-        ]
-        .into();
+        let expected: BTreeMap<&str, i32> = [("Conv", 53), ("Relu", 49), ("MaxPool", 1), ("Add", 16), ("GlobalAveragePool", 1), ("Flatten", 1), ("Gemm", 1)].into();
         assert_eq!(ops, expected);
         // ResNet50's 25,557,032 parameters, less one per batch-norm channel (26,560 channels: a
         // norm's scale and shift become one convolution bias when folded).

@@ -80,8 +80,7 @@ fn generates_reuses_and_regenerates() {
 
 #[test]
 fn rejects_sizes_the_topology_cannot_take() {
-    let e =
-        ensure_synthetic_resnet50_with(&scratch("tiny"), &SyntheticSpec::resnet50(16, 1), &mut |_| {}).err().unwrap();
+    let e = ensure_synthetic_resnet50_with(&scratch("tiny"), &SyntheticSpec::resnet50(16, 1), &mut |_| {}).err().unwrap();
     assert!(e.contains("16 px"), "{e}");
 }
 
@@ -109,20 +108,12 @@ fn val_maps_round_trip_and_bad_lines_are_reported() {
 #[ignore = "measurement; minutes in release builds"]
 fn measure() {
     let size: usize = std::env::var("MLPERF_SYNTHETIC_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(64);
-    let samples: usize =
-        std::env::var("MLPERF_SYNTHETIC_SAMPLES").ok().and_then(|s| s.parse().ok()).unwrap_or(VAL_SAMPLES);
+    let samples: usize = std::env::var("MLPERF_SYNTHETIC_SAMPLES").ok().and_then(|s| s.parse().ok()).unwrap_or(VAL_SAMPLES);
     let root = scratch(&format!("measure-{size}"));
     let spec = SyntheticSpec { samples, ..SyntheticSpec::resnet50(size, 1) };
     let t = Instant::now();
-    let a =
-        ensure_synthetic_resnet50_with(&root, &spec, &mut |m| eprintln!("[{:7.1} s] {m}", t.elapsed().as_secs_f64()))
-            .unwrap();
-    eprintln!(
-        "generation total {:.1} s for {} samples at {size} px; labels {:?}",
-        t.elapsed().as_secs_f64(),
-        samples,
-        a.labels
-    );
+    let a = ensure_synthetic_resnet50_with(&root, &spec, &mut |m| eprintln!("[{:7.1} s] {m}", t.elapsed().as_secs_f64())).unwrap();
+    eprintln!("generation total {:.1} s for {} samples at {size} px; labels {:?}", t.elapsed().as_secs_f64(), samples, a.labels);
     let labels = read_labels(&a.val_map_path).unwrap();
     let mut counts = BTreeMap::<i32, usize>::new();
     for l in &labels {
@@ -130,11 +121,7 @@ fn measure() {
     }
     let mut by_count: Vec<usize> = counts.values().copied().collect();
     by_count.sort_unstable_by(|a, b| b.cmp(a));
-    eprintln!(
-        "label histogram: top counts {:?}, median count {}",
-        &by_count[..by_count.len().min(10)],
-        by_count[by_count.len() / 2]
-    );
+    eprintln!("label histogram: top counts {:?}, median count {}", &by_count[..by_count.len().min(10)], by_count[by_count.len() / 2]);
 
     for (batch, workers) in [(8, 2), (1, 2), (8, 1), (1, 1)] {
         let engine = CpuEngine::load(&a.model_path, input_spec(size, batch, Layout::Nchw)).unwrap();
