@@ -525,6 +525,10 @@ static FLUSH_SUT: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 /// True while a test started by [`start_test`] runs; completions arriving
 /// outside one are dropped instead of touching freed LoadGen state.
 static TEST_RUNNING: AtomicBool = AtomicBool::new(false);
+/// True once the running test's LoadGen logger thread is up: LoadGen starts it
+/// before it first asks the QSL to load samples, and `mlperf::AbortTest`
+/// joins it (joining a thread that was never started terminates the process).
+static LOGGING_STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Takes the process-wide test lock.
 pub(crate) fn lock_test() -> Result<MutexGuard<'static, ()>> {
@@ -582,6 +586,7 @@ pub fn start_test(sut: &dyn Sut, qsl: &dyn Qsl, settings: &TestSettings, log: &L
     // `audit` outlive it, and `_lock` excludes other tests.
     let status = unsafe { result::start_test(sut_handle.0, qsl_handle.0, settings.raw, &raw_log.view(), &audit) };
     TEST_RUNNING.store(false, Ordering::Release);
+    LOGGING_STARTED.store(false, Ordering::Release);
     FLUSH_SUT.store(ptr::null_mut(), Ordering::Release);
     status?;
     if !qsl_ctx.loaded.load(Ordering::Acquire) {
@@ -654,6 +659,7 @@ unsafe extern "C" fn load_samples_cb(data: sys::ClientData, indices: *const usiz
     // SAFETY: LoadGen passes a vector's data and size.
     let indices = unsafe { raw_slice(indices, count) };
     ctx.loaded.store(true, Ordering::Release);
+    LOGGING_STARTED.store(true, Ordering::Release);
     no_unwind("Qsl::load_samples", || ctx.qsl.load_samples(indices));
 }
 
@@ -763,13 +769,21 @@ pub fn register_issue_query_thread() {
     result::register_issue_query_thread();
 }
 
-/// `mlperf::AbortTest`: stops LoadGen's issue threads, logging and trace.
+/// `mlperf::AbortTest`: stops LoadGen's issue threads and its logging, after
+/// flushing the logs written so far to their files. Returns false, doing
+/// nothing, when no test has its logging running yet (before LoadGen first
+/// loads samples there is nothing to flush, and aborting would crash).
 ///
 /// Upstream LoadGen keeps running its scenario loop afterwards and
 /// [`start_test`] may never return; call this only to shut down (e.g. on
-/// SIGINT, from another thread) and then exit the process.
-pub fn abort_test() {
+/// SIGINT, from another thread) and then end the process without running
+/// exit handlers (`_exit`): other threads may still be inside LoadGen.
+pub fn abort_test() -> bool {
+    if !LOGGING_STARTED.load(Ordering::Acquire) {
+        return false;
+    }
     result::abort_test();
+    true
 }
 
 /// Version of the linked LoadGen, e.g. `6.0.17`.

@@ -116,7 +116,7 @@ pub fn compile(options: &CompileOptions) -> Result<Compiled, CompileFailure> {
         }
     }
     // Newest round first: it is the default.
-    rounds.sort_by(|a, b| round_order(&b.id).cmp(&round_order(&a.id)));
+    rounds.sort_by_key(|r| std::cmp::Reverse(round_order(&r.id)));
 
     // Systems. Configs of a system whose files are broken are skipped rather than reported as
     // configs of an unknown system.
@@ -438,15 +438,15 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         );
     }
 
-    if let Some(ns) = settings.server_target_latency_ns {
-        if ns % 1_000_000 != 0 {
-            errors.push(
-                Diagnostic::error("C0310", format!("server_target_latency_ns {ns} is not a whole number of milliseconds"))
-                    .at(span_of("server_target_latency_ns"), "LoadGen would truncate it")
-                    .note("LoadGen reads Server target_latency from user.conf as integer milliseconds (strtoull), so fractions are lost")
-                    .help(format!("use {} ms or {} ms", ns / 1_000_000, ns / 1_000_000 + 1)),
-            );
-        }
+    if let Some(ns) = settings.server_target_latency_ns
+        && ns % 1_000_000 != 0
+    {
+        errors.push(
+            Diagnostic::error("C0310", format!("server_target_latency_ns {ns} is not a whole number of milliseconds"))
+                .at(span_of("server_target_latency_ns"), "LoadGen would truncate it")
+                .note("LoadGen reads Server target_latency from user.conf as integer milliseconds (strtoull), so fractions are lost")
+                .help(format!("use {} ms or {} ms", ns / 1_000_000, ns / 1_000_000 + 1)),
+        );
     }
 
     // Engine components.
@@ -490,7 +490,7 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
                 round.id,
                 workload.accuracy.key(),
                 bench.id,
-                br.checker_models.keys().collect::<Vec<_>>().join(", ")
+                br.checker_models.keys().map(|k| k.as_ref()).collect::<Vec<_>>().join(", ")
             ));
             continue;
         }
@@ -506,35 +506,32 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             continue;
         }
         valid_rounds.push(Cow::Owned(round.id.to_string()));
-        if let Some(min) = settings.min_duration {
-            if min < round.min_duration_ms {
-                errors.push(
-                    Diagnostic::error("C0307", format!("min_duration {min} ms is below the {} minimum of {} ms", round.id, round.min_duration_ms))
-                        .at(span_of("min_duration"), "too short for a submission")
-                        .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
-                );
-            }
+        if let Some(min) = settings.min_duration
+            && min < round.min_duration_ms
+        {
+            errors.push(
+                Diagnostic::error("C0307", format!("min_duration {min} ms is below the {} minimum of {} ms", round.id, round.min_duration_ms))
+                    .at(span_of("min_duration"), "too short for a submission")
+                    .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
+            );
         }
-        if let Some(count) = settings.performance_sample_count_override {
-            if count < br.performance_sample_count {
-                errors.push(
-                    Diagnostic::error(
-                        "C0308",
-                        format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id),
-                    )
+        if let Some(count) = settings.performance_sample_count_override
+            && count < br.performance_sample_count
+        {
+            errors.push(
+                Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))
                     .at(span_of("performance_sample_count_override"), "too small for a submission")
                     .help(format!("use at least {}", br.performance_sample_count)),
-                );
-            }
+            );
         }
-        if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(scenario)) {
-            if target > limit {
-                errors.push(
-                    Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
-                        .at(span_of("server_target_latency_ns"), "above the benchmark's constraint")
-                        .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
-                );
-            }
+        if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(scenario))
+            && target > limit
+        {
+            errors.push(
+                Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
+                    .at(span_of("server_target_latency_ns"), "above the benchmark's constraint")
+                    .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
+            );
         }
     }
     if valid_rounds.is_empty() {

@@ -23,7 +23,7 @@ pub mod table;
 pub mod types;
 
 // Baked tables name their types as `::mlperf_config::<Type>`.
-pub use round::{AccuracyRequirement, Audit, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits};
+pub use round::{AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits};
 pub use schema::Settings;
 pub use system::{GpuIdentity, HardwareIdentity, SystemInfo};
 pub use table::{CompiledConfig, FieldOrigin, Origin, Overridden, Tables};

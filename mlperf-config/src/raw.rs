@@ -95,8 +95,13 @@ fn convert_table(file: FileId, table: &DeTable<'_>) -> Vec<(Spanned<String>, Spa
     entries
 }
 
+/// The top-level entries of a TOML document: key and value, each with its span.
+pub type Entries = Vec<(Spanned<String>, Spanned<RawValue>)>;
+
 /// Parses one TOML document into span-carrying raw values (`C0101` on syntax errors).
-pub fn parse_toml(sources: &Sources, file: FileId) -> Result<Vec<(Spanned<String>, Spanned<RawValue>)>, Diagnostic> {
+// A diagnostic is made at most once per file read, off any hot path: boxing it buys nothing.
+#[allow(clippy::result_large_err)]
+pub fn parse_toml(sources: &Sources, file: FileId) -> Result<Entries, Diagnostic> {
     let text = sources.text(file);
     match DeTable::parse(text) {
         Ok(table) => Ok(convert_table(file, table.get_ref())),

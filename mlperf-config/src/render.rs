@@ -183,7 +183,7 @@ pub fn readme(config: &CompiledConfig, system: &SystemInfo, round: &Round, bench
     let _ = writeln!(out, "./target/release/mlperf run_harness {flags} --test_mode=AccuracyOnly");
     let _ = writeln!(out, "./target/release/mlperf run_harness {flags} --test_mode=PerformanceOnly");
     if !bench.compliance.is_empty() {
-        let _ = writeln!(out, "./target/release/mlperf run_audit_harness {flags}   # {}", bench.compliance.join(", "));
+        let _ = writeln!(out, "./target/release/mlperf run_audit_harness {flags}   # {}", bench.compliance.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "));
     }
     let _ = writeln!(out, "```\n");
     let _ = writeln!(out, "## Settings\n");
@@ -220,10 +220,10 @@ pub fn calibration_adoc(config: &CompiledConfig) -> String {
 /// The system description the checker reads, named for this system name.
 pub fn system_json(system: &SystemInfo, workload: Workload) -> String {
     let mut value: serde_json::Value = serde_json::from_str(&system.description_json).expect("validated at build time");
-    if workload.power == PowerSetting::MaxQ {
-        if let Some(name) = value.get("system_name").and_then(|v| v.as_str()).map(|s| format!("{s}, MaxQ")) {
-            value["system_name"] = serde_json::Value::String(name);
-        }
+    if workload.power == PowerSetting::MaxQ
+        && let Some(name) = value.get("system_name").and_then(|v| v.as_str()).map(|s| format!("{s}, MaxQ"))
+    {
+        value["system_name"] = serde_json::Value::String(name);
     }
     canonical_json(&value)
 }

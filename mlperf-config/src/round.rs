@@ -4,7 +4,7 @@
 use crate::bake::Bake;
 use crate::types::{AccuracyTarget, Scenario};
 use config_macros::Bake;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 type Str = Cow<'static, str>;
@@ -20,13 +20,16 @@ impl<K: Clone, V: Clone> Default for Table<K, V> {
     }
 }
 
-impl<V: Clone> Table<Str, V> {
-    pub fn get(&self, key: &str) -> Option<&V> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+impl<K: Clone, V: Clone> Table<K, V> {
+    pub fn get<Q: PartialEq + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.0.iter().find(|(k, _)| k.borrow() == key).map(|(_, v)| v)
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|(k, _)| k.as_ref())
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.0.iter().map(|(k, _)| k)
     }
 }
 
@@ -38,10 +41,10 @@ impl<K: Bake + Clone, V: Bake + Clone> Bake for Table<K, V> {
     }
 }
 
-impl<'de, V: Deserialize<'de> + Clone> Deserialize<'de> for Table<Str, V> {
+impl<'de, K: Deserialize<'de> + Ord + Clone, V: Deserialize<'de> + Clone> Deserialize<'de> for Table<K, V> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = std::collections::BTreeMap::<String, V>::deserialize(d)?;
-        Ok(Table(Cow::Owned(map.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())))
+        let map = std::collections::BTreeMap::<K, V>::deserialize(d)?;
+        Ok(Table(Cow::Owned(map.into_iter().collect())))
     }
 }
 
@@ -115,6 +118,50 @@ pub struct AccuracyRequirement {
     pub delta_percent: Option<f64>,
 }
 
+/// A compliance test of MLCommons' `compliance/` directory (its directory name, `TEST01`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, Bake)]
+pub enum AuditTest {
+    #[serde(rename = "TEST01")]
+    Test01,
+    #[serde(rename = "TEST04")]
+    Test04,
+    #[serde(rename = "TEST06")]
+    Test06,
+    #[serde(rename = "TEST07")]
+    Test07,
+    #[serde(rename = "TEST08")]
+    Test08,
+    #[serde(rename = "TEST09")]
+    Test09,
+}
+
+impl AuditTest {
+    pub const ALL: [AuditTest; 6] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06, AuditTest::Test07, AuditTest::Test08, AuditTest::Test09];
+
+    /// The directory and script name (`TEST01`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            AuditTest::Test01 => "TEST01",
+            AuditTest::Test04 => "TEST04",
+            AuditTest::Test06 => "TEST06",
+            AuditTest::Test07 => "TEST07",
+            AuditTest::Test08 => "TEST08",
+            AuditTest::Test09 => "TEST09",
+        }
+    }
+
+    /// `TEST01` or `test01`.
+    pub fn parse(text: &str) -> Option<AuditTest> {
+        AuditTest::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(text))
+    }
+}
+
+impl std::fmt::Display for AuditTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a compliance test's audit.config does and how its verification judges it.
 #[derive(Debug, Clone, Deserialize, Bake, Default)]
 #[serde(deny_unknown_fields)]
@@ -185,7 +232,7 @@ pub struct BenchmarkRound {
     #[serde(default)]
     pub scenarios: Table<Str, ScenarioSet>,
     #[serde(default)]
-    pub compliance: List<Str>,
+    pub compliance: List<AuditTest>,
     #[serde(default)]
     pub accuracy: List<AccuracyRequirement>,
 }
@@ -240,7 +287,7 @@ pub struct Round {
     pub compliance_seeds: ComplianceSeeds,
     pub accuracy_patterns: Table<Str, Str>,
     #[serde(default)]
-    pub audits: Table<Str, Audit>,
+    pub audits: Table<AuditTest, Audit>,
     pub benchmarks: Table<Str, BenchmarkRound>,
 }
 

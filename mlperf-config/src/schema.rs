@@ -235,15 +235,79 @@ impl Settings {
         Self::FIELDS.iter().enumerate().filter_map(|(i, spec)| self.get(i).map(|v| (spec, v)))
     }
 
+    /// Sets a field by name from a TOML value, with the same type and unit checks as the build
+    /// (`--<field>=<value>` overrides and run plans both come here).
+    pub fn set_toml(&mut self, field: &str, value: &toml::Value) -> Result<(), String> {
+        let index = Self::index_of(field).ok_or_else(|| format!("`{field}` is not a config field (`mlperf config fields` lists them)"))?;
+        let mut sources = crate::diag::Sources::default();
+        let file = sources.add("<value>", format!("v = {value}"));
+        let entries = crate::raw::parse_toml(&sources, file).map_err(|d| d.message)?;
+        self.set(index, &entries[0].1).map_err(|e| e.message)
+    }
+
+    /// A field's value as TOML, or None when unset.
+    pub fn get_toml(&self, index: usize) -> Option<toml::Value> {
+        let text = self.get(index)?;
+        let table: toml::Table = toml::from_str(&format!("v = {text}")).expect("field values render as TOML");
+        table.get("v").cloned()
+    }
+
     /// Batch size of one component, e.g. `batch_size("resnet50")`.
     pub fn batch_size(&self, component: &str) -> Option<u64> {
         self.gpu_batch_size.as_ref()?.iter().find(|(c, _)| c == component).map(|(_, b)| *b)
     }
 }
 
+/// The set fields as a map of field name to value (a run plan carries its effective settings so).
+impl serde::Serialize for Settings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (index, spec) in Self::FIELDS.iter().enumerate() {
+            if let Some(value) = self.get_toml(index) {
+                map.serialize_entry(spec.name, &value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Settings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, toml::Value>::deserialize(deserializer)?;
+        let mut settings = Settings::default();
+        for (field, value) in &map {
+            settings.set_toml(field, value).map_err(serde::de::Error::custom)?;
+        }
+        Ok(settings)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_survive_json_with_every_kind_of_value() {
+        let mut s = Settings {
+            offline_expected_qps: Some(350.5),
+            min_duration: Some(600_000),
+            use_graphs: Some(false),
+            model_path: Some("synthetic/a \"quoted\" name.onnx".into()),
+            gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()),
+            precision: Some(crate::DataType::Int8),
+            llm_server_urls: Some(vec!["http://a:8000".into()].into()),
+            trtllm_runtime_flags: Some(vec![("max_num_tokens".into(), "8192".into())].into()),
+            ..Settings::default()
+        };
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), s, "{json}");
+        assert!(json.contains(r#""gpu_batch_size":{"resnet50":8}"#) && json.contains(r#""precision":"int8""#), "{json}");
+        s.set_toml("min_duration", &toml::Value::String("10 s".into())).unwrap();
+        assert_eq!(s.min_duration, Some(10_000));
+        assert!(serde_json::from_str::<Settings>(r#"{"min_duraton": 1}"#).unwrap_err().to_string().contains("not a config field"));
+        assert!(serde_json::from_str::<Settings>(r#"{"min_duration": "fast"}"#).is_err());
+    }
 
     #[test]
     fn registry_is_complete_and_unique() {

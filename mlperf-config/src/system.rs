@@ -272,38 +272,38 @@ pub fn load_system(sources: &Sources, toml_file: FileId, json_file: FileId, decl
                 .help(format!("use one of {}", DIVISIONS.join(", "))),
         );
     }
-    if let Some(v) = field("is_network") {
-        if !v.is_string() {
-            errors.push(
-                Diagnostic::error("C0404", "`is_network` must be a string (the checker calls .lower() on it) or absent")
-                    .at(key_span(sources, json_file, "is_network"), "not a string")
-                    .help("omit it for closed and open submissions"),
-            );
-        }
+    if let Some(v) = field("is_network")
+        && !v.is_string()
+    {
+        errors.push(
+            Diagnostic::error("C0404", "`is_network` must be a string (the checker calls .lower() on it) or absent")
+                .at(key_span(sources, json_file, "is_network"), "not a string")
+                .help("omit it for closed and open submissions"),
+        );
     }
     let count_of = |k: &str| match field(k) {
         Some(serde_json::Value::Number(n)) => n.as_u64(),
         Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
         _ => None,
     };
-    if let Some(n) = count_of("accelerators_per_node") {
-        if n != ident.hardware.gpus_per_node {
-            errors.push(
-                Diagnostic::error("C0408", format!("accelerators_per_node is {n}, but the hardware identity has {} GPUs per node", ident.hardware.gpus_per_node))
-                    .at(key_span(sources, json_file, "accelerators_per_node"), "disagrees with the identity")
-                    .also(key_span(sources, toml_file, "gpus_per_node"), "identity set here")
-                    .help("make the description and systems/<id>.toml describe the same machine"),
-            );
-        }
+    if let Some(n) = count_of("accelerators_per_node")
+        && n != ident.hardware.gpus_per_node
+    {
+        errors.push(
+            Diagnostic::error("C0408", format!("accelerators_per_node is {n}, but the hardware identity has {} GPUs per node", ident.hardware.gpus_per_node))
+                .at(key_span(sources, json_file, "accelerators_per_node"), "disagrees with the identity")
+                .also(key_span(sources, toml_file, "gpus_per_node"), "identity set here")
+                .help("make the description and systems/<id>.toml describe the same machine"),
+        );
     }
-    if let Some(n) = count_of("number_of_nodes") {
-        if n != ident.hardware.nodes {
-            errors.push(
-                Diagnostic::error("C0408", format!("number_of_nodes is {n}, but the hardware identity has {} nodes", ident.hardware.nodes))
-                    .at(key_span(sources, json_file, "number_of_nodes"), "disagrees with the identity")
-                    .help("set `nodes` under [hardware] in systems/<id>.toml"),
-            );
-        }
+    if let Some(n) = count_of("number_of_nodes")
+        && n != ident.hardware.nodes
+    {
+        errors.push(
+            Diagnostic::error("C0408", format!("number_of_nodes is {n}, but the hardware identity has {} nodes", ident.hardware.nodes))
+                .at(key_span(sources, json_file, "number_of_nodes"), "disagrees with the identity")
+                .help("set `nodes` under [hardware] in systems/<id>.toml"),
+        );
     }
     if !errors.is_empty() {
         return Err(errors);

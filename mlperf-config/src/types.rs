@@ -1,10 +1,11 @@
 //! The key space `(system, benchmark, scenario, workload)` and the small enums config values use.
 
 use config_macros::Bake;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A LoadGen scenario, plus `Interactive` (a LoadGen Server run of the `<model>-interactive` settings).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Bake)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Bake, Serialize, Deserialize)]
 pub enum Scenario {
     Offline,
     Server,
@@ -33,6 +34,11 @@ impl Scenario {
             Scenario::Interactive => Scenario::Server,
             other => other,
         }
+    }
+
+    /// The scenario of exactly this name (`Offline`), as LoadGen's logs and the checker write it.
+    pub fn from_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
     }
 
     /// Parses the exact name or NVIDIA's case-insensitive CLI spelling (`offline`, `singlestream`).
@@ -207,6 +213,20 @@ impl Workload {
             known = true;
         }
         known.then_some(w)
+    }
+}
+
+/// A workload is written as its section name (`default`, `high_accuracy`, ...).
+impl Serialize for Workload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.section_name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Workload::from_section_name(&name).ok_or_else(|| serde::de::Error::custom(format!("`{name}` is not a workload section name (default, high_accuracy, maxq, ...)")))
     }
 }
 

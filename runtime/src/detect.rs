@@ -102,10 +102,10 @@ pub fn mismatches(hw: &DetectedHardware, system: &SystemInfo) -> Vec<String> {
     if id.cpu_arch != "any" && id.cpu_arch != hw.cpu_arch {
         why.push(format!("CPU architecture is {}, {} needs {}", hw.cpu_arch, system.id, id.cpu_arch));
     }
-    if let (Some(want), Some(have)) = (&id.cpu_vendor, &hw.cpu_vendor) {
-        if want != have {
-            why.push(format!("CPU vendor is {have}, {} needs {want}", system.id));
-        }
+    if let (Some(want), Some(have)) = (&id.cpu_vendor, &hw.cpu_vendor)
+        && want != have
+    {
+        why.push(format!("CPU vendor is {have}, {} needs {want}", system.id));
     }
     let floor = id.host_memory_gib as f64 * 0.95;
     if hw.host_memory_gib < floor {
@@ -123,10 +123,10 @@ pub fn mismatches(hw: &DetectedHardware, system: &SystemInfo) -> Vec<String> {
             if (found.memory_gib - gpu.memory_gib as f64).abs() > gpu.memory_gib as f64 * 0.05 {
                 why.push(format!("GPU {i} has {:.1} GiB, {} needs {} GiB +-5 %", found.memory_gib, system.id, gpu.memory_gib));
             }
-            if let Some(power) = found.max_power_w {
-                if (power - gpu.tdp_w as f64).abs() > gpu.tdp_w as f64 * 0.05 {
-                    why.push(format!("GPU {i} power limit is {power:.0} W, {} needs {} W +-5 %", system.id, gpu.tdp_w));
-                }
+            if let Some(power) = found.max_power_w
+                && (power - gpu.tdp_w as f64).abs() > gpu.tdp_w as f64 * 0.05
+            {
+                why.push(format!("GPU {i} power limit is {power:.0} W, {} needs {} W +-5 %", system.id, gpu.tdp_w));
             }
         }
     }

@@ -11,11 +11,23 @@ use std::path::{Path, PathBuf};
 /// Relative path -> contents.
 pub type FileSet = BTreeMap<PathBuf, String>;
 
+/// `mlperf generate_conf_files`: the files of `rounds` (each with the mlperf.conf compiled into
+/// its LoadGen) written under `out`.
+pub fn generate(tables: &Tables, rounds: &[&Round], out: &Path, prune: bool) -> Result<WriteReport, String> {
+    let mut files = FileSet::new();
+    for round in rounds {
+        let conf = mlperf_loadgen::mlperf_conf(&round.loadgen.version)
+            .ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {} (round {})", round.loadgen.version, round.id))?;
+        files.extend(round_files(tables, round, conf));
+    }
+    write_tree(out, &files, prune)
+}
+
 /// The files of one round. `mlperf_conf` is the text compiled into that round's LoadGen.
 pub fn round_files(tables: &Tables, round: &Round, mlperf_conf: &str) -> FileSet {
     let paths = SubmissionLayout::at(PathBuf::from(round.id.as_ref()), round.layout);
     let mut files = FileSet::new();
-    for config in tables.configs.iter().filter(|c| c.rounds.iter().any(|r| *r == round.id)) {
+    for config in tables.configs.iter().filter(|c| c.rounds.contains(&round.id)) {
         files.extend(config_files(tables, round, config, mlperf_conf, &paths));
     }
     files

@@ -4,6 +4,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod benchmarks;
 pub mod check;
 pub mod compliance;
 pub mod dataset;
@@ -12,7 +13,6 @@ pub mod engines;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
-pub mod prepare;
 pub mod scaffold;
 pub mod select;
 pub mod show;

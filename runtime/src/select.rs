@@ -1,8 +1,11 @@
-//! Resolving what the user asked for (system, benchmarks, scenarios, workload flags) into compiled
-//! configs, with errors that list what *is* configured.
+//! Resolving what the user asked for (system, benchmarks, scenarios, workload flags, config
+//! overrides) into compiled configs with their effective settings, once, with errors that list
+//! what *is* configured (ripgrep's low-level to high-level arguments: the CLI parses the flags into
+//! [`SelectionArgs`], [`resolve`] turns them into a [`Resolved`] selection).
 
 use crate::detect::{self, SystemMatch};
-use mlperf_config::{AccuracyTarget, CompiledConfig, Harness, PowerSetting, Scenario, SystemInfo, Tables, Workload, benchmark};
+use mlperf_config::benchmark::BenchmarkInfo;
+use mlperf_config::{AccuracyTarget, CompiledConfig, Harness, PowerSetting, Round, Scenario, Settings, SystemInfo, Tables, Workload};
 
 /// How the system was chosen, for logs and `mlperf info`.
 #[derive(Debug)]
@@ -54,85 +57,163 @@ pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemC
     }
 }
 
-/// The workload flags in resolved form. `None` fields mean "the default" unless `all` is set.
+/// One legacy `--config_ver` name: a workload, or `all` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigVer {
+    All,
+    Workload(Workload),
+}
+
+impl ConfigVer {
+    /// NVIDIA's names: `all`, or a legacy name its substrings map onto a workload (`default`,
+    /// `high_accuracy`, `maxq`, `triton_high_accuracy`, ...).
+    pub fn parse(name: &str) -> Option<ConfigVer> {
+        if name.eq_ignore_ascii_case("all") {
+            return Some(ConfigVer::All);
+        }
+        Workload::from_config_ver(name).map(ConfigVer::Workload)
+    }
+}
+
+/// The selection flags, parsed and typed (NVIDIA's RUN_ARGS): empty lists mean every configured one.
 #[derive(Debug, Clone, Default)]
-pub struct WorkloadQuery {
-    pub all: bool,
-    pub harness: Option<Harness>,
+pub struct SelectionArgs {
+    pub benchmarks: Vec<&'static BenchmarkInfo>,
+    pub scenarios: Vec<Scenario>,
+    /// `--config_ver=default,high_accuracy`: the workloads (none: the default one).
+    pub config_ver: Vec<ConfigVer>,
+    /// `--accuracy_target`, `--power_setting`, `--harness_type`: override those parts of every
+    /// `--config_ver` workload.
     pub accuracy: Option<AccuracyTarget>,
     pub power: Option<PowerSetting>,
+    pub harness: Option<Harness>,
+    /// `--system_name` (development builds; else `SYSTEM_NAME` or detection).
+    pub system_name: Option<String>,
 }
 
-impl WorkloadQuery {
-    /// From NVIDIA's flags: `--config_ver` (legacy names, `all`), then the explicit ones override it.
-    pub fn from_flags(config_ver: Option<&str>, accuracy: Option<&str>, power: Option<&str>, harness: Option<&str>) -> Result<Self, String> {
-        let mut q = WorkloadQuery::default();
-        if let Some(cv) = config_ver {
-            if cv == "all" {
-                q.all = true;
-            } else {
-                let w = Workload::from_config_ver(cv)
-                    .ok_or_else(|| format!("--config_ver={cv} names no workload; use default, high_accuracy, maxq, high_accuracy_maxq, triton, ... or all"))?;
-                (q.harness, q.accuracy, q.power) = (Some(w.harness), Some(w.accuracy), Some(w.power));
-            }
-        }
-        if let Some(a) = accuracy {
-            q.accuracy = Some(AccuracyTarget::parse(a).ok_or_else(|| format!("--accuracy_target={a}: use 0.99 or 0.999"))?);
-        }
-        if let Some(p) = power {
-            q.power = Some(PowerSetting::parse(p).ok_or_else(|| format!("--power_setting={p}: use MaxP or MaxQ"))?);
-        }
-        if let Some(h) = harness {
-            q.harness = Some(Harness::parse(h).ok_or_else(|| format!("--harness_type={h}: use custom, triton or hetero"))?);
-        }
-        Ok(q)
-    }
-
+impl SelectionArgs {
     fn accepts(&self, w: Workload) -> bool {
-        let d = Workload::default();
-        self.fits(self.harness, w.harness, d.harness) && self.fits(self.accuracy, w.accuracy, d.accuracy) && self.fits(self.power, w.power, d.power)
+        let explicit = |accuracy: AccuracyTarget, power: PowerSetting, harness: Harness| Workload {
+            accuracy: self.accuracy.unwrap_or(accuracy),
+            power: self.power.unwrap_or(power),
+            harness: self.harness.unwrap_or(harness),
+        };
+        if self.config_ver.contains(&ConfigVer::All) {
+            return explicit(w.accuracy, w.power, w.harness) == w;
+        }
+        let listed: Vec<Workload> = self.config_ver.iter().filter_map(|c| if let ConfigVer::Workload(w) = c { Some(*w) } else { None }).collect();
+        let listed = if listed.is_empty() { vec![Workload::default()] } else { listed };
+        listed.iter().any(|l| explicit(l.accuracy, l.power, l.harness) == w)
     }
+}
 
-    /// An unset flag accepts the default value (or anything with `--config_ver=all`).
-    fn fits<T: PartialEq>(&self, want: Option<T>, have: T, default: T) -> bool {
-        match want {
-            Some(x) => x == have,
-            None => self.all || have == default,
+/// One selected config with its effective settings (the command line's overrides applied, with
+/// the build's type and unit checks).
+#[derive(Debug, Clone)]
+pub struct Selected {
+    pub config: &'static CompiledConfig,
+    pub settings: Settings,
+}
+
+impl Selected {
+    /// `benchmark/Scenario/workload`, for messages.
+    pub fn label(&self) -> String {
+        let c = self.config;
+        format!("{}/{}/{}", c.benchmark, c.scenario, c.workload.section_name())
+    }
+}
+
+/// A `--<config field>=<value>` override of the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    pub field: String,
+    pub value: String,
+}
+
+/// Everything a command works on, resolved once before anything runs: the system, the configs
+/// with their effective settings, and why runs of them could not be submitted.
+#[derive(Debug)]
+pub struct Resolved {
+    pub system: SystemChoice,
+    pub configs: Vec<Selected>,
+    pub overrides: Vec<Override>,
+    /// The selection's own reasons (overrides, a system chosen against the hardware).
+    pub non_submittable: Vec<String>,
+}
+
+/// Resolves the selection flags and overrides against the compiled tables: every flag and
+/// override error is reported here, before any model, data or engine is touched. Locked builds
+/// refuse overrides.
+pub fn resolve(tables: &Tables, args: &SelectionArgs, overrides: &[Override]) -> Result<Resolved, String> {
+    if let (Some(first), Some(locked)) = (overrides.first(), tables.locked_system) {
+        return Err(format!(
+            "--{}={}: command-line config overrides are refused by locked builds (this one is locked to {locked}); build without system features to experiment",
+            first.field, first.value
+        ));
+    }
+    let system = choose_system(tables, args.system_name.as_deref())?;
+    let configs = select_configs(tables, system.system, args)?
+        .into_iter()
+        .map(|config| apply_overrides(&config.settings, overrides).map(|settings| Selected { config, settings }))
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut non_submittable: Vec<String> = overrides.iter().map(|o| format!("command-line override --{}={}", o.field, o.value)).collect();
+    if !system.hardware_mismatch.is_empty() {
+        non_submittable.push(format!("system {} chosen against the hardware: {}", system.system.id, system.hardware_mismatch.join("; ")));
+    }
+    Ok(Resolved { system, configs, overrides: overrides.to_vec(), non_submittable })
+}
+
+impl Resolved {
+    /// The configs, which must all be valid submission configs of `round`.
+    pub fn require_round(&self, round: &Round) -> Result<(), String> {
+        match self.configs.iter().find(|s| !s.config.rounds.contains(&round.id)) {
+            Some(s) => Err(format!("{}/{} is not a valid config in round {} (valid in: {})", s.config.system, s.label(), round.id, s.config.rounds.join(", "))),
+            None => Ok(()),
         }
     }
+
+    /// Keeps the configs valid in `round`; an error when none is.
+    pub fn keep_round(&mut self, round: &Round) -> Result<(), String> {
+        self.configs.retain(|s| s.config.rounds.contains(&round.id));
+        if self.configs.is_empty() {
+            return Err(format!("none of the selected configs of {} is valid in round {}; check --benchmarks/--scenarios/--round", self.system.system.id, round.id));
+        }
+        Ok(())
+    }
+
+    /// The overrides as `(field, value)` pairs, as run plans record them.
+    pub fn override_pairs(&self) -> Vec<(String, String)> {
+        self.overrides.iter().map(|o| (o.field.clone(), o.value.clone())).collect()
+    }
 }
 
-/// Splits NVIDIA's comma lists (`--benchmarks=resnet50,bert`); `all` or nothing means every one.
-pub fn split_list(value: Option<&str>) -> Vec<String> {
-    value.map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty() && s != "all").collect()).unwrap_or_default()
+/// Applies `--<field>=<value>` overrides to a copy of the settings, with the same type and unit
+/// checks as the build.
+pub fn apply_overrides(settings: &Settings, overrides: &[Override]) -> Result<Settings, String> {
+    let mut out = settings.clone();
+    for Override { field, value } in overrides {
+        // Read the value as TOML; a bare word that is not TOML is a string.
+        let raw = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|t| t.get("v").cloned()).unwrap_or_else(|| toml::Value::String(value.clone()));
+        out.set_toml(field, &raw).map_err(|e| format!("--{field}={value}: {e}"))?;
+    }
+    Ok(out)
 }
 
-/// The configs of `system` for the requested benchmarks, scenarios and workload, or an error that
-/// names what is configured instead.
-pub fn select_configs(tables: &Tables, system: &SystemInfo, benchmarks: &[String], scenarios: &[String], workload: &WorkloadQuery) -> Result<Vec<&'static CompiledConfig>, String> {
-    let mut bench_ids = Vec::new();
-    for b in benchmarks {
-        let info = benchmark::find(b).ok_or_else(|| {
-            let hint = mlperf_config::diag::did_you_mean(b, benchmark::BENCHMARKS.iter().map(|i| i.id)).map(|m| format!(" Did you mean {m}?")).unwrap_or_default();
-            format!("unknown benchmark {b}.{hint}")
-        })?;
-        bench_ids.push(info.id);
-    }
-    let mut wanted_scenarios = Vec::new();
-    for s in scenarios {
-        wanted_scenarios.push(Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s}; use offline, server, singlestream, multistream or interactive"))?);
-    }
+/// The configs of `system` for the requested benchmarks, scenarios and workloads, or an error
+/// that names what is configured instead.
+fn select_configs(tables: &Tables, system: &SystemInfo, args: &SelectionArgs) -> Result<Vec<&'static CompiledConfig>, String> {
     let of_system: Vec<&'static CompiledConfig> = tables.configs_for(&system.id).collect();
     let mut chosen = Vec::new();
     let mut problems = Vec::new();
-    let bench_filter: Vec<&str> = if bench_ids.is_empty() { distinct(of_system.iter().map(|c| c.benchmark.as_ref())) } else { bench_ids };
+    let bench_filter: Vec<&str> =
+        if args.benchmarks.is_empty() { distinct(of_system.iter().map(|c| c.benchmark.as_ref())) } else { args.benchmarks.iter().map(|b| b.id).collect() };
     for bench in bench_filter {
         let of_bench: Vec<_> = of_system.iter().filter(|c| c.benchmark == bench).collect();
         if of_bench.is_empty() {
             problems.push(format!("{} has no configs for {bench} (configured: {})", system.id, distinct(of_system.iter().map(|c| c.benchmark.as_ref())).join(", ")));
             continue;
         }
-        let scen_filter: Vec<Scenario> = if wanted_scenarios.is_empty() { distinct(of_bench.iter().map(|c| c.scenario)) } else { wanted_scenarios.clone() };
+        let scen_filter: Vec<Scenario> = if args.scenarios.is_empty() { distinct(of_bench.iter().map(|c| c.scenario)) } else { args.scenarios.clone() };
         for scenario in scen_filter {
             let candidates: Vec<_> = of_bench.iter().filter(|c| c.scenario == scenario).collect();
             if candidates.is_empty() {
@@ -144,7 +225,7 @@ pub fn select_configs(tables: &Tables, system: &SystemInfo, benchmarks: &[String
                 ));
                 continue;
             }
-            let picked: Vec<_> = candidates.iter().filter(|c| workload.accepts(c.workload)).map(|c| ***c).collect();
+            let picked: Vec<_> = candidates.iter().filter(|c| args.accepts(c.workload)).map(|c| ***c).collect();
             if picked.is_empty() {
                 problems.push(format!(
                     "{}/{bench}/{scenario} has no config for the requested workload (configured: {}); pick one with --config_ver",
@@ -169,4 +250,37 @@ fn distinct<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(accuracy: AccuracyTarget, power: PowerSetting) -> Workload {
+        Workload { accuracy, power, ..Workload::default() }
+    }
+
+    #[test]
+    fn config_ver_lists_select_each_named_workload() {
+        use AccuracyTarget::*;
+        use PowerSetting::*;
+        let both = SelectionArgs { config_ver: ["default", "high_accuracy"].iter().map(|n| ConfigVer::parse(n).unwrap()).collect(), ..SelectionArgs::default() };
+        assert!(both.accepts(w(K99, MaxP)) && both.accepts(w(K99_9, MaxP)) && !both.accepts(w(K99, MaxQ)));
+        let none = SelectionArgs::default();
+        assert!(none.accepts(Workload::default()) && !none.accepts(w(K99_9, MaxP)));
+        let all_maxq = SelectionArgs { config_ver: vec![ConfigVer::All], power: Some(MaxQ), ..SelectionArgs::default() };
+        assert!(all_maxq.accepts(w(K99_9, MaxQ)) && !all_maxq.accepts(w(K99_9, MaxP)));
+        let explicit = SelectionArgs { config_ver: vec![ConfigVer::parse("high_accuracy").unwrap()], power: Some(MaxQ), ..SelectionArgs::default() };
+        assert!(explicit.accepts(w(K99_9, MaxQ)) && !explicit.accepts(w(K99_9, MaxP)));
+        assert_eq!(ConfigVer::parse("fast"), None);
+    }
+
+    #[test]
+    fn overrides_are_checked_like_the_build() {
+        let o = |field: &str, value: &str| Override { field: field.into(), value: value.into() };
+        let s = apply_overrides(&Settings::default(), &[o("min_duration", "\"10 s\""), o("gpu_batch_size", "{resnet50=8}")]).unwrap();
+        assert_eq!((s.min_duration, s.batch_size("resnet50")), (Some(10_000), Some(8)));
+        let e = apply_overrides(&Settings::default(), &[o("offline_expected_qps", "fast")]).unwrap_err();
+        assert!(e.starts_with("--offline_expected_qps=fast: ") && e.contains("expects a number"), "{e}");
+    }
 }

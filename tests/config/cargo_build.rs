@@ -45,3 +45,44 @@ fn cargo_build_reports_a_config_typo() {
     assert!(stderr.contains(&format!("--> configs/resnet50/defaults.toml:{line}:1")), "{stderr}");
     assert!(stderr.contains("help: did you mean `precision`?"), "{stderr}");
 }
+
+/// Where the test's own build left LoadGen's source packages, so the nested builds need no download.
+fn loadgen_sdists() -> Option<std::path::PathBuf> {
+    let builds = repo_root().join("target/release/build");
+    std::fs::read_dir(builds)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("out/sdist"))
+        .find(|d| d.join("mlcommons_loadgen-6.0.17.tar.gz").is_file() && d.join("mlcommons_loadgen-5.1.2.tar.gz").is_file())
+}
+
+/// Locked builds of the project itself: one locked to a GPU system refuses this machine (which has
+/// no such GPU), one locked to the CPU-only system runs here but refuses command-line overrides.
+/// Neither touches a model, data or log directory.
+#[test]
+fn locked_builds_refuse_other_hardware_and_overrides() {
+    let run = |feature: &str, args: &[&str]| {
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .args(["build", "--offline", "--quiet", "--bin", "mlperf", "--features", feature])
+            .current_dir(repo_root())
+            .env("CARGO_TARGET_DIR", repo_root().join("target/cargo-build-test"));
+        if let Some(dir) = loadgen_sdists() {
+            build.env("MLPERF_LOADGEN_SDIST_DIR", dir);
+        }
+        let built = build.output().expect("cargo runs");
+        assert!(built.status.success(), "{feature}: {}", String::from_utf8_lossy(&built.stderr));
+        let cwd = scratch_dir(&format!("locked-{feature}"));
+        let out =
+            Command::new(repo_root().join("target/cargo-build-test/debug/mlperf")).args(args).current_dir(&cwd).env("MLPERF_SCRATCH_PATH", cwd.join("scratch")).output().unwrap();
+        assert!(!cwd.join("build").exists() && !cwd.join("scratch").exists(), "{feature}: nothing touched");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let job = ["run_harness", "--benchmarks=resnet50", "--scenarios=offline", "--backend=null", "--test_run"];
+    let (ok, stderr) = run("system-h200x1", &job);
+    assert!(!ok && stderr.contains("this binary is locked to H200-SXM-141GBx1, but this machine does not match it"), "{stderr}");
+    let (ok, stderr) = run("system-h200x1", &[&job[..], &["--system_name=CPU-dev"]].concat());
+    assert!(!ok && stderr.contains("it cannot run as CPU-dev"), "{stderr}");
+    let (ok, stderr) = run("system-cpu", &[&job[..], &["--offline_expected_qps=1"]].concat());
+    assert!(!ok && stderr.contains("--offline_expected_qps=1: command-line config overrides are refused by locked builds (this one is locked to CPU-dev)"), "{stderr}");
+}

@@ -82,8 +82,11 @@ fn expected(graph: &[GenFile], i: usize) -> Option<BTreeMap<&'static str, (i64, 
     Some(out)
 }
 
-/// Resolved effective values per file name: field -> (value, writing file).
-fn effective(graph: &[GenFile], order: &[usize]) -> Option<BTreeMap<String, BTreeMap<String, (i64, String)>>> {
+/// Field -> (value, the file that wrote it).
+type Effective = BTreeMap<String, (i64, String)>;
+
+/// Resolved effective values per file name.
+fn effective(graph: &[GenFile], order: &[usize]) -> Option<BTreeMap<String, Effective>> {
     let (units, sources) = units(graph, order);
     let resolved = resolve_all(&units).ok()?;
     units

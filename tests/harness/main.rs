@@ -1,7 +1,10 @@
 //! The runtime through the real LoadGen: every scenario plus Interactive with the test backends,
-//! audit settings, a stale audit.config, an unwritable log directory, and Ctrl-C.
+//! audit settings, a stale audit.config, an unwritable log directory, bad flags, stop signals
+//! ([`signals`]), the CPU engine's runs and audits ([`cpu_engine`]) and the submission chain.
 
 mod check;
+mod cpu_engine;
+mod signals;
 mod submission;
 
 use mlperf_runtime::fsutil::walk_files;
@@ -136,6 +139,46 @@ fn audit_tests_use_the_rounds_audit_settings() {
 }
 
 #[test]
+fn a_bad_value_of_any_enumerated_flag_is_refused_before_anything_is_touched() {
+    let cwd = scratch("bad-flags");
+    let models = cwd.join("scratch-space");
+    std::fs::create_dir_all(&models).unwrap();
+    let base = ["run", "--system_name=CPU-dev", "--test_run"];
+    for (flag, accepted) in [
+        ("--test_mode=Typo", "PerformanceOnly"),
+        ("--scenarios=ofline", "Offline"),
+        ("--benchmarks=resnet5", "resnet50"),
+        ("--backend=nul", "fixed_latency"),
+        ("--round=v9.9", "v6.1"),
+        ("--accuracy_target=0.95", "0.999"),
+        ("--power_setting=MaxX", "MaxQ"),
+        ("--harness_type=lwis", "triton"),
+        ("--config_ver=fast", "high_accuracy"),
+        ("--audit_test=TEST99", "TEST04"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mlperf")).args(base).arg(flag).current_dir(&cwd).env("MLPERF_SCRATCH_PATH", &models).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        let value = flag.split_once('=').unwrap().1;
+        assert!(stderr.contains(&format!("invalid value '{value}'")) && stderr.contains(accepted), "{flag}: {stderr}");
+    }
+    // The comma form of NVIDIA's guide parses.
+    let out = mlperf(&cwd, &["config", "show", "--system_name=DGX-H100_H100-SXM-80GBx8", "--benchmarks=dlrm-v2", "--scenarios=offline", "--config_ver=default,high_accuracy"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("[default]") && stdout.contains("[high_accuracy]"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // A bad override value too, before the synthetic model is generated.
+    let out = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(base)
+        .args(["--benchmarks=resnet50", "--scenarios=offline", "--offline_expected_qps=fast"])
+        .current_dir(&cwd)
+        .env("MLPERF_SCRATCH_PATH", &models)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--offline_expected_qps=fast"));
+    assert!(std::fs::read_dir(&models).unwrap().next().is_none() && !cwd.join("build").exists(), "no model, data or log was touched");
+}
+
+#[test]
 fn an_unwritable_log_directory_fails_before_anything_runs() {
     let cwd = scratch("unwritable");
     let blocker = cwd.join("not-a-dir");
@@ -148,53 +191,6 @@ fn an_unwritable_log_directory_fails_before_anything_runs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot write logs under") && stderr.contains("--log_dir"), "{stderr}");
     assert!(detail_logs(&cwd).is_empty());
-}
-
-#[test]
-fn ctrl_c_aborts_cleanly_and_keeps_readable_logs() {
-    use std::os::unix::process::CommandExt;
-    let cwd = scratch("ctrl-c");
-    let child = Command::new(env!("CARGO_BIN_EXE_mlperf"))
-        .args([
-            "run_harness",
-            "--system_name=DGX-H100_H100-SXM-80GBx1",
-            "--benchmarks=resnet50",
-            "--scenarios=singlestream,offline",
-            "--backend=fixed_latency",
-            "--backend_latency_us=2000",
-            "--min_duration=60000",
-        ])
-        .current_dir(&cwd)
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until LoadGen is running, then interrupt the whole process group as a terminal would.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while detail_logs_exist(&cwd) == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    unsafe extern "C" {
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    // SAFETY: plain syscall wrapper; a negative pid names the process group.
-    assert_eq!(unsafe { kill(-(child.id() as i32), 2) }, 0, "SIGINT to the process group");
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{stdout}");
-    assert!(stdout.contains("ABORTED"), "{stdout}");
-    assert!(!stdout.contains("Offline"), "no run starts after Ctrl-C: {stdout}");
-    let details: Vec<PathBuf> = walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).collect();
-    assert_eq!(details.len(), 1);
-    let text = std::fs::read_to_string(&details[0]).unwrap();
-    assert!(text.starts_with(":::MLLOG"), "readable detail log");
-    DetailLog::parse(&text).expect("every line of the partial log parses");
-    assert!(details[0].parent().unwrap().join("ABORTED").exists());
-}
-
-fn detail_logs_exist(cwd: &Path) -> usize {
-    walk_files(&cwd.join("build")).iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).count()
 }
 
 /// Opt-in, on a machine with one H200 or H100 (`cargo test --release --test harness -- --ignored gpu_`;

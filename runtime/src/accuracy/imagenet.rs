@@ -66,6 +66,12 @@ impl ImagenetScore {
     pub fn accuracy_txt(&self) -> String {
         format!("{}\n", self.accuracy_line())
     }
+
+    /// The text and the `acc` metric as the checker's pattern reads it back (three decimals).
+    pub fn scored(&self) -> super::Scored {
+        let printed: f64 = format!("{:.3}", self.accuracy_percent()).parse().expect("a formatted float parses");
+        super::Scored { text: self.accuracy_txt(), metrics: vec![("acc".to_string(), printed)] }
+    }
 }
 
 /// Scores `acc_log` against `val_map` with the official script's semantics.

@@ -102,7 +102,7 @@ impl fmt::Display for LogDtype {
 /// Decodes hex like `bytes.fromhex` (either case; ASCII whitespace between bytes is skipped).
 pub fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     let val = |c: u8| -> Result<u8, String> {

@@ -21,6 +21,14 @@ pub use imagenet::{ImagenetScore, score_imagenet};
 pub use log::LogDtype;
 pub use squad::{SquadScore, SquadScoreOptions, score_squad};
 
+/// One scored accuracy log: the scorer's `accuracy.txt` text and each metric as the checker's
+/// pattern reads it back from that text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub text: String,
+    pub metrics: Vec<(String, f64)>,
+}
+
 /// Writes `accuracy.txt` (atomically) with `text`, e.g. a score's `accuracy_txt()`.
 pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
     crate::fsutil::write_atomic(path, text.as_bytes())

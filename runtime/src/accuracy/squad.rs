@@ -113,7 +113,7 @@ pub fn score_squad_meta(acc_log: &Path, meta: &SquadFeatures, opts: &SquadScoreO
 /// One feature's start and end logits, padded to `seq` positions.
 fn decode_logits(data: &[u8], seq: usize, opts: &SquadScoreOptions) -> Result<(Vec<f64>, Vec<f64>), String> {
     let size = opts.dtype.size();
-    if data.len() % (2 * size) != 0 {
+    if !data.len().is_multiple_of(2 * size) {
         return Err(format!("{} bytes are not pairs of {} logits", data.len(), opts.dtype));
     }
     let rows = data.len() / (2 * size);
@@ -278,11 +278,11 @@ pub fn f1_score(prediction: &str, ground_truth: &str) -> f64 {
     }
     let mut same = 0i64;
     for t in &pt {
-        if let Some(c) = counts.get_mut(t) {
-            if *c > 0 {
-                *c -= 1;
-                same += 1;
-            }
+        if let Some(c) = counts.get_mut(t)
+            && *c > 0
+        {
+            *c -= 1;
+            same += 1;
         }
     }
     if same == 0 {

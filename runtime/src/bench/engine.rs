@@ -8,28 +8,29 @@
 //! - (c) a null engine (answers at once) through the same batching SUT under LoadGen Offline and
 //!   Server (the highest VALID QPS): the harness's ceiling and its CPU cost per sample.
 //!
-//! The engines come from [`workload::open`], the function the harness runs them with, so nothing
-//! here depends on the kind of engine.
+//! The engines come from the benchmark family's `open`, the function the harness runs them with,
+//! so nothing here depends on the benchmark or the kind of engine.
 
 use super::{highest_passing, server_settings};
+use crate::benchmarks::{self, WorkloadSpec};
 use crate::dataset::qsl::SampleLibrary;
-use crate::engines::gpu::setup::PlanIdentity;
+use crate::engines::Engine;
+use crate::engines::gpu::spec::PlanIdentity;
+use crate::engines::test_doubles::FixedLatencyEngine;
 use crate::harness::batcher::{BatcherConfig, BatchingSut};
-use crate::harness::engine::{Engine, FixedLatencyEngine, SampleSource};
-use crate::harness::logs::DetailLog;
-use crate::harness::{performance_sample_count, workload};
-use mlperf_config::{CompiledConfig, Round, Scenario, Settings, SystemInfo};
+use crate::harness::logs::{DetailLog, Validity};
+use crate::harness::probe::{self, CpuClock, HEADROOM};
+use crate::harness::{device_count, engine_batcher_config, performance_sample_count};
+use crate::select::Selected;
+use mlperf_config::{Round, Scenario, SystemInfo};
 use mlperf_loadgen::{LogSettings, Qsl, TestMode, TestSettings};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Rate the null engine's Offline pilot run asks LoadGen for, before its real rate is known.
 const NULL_PILOT_QPS: f64 = 100_000.0;
-/// Offline runs ask for this many times the rate measured before them, so that a run still lasts its
-/// minimum duration (and is VALID) when the machine's noise makes it faster than that measurement.
-const OFFLINE_HEADROOM: f64 = 1.5;
 /// No Server search goes above this rate (LoadGen would allocate its schedule for nothing).
 const SERVER_QPS_CEILING: f64 = 64e6;
 
@@ -50,7 +51,7 @@ pub struct Measurement {
     /// (for synthetic data: generating it), which (a) does before its clock starts.
     pub cpu_us_per_sample: f64,
     /// LoadGen's `result_validity` (None for runs without LoadGen).
-    pub validity: Option<String>,
+    pub validity: Option<Validity>,
 }
 
 /// What the table describes, besides the measurements.
@@ -78,29 +79,37 @@ pub struct EngineBenchReport {
     pub null_server: Result<(Measurement, u64), String>,
 }
 
-/// Runs the benchmark for `config` on `system` (round `round`) with `settings` (the config's, after
-/// any command-line overrides), LoadGen logs under `out`.
-pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, round: &Round, out: &Path, options: EngineBenchOptions) -> Result<EngineBenchReport, String> {
+/// Runs the benchmark for `selected` (its effective settings) on `system` (round `round`), LoadGen
+/// logs under `out`.
+pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, options: EngineBenchOptions) -> Result<EngineBenchReport, String> {
+    let (config, settings) = (selected.config, &selected.settings);
     let bench = round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, config.benchmark))?;
     let performance = performance_sample_count(bench, settings) as usize;
-    let workload_name = config.workload.section_name();
-    let id = PlanIdentity { system: &config.system, scenario: config.scenario.name(), workload: &workload_name };
-    let work = workload::open(&config.benchmark, settings, bench.accuracy_sample_count() as usize, performance, workload::device_count(Some(system)), &id)?;
-    let batcher = workload::batcher(settings, &config.benchmark);
+    let spec = WorkloadSpec {
+        settings,
+        plan: PlanIdentity { system: &config.system, scenario: config.scenario, workload: config.workload },
+        total_samples: bench.accuracy_sample_count() as usize,
+        performance_samples: performance,
+        devices: device_count(system),
+    };
+    let work = benchmarks::family(&config.benchmark).open(&spec)?;
+    let batcher = engine_batcher_config(settings, &config.benchmark);
     let duration = Duration::from_secs_f64(options.seconds);
     let mut runs = LoadgenRuns { dir: out.to_path_buf(), count: 0, library: work.library.clone(), batcher };
 
     let loaded: Vec<usize> = (0..performance.min(work.library.total_sample_count())).collect();
     work.library.load_samples(&loaded);
-    let engine_alone = engines_alone(&work.devices, work.library.as_ref(), &loaded, batcher, duration);
+    let engine_alone = probe::engines_alone(&work.devices, work.library.as_ref(), &loaded, batcher, duration);
     work.library.unload_samples(&loaded);
     let engine_alone = engine_alone?;
+    let engine_alone = Measurement { samples_per_s: engine_alone.samples_per_s(), cpu_us_per_sample: engine_alone.cpu_us / engine_alone.samples.max(1) as f64, validity: None };
 
-    let through_harness = runs.run("engine-offline", &work.devices, &offline_settings(OFFLINE_HEADROOM * engine_alone.samples_per_s, duration)?)?;
+    let through_harness = runs.run("engine-offline", &work.devices, &offline_settings(HEADROOM * engine_alone.samples_per_s, duration)?)?;
 
-    let null: Vec<Arc<dyn Engine>> = vec![Arc::new(FixedLatencyEngine::NULL); work.devices.len()];
+    let null_engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine::NULL);
+    let null = vec![null_engine; work.devices.len()];
     let pilot = runs.run("null-offline-pilot", &null, &offline_settings(NULL_PILOT_QPS, Duration::from_secs(1))?)?;
-    let null_offline = runs.run("null-offline", &null, &offline_settings(OFFLINE_HEADROOM * pilot.samples_per_s, duration)?)?;
+    let null_offline = runs.run("null-offline", &null, &offline_settings(HEADROOM * pilot.samples_per_s, duration)?)?;
 
     let null_server = match bench.latency_constraint_ns(Scenario::Server) {
         None => Err(format!("round {} sets no Server latency bound for {}", round.id, config.benchmark)),
@@ -109,7 +118,7 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, ro
             let mut best: Option<(f64, Measurement)> = None;
             highest_passing(null_offline.samples_per_s / 4.0, SERVER_QPS_CEILING, |qps| {
                 let m = runs.run("null-server", &null, &server_settings(qps, latency_ns, duration.as_millis() as u64)?)?;
-                let valid = m.validity.as_deref() == Some("VALID");
+                let valid = m.validity == Some(Validity::Valid);
                 if valid && best.as_ref().is_none_or(|(q, _)| qps > *q) {
                     best = Some((qps, m));
                 }
@@ -132,48 +141,6 @@ pub fn run(system: &SystemInfo, config: &CompiledConfig, settings: &Settings, ro
         synthetic: work.synthetic,
     };
     Ok(EngineBenchReport { subject, engine_alone, through_harness, null_offline, null_server })
-}
-
-/// (a): every device's engine with `workers_per_device` concurrent workers, each running whole
-/// batches of loaded samples back to back for `duration` after one warm-up batch.
-fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loaded: &[usize], config: BatcherConfig, duration: Duration) -> Result<Measurement, String> {
-    let workers: Vec<&dyn Engine> = devices.iter().flat_map(|e| std::iter::repeat_n(e.as_ref(), config.workers_per_device)).collect();
-    let batch = |k: usize| -> Vec<usize> { (0..config.batch_size).map(|j| loaded[(k * config.batch_size + j) % loaded.len()]).collect() };
-    let stride = workers.len();
-    let start_line = Barrier::new(stride + 1);
-    let (results, cpu) = std::thread::scope(|s| {
-        let handles: Vec<_> = workers
-            .iter()
-            .enumerate()
-            .map(|(w, &engine)| {
-                let (start_line, batch) = (&start_line, &batch);
-                s.spawn(move || -> Result<(usize, Duration), String> {
-                    let mut outputs = Vec::new();
-                    let warm_up = engine.infer(&batch(w), source, &mut outputs);
-                    // Everyone reaches the line, even after a failure, so no worker waits forever.
-                    start_line.wait();
-                    warm_up?;
-                    let start = Instant::now();
-                    let (mut done, mut k) = (0, w);
-                    while start.elapsed() < duration {
-                        outputs.clear();
-                        engine.infer(&batch(k), source, &mut outputs)?;
-                        done += config.batch_size;
-                        k += stride;
-                    }
-                    Ok((done, start.elapsed()))
-                })
-            })
-            .collect();
-        start_line.wait();
-        let cpu = CpuClock::start();
-        let results: Vec<Result<(usize, Duration), String>> = handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
-        (results, cpu.elapsed_us())
-    });
-    let results: Vec<(usize, Duration)> = results.into_iter().collect::<Result<_, _>>()?;
-    let samples: usize = results.iter().map(|r| r.0).sum();
-    let elapsed = results.iter().map(|r| r.1).max().unwrap_or_default();
-    Ok(Measurement { samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9), cpu_us_per_sample: cpu / samples.max(1) as f64, validity: None })
 }
 
 /// Performance-only Offline settings that issue about `duration` worth of samples at `expected_qps`.
@@ -217,29 +184,7 @@ impl LoadgenRuns {
         };
         let samples_per_s = log.f64(key).ok_or_else(|| format!("{}: no {key} in mlperf_log_detail.txt", dir.display()))?;
         let samples = completed.load(std::sync::atomic::Ordering::SeqCst).max(1);
-        Ok(Measurement { samples_per_s, cpu_us_per_sample: cpu_us / samples as f64, validity: log.str("result_validity").map(str::to_string) })
-    }
-}
-
-/// CPU time of the whole process (every thread) since `start`.
-struct CpuClock(f64);
-
-impl CpuClock {
-    fn now_us() -> f64 {
-        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `t` is a valid, writable timespec; CLOCK_PROCESS_CPUTIME_ID exists on every
-        // platform this builds for (Linux, macOS).
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
-        t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
-    }
-
-    fn start() -> CpuClock {
-        CpuClock(Self::now_us())
-    }
-
-    fn elapsed_us(&self) -> f64 {
-        Self::now_us() - self.0
+        Ok(Measurement { samples_per_s, cpu_us_per_sample: cpu_us / samples as f64, validity: log.validity() })
     }
 }
 
@@ -274,7 +219,7 @@ pub fn render(report: &EngineBenchReport) -> String {
             m.samples_per_s,
             1e6 / m.samples_per_s,
             m.cpu_us_per_sample,
-            m.validity.as_deref().unwrap_or("-")
+            m.validity.map_or("-", Validity::name)
         );
     };
     let workers = s.devices * b.workers_per_device;
@@ -295,7 +240,7 @@ mod tests {
     use super::*;
 
     fn report() -> EngineBenchReport {
-        let m = |samples_per_s: f64, cpu_us_per_sample: f64, validity: Option<&str>| Measurement { samples_per_s, cpu_us_per_sample, validity: validity.map(str::to_string) };
+        let m = |samples_per_s: f64, cpu_us_per_sample: f64, validity: Option<Validity>| Measurement { samples_per_s, cpu_us_per_sample, validity };
         EngineBenchReport {
             subject: Subject {
                 system: "CPU-dev".into(),
@@ -309,9 +254,9 @@ mod tests {
                 synthetic: true,
             },
             engine_alone: m(400.0, 4990.0, None),
-            through_harness: m(380.0, 5100.0, Some("VALID")),
-            null_offline: m(200_000.0, 9.5, Some("VALID")),
-            null_server: Ok((m(50_000.0, 14.25, Some("VALID")), 15_000_000)),
+            through_harness: m(380.0, 5100.0, Some(Validity::Valid)),
+            null_offline: m(200_000.0, 9.5, Some(Validity::Valid)),
+            null_server: Ok((m(50_000.0, 14.25, Some(Validity::Valid)), 15_000_000)),
         }
     }
 
@@ -340,63 +285,5 @@ mod tests {
         let table = render(&r);
         assert!(!table.lines().next().unwrap().contains("synthetic"));
         assert!(table.ends_with("| (c) null engine, LoadGen Server | - | - | - | - | not run: round v6.1 sets no Server latency bound for llama2-70b |\n"), "{table}");
-    }
-
-    /// Counts the samples each call sees; answers like the null engine.
-    struct Counting(std::sync::atomic::AtomicUsize);
-    impl Engine for Counting {
-        fn name(&self) -> &str {
-            "counting"
-        }
-        fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
-            for &i in indices {
-                assert_eq!(source.sample(i).len(), 4, "a loaded sample");
-            }
-            self.0.fetch_add(indices.len(), std::sync::atomic::Ordering::SeqCst);
-            FixedLatencyEngine::NULL.infer(indices, source, outputs)
-        }
-    }
-
-    struct Failing;
-    impl Engine for Failing {
-        fn name(&self) -> &str {
-            "failing"
-        }
-        fn infer(&self, _: &[usize], _: &dyn SampleSource, _: &mut Vec<Vec<u8>>) -> Result<(), String> {
-            Err("device lost".into())
-        }
-    }
-
-    fn library() -> SampleLibrary {
-        let lib = SampleLibrary::generated("test", 100, 16, 4, |i| (i as u32).to_le_bytes().to_vec());
-        lib.load_samples(&(0..16).collect::<Vec<_>>());
-        lib
-    }
-
-    fn config() -> BatcherConfig {
-        BatcherConfig { batch_size: 4, deque_timeout: Duration::from_millis(1), workers_per_device: 3, use_deque_limit: false, token_latencies: false }
-    }
-
-    #[test]
-    fn engines_alone_runs_every_worker_of_every_device_on_whole_batches_of_loaded_samples() {
-        let engines: Vec<Arc<Counting>> = (0..2).map(|_| Arc::new(Counting(Default::default()))).collect();
-        let devices: Vec<Arc<dyn Engine>> = engines.iter().map(|e| e.clone() as Arc<dyn Engine>).collect();
-        let lib = library();
-        let loaded: Vec<usize> = (0..16).collect();
-        let m = engines_alone(&devices, &lib, &loaded, config(), Duration::from_millis(20)).unwrap();
-        assert!(m.samples_per_s > 0.0 && m.validity.is_none());
-        for e in &engines {
-            // Each of 3 workers ran its warm-up batch and at least one timed batch.
-            let n = e.0.load(std::sync::atomic::Ordering::SeqCst);
-            assert!(n >= 3 * 2 * 4 && n % 4 == 0, "{n}");
-        }
-    }
-
-    #[test]
-    fn engines_alone_reports_the_engine_error() {
-        let devices: Vec<Arc<dyn Engine>> = vec![Arc::new(Failing)];
-        let lib = library();
-        let e = engines_alone(&devices, &lib, &(0..16).collect::<Vec<_>>(), config(), Duration::from_millis(20)).unwrap_err();
-        assert_eq!(e, "device lost");
     }
 }

@@ -9,13 +9,17 @@
 //! stricter on purpose; those rules say so ([`Rule::stricter_than_official`]).
 //!
 //! Paths come from [`crate::submission::layout`], the one module that knows a round's tree.
+//!
+//! Layers, each importing only those below it: [`walk`] (the tree, in the checker's order) calls
+//! the [`rules`] (one file per concern), which share [`common`] helpers; this module holds the
+//! vocabulary (rules, findings, the report) and the entry points.
 
-mod accuracy;
-mod compliance;
-mod files;
+mod common;
 pub mod official;
-mod performance;
-mod system;
+mod rules;
+mod walk;
+
+pub use rules::compliance::verify_problems;
 #[cfg(test)]
 mod tests;
 
@@ -328,7 +332,7 @@ pub fn check_submission(req: &CheckRequest) -> Report {
         let Some(division) = layout.division() else { continue };
         let submitter = layout.org_dir().file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
         let tree = Tree { round: req.round, layout, division, submitter };
-        results.extend(files::check_tree(&tree, &mut findings));
+        results.extend(walk::check_tree(&tree, &mut findings));
     }
     Report { round: req.round.id.to_string(), results, findings: findings.list }
 }

@@ -134,10 +134,10 @@ pub fn parse(log: &str, exit_code: Option<i32>, log_path: &Path, csv_path: &Path
 /// script output) have no level.
 fn log_record(line: &str) -> (Option<&str>, &str) {
     const LEVELS: [&str; 4] = ["INFO", "WARNING", "ERROR", "CRITICAL"];
-    if let Some((head, message)) = line.strip_prefix('[').and_then(|rest| rest.split_once("] ")) {
-        if let Some(level) = head.rsplit(' ').next().filter(|l| LEVELS.contains(l)) {
-            return (Some(level), message);
-        }
+    if let Some((head, message)) = line.strip_prefix('[').and_then(|rest| rest.split_once("] "))
+        && let Some(level) = head.rsplit(' ').next().filter(|l| LEVELS.contains(l))
+    {
+        return (Some(level), message);
     }
     let mut parts = line.splitn(3, ':');
     match (parts.next(), parts.next(), parts.next()) {

@@ -156,7 +156,7 @@ fn scenarios_follow_the_system_type() {
     assert_error(&tree.check(), Rule::Scenarios, SCENARIO, "the official checker crashes");
 
     let tree = Copy::new();
-    std::fs::rename(tree.path(&format!("{SCENARIO}")), tree.path(&format!("{ORG}/results/CPU-dev_RS/resnet50"))).unwrap();
+    std::fs::rename(tree.path(SCENARIO), tree.path(&format!("{ORG}/results/CPU-dev_RS/resnet50"))).unwrap();
     assert_error(&tree.check(), Rule::Scenarios, &format!("{ORG}/results/CPU-dev_RS/resnet50"), "not a benchmark of round v6.1");
 }
 
@@ -396,14 +396,14 @@ fn every_rule_has_a_distinct_name() {
 fn the_rounds_accuracy_patterns_work_as_in_python() {
     let round = round();
     for (metric, pattern) in round.accuracy_patterns.0.iter() {
-        accuracy::python_regex(pattern).unwrap_or_else(|e| panic!("{metric}: {e}"));
+        common::python_regex(pattern).unwrap_or_else(|e| panic!("{metric}: {e}"));
     }
-    let f1 = accuracy::python_regex(round.accuracy_patterns.get("F1").unwrap()).unwrap();
-    assert_eq!(accuracy::first_group(&f1, r#"{"exact_match": 83.6, "f1": 90.91}"#), Some("90.91"));
-    let acc = accuracy::python_regex(round.accuracy_patterns.get("acc").unwrap()).unwrap();
-    assert_eq!(accuracy::first_group(&acc, "accuracy=76.456%, good=38228, total=50000"), Some("76.456"));
+    let f1 = common::python_regex(round.accuracy_patterns.get("F1").unwrap()).unwrap();
+    assert_eq!(common::first_group(&f1, r#"{"exact_match": 83.6, "f1": 90.91}"#), Some("90.91"));
+    let acc = common::python_regex(round.accuracy_patterns.get("acc").unwrap()).unwrap();
+    assert_eq!(common::first_group(&acc, "accuracy=76.456%, good=38228, total=50000"), Some("76.456"));
     // re.match anchors at the start only.
-    assert_eq!(accuracy::first_group(&acc, "top1 accuracy=76.456%"), None);
+    assert_eq!(common::first_group(&acc, "top1 accuracy=76.456%"), None);
 }
 
 #[test]

@@ -6,26 +6,32 @@
 //! `<build>/compliance/<system_name>/<bench>/<Scenario>/<TEST>/` plus `<TEST>.json` (provenance).
 
 use super::reference::{self, RunKey, RunKind};
-use super::test01::{self, Scored};
+use super::test01;
 use super::{TestDir, Verification, test04, test06};
-use crate::accuracy::log::LogDtype;
-use crate::harness::{self, Backend, RunPlan, RunRequest, TestMode, report::Outcome};
-use mlperf_config::{Audit, BenchmarkRound, CompiledConfig, DatasetSource, Round, Settings, SystemInfo, Tables, render};
+use crate::benchmarks;
+use crate::harness::plan::{Backend, RunPlan, TestMode};
+use crate::harness::report::{Outcome, RunStatus};
+use crate::harness::{self, RunRequest};
+use crate::select::Selected;
+use mlperf_config::{Audit, AuditTest, BenchmarkRound, Round, Scenario, Settings, SystemInfo, render};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The compliance tests this build verifies.
-pub const VERIFIED_TESTS: [&str; 3] = ["TEST01", "TEST04", "TEST06"];
+pub const VERIFIED_TESTS: [AuditTest; 3] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06];
+
+fn verified_names() -> String {
+    VERIFIED_TESTS.map(AuditTest::name).join(", ")
+}
 
 /// The resolved `run_audit_harness` command.
 pub struct AuditRequest<'a> {
-    pub tables: &'static Tables,
     pub system: &'static SystemInfo,
     pub round: &'static Round,
-    pub configs: Vec<&'static CompiledConfig>,
+    pub configs: Vec<Selected>,
     /// `--audit_tests`; None = each benchmark's required tests in the round.
-    pub tests: Option<Vec<String>>,
+    pub tests: Option<Vec<AuditTest>>,
     pub test_run: bool,
     pub backend: Backend,
     pub overrides: Vec<(String, String)>,
@@ -41,8 +47,8 @@ pub struct AuditRequest<'a> {
 pub struct AuditResult {
     pub system_name: String,
     pub bench_dir: String,
-    pub scenario: String,
-    pub test: String,
+    pub scenario: Scenario,
+    pub test: AuditTest,
     pub passed: bool,
     /// The numbers of the last attempt.
     pub summary: String,
@@ -59,21 +65,20 @@ pub struct AuditResult {
 pub struct Attempt {
     /// The audit run directory.
     pub dir: PathBuf,
-    /// The run's status (VALID, INVALID, FAILED, ...).
-    pub run: String,
+    pub run: RunStatus,
     pub passed: bool,
     pub summary: String,
 }
 
 /// One (config, test) to audit, with its references.
 struct Job {
-    config: &'static CompiledConfig,
+    selected: Selected,
     bench: &'static BenchmarkRound,
     /// The test's rules in the round (`[audits.TEST0x]`).
     rules: &'static Audit,
     system_name: String,
     bench_dir: String,
-    test: String,
+    test: AuditTest,
     performance_ref: Option<(PathBuf, RunPlan)>,
     accuracy_ref: Option<(PathBuf, RunPlan)>,
     out_dir: PathBuf,
@@ -81,33 +86,32 @@ struct Job {
 
 impl Job {
     fn label(&self) -> String {
-        format!("{}/{}/{}", self.system_name, self.bench_dir, self.config.scenario.name())
+        format!("{}/{}/{}", self.system_name, self.bench_dir, self.selected.config.scenario)
     }
 }
 
 /// Plans every job, failing before any run when a test is unknown, a reference is missing or a
 /// verified directory would be overwritten.
 fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
-    if let Some(tests) = &req.tests {
-        if let Some(bad) = tests.iter().find(|t| !VERIFIED_TESTS.contains(&t.as_str())) {
-            let known = req.round.audits.keys().collect::<Vec<_>>().join(", ");
-            return Err(format!("--audit_tests: {bad} is not a test this build verifies (it verifies {}; round {} has {known})", VERIFIED_TESTS.join(", "), req.round.id));
-        }
+    if let Some(bad) = req.tests.iter().flatten().find(|t| !VERIFIED_TESTS.contains(t)) {
+        let known: Vec<&str> = req.round.audits.keys().map(|t| t.name()).collect();
+        return Err(format!("--audit_tests: {bad} is not a test this build verifies (it verifies {}; round {} has {})", verified_names(), req.round.id, known.join(", ")));
     }
     let (logs, out_root) = (req.build_dir.join("logs"), req.build_dir.join("compliance"));
     let (mut jobs, mut problems) = (Vec::new(), Vec::new());
-    for &config in &req.configs {
+    for selected in &req.configs {
+        let config = selected.config;
         let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
-        let scenario = config.scenario.name();
-        let required: Vec<&str> = bench.compliance.iter().map(|t| t.as_ref()).collect();
-        let tests: Vec<&str> = match &req.tests {
-            Some(tests) => tests.iter().map(String::as_str).filter(|t| required.contains(t)).collect(),
-            None => required.clone(),
+        let scenario = config.scenario;
+        let required: &[AuditTest] = &bench.compliance;
+        let tests: Vec<AuditTest> = match &req.tests {
+            Some(tests) => tests.iter().copied().filter(|t| required.contains(t)).collect(),
+            None => required.to_vec(),
         };
         if let Some(unverified) = tests.iter().find(|t| !VERIFIED_TESTS.contains(t)) {
-            problems.push(format!("{system_name}/{bench_dir}/{scenario} needs {unverified}, which this build cannot verify yet (it verifies {})", VERIFIED_TESTS.join(", ")));
+            problems.push(format!("{system_name}/{bench_dir}/{scenario} needs {unverified}, which this build cannot verify yet (it verifies {})", verified_names()));
             continue;
         }
         let key = RunKey { system_name: &system_name, bench_dir: &bench_dir, scenario, round: &req.round.id };
@@ -119,24 +123,35 @@ fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
                 }
                 found
             };
-            let performance_ref = if matches!(test, "TEST01" | "TEST04") { find(RunKind::Performance) } else { None };
-            let accuracy_ref = if test == "TEST01" { find(RunKind::Accuracy) } else { None };
-            let Some(rules) = req.round.audits.get(test) else {
+            let performance_ref = if matches!(test, AuditTest::Test01 | AuditTest::Test04) { find(RunKind::Performance) } else { None };
+            let accuracy_ref = if test == AuditTest::Test01 { find(RunKind::Accuracy) } else { None };
+            let Some(rules) = req.round.audits.get(&test) else {
                 problems.push(format!("round {} requires {test} of {} but has no [audits.{test}] rules", req.round.id, config.benchmark));
                 continue;
             };
-            let out_dir = out_root.join(&system_name).join(&bench_dir).join(scenario).join(test);
+            let out_dir = out_root.join(&system_name).join(&bench_dir).join(scenario.name()).join(test.name());
             if out_dir.exists() && !req.force {
                 problems.push(format!("{} already exists; pass --force to verify {test} again and replace it", out_dir.display()));
             }
-            jobs.push(Job { config, bench, rules, system_name: system_name.clone(), bench_dir: bench_dir.clone(), test: test.to_string(), performance_ref, accuracy_ref, out_dir });
+            jobs.push(Job {
+                selected: selected.clone(),
+                bench,
+                rules,
+                system_name: system_name.clone(),
+                bench_dir: bench_dir.clone(),
+                test,
+                performance_ref,
+                accuracy_ref,
+                out_dir,
+            });
         }
     }
     if !problems.is_empty() {
         return Err(format!("nothing was run:\n  - {}", problems.join("\n  - ")));
     }
     if jobs.is_empty() {
-        return Err(format!("no selected benchmark needs {} in round {}", req.tests.as_deref().unwrap_or_default().join(", "), req.round.id));
+        let asked: Vec<&str> = req.tests.iter().flatten().map(|t| t.name()).collect();
+        return Err(format!("no selected benchmark needs {} in round {}", asked.join(", "), req.round.id));
     }
     Ok(jobs)
 }
@@ -146,7 +161,7 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
     let jobs = plan(req)?;
     let mut results = Vec::new();
     for job in &jobs {
-        let settings = harness::apply_overrides(&job.config.settings, &req.overrides)?;
+        let settings = &job.selected.settings;
         let tries = 1 + settings.audit_retries.unwrap_or(0);
         let mut attempts = Vec::new();
         let mut last: Option<(Verification, Option<TestDir>, RunPlan)> = None;
@@ -154,26 +169,27 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
             let stamp = harness::timestamp();
             let timestamp = if attempt == 1 { stamp } else { format!("{stamp}_retry{}", attempt - 1) };
             let outcomes = harness::run_all(&RunRequest {
-                tables: req.tables,
                 system: req.system,
                 round: req.round,
-                configs: vec![job.config],
+                configs: vec![job.selected.clone()],
                 test_mode: TestMode::PerformanceOnly,
                 test_run: req.test_run,
-                audit_test: Some(job.test.clone()),
+                audit_test: Some(job.test),
                 backend: req.backend,
                 overrides: req.overrides.clone(),
                 caveats: req.caveats.clone(),
-                log_dir: &req.build_dir.join("compliance_logs").join(&job.test),
+                log_dir: req.build_dir.join("compliance_logs").join(job.test.name()),
                 timestamp,
             })?;
-            let outcome = outcomes.into_iter().next().ok_or("the harness ran nothing")?;
-            if outcome.status == "ABORTED" {
-                return Err(format!("interrupted during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()));
+            let Some(outcome) = outcomes.into_iter().next() else {
+                return Err(format!("stopped by a signal before {} of {} ran", job.test, job.label()));
+            };
+            if outcome.status == RunStatus::Aborted {
+                return Err(format!("stopped during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()));
             }
-            let (verification, dir) = verify(job, &settings, &outcome)?;
+            let (verification, dir) = verify(job, settings, &outcome)?;
             eprintln!("{} {} attempt {attempt} of {tries}: {} ({})", job.test, job.label(), if verification.passed { "PASS" } else { "FAIL" }, verification.summary);
-            attempts.push(Attempt { dir: outcome.dir.clone(), run: outcome.status.clone(), passed: verification.passed, summary: verification.summary.clone() });
+            attempts.push(Attempt { dir: outcome.dir.clone(), run: outcome.status, passed: verification.passed, summary: verification.summary.clone() });
             let passed = verification.passed;
             last = Some((verification, dir, outcome.plan));
             if passed {
@@ -192,8 +208,8 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
         let result = AuditResult {
             system_name: job.system_name.clone(),
             bench_dir: job.bench_dir.clone(),
-            scenario: job.config.scenario.name().to_string(),
-            test: job.test.clone(),
+            scenario: job.selected.config.scenario,
+            test: job.test,
             passed: verification.passed,
             summary: verification.summary,
             attempts,
@@ -213,38 +229,6 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
     Ok(results)
 }
 
-/// The dtype TEST01 compares responses as: NVIDIA's `--dtype int32` for resnet50 (the class id
-/// our engines log), the script's default `byte` otherwise.
-fn test01_dtype(benchmark: &str) -> LogDtype {
-    match benchmark {
-        "resnet50" => crate::accuracy::imagenet::DEFAULT_DTYPE,
-        _ => LogDtype::Int8,
-    }
-}
-
-/// The benchmark's accuracy scorer, for TEST01's fallback.
-fn scorer(benchmark: &str, settings: &Settings) -> Result<Box<dyn Fn(&Path) -> Result<Scored, String>>, String> {
-    if benchmark != "resnet50" {
-        return Err(format!("no accuracy scorer for {benchmark} runs in this build, so TEST01's non-deterministic fallback cannot score it"));
-    }
-    let val_map = if settings.dataset == Some(DatasetSource::Synthetic) {
-        harness::workload::ensure_synthetic(settings)?.val_map_path
-    } else {
-        crate::dataset::scratch::Scratch::from_env().map_path(settings).ok_or("resnet50 configs need map_path")?
-    };
-    Ok(Box::new(imagenet_scorer(val_map)))
-}
-
-/// ResNet50 top-1 against `val_map`, as accuracy.txt prints it and the checker's `acc` pattern
-/// reads it back (three decimals).
-pub fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, String> {
-    move |log: &Path| {
-        let score = crate::accuracy::imagenet::score_imagenet(log, &val_map, crate::accuracy::imagenet::DEFAULT_DTYPE)?;
-        let printed: f64 = format!("{:.3}", score.accuracy_percent()).parse().expect("a formatted float parses");
-        Ok(Scored { text: score.accuracy_txt(), metrics: vec![("acc".to_string(), printed)] })
-    }
-}
-
 /// Verifies one audit run; the TEST directory is None when the run left no logs.
 fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), String> {
     let run = &outcome.dir;
@@ -254,9 +238,9 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
     }
     let rules = job.rules;
     let mut dir = TestDir::default();
-    let verification = match job.test.as_str() {
-        "TEST01" => verify_test01(job, settings, run, rules, &mut dir)?,
-        "TEST04" => {
+    let verification = match job.test {
+        AuditTest::Test01 => verify_test01(job, settings, run, rules, &mut dir)?,
+        AuditTest::Test04 => {
             let (reference, _) = job.performance_ref.as_ref().expect("planned with a reference");
             let tolerance = rules.tolerance_percent.ok_or("the round's TEST04 has no tolerance_percent")?;
             let v = test04::compare_summaries(&reference.join("mlperf_log_summary.txt"), &run.join("mlperf_log_summary.txt"), tolerance);
@@ -264,12 +248,14 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
             copy_performance_logs(&mut dir, run);
             v
         }
-        _ => {
-            let v = test06::verify(&run.join("mlperf_log_accuracy.json"), job.config.scenario.name(), LogDtype::Int32, test06::DEFAULT_EOS_TOKEN_ID)?;
+        AuditTest::Test06 => {
+            let dtype = benchmarks::family(&job.selected.config.benchmark).audit().test06_dtype;
+            let v = test06::verify(&run.join("mlperf_log_accuracy.json"), job.selected.config.scenario, dtype, test06::DEFAULT_EOS_TOKEN_ID)?;
             dir.text("verify_accuracy.txt", v.report.clone());
             dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
             v
         }
+        AuditTest::Test07 | AuditTest::Test08 | AuditTest::Test09 => unreachable!("planned only for VERIFIED_TESTS"),
     };
     Ok((verification, Some(dir)))
 }
@@ -285,7 +271,8 @@ fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir:
     let delta = rules.performance_delta_percent.ok_or("the round's TEST01 has no performance_delta_percent")?;
     let performance = test01::compare_performance(&perf_ref.join("mlperf_log_detail.txt"), &run.join("mlperf_log_detail.txt"), delta);
     let (reference_log, audit_log) = (acc_ref.join("mlperf_log_accuracy.json"), run.join("mlperf_log_accuracy.json"));
-    let comparison = test01::compare_accuracy_logs(&reference_log, &audit_log, test01_dtype(&job.config.benchmark));
+    let dtype = benchmarks::family(&job.selected.config.benchmark).audit().test01_dtype;
+    let comparison = test01::compare_accuracy_logs(&reference_log, &audit_log, dtype);
     let accuracy_report = match &comparison {
         Ok(c) => c.report(),
         Err(e) => format!("Verifying accuracy. This might take a while...\nERROR: {e}\nTEST FAIL\n\n"),
@@ -331,23 +318,24 @@ fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir:
 }
 
 fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, String> {
-    let score = scorer(&job.config.benchmark, settings)?;
+    let family = benchmarks::family(&job.selected.config.benchmark);
+    let score = |log: &Path| family.score(settings, log);
     // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
     let baseline = run.join("mlperf_log_accuracy_baseline.json");
     test01::write_baseline_log(reference_log, audit_log, &baseline)?;
     let targets: Vec<(String, f64)> =
         job.bench.accuracy.iter().filter(|a| a.checker_model == job.bench_dir).filter_map(|a| Some((a.metric.to_string(), a.delta_percent?))).collect();
-    test01::fallback(&baseline, audit_log, &targets, score.as_ref())
+    test01::fallback(&baseline, audit_log, &targets, &score)
 }
 
 /// The table printed after `run_audit_harness`.
 pub fn table(results: &[AuditResult]) -> String {
     let mut out = String::new();
-    let width = results.iter().map(|r| r.system_name.len() + r.bench_dir.len() + r.scenario.len() + 2).max().unwrap_or(6).max(6);
+    let width = results.iter().map(|r| r.system_name.len() + r.bench_dir.len() + r.scenario.name().len() + 2).max().unwrap_or(6).max(6);
     let _ = writeln!(out, "{:<width$}  {:<6}  {:<6}  {:>8}  numbers", "config", "test", "result", "attempts");
     for r in results {
         let config = format!("{}/{}/{}", r.system_name, r.bench_dir, r.scenario);
-        let _ = writeln!(out, "{config:<width$}  {:<6}  {:<6}  {:>8}  {}", r.test, if r.passed { "PASS" } else { "FAIL" }, r.attempts.len(), r.summary);
+        let _ = writeln!(out, "{config:<width$}  {:<6}  {:<6}  {:>8}  {}", r.test.name(), if r.passed { "PASS" } else { "FAIL" }, r.attempts.len(), r.summary);
     }
     if let Some(flagged) = results.iter().find(|r| !r.non_submittable.is_empty()) {
         let _ = writeln!(out, "Not submittable: {}", flagged.non_submittable.join("; "));

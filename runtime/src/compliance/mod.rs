@@ -20,6 +20,7 @@ pub mod test06;
 mod testlogs;
 
 pub use crate::accuracy::squad::python_float_repr;
+use mlperf_config::Scenario;
 use std::path::{Path, PathBuf};
 
 /// The verdict of one verification script.
@@ -41,12 +42,12 @@ impl Verification {
 /// Both `verify_performance.py` scripts allow 20 % instead of the round's threshold when the
 /// reference SingleStream score is at most 200000 or the MultiStream one at most 1600000 (fast
 /// systems, where OS noise dominates latencies). The scripts hard-code these numbers.
-pub fn threshold(scenario: &str, reference_score: f64, round_threshold: f64) -> f64 {
+pub fn threshold(scenario: Scenario, reference_score: f64, round_threshold: f64) -> f64 {
     const RELAXED: f64 = 0.20;
     match scenario {
-        "SingleStream" if reference_score <= 200_000.0 => RELAXED,
-        "MultiStream" if reference_score <= 1_600_000.0 => RELAXED,
-        _ => round_threshold,
+        Scenario::SingleStream if reference_score <= 200_000.0 => RELAXED,
+        Scenario::MultiStream if reference_score <= 1_600_000.0 => RELAXED,
+        Scenario::SingleStream | Scenario::MultiStream | Scenario::Offline | Scenario::Server | Scenario::Interactive => round_threshold,
     }
 }
 

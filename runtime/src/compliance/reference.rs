@@ -3,8 +3,10 @@
 //! root (`build/logs/<timestamp>/<system_name>/<bench>/<Scenario>/`, or its `performance/` and
 //! `accuracy/` subdirectories for SubmissionRun). Audit runs themselves never count.
 
-use crate::harness::logs::DetailLog;
-use crate::harness::{RunPlan, read_plan};
+use crate::harness::logs::{DetailLog, Validity};
+use crate::harness::plan::{RunMode, RunPlan, read_plan};
+use crate::harness::report::ABORTED_MARKER;
+use mlperf_config::Scenario;
 use std::path::{Path, PathBuf};
 
 /// Which reference a test needs.
@@ -15,10 +17,10 @@ pub enum RunKind {
 }
 
 impl RunKind {
-    pub fn mode(self) -> &'static str {
+    pub fn mode(self) -> RunMode {
         match self {
-            RunKind::Performance => "PerformanceOnly",
-            RunKind::Accuracy => "AccuracyOnly",
+            RunKind::Performance => RunMode::PerformanceOnly,
+            RunKind::Accuracy => RunMode::AccuracyOnly,
         }
     }
 }
@@ -28,7 +30,7 @@ impl RunKind {
 pub struct RunKey<'a> {
     pub system_name: &'a str,
     pub bench_dir: &'a str,
-    pub scenario: &'a str,
+    pub scenario: Scenario,
     pub round: &'a str,
 }
 
@@ -36,12 +38,12 @@ pub struct RunKey<'a> {
 fn usable(dir: &Path, key: RunKey, kind: RunKind) -> Option<RunPlan> {
     let plan = read_plan(dir).ok()?;
     let same = plan.system_name == key.system_name && plan.bench_dir == key.bench_dir && plan.scenario == key.scenario && plan.round == key.round;
-    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || dir.join("ABORTED").exists() {
+    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || dir.join(ABORTED_MARKER).exists() {
         return None;
     }
     let log = DetailLog::read(&dir.join("mlperf_log_detail.txt")).ok()?;
     let finished = match kind {
-        RunKind::Performance => log.str("result_validity") == Some("VALID"),
+        RunKind::Performance => log.validity() == Some(Validity::Valid),
         RunKind::Accuracy => log.errors.is_empty() && dir.join("mlperf_log_accuracy.json").is_file(),
     };
     finished.then_some(plan)
@@ -52,7 +54,7 @@ pub fn newest(log_root: &Path, key: RunKey, kind: RunKind) -> Option<(PathBuf, R
     let mut stamps: Vec<PathBuf> = std::fs::read_dir(log_root).ok()?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     stamps.sort();
     stamps.into_iter().rev().find_map(|stamp| {
-        let scenario_dir = stamp.join(key.system_name).join(key.bench_dir).join(key.scenario);
+        let scenario_dir = stamp.join(key.system_name).join(key.bench_dir).join(key.scenario.name());
         let sub = match kind {
             RunKind::Performance => "performance",
             RunKind::Accuracy => "accuracy",
@@ -62,7 +64,7 @@ pub fn newest(log_root: &Path, key: RunKey, kind: RunKind) -> Option<(PathBuf, R
 }
 
 /// The error when a reference is missing: what was looked for, where, and the command that makes it.
-pub fn missing(log_root: &Path, key: RunKey, kind: RunKind, benchmark: &str, test: &str) -> String {
+pub fn missing(log_root: &Path, key: RunKey, kind: RunKind, benchmark: &str, test: mlperf_config::AuditTest) -> String {
     let what = match kind {
         RunKind::Performance => "VALID PerformanceOnly",
         RunKind::Accuracy => "complete AccuracyOnly",
@@ -74,7 +76,7 @@ pub fn missing(log_root: &Path, key: RunKey, kind: RunKind, benchmark: &str, tes
         key.scenario,
         key.round,
         log_root.display(),
-        key.scenario.to_lowercase(),
+        key.scenario.name().to_lowercase(),
         kind.mode()
     )
 }

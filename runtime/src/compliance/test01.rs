@@ -14,8 +14,10 @@
 //!   submission checker does: `|1 - baseline / compliance| * 100`.
 
 use super::{Verification, python_float_repr, threshold};
+use crate::accuracy::Scored;
 use crate::accuracy::log::{LogDtype, for_each_entry};
-use crate::harness::logs::DetailLog;
+use crate::harness::logs::{DetailLog, Validity};
+use mlperf_config::Scenario;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
@@ -55,7 +57,7 @@ impl AccuracyComparison {
 
 /// The first element of `data` as numpy compares it (`None` for an empty response).
 fn first_element(data: &[u8], dtype: LogDtype, what: &str) -> Result<Option<f64>, String> {
-    if data.len() % dtype.size() != 0 {
+    if !data.len().is_multiple_of(dtype.size()) {
         // np.frombuffer raises here; the script stops without a verdict.
         return Err(format!("{what}: {} bytes of data are not a whole number of {dtype} elements", data.len()));
     }
@@ -107,19 +109,19 @@ pub fn compare_accuracy_logs(reference: &Path, test: &Path, dtype: LogDtype) -> 
     Ok(c)
 }
 
-/// The scenario metric `verify_performance.py` compares (`RESULT_FIELD`).
-fn result_field(scenario: &str) -> Option<&'static str> {
+/// The scenario metric `verify_performance.py` compares (`RESULT_FIELD`; LoadGen logs
+/// Interactive runs as Server).
+fn result_field(scenario: Scenario) -> &'static str {
     match scenario {
-        "Offline" => Some("result_samples_per_second"),
-        "SingleStream" => Some("early_stopping_latency_ss"),
-        "MultiStream" => Some("early_stopping_latency_ms"),
-        "Server" => Some("result_completed_samples_per_sec"),
-        _ => None,
+        Scenario::Offline => "result_samples_per_second",
+        Scenario::SingleStream => "early_stopping_latency_ss",
+        Scenario::MultiStream => "early_stopping_latency_ms",
+        Scenario::Server | Scenario::Interactive => "result_completed_samples_per_sec",
     }
 }
 
 struct PerfLog {
-    scenario: String,
+    scenario: Scenario,
     score: f64,
     target_latency: Option<serde_json::Value>,
 }
@@ -127,10 +129,11 @@ struct PerfLog {
 /// `parse_result_log`: the metric, VALID, and no errors.
 fn parse_result_log(path: &Path) -> Result<PerfLog, String> {
     let log = DetailLog::read(path).map_err(|e| format!("TEST FAIL: {e}"))?;
-    let scenario = log.str("effective_scenario").unwrap_or_default().to_string();
-    let field = result_field(&scenario).ok_or_else(|| format!("TEST FAIL: unknown scenario '{scenario}' in {}", path.display()))?;
+    let name = log.str("effective_scenario").unwrap_or_default();
+    let scenario = Scenario::from_name(name).ok_or_else(|| format!("TEST FAIL: unknown scenario '{name}' in {}", path.display()))?;
+    let field = result_field(scenario);
     let score = log.f64(field).ok_or_else(|| format!("TEST FAIL: no {field} in {}", path.display()))?;
-    if log.str("result_validity") != Some("VALID") {
+    if log.validity() != Some(Validity::Valid) {
         return Err(format!("TEST FAIL: Invalid results in {}", path.display()));
     }
     // The script means to warn here, but its warning line raises a NameError, so a log with
@@ -139,7 +142,7 @@ fn parse_result_log(path: &Path) -> Result<PerfLog, String> {
     if errors != 0 {
         return Err(format!("TEST FAIL: {errors} ERROR reported in {}", path.display()));
     }
-    let target_latency = (scenario == "Server").then(|| log.get("effective_target_latency_ns").cloned().unwrap_or_default());
+    let target_latency = (scenario == Scenario::Server).then(|| log.get("effective_target_latency_ns").cloned().unwrap_or_default());
     Ok(PerfLog { scenario, score, target_latency })
 }
 
@@ -159,24 +162,16 @@ pub fn compare_performance(reference: &Path, test: &Path, delta_percent: f64) ->
     if r.scenario != t.scenario {
         return fail(out, "TEST FAIL: Test and reference scenarios do not match!".into());
     }
-    if r.scenario == "Server" && r.target_latency != t.target_latency {
+    if r.scenario == Scenario::Server && r.target_latency != t.target_latency {
         return fail(out, "TEST FAIL: Server target latency mismatch".into());
     }
     let _ = writeln!(out, "Reference score = {}", python_float_repr(r.score));
     let _ = writeln!(out, "Test score = {}", python_float_repr(t.score));
-    let threshold = threshold(&r.scenario, r.score, delta_percent / 100.0);
+    let threshold = threshold(r.scenario, r.score, delta_percent / 100.0);
     let passed = r.score * (1.0 - threshold) <= t.score && t.score <= r.score * (1.0 + threshold);
     out.push_str(if passed { "TEST PASS\n" } else { "TEST FAIL: Test score invalid\n" });
     let summary = format!("perf {} vs reference {} (±{:.0} %)", python_float_repr(t.score), python_float_repr(r.score), threshold * 100.0);
     Verification::text(passed, out, summary)
-}
-
-/// One scored accuracy log: the scorer's `accuracy.txt` text and each metric as the checker's
-/// pattern reads it back from that text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scored {
-    pub text: String,
-    pub metrics: Vec<(String, f64)>,
 }
 
 /// The outcome of the non-deterministic fallback.

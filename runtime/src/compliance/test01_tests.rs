@@ -1,5 +1,5 @@
 use super::*;
-use crate::compliance::audit::imagenet_scorer;
+use crate::accuracy::{Scored, imagenet};
 use crate::compliance::testlogs::{accuracy_log, dir, labels, performance_detail, write};
 use std::path::PathBuf;
 
@@ -119,6 +119,11 @@ fn invalid_logs_mismatched_scenarios_and_errors_fail() {
     let e = write(&d, "e.txt", &errors);
     let v = compare_performance(&r, &e, 10.0);
     assert!(!v.passed && v.report.contains("2 ERROR reported"), "{}", v.report);
+}
+
+/// ResNet50 top-1 against `val_map`, as the resnet50 family scores it.
+fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, String> {
+    move |log: &Path| Ok(imagenet::score_imagenet(log, &val_map, imagenet::DEFAULT_DTYPE)?.scored())
 }
 
 /// A val map of `n` images labelled `i % 10`, and a log answering each correctly except `wrong`.

@@ -10,6 +10,7 @@
 //! (its pattern `target_latency (ns)` is a regex group), so it is not applied here either.
 
 use super::{Verification, python_float_repr, threshold};
+use mlperf_config::Scenario;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -50,33 +51,34 @@ fn after_colon(line: &str) -> String {
 }
 
 struct Summary {
-    scenario: String,
+    /// The `Scenario :` line's value (None before it, or for a name LoadGen does not write).
+    scenario: Option<Scenario>,
     score: Score,
 }
 
 /// One summary file, as the script's loop reads it; `side` is "Reference" / "Test" in its messages.
 fn read_summary(path: &Path, side: &str, out: &mut String) -> Result<Summary, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("TEST FAIL: cannot read {}: {e}", path.display()))?;
-    let mut summary = Summary { scenario: String::new(), score: Score::Missing };
+    let mut summary = Summary { scenario: None, score: Score::Missing };
     for line in text.lines() {
         if line.starts_with("Scenario") {
-            summary.scenario = after_colon(line);
+            summary.scenario = Scenario::from_name(&after_colon(line));
             continue;
         }
-        let latency_patterns: &[&str] = match summary.scenario.as_str() {
-            "SingleStream" => &["Early stopping 90th percentile estimate", "Early stopping 90.0th percentile estimate", "Early stopping 99.9th percentile estimate"],
-            "MultiStream" => &["Early stopping 99th percentile estimate", "Early stopping 99.0th percentile estimate"],
-            _ => &[],
+        let latency_patterns: &[&str] = match summary.scenario {
+            Some(Scenario::SingleStream) => &["Early stopping 90th percentile estimate", "Early stopping 90.0th percentile estimate", "Early stopping 99.9th percentile estimate"],
+            Some(Scenario::MultiStream) => &["Early stopping 99th percentile estimate", "Early stopping 99.0th percentile estimate"],
+            Some(Scenario::Offline | Scenario::Server | Scenario::Interactive) | None => &[],
         };
         if latency_patterns.iter().any(|p| contains_with_dots(line, p)) {
             let ns: f64 = after_colon(line).parse().map_err(|_| format!("TEST FAIL: unreadable latency in {}: {line}", path.display()))?;
             summary.score = Score::Rate(1e9 / ns);
             continue;
         }
-        let rate_prefix = match summary.scenario.as_str() {
-            "Server" => Some("Completed samples per second"),
-            "Offline" => Some("Samples per second"),
-            _ => None,
+        let rate_prefix = match summary.scenario {
+            Some(Scenario::Server) => Some("Completed samples per second"),
+            Some(Scenario::Offline) => Some("Samples per second"),
+            Some(Scenario::SingleStream | Scenario::MultiStream | Scenario::Interactive) | None => None,
         };
         if rate_prefix.is_some_and(|p| line.starts_with(p)) {
             summary.score = Score::Text(after_colon(line));
@@ -118,7 +120,7 @@ pub fn compare_summaries(reference: &Path, test: &Path, tolerance_percent: f64) 
         out.push_str("TEST FAIL: unreadable score\n");
         return Verification::text(false, out, "unreadable score".into());
     };
-    let threshold = threshold(&r.scenario, ref_value, tolerance_percent / 100.0);
+    let threshold = r.scenario.map_or(tolerance_percent / 100.0, |scenario| threshold(scenario, ref_value, tolerance_percent / 100.0));
     let passed = test_value < ref_value * (1.0 + threshold);
     out.push_str(if passed { "TEST PASS\n" } else { "TEST FAIL: Test score invalid\n" });
     let summary = format!("score {} vs reference {} (< +{:.0} %)", t.score.shown(), r.score.shown(), threshold * 100.0);

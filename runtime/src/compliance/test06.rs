@@ -14,6 +14,7 @@
 
 use super::Verification;
 use crate::accuracy::log::{LogDtype, decode_hex};
+use mlperf_config::Scenario;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -53,11 +54,11 @@ fn sample_len_check(entries: &[TokenEntry], dtype: LogDtype) -> bool {
 
 /// `run_verification.py -c <run dir> -s <scenario> --dtype <dtype> --eos_token_id <eos>` on the
 /// run's `mlperf_log_accuracy.json`.
-pub fn verify(accuracy_log: &Path, scenario: &str, dtype: LogDtype, eos_token_id: i64) -> Result<Verification, String> {
+pub fn verify(accuracy_log: &Path, scenario: Scenario, dtype: LogDtype, eos_token_id: i64) -> Result<Verification, String> {
     let text = std::fs::read_to_string(accuracy_log).map_err(|e| format!("cannot read {}: {e}", accuracy_log.display()))?;
     let entries: Vec<TokenEntry> = serde_json::from_str(&text).map_err(|e| format!("{}: not a LoadGen accuracy log: {e}", accuracy_log.display()))?;
     let eos_pass = eos_check(&entries, dtype, eos_token_id as f64);
-    let first_token = (scenario != "Offline").then(|| first_token_check(&entries, dtype));
+    let first_token = (scenario != Scenario::Offline).then(|| first_token_check(&entries, dtype));
     let len_pass = sample_len_check(&entries, dtype);
     let passed = eos_pass && first_token.unwrap_or(true) && len_pass;
     let python_bool = |b: bool| if b { "True" } else { "False" };

@@ -17,43 +17,43 @@ fn log(name: &str, entries: &[(&[i32], &[i32], i64)]) -> std::path::PathBuf {
     write(&dir(name), "mlperf_log_accuracy.json", &format!("[\n{}\n]\n", lines.join(",\n")))
 }
 
-fn run(name: &str, scenario: &str, entries: &[(&[i32], &[i32], i64)]) -> Verification {
+fn run(name: &str, scenario: Scenario, entries: &[(&[i32], &[i32], i64)]) -> Verification {
     verify(&log(name, entries), scenario, LogDtype::Int32, DEFAULT_EOS_TOKEN_ID).unwrap()
 }
 
 #[test]
 fn consistent_outputs_pass_with_the_scripts_report() {
-    let v = run("pass", "Server", &[(&[10, 11, 2], &[10], 3), (&[7, 8], &[7], 2)]);
+    let v = run("pass", Scenario::Server, &[(&[10, 11, 2], &[10], 3), (&[7, 8], &[7], 2)]);
     assert!(v.passed);
     assert_eq!(v.report, "First token check pass: True\nEOS check pass: True\nSample length check pass: True\nTEST06 verification complete\n");
 }
 
 #[test]
 fn offline_skips_the_first_token_check() {
-    let v = run("offline", "Offline", &[(&[10, 11], &[99], 2)]);
+    let v = run("offline", Scenario::Offline, &[(&[10, 11], &[99], 2)]);
     assert!(v.passed);
     assert!(v.report.starts_with("First token check pass: Skipped\n"));
 }
 
 #[test]
 fn a_wrong_first_token_fails() {
-    let v = run("first-token", "Interactive", &[(&[10, 11], &[12], 2)]);
+    let v = run("first-token", Scenario::Interactive, &[(&[10, 11], &[12], 2)]);
     assert!(!v.passed);
     assert_eq!(v.report, "First token check pass: False\nEOS check pass: True\nSample length check pass: True\nTEST06 verification failed\n");
 }
 
 #[test]
 fn two_trailing_eos_tokens_fail() {
-    let v = run("eos", "Offline", &[(&[10, 2, 2], &[10], 3)]);
+    let v = run("eos", Scenario::Offline, &[(&[10, 2, 2], &[10], 3)]);
     assert!(!v.passed);
     assert!(v.report.contains("EOS check pass: False\n"));
     // Element 0 is never counted (the script's loop stops before it).
-    assert!(run("eos-first", "Offline", &[(&[2, 2], &[2], 2)]).passed);
+    assert!(run("eos-first", Scenario::Offline, &[(&[2, 2], &[2], 2)]).passed);
 }
 
 #[test]
 fn a_token_count_that_differs_from_the_output_fails() {
-    let v = run("length", "Offline", &[(&[10, 11, 12], &[10], 2)]);
+    let v = run("length", Scenario::Offline, &[(&[10, 11, 12], &[10], 2)]);
     assert!(!v.passed);
     assert!(v.report.contains("Sample length check pass: False\n"));
 }
@@ -61,6 +61,6 @@ fn a_token_count_that_differs_from_the_output_fails() {
 #[test]
 fn missing_token_fields_fail_their_checks() {
     let path = write(&dir("missing"), "mlperf_log_accuracy.json", "[\n{ \"seq_id\" : 0, \"qsl_idx\" : 0, \"data\" : \"0A000000\" }\n]\n");
-    let v = verify(&path, "Server", LogDtype::Int32, DEFAULT_EOS_TOKEN_ID).unwrap();
+    let v = verify(&path, Scenario::Server, LogDtype::Int32, DEFAULT_EOS_TOKEN_ID).unwrap();
     assert_eq!(v.report, "First token check pass: False\nEOS check pass: True\nSample length check pass: False\nTEST06 verification failed\n");
 }

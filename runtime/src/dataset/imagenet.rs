@@ -313,11 +313,11 @@ impl ImagenetOptions {
         if let Some(size) = settings.image_size {
             o.image_size = size as usize;
         }
-        if let Some(path) = settings.tensor_path.as_deref() {
-            if path.ends_with(".npy") {
-                let file = Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or(path);
-                o.output = OutputMode::Contiguous(file.to_string());
-            }
+        if let Some(path) = settings.tensor_path.as_deref()
+            && path.ends_with(".npy")
+        {
+            let file = Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or(path);
+            o.output = OutputMode::Contiguous(file.to_string());
         }
         o.validate()?;
         Ok(o)

@@ -26,7 +26,7 @@ use mlperf_loadgen::Qsl;
 
 use super::imagenet::{read_val_map, sample_file_name};
 use super::npy::{NpyDtype, NpyFile, read_npy, read_npy_header};
-use crate::harness::engine::{Sample, SampleSource};
+use crate::engines::{Sample, SampleSource};
 
 /// One input tensor within a sample's bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,16 +202,16 @@ impl SampleLibrary {
             Storage::Files { dir, names, expect } => {
                 let path = dir.join(&names[index]);
                 let f = read_npy(&path)?;
-                if let Some((dtype, shape)) = expect {
-                    if f.header.dtype != *dtype || &f.header.shape != shape {
-                        return Err(format!(
-                            "{}: {:?} of {}, but the QSL's samples are {shape:?} of {}",
-                            path.display(),
-                            f.header.shape,
-                            f.header.dtype.numpy_name(),
-                            dtype.numpy_name()
-                        ));
-                    }
+                if let Some((dtype, shape)) = expect
+                    && (f.header.dtype != *dtype || &f.header.shape != shape)
+                {
+                    return Err(format!(
+                        "{}: {:?} of {}, but the QSL's samples are {shape:?} of {}",
+                        path.display(),
+                        f.header.shape,
+                        f.header.dtype.numpy_name(),
+                        dtype.numpy_name()
+                    ));
                 }
                 let range = f.data_range();
                 Ok(Sample::new(f.bytes, range))

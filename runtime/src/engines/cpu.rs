@@ -31,102 +31,7 @@ use tract_onnx::prelude::tract_data::internal::DimLike;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
-use crate::harness::engine::{Engine, SampleSource};
-
-/// Memory layout of one image sample (and of a model's image input).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Layout {
-    /// Channels, then rows, then columns (ONNX's convention; MLPerf's preprocessed ImageNet).
-    Nchw,
-    /// Rows, then columns, then channels ("channels last").
-    Nhwc,
-}
-
-impl Layout {
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Nchw => "NCHW",
-            Layout::Nhwc => "NHWC",
-        }
-    }
-}
-
-/// Element type of the sample bytes. The engine computes in f32; other types are converted while
-/// the batch is assembled.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum InputDtype {
-    /// IEEE f32, little-endian.
-    F32,
-    /// IEEE f16, little-endian.
-    F16,
-    /// Symmetric linear int8: the real value is `q as f32 * scale`.
-    I8 { scale: f32 },
-}
-
-impl InputDtype {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            InputDtype::F32 => 4,
-            InputDtype::F16 => 2,
-            InputDtype::I8 { .. } => 1,
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            InputDtype::F32 => "fp32".into(),
-            InputDtype::F16 => "fp16".into(),
-            InputDtype::I8 { scale } => format!("int8 (scale {scale})"),
-        }
-    }
-}
-
-/// What the engine is fed: the batch size to optimise for and the shape, layout and element type of
-/// one sample.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct InputSpec {
-    /// The batch size the main plan is optimised for (the config's `gpu_batch_size`).
-    pub batch_size: usize,
-    pub channels: usize,
-    pub height: usize,
-    pub width: usize,
-    /// Layout of the sample bytes (the model's own layout is read from the model).
-    pub layout: Layout,
-    pub dtype: InputDtype,
-}
-
-impl InputSpec {
-    /// Elements in one sample.
-    pub fn sample_elements(&self) -> usize {
-        self.channels * self.height * self.width
-    }
-
-    /// Bytes in one sample.
-    pub fn sample_bytes(&self) -> usize {
-        self.sample_elements() * self.dtype.size()
-    }
-
-    fn describe(&self) -> String {
-        let (c, h, w) = (self.channels, self.height, self.width);
-        match self.layout {
-            Layout::Nchw => format!("{c}x{h}x{w} (CHW) {}", self.dtype.describe()),
-            Layout::Nhwc => format!("{h}x{w}x{c} (HWC) {}", self.dtype.describe()),
-        }
-    }
-
-    fn validate(&self) -> Result<(), String> {
-        if self.batch_size == 0 || self.channels == 0 || self.height == 0 || self.width == 0 {
-            return Err(format!("input spec has a zero dimension: batch {}, sample {}", self.batch_size, self.describe()));
-        }
-        if let InputDtype::I8 { scale } = self.dtype {
-            if !(scale.is_finite() && scale > 0.0) {
-                return Err(format!("int8 input scale must be a positive finite number, not {scale}"));
-            }
-        }
-        Ok(())
-    }
-}
+use crate::engines::{Engine, InputSpec, Layout, SampleSource};
 
 /// One optimised plan for one batch size, with its pool of idle run states.
 struct Plan {
@@ -370,11 +275,11 @@ pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], b
             }
             let out = &mut dst[slot * elems..(slot + 1) * elems];
             if s.layout == model_layout {
-                decode_into(bytes, s.dtype, out);
+                s.decode_into(bytes, out);
             } else {
                 // Element `e` of the sample goes to position `map(e)` of the model's layout.
                 let mut tmp = vec![0f32; elems];
-                decode_into(bytes, s.dtype, &mut tmp);
+                s.decode_into(bytes, &mut tmp);
                 match s.layout {
                     Layout::Nhwc => {
                         for (e, v) in tmp.into_iter().enumerate() {
@@ -423,27 +328,6 @@ pub fn argmax(scores: &[f32]) -> usize {
     best
 }
 
-/// Converts little-endian sample bytes of `dtype` to f32.
-fn decode_into(bytes: &[u8], dtype: InputDtype, out: &mut [f32]) {
-    match dtype {
-        InputDtype::F32 => {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
-        }
-        InputDtype::F16 => {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-                *o = f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32();
-            }
-        }
-        InputDtype::I8 { scale } => {
-            for (o, &b) in out.iter_mut().zip(bytes) {
-                *o = b as i8 as f32 * scale;
-            }
-        }
-    }
-}
-
 /// Checks the model's declared image input against `spec` and returns the model's layout.
 ///
 /// ONNX models may declare their input with a symbolic batch and concrete sides; tract would happily
@@ -456,10 +340,10 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
     }
     let input_name = model.node(inputs[0].node).name.clone();
     let fact = model.input_fact(0).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
-    if let Some(dt) = fact.datum_type.concretize() {
-        if dt != f32::datum_type() {
-            return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
-        }
+    if let Some(dt) = fact.datum_type.concretize()
+        && dt != f32::datum_type()
+    {
+        return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
     }
     let dims: Vec<Option<usize>> = fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
     let shown = || {
@@ -637,8 +521,8 @@ mod tests {
     fn engine_trait_answers_little_endian_i32_classes() {
         struct Source(Vec<Vec<u8>>);
         impl SampleSource for Source {
-            fn sample(&self, index: usize) -> crate::harness::engine::Sample {
-                crate::harness::engine::Sample::whole(std::sync::Arc::from(self.0[index].clone()))
+            fn sample(&self, index: usize) -> crate::engines::Sample {
+                crate::engines::Sample::whole(std::sync::Arc::from(self.0[index].clone()))
             }
         }
         let imgs = images(0..5, Layout::Nchw);
@@ -653,20 +537,13 @@ mod tests {
     }
 
     #[test]
-    fn nhwc_and_converted_dtypes_feed_the_same_model() {
+    fn nhwc_samples_feed_the_same_model() {
         let nchw = images(60..63, Layout::Nchw);
         let nhwc = images(60..63, Layout::Nhwc);
         let e1 = engine(1);
         let reference = e1.scores(&views(&nchw)).unwrap();
         let nhwc_engine = CpuEngine::from_proto(proto(), "test", input_spec(SIZE, 1, Layout::Nhwc)).unwrap();
         assert_eq!(nhwc_engine.scores(&views(&nhwc)).unwrap(), reference, "layout conversion is exact");
-
-        // fp16 and int8 samples are converted exactly as documented.
-        let mut out = [0f32; 3];
-        decode_into(&[0x00, 0x3c, 0x00, 0xc0, 0x00, 0x38], InputDtype::F16, &mut out);
-        assert_eq!(out, [1.0, -2.0, 0.5]);
-        decode_into(&[2, 0xff, 0x80], InputDtype::I8 { scale: 0.5 }, &mut out);
-        assert_eq!(out, [1.0, -0.5, -64.0]);
     }
 
     #[test]

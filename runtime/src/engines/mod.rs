@@ -1,13 +1,21 @@
-//! Engines behind the harness's `Engine` trait.
+//! Engines: models on devices, behind one small interface ([`io`]). Engines import nothing of the
+//! harness or the benchmarks; they are given samples and shapes and answer batches.
 //!
+//! - [`io`]: the boundary types (`Engine`, `Sample`, `SampleSource`, `InputSpec`, `ElementType`,
+//!   `Layout`).
 //! - [`cpu`]: the CPU engine (tract), which runs CPU-only systems and is the accuracy oracle that
 //!   GPU engines are compared against.
 //! - [`gpu`]: the GPU engine (ONNX -> fused cuDNN plan, run through cudarc), built by
 //!   `generate_engines`.
-//! - [`synthetic`]: the synthetic ResNet50 workload of the CPU-only system (a seeded model of the
-//!   real topology, generated images and the labels the CPU engine gives them); never submittable.
+//! - [`synthetic`]: the synthetic ResNet50 model generator (a seeded model of the real topology,
+//!   generated images and the labels the CPU engine gives them); never submittable.
+//! - [`test_doubles`]: a null and a fixed-latency engine, for exercising the harness.
 
 pub mod cpu;
 pub mod gpu;
+pub mod io;
 pub mod onnx_writer;
 pub mod synthetic;
+pub mod test_doubles;
+
+pub use io::{ElementType, Engine, InputSpec, Layout, Sample, SampleSource};

@@ -2,7 +2,8 @@
 //! the issue call, and a fixed-latency device behind the real batching SUT. Both are test doubles,
 //! so their runs are never submittable.
 
-use crate::harness::engine::{Sample, SampleSource, test_label};
+use crate::engines::test_doubles::test_answer;
+use crate::engines::{Sample, SampleSource};
 use mlperf_loadgen::{Qsl, QuerySample, Response, Sut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,12 +25,6 @@ impl Sut for NullSut {
         complete_with_tokens(samples, &answers, self.token_latencies);
         self.completed.fetch_add(samples.len() as u64, Ordering::Relaxed);
     }
-}
-
-/// The test engines' answer: one i32 class id, or two i32 "tokens" for LLM benchmarks.
-pub fn test_answer(index: usize, tokens: bool) -> Vec<u8> {
-    let label = test_label(index).to_le_bytes();
-    if tokens { [label, label].concat() } else { label.to_vec() }
 }
 
 /// Completes samples; with token latencies, first reports each answer's first token (4 bytes) the

@@ -2,8 +2,8 @@
 //! device takes up to one batch, waiting at most the deque timeout for it to fill; inference workers
 //! per device run the engine and complete each batch through LoadGen's thread-safe completion.
 
+use crate::engines::{Engine, SampleSource};
 use crate::harness::backends::complete_with_tokens;
-use crate::harness::engine::{Engine, SampleSource};
 use mlperf_loadgen::{QuerySample, Sut};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -153,7 +153,7 @@ impl Sut for BatchingSut {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::engine::Sample;
+    use crate::engines::Sample;
     use std::collections::HashMap;
 
     /// Records every batch it runs, taking a little time per batch like a device (an instant engine

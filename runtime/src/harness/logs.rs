@@ -5,6 +5,22 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// LoadGen's verdict on a performance run (`result_validity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validity {
+    Valid,
+    Invalid,
+}
+
+impl Validity {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Validity::Valid => "VALID",
+            Validity::Invalid => "INVALID",
+        }
+    }
+}
+
 /// A parsed detail log.
 #[derive(Debug, Clone, Default)]
 pub struct DetailLog {
@@ -59,6 +75,16 @@ impl DetailLog {
     pub fn bool(&self, key: &str) -> Option<bool> {
         self.get(key).and_then(Value::as_bool)
     }
+
+    /// `result_validity`, or None when the log has none (an accuracy run, a run that died) or an
+    /// unknown value.
+    pub fn validity(&self) -> Option<Validity> {
+        match self.str("result_validity")? {
+            "VALID" => Some(Validity::Valid),
+            "INVALID" => Some(Validity::Invalid),
+            _ => None,
+        }
+    }
 }
 
 /// `key : value` pairs of a summary file (first occurrence wins).
@@ -82,7 +108,7 @@ mod tests {
 :::MLLOG {"key": "result_validity", "value": "INVALID", "time_ms": 1, "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME", "metadata": {"is_error": false, "is_warning": false, "file": "f", "line_no": 1, "pid": 1, "tid": 1}}
 :::MLLOG {"key": "error_runtime", "value": "Ran out", "time_ms": 1, "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME", "metadata": {"is_error": true, "is_warning": false, "file": "f", "line_no": 1, "pid": 1, "tid": 1}}"#;
         let log = DetailLog::parse(text).unwrap();
-        assert_eq!(log.str("result_validity"), Some("VALID"));
+        assert_eq!(log.validity(), Some(Validity::Valid));
         assert_eq!(log.errors.len(), 1);
         assert!(DetailLog::parse(":::MLLOG {broken").is_err());
     }

@@ -1,132 +1,52 @@
 //! `run_harness`: one LoadGen test per (config, mode), each in a child process of this binary
 //! (LoadGen applies mlperf.conf only on the first `FromConfig` of a process, and a child keeps a
-//! Ctrl-C or a crash contained to one run).
+//! crash contained to one run).
 //!
-//! Parent: plan every run, check the log directory is writable before anything runs, write each
-//! run directory (`user.conf`, `run_plan.json`, `NON_SUBMITTABLE.txt`), run the child, read the logs
-//! and print the result table. Child (`run_loadgen_test <dir>`): settings from user.conf through
-//! LoadGen's own parser, the backend's SUT and QSL, `StartTest`, logs in the run directory.
+//! Parent ([`run_all`]): plan every run ([`plan`]), check the log directory is writable before
+//! anything runs, write each run directory (`user.conf`, `run_plan.json`, `audit.config`,
+//! `NON_SUBMITTABLE.txt`), run the child, read the logs and return the result rows ([`report`]).
+//! A stop signal (SIGINT, SIGTERM, SIGHUP) is forwarded to the running child, which flushes
+//! LoadGen's logs and leaves; the run is reported ABORTED and nothing further runs.
+//! Child ([`child::run_one`], `run_loadgen_test <dir>`): settings from user.conf through LoadGen's
+//! own parser, the backend's SUT and QSL, `StartTest`, logs and the accuracy score in the run
+//! directory.
 
 pub mod backends;
 pub mod batcher;
-pub mod engine;
+pub mod child;
 pub mod logs;
+pub mod plan;
+pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod signals;
-pub mod workload;
 
-use crate::fsutil::write_atomic;
-use batcher::{BatcherConfig, BatchingSut};
-use engine::{Engine, FixedLatencyEngine};
+use crate::select::Selected;
+use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose};
-use mlperf_config::{BenchmarkRound, CompiledConfig, Round, Scenario, Settings, SystemInfo, Tables};
-use serde::{Deserialize, Serialize};
+use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Settings, SystemInfo};
+use plan::{Backend, RunMode, RunPlan, TestMode, prepare_dir};
+use report::{ABORTED_MARKER, Outcome, RunStatus};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::Duration;
-
-/// `--test_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TestMode {
-    PerformanceOnly,
-    AccuracyOnly,
-    /// An accuracy run, then a performance run.
-    SubmissionRun,
-    FindPeakPerformance,
-}
-
-impl TestMode {
-    pub fn parse(text: &str) -> Result<TestMode, String> {
-        match text.to_ascii_lowercase().as_str() {
-            "performanceonly" => Ok(TestMode::PerformanceOnly),
-            "accuracyonly" => Ok(TestMode::AccuracyOnly),
-            "submissionrun" => Ok(TestMode::SubmissionRun),
-            "findpeakperformance" => Ok(TestMode::FindPeakPerformance),
-            _ => Err(format!("--test_mode={text}: use PerformanceOnly, AccuracyOnly, SubmissionRun or FindPeakPerformance")),
-        }
-    }
-
-    /// The LoadGen runs this mode consists of, with their directory (None = the scenario dir).
-    fn runs(self) -> Vec<(mlperf_loadgen::TestMode, Option<&'static str>)> {
-        use mlperf_loadgen::TestMode as Lg;
-        match self {
-            TestMode::PerformanceOnly => vec![(Lg::PerformanceOnly, None)],
-            TestMode::AccuracyOnly => vec![(Lg::AccuracyOnly, None)],
-            TestMode::FindPeakPerformance => vec![(Lg::FindPeakPerformance, None)],
-            TestMode::SubmissionRun => vec![(Lg::AccuracyOnly, Some("accuracy")), (Lg::PerformanceOnly, Some("performance"))],
-        }
-    }
-}
-
-/// What answers LoadGen's queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Backend {
-    /// The engine the config names (`engine = "gpu" | "cpu" | "serving"`).
-    Config,
-    /// Completes every sample inside the issue call: LoadGen overhead only. Test double.
-    Null,
-    /// The batching SUT over a device that takes `latency_us` per batch. Test double.
-    FixedLatency { latency_us: u64 },
-}
-
-impl Backend {
-    pub fn parse(text: &str, latency_us: u64) -> Result<Backend, String> {
-        match text {
-            "config" => Ok(Backend::Config),
-            "null" => Ok(Backend::Null),
-            "fixed_latency" | "fixed-latency" => Ok(Backend::FixedLatency { latency_us }),
-            _ => Err(format!("--backend={text}: use config, null or fixed_latency")),
-        }
-    }
-
-    fn is_test_double(self) -> bool {
-        !matches!(self, Backend::Config)
-    }
-}
-
-/// Everything the child needs, written to `run_plan.json` in the run directory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunPlan {
-    pub system: String,
-    pub system_name: String,
-    pub benchmark: String,
-    pub bench_dir: String,
-    pub scenario: String,
-    pub workload: String,
-    pub round: String,
-    pub loadgen_version: String,
-    pub loadgen_model: String,
-    pub mode: String,
-    pub backend: Backend,
-    pub total_sample_count: u64,
-    pub performance_sample_count: u64,
-    pub min_duration_ms: u64,
-    /// LLM benchmarks whose runs report first tokens (`use_token_latencies`).
-    pub token_latencies: bool,
-    pub audit_test: Option<String>,
-    pub overrides: Vec<(String, String)>,
-    /// Why this run can never be part of a submission (empty = submittable).
-    pub non_submittable: Vec<String>,
-}
+use std::time::{Duration, Instant};
 
 /// The resolved command: what to run and how.
-pub struct RunRequest<'a> {
-    pub tables: &'static Tables,
+pub struct RunRequest {
     pub system: &'static SystemInfo,
     pub round: &'static Round,
-    pub configs: Vec<&'static CompiledConfig>,
+    /// The configs, each with its effective settings (command-line overrides applied).
+    pub configs: Vec<Selected>,
     pub test_mode: TestMode,
     pub test_run: bool,
-    pub audit_test: Option<String>,
+    pub audit_test: Option<AuditTest>,
     pub backend: Backend,
-    /// `--<field>=<value>` overrides (development builds only).
+    /// `--<field>=<value>` overrides as given (development builds only), for the record.
     pub overrides: Vec<(String, String)>,
-    /// Extra reasons that make every run non-submittable (e.g. a system chosen against the hardware).
+    /// Reasons that make every run non-submittable (overrides, a system chosen against the hardware).
     pub caveats: Vec<String>,
-    pub log_dir: &'a Path,
+    pub log_dir: PathBuf,
     pub timestamp: String,
 }
 
@@ -147,56 +67,80 @@ pub fn timestamp() -> String {
     format!("{year:04}.{month:02}.{day:02}-{:02}.{:02}.{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Applies `--<field>=<value>` overrides to a copy of the settings, with the same type and unit
-/// checks as the build.
-pub fn apply_overrides(settings: &Settings, overrides: &[(String, String)]) -> Result<Settings, String> {
-    let mut out = settings.clone();
-    for (field, value) in overrides {
-        let index = Settings::index_of(field).ok_or_else(|| format!("--{field}: not a config field (`mlperf config fields` lists them)"))?;
-        // Read the value as TOML; a bare word that is not TOML is a string.
-        let raw = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|t| t.get("v").cloned()).unwrap_or_else(|| toml::Value::String(value.clone()));
-        let text = format!("v = {raw}");
-        let mut sources = mlperf_config::diag::Sources::default();
-        let file = sources.add("<command line>", text);
-        let entries = mlperf_config::raw::parse_toml(&sources, file).map_err(|d| d.message)?;
-        out.set(index, &entries[0].1).map_err(|e| format!("--{field}={value}: {}", e.message))?;
-    }
-    Ok(out)
+/// Samples the QSL holds in memory during a performance run: the config's override, else the round's.
+pub fn performance_sample_count(bench: &BenchmarkRound, settings: &Settings) -> u64 {
+    settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count)
 }
 
-/// Runs every planned test and returns the outcome rows.
-pub fn run_all(req: &RunRequest) -> Result<Vec<report::Outcome>, String> {
-    if !req.overrides.is_empty() && req.tables.locked_system.is_some() {
-        return Err("command-line config overrides are refused by locked builds; build without system features to experiment".into());
+/// Devices the harness runs one engine instance on: the system's GPUs, or the whole machine as one
+/// device when it has none.
+pub fn device_count(system: &SystemInfo) -> usize {
+    system.hardware.gpus_per_node.max(1) as usize
+}
+
+/// Batcher knobs from the config, with NVIDIA's LWIS defaults where the config is silent.
+pub fn batcher_config(settings: &Settings, benchmark: &str) -> BatcherConfig {
+    let component = mlperf_config::benchmark::find(benchmark).map_or(benchmark, |b| b.components[0]);
+    BatcherConfig {
+        batch_size: settings.batch_size(component).unwrap_or(1).max(1) as usize,
+        deque_timeout: Duration::from_micros(settings.deque_timeout_usec.unwrap_or(10_000)),
+        workers_per_device: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
+        use_deque_limit: settings.use_deque_limit.unwrap_or(false),
+        token_latencies: false,
     }
+}
+
+/// How the batching SUT drives the configured engine: the config's batcher knobs, except that a
+/// CPU engine's "device" is the whole machine and runs one single-threaded batch per core.
+/// `gpu_inference_streams` (CUDA streams per GPU) does not apply to it: every scenario config
+/// inherits NVIDIA's GPU value (1 for ResNet50 Offline), which once held the CPU engine to one
+/// core of two (200 samples/s against 400).
+pub fn engine_batcher_config(settings: &Settings, benchmark: &str) -> BatcherConfig {
+    let mut config = batcher_config(settings, benchmark);
+    if settings.engine == Some(EngineKind::Cpu) {
+        config.workers_per_device = std::thread::available_parallelism().map_or(1, |n| n.get());
+    }
+    config
+}
+
+/// Runs every planned test and returns the outcome rows. A stop signal ends the loop after the
+/// running child has stopped; its row says ABORTED.
+pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
     let root = new_run_root(&req.log_dir, &req.timestamp)?;
-    signals::install();
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    signals::install()?;
     let mut outcomes = Vec::new();
-    for config in &req.configs {
-        let mut settings = apply_overrides(&config.settings, &req.overrides)?;
+    for selected in &req.configs {
+        let config = selected.config;
+        let mut settings = selected.settings.clone();
         if req.audit_test.is_some() {
             // Audits of Server run at the config's derated target (a Server-only field).
             if let Some(derating) = settings.audit_server_target_qps_adj_factor {
                 settings.server_target_qps_adj_factor = Some(settings.server_target_qps_adj_factor.unwrap_or(1.0) * derating);
             }
         }
-        let effective_config = CompiledConfig { settings, ..(*config).clone() };
+        let effective = CompiledConfig { settings, ..config.clone() };
         let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
         let scenario_dir = root.join(&system_name).join(&bench_dir).join(config.scenario.name());
-        for (lg_mode, sub) in req.test_mode.runs() {
+        for (mode, sub) in req.test_mode.runs() {
+            if signals::received().is_some() {
+                return Ok(outcomes);
+            }
             let dir = sub.map_or_else(|| scenario_dir.clone(), |s| scenario_dir.join(s));
-            let plan = plan(req, &effective_config, &system_name, &bench_dir, lg_mode);
-            let user_conf = render::user_conf(&effective_config, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission });
-            prepare_dir(&dir, &plan, &user_conf)?;
-            let status = Command::new(std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?)
-                .arg("run_loadgen_test")
-                .arg(&dir)
-                .status()
-                .map_err(|e| format!("cannot start the run of {}: {e}", dir.display()))?;
-            outcomes.push(report::Outcome::read(&dir, &plan, status.code()));
-            if signals::interrupted() {
+            let plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
+            let user_conf = render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission });
+            let audit = match req.audit_test {
+                Some(test) => Some(plan::audit_config(req.round, &plan.loadgen_model, config.scenario, test)?),
+                None => None,
+            };
+            prepare_dir(&dir, &plan, &user_conf, audit.as_deref())?;
+            let exit = run_child(&exe, &dir)?;
+            let outcome = Outcome::read(&dir, &plan, exit);
+            let stopped = outcome.status == RunStatus::Aborted;
+            outcomes.push(outcome);
+            if stopped {
                 return Ok(outcomes);
             }
         }
@@ -204,8 +148,65 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<report::Outcome>, String> {
     Ok(outcomes)
 }
 
-fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir: &str, mode: mlperf_loadgen::TestMode) -> RunPlan {
-    let bench = req.round.benchmark(&config.benchmark).expect("checked by the caller");
+/// How long a child may take to flush its logs and leave after the parent forwarded a signal.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// Runs `run_loadgen_test <dir>` and waits for it, forwarding a stop signal to it. A child that
+/// does not stop within [`STOP_GRACE`] is killed; either way its run directory is marked ABORTED.
+/// Returns the child's exit code (None when a signal ended it).
+fn run_child(exe: &Path, dir: &Path) -> Result<Option<i32>, String> {
+    let mut command = Command::new(exe);
+    command.arg("run_loadgen_test").arg(dir);
+    // SAFETY: the closure runs in the forked child before exec and only makes one async-signal-safe
+    // system call. PR_SET_PDEATHSIG makes the kernel send SIGTERM to the child if this process
+    // dies without forwarding a signal (SIGKILL, a crash), so no run outlives its parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| format!("cannot start the run of {}: {e}", dir.display()))?;
+    let mut stopping: Option<(signals::Signal, Instant)> = None;
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| format!("waiting for the run of {}: {e}", dir.display()))? {
+            if let Some((signal, _)) = stopping {
+                mark_aborted(dir, signal);
+            }
+            return Ok(status.code());
+        }
+        match (signals::received(), stopping) {
+            (Some(signal), None) => {
+                // SAFETY: plain kill(2) on the child we spawned and have not reaped yet.
+                unsafe { libc::kill(child.id() as i32, signal.number()) };
+                stopping = Some((signal, Instant::now()));
+            }
+            (Some(_), Some((signal, since))) if since.elapsed() > STOP_GRACE => {
+                eprintln!("the run in {} did not stop within {} s of {}; killing it", dir.display(), STOP_GRACE.as_secs(), signal.name());
+                let _ = child.kill();
+                let _ = child.wait();
+                mark_aborted(dir, signal);
+                return Ok(None);
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Records in a run directory that a signal stopped its run (the child writes the same marker
+/// when it gets there first).
+pub fn mark_aborted(dir: &Path, signal: signals::Signal) {
+    let marker = dir.join(ABORTED_MARKER);
+    if !marker.exists() {
+        let _ = std::fs::write(marker, format!("{}\n", signal.name()));
+    }
+}
+
+fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, system_name: &str, bench_dir: &str, mode: RunMode) -> RunPlan {
+    let settings = &config.settings;
     let mut non_submittable = req.caveats.clone();
     if req.test_run {
         non_submittable.push(format!("--test_run: min_duration {} ms", req.round.test_run_min_duration_ms));
@@ -213,37 +214,42 @@ fn plan(req: &RunRequest, config: &CompiledConfig, system_name: &str, bench_dir:
     if req.backend.is_test_double() {
         non_submittable.push(format!("test backend {:?} instead of the configured engine", req.backend));
     }
-    for (field, value) in &req.overrides {
-        non_submittable.push(format!("command-line override --{field}={value}"));
-    }
-    if config.settings.dataset == Some(mlperf_config::DatasetSource::Synthetic) {
+    let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
+    if synthetic {
         non_submittable.push("synthetic dataset and model (accuracy measures agreement with the reference engine)".into());
+    }
+    // Development runs are sized by the engine's measured speed unless the command line sets it.
+    let probe_rate = req.test_run
+        && synthetic
+        && req.backend == Backend::Config
+        && mode == RunMode::PerformanceOnly
+        && probe::rate_field(config.scenario).is_some_and(|field| !req.overrides.iter().any(|(f, _)| f == field));
+    if probe_rate {
+        non_submittable.push(format!("expected rate measured by a {} s probe of the engines (see probe.txt)", probe::PROBE.as_secs()));
     }
     RunPlan {
         system: req.system.id.to_string(),
         system_name: system_name.to_string(),
         benchmark: config.benchmark.to_string(),
         bench_dir: bench_dir.to_string(),
-        scenario: config.scenario.name().to_string(),
-        workload: config.workload.section_name(),
+        scenario: config.scenario,
+        workload: config.workload,
         round: req.round.id.to_string(),
         loadgen_version: req.round.loadgen.version.to_string(),
         loadgen_model: bench.loadgen_model_for(config.scenario).to_string(),
-        mode: format!("{mode:?}"),
+        mode,
         backend: req.backend,
+        devices: device_count(req.system),
         total_sample_count: bench.accuracy_sample_count(),
-        performance_sample_count: performance_sample_count(bench, &config.settings),
-        min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { config.settings.min_duration.unwrap_or(req.round.min_duration_ms) },
+        performance_sample_count: performance_sample_count(bench, settings),
+        min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
-        audit_test: req.audit_test.clone(),
+        audit_test: req.audit_test,
         overrides: req.overrides.clone(),
+        settings: settings.clone(),
+        probe_rate,
         non_submittable,
     }
-}
-
-/// Samples the QSL holds in memory during a performance run: the config's override, else the round's.
-pub fn performance_sample_count(bench: &BenchmarkRound, settings: &Settings) -> u64 {
-    settings.performance_sample_count_override.unwrap_or(bench.performance_sample_count)
 }
 
 /// Creates this invocation's own log directory, `<log_dir>/<timestamp>`, before any run (so a
@@ -264,184 +270,9 @@ fn new_run_root(log_dir: &Path, timestamp: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str) -> Result<(), String> {
-    if dir.join("mlperf_log_detail.txt").exists() {
-        return Err(format!("{} already holds a run; logs are never overwritten", dir.display()));
-    }
-    write_atomic(&dir.join("user.conf"), user_conf.as_bytes())?;
-    let json = serde_json::to_string_pretty(plan).expect("plans serialize");
-    write_atomic(&dir.join("run_plan.json"), json.as_bytes())?;
-    if !plan.non_submittable.is_empty() {
-        let text: String = plan.non_submittable.iter().map(|r| format!("{r}\n")).collect();
-        write_atomic(&dir.join("NON_SUBMITTABLE.txt"), text.as_bytes())?;
-    }
-    Ok(())
-}
-
-/// Reads a run directory's plan.
-pub fn read_plan(dir: &Path) -> Result<RunPlan, String> {
-    let text = std::fs::read_to_string(dir.join("run_plan.json")).map_err(|e| format!("{}: no run plan: {e}", dir.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}/run_plan.json: {e}", dir.display()))
-}
-
-/// The child: one LoadGen test in `dir`, as its plan says.
-pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
-    let plan = read_plan(dir)?;
-    if mlperf_loadgen::LINKED_VERSION != plan.loadgen_version {
-        return Err(format!(
-            "round {} needs LoadGen {}, but this binary links {}; build with the round's LoadGen feature",
-            plan.round,
-            plan.loadgen_version,
-            mlperf_loadgen::LINKED_VERSION
-        ));
-    }
-    let scenario = Scenario::parse(&plan.scenario).ok_or("bad scenario in plan")?;
-    let config = tables
-        .configs
-        .iter()
-        .find(|c| c.system == plan.system && c.benchmark == plan.benchmark && c.scenario == scenario && c.workload.section_name() == plan.workload)
-        .ok_or_else(|| format!("this binary has no config {}/{}/{}/{}", plan.system, plan.benchmark, plan.scenario, plan.workload))?;
-    let settings = apply_overrides(&config.settings, &plan.overrides)?;
-    let lg_scenario = match scenario.loadgen() {
-        Scenario::Offline => mlperf_loadgen::Scenario::Offline,
-        Scenario::Server => mlperf_loadgen::Scenario::Server,
-        Scenario::SingleStream => mlperf_loadgen::Scenario::SingleStream,
-        _ => mlperf_loadgen::Scenario::MultiStream,
-    };
-    let mut lg = mlperf_loadgen::TestSettings::from_user_conf(dir.join("user.conf"), &plan.loadgen_model, lg_scenario).map_err(|e| e.to_string())?;
-    lg.set_mode(match plan.mode.as_str() {
-        "AccuracyOnly" => mlperf_loadgen::TestMode::AccuracyOnly,
-        "FindPeakPerformance" => mlperf_loadgen::TestMode::FindPeakPerformance,
-        _ => mlperf_loadgen::TestMode::PerformanceOnly,
-    });
-    write_atomic(&dir.join("effective_settings.txt"), format!("{:#?}\n", lg.effective()).as_bytes())?;
-    let audit = match &plan.audit_test {
-        Some(test) => {
-            let path = dir.join("audit.config");
-            write_atomic(&path, audit_config(tables, &plan, test)?.as_bytes())?;
-            Some(path)
-        }
-        None => None,
-    };
-
-    signals::install();
-    let marker = dir.join("ABORTED");
-    std::thread::spawn(move || {
-        while !signals::interrupted() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // LoadGen cannot resume after an abort: record it and leave; the logs so far stay.
-        mlperf_loadgen::abort_test();
-        let _ = std::fs::write(&marker, b"interrupted by Ctrl-C\n");
-        eprintln!("\ninterrupted: test aborted, partial logs kept");
-        std::process::exit(130);
-    });
-
-    let log = mlperf_loadgen::LogSettings::in_dir(dir);
-    let label = format!("{} {} {}", plan.benchmark, plan.scenario, plan.mode);
-    let min_duration = Duration::from_millis(plan.min_duration_ms);
-    let qsl = backends::EmptyQsl { total: plan.total_sample_count as usize, performance: plan.performance_sample_count as usize };
-    let engine_errors = match plan.backend {
-        Backend::Null => {
-            let completed = Arc::new(AtomicU64::new(0));
-            let _progress = progress::Progress::start(label, completed.clone(), min_duration);
-            let sut = backends::NullSut { completed, token_latencies: plan.token_latencies };
-            mlperf_loadgen::start_test(&sut, &qsl, &lg, &log, audit.as_deref()).map_err(|e| e.to_string())?;
-            Vec::new()
-        }
-        Backend::FixedLatency { latency_us } => {
-            let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_micros(latency_us), tokens: plan.token_latencies });
-            let devices = vec![engine; workload::device_count(tables.system(&plan.system))];
-            let qsl = Arc::new(qsl);
-            let config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&settings, &plan.benchmark) };
-            let sut = BatchingSut::start("mlperf fixed-latency SUT", devices, qsl.clone(), config);
-            let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
-            let result = mlperf_loadgen::start_test(&sut, qsl.as_ref(), &lg, &log, audit.as_deref());
-            let errors = sut.finish();
-            result.map_err(|e| e.to_string())?;
-            errors
-        }
-        Backend::Config => {
-            let devices = workload::device_count(tables.system(&plan.system));
-            let id = crate::engines::gpu::setup::PlanIdentity { system: &plan.system, scenario: &plan.scenario, workload: &plan.workload };
-            let work = workload::open(&plan.benchmark, &settings, plan.total_sample_count as usize, plan.performance_sample_count as usize, devices, &id)?;
-            let config = BatcherConfig { token_latencies: plan.token_latencies, ..workload::batcher(&settings, &plan.benchmark) };
-            let sut = BatchingSut::start(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config);
-            let _progress = progress::Progress::start(label, sut.counters_completed(), min_duration);
-            let result = mlperf_loadgen::start_test(&sut, work.library.as_ref(), &lg, &log, audit.as_deref());
-            let errors = sut.finish();
-            result.map_err(|e| e.to_string())?;
-            if plan.mode == "AccuracyOnly" && errors.is_empty() {
-                let line = workload::score(dir, &work.val_map, work.synthetic)?;
-                eprintln!("{}: {line}", plan.benchmark);
-            }
-            errors
-        }
-    };
-    // LoadGen always creates the trace file; it is empty with tracing off and no submission wants it.
-    let trace = dir.join("mlperf_log_trace.json");
-    if std::fs::metadata(&trace).is_ok_and(|m| m.len() == 0) {
-        let _ = std::fs::remove_file(trace);
-    }
-    if !engine_errors.is_empty() {
-        return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]));
-    }
-    Ok(())
-}
-
-/// Batcher knobs from the config, with NVIDIA's LWIS defaults where the config is silent.
-pub fn batcher_config(settings: &Settings, benchmark: &str) -> BatcherConfig {
-    let component = mlperf_config::benchmark::find(benchmark).map_or(benchmark, |b| b.components[0]);
-    BatcherConfig {
-        batch_size: settings.batch_size(component).unwrap_or(1).max(1) as usize,
-        deque_timeout: Duration::from_micros(settings.deque_timeout_usec.unwrap_or(10_000)),
-        workers_per_device: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
-        use_deque_limit: settings.use_deque_limit.unwrap_or(false),
-        token_latencies: false,
-    }
-}
-
-/// The audit.config of a compliance test, from the round's audit table: only `*.*` keys, since
-/// LoadGen applies audit files with the model name `*`.
-pub fn audit_config(tables: &Tables, plan: &RunPlan, test: &str) -> Result<String, String> {
-    let round = tables.round(&plan.round).ok_or("unknown round")?;
-    let audit =
-        round.audits.get(test).ok_or_else(|| format!("round {} has no compliance test {test} (it has {})", round.id, round.audits.keys().collect::<Vec<_>>().join(", ")))?;
-    let mut out = format!("# {test} for {} {} (round {}), generated from rounds/{}.toml\n", plan.loadgen_model, plan.scenario, round.id, round.id);
-    let mut line = |key: &str, value: String| out.push_str(&format!("*.*.{key} = {value}\n"));
-    if let Some(mode) = audit.mode {
-        line("mode", mode.to_string());
-    }
-    if audit.accuracy_log_sampling_target.is_some() {
-        line("accuracy_log_rng_seed", round.compliance_seeds.accuracy_log.to_string());
-    }
-    if let Some(target) = audit.accuracy_log_sampling_target.as_ref().and_then(|t| t.for_model(&plan.loadgen_model)) {
-        line("accuracy_log_sampling_target", target.to_string());
-    }
-    if let Some(v) = audit.performance_issue_unique {
-        line("performance_issue_unique", v.to_string());
-    }
-    if let Some(v) = audit.performance_issue_same {
-        line("performance_issue_same", v.to_string());
-    }
-    if let Some(v) = audit.performance_issue_same_index {
-        line("performance_issue_same_index", v.to_string());
-    }
-    if let Some(v) = audit.min_query_count.as_ref().and_then(|m| m.for_model(&plan.loadgen_model)) {
-        line("min_query_count", v.to_string());
-    }
-    if let Some(v) = audit.min_duration_ms {
-        line("min_duration", v.to_string());
-    }
-    if let Some(v) = audit.sample_concatenate_permutation {
-        line("sample_concatenate_permutation", v.to_string());
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::new_run_root;
+    use super::*;
 
     #[test]
     fn invocations_in_the_same_second_get_their_own_log_directory_that_sorts_newest() {
@@ -456,5 +287,20 @@ mod tests {
         assert_eq!(sorted, names, "a later invocation's directory is the newest by name");
         assert!(new_run_root(&logs, "2026.11.22-10.00.01").unwrap().file_name().unwrap() > std::ffi::OsStr::new(&names[2]));
         std::fs::remove_dir_all(&logs).unwrap();
+    }
+
+    #[test]
+    fn cpu_engines_run_one_worker_per_core_whatever_gpu_streams_they_inherit() {
+        let cores = std::thread::available_parallelism().unwrap().get();
+        let mut settings =
+            Settings { engine: Some(EngineKind::Cpu), gpu_inference_streams: Some(1), gpu_batch_size: Some(vec![("resnet50".into(), 8)].into()), ..Settings::default() };
+        let cpu = engine_batcher_config(&settings, "resnet50");
+        assert_eq!((cpu.workers_per_device, cpu.batch_size), (cores, 8));
+        assert_eq!(batcher_config(&settings, "resnet50").workers_per_device, 1, "test doubles keep the config's streams");
+
+        // GPU engines keep the config's streams as workers per device.
+        settings.engine = Some(EngineKind::Gpu);
+        settings.gpu_inference_streams = Some(3);
+        assert_eq!(engine_batcher_config(&settings, "resnet50").workers_per_device, 3);
     }
 }

@@ -3,40 +3,83 @@
 //! performance-tuning advice: raise or lower target QPS / expected latency).
 
 use super::RunPlan;
-use super::logs::DetailLog;
+use super::logs::{DetailLog, Validity};
+use super::plan::RunMode;
+use mlperf_config::Scenario;
+use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+
+/// How a run ended, as the result table, the audits and the exit status see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RunStatus {
+    /// LoadGen's `result_validity` is VALID.
+    #[serde(rename = "VALID")]
+    Valid,
+    /// LoadGen's `result_validity` is INVALID.
+    #[serde(rename = "INVALID")]
+    Invalid,
+    /// An accuracy run that completed without LoadGen errors.
+    #[serde(rename = "ACCURACY")]
+    Accuracy,
+    /// Stopped by a signal (Ctrl-C, SIGTERM, SIGHUP); partial logs kept.
+    #[serde(rename = "ABORTED")]
+    Aborted,
+    /// The run failed (an error, a crash, or logs without a verdict).
+    #[serde(rename = "FAILED")]
+    Failed,
+}
+
+impl RunStatus {
+    pub const fn name(self) -> &'static str {
+        match self {
+            RunStatus::Valid => "VALID",
+            RunStatus::Invalid => "INVALID",
+            RunStatus::Accuracy => "ACCURACY",
+            RunStatus::Aborted => "ABORTED",
+            RunStatus::Failed => "FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// The marker a run directory gets when a signal stopped its run; it holds the signal's name.
+pub const ABORTED_MARKER: &str = "ABORTED";
 
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub plan: RunPlan,
     pub dir: PathBuf,
-    /// VALID, INVALID, ACCURACY (an accuracy run that completed), ABORTED or FAILED.
-    pub status: String,
+    pub status: RunStatus,
     pub metric: Option<(String, f64)>,
     pub target: Option<(String, f64)>,
     pub advice: Option<String>,
 }
 
 /// The scenario metric as the checker reads it: key, label, scale to the shown unit.
-fn metric_key(scenario: &str, tokens: bool) -> (&'static str, &'static str, f64) {
+fn metric_key(scenario: Scenario, tokens: bool) -> (&'static str, &'static str, f64) {
     match (scenario, tokens) {
-        ("Offline", false) => ("result_samples_per_second", "samples/s", 1.0),
-        ("Offline", true) => ("result_tokens_per_second", "tokens/s", 1.0),
-        ("Server" | "Interactive", false) => ("result_completed_samples_per_sec", "samples/s", 1.0),
-        ("Server" | "Interactive", true) => ("result_completed_tokens_per_second", "tokens/s", 1.0),
-        ("SingleStream", _) => ("early_stopping_latency_ss", "p90 latency ms", 1e-6),
-        _ => ("early_stopping_latency_ms", "p99 latency ms", 1e-6),
+        (Scenario::Offline, false) => ("result_samples_per_second", "samples/s", 1.0),
+        (Scenario::Offline, true) => ("result_tokens_per_second", "tokens/s", 1.0),
+        (Scenario::Server | Scenario::Interactive, false) => ("result_completed_samples_per_sec", "samples/s", 1.0),
+        (Scenario::Server | Scenario::Interactive, true) => ("result_completed_tokens_per_second", "tokens/s", 1.0),
+        (Scenario::SingleStream, _) => ("early_stopping_latency_ss", "p90 latency ms", 1e-6),
+        (Scenario::MultiStream, _) => ("early_stopping_latency_ms", "p99 latency ms", 1e-6),
     }
 }
 
 impl Outcome {
     /// Reads a finished run directory. `exit` is the child's exit code.
     pub fn read(dir: &Path, plan: &RunPlan, exit: Option<i32>) -> Outcome {
-        let mut outcome = Outcome { plan: plan.clone(), dir: dir.to_path_buf(), status: "FAILED".into(), metric: None, target: None, advice: None };
-        if dir.join("ABORTED").exists() {
-            outcome.status = "ABORTED".into();
-            outcome.advice = Some("interrupted; partial LoadGen logs are kept in the run directory".into());
+        let mut outcome = Outcome { plan: plan.clone(), dir: dir.to_path_buf(), status: RunStatus::Failed, metric: None, target: None, advice: None };
+        if let Ok(signal) = std::fs::read_to_string(dir.join(ABORTED_MARKER)) {
+            outcome.status = RunStatus::Aborted;
+            outcome.advice = Some(format!("stopped by {}; partial LoadGen logs are kept in the run directory", signal.trim()));
             return outcome;
         }
         let log = match DetailLog::read(&dir.join("mlperf_log_detail.txt")) {
@@ -50,8 +93,8 @@ impl Outcome {
             outcome.advice = Some(format!("the run exited with {exit:?}; see the output above and {}", dir.join("mlperf_log_detail.txt").display()));
             return outcome;
         }
-        if plan.mode == "AccuracyOnly" {
-            outcome.status = if log.errors.is_empty() { "ACCURACY".into() } else { "FAILED".into() };
+        if plan.mode == RunMode::AccuracyOnly {
+            outcome.status = if log.errors.is_empty() { RunStatus::Accuracy } else { RunStatus::Failed };
             let logged = log.u64("qsl_reported_total_count").unwrap_or(0);
             outcome.metric = Some(("samples".into(), logged as f64));
             if !log.errors.is_empty() {
@@ -60,15 +103,19 @@ impl Outcome {
             return outcome;
         }
         let tokens = log.bool("requested_use_token_latencies").unwrap_or(false);
-        let (key, label, scale) = metric_key(&plan.scenario, tokens);
+        let (key, label, scale) = metric_key(plan.scenario, tokens);
         outcome.metric = log.f64(key).map(|v| (label.to_string(), v * scale));
-        outcome.target = match plan.scenario.as_str() {
-            "Offline" | "Server" | "Interactive" => log.f64("effective_target_qps").map(|v| ("target_qps".to_string(), v)),
+        outcome.target = match plan.scenario {
+            Scenario::Offline | Scenario::Server | Scenario::Interactive => log.f64("effective_target_qps").map(|v| ("target_qps".to_string(), v)),
             // LoadGen logs SingleStream/MultiStream expectations as a query rate.
-            _ => log.f64("effective_target_qps").filter(|q| *q > 0.0).map(|q| ("expected latency ms".to_string(), 1000.0 / q)),
+            Scenario::SingleStream | Scenario::MultiStream => log.f64("effective_target_qps").filter(|q| *q > 0.0).map(|q| ("expected latency ms".to_string(), 1000.0 / q)),
         };
-        outcome.status = log.str("result_validity").unwrap_or("FAILED").to_string();
-        if outcome.status != "VALID" {
+        outcome.status = match log.validity() {
+            Some(Validity::Valid) => RunStatus::Valid,
+            Some(Validity::Invalid) => RunStatus::Invalid,
+            None => RunStatus::Failed,
+        };
+        if outcome.status != RunStatus::Valid {
             outcome.advice = Some(advice(&log, plan));
         } else if !log.errors.is_empty() {
             outcome.advice = Some(format!("VALID, but LoadGen logged {} error(s), first: {}", log.errors.len(), log.errors[0].0));
@@ -83,18 +130,18 @@ fn advice(log: &DetailLog, plan: &RunPlan) -> String {
     let p = |k: &str| log.f64(k).map_or("?".to_string(), |ns| format!("{:.3} ms", ns * 1e-6));
     let met = |k: &str| log.bool(k).unwrap_or(true);
     let runtime = log.errors.iter().find(|(k, _)| k == "error_runtime").map(|(_, v)| v.to_string());
-    match plan.scenario.as_str() {
-        "Offline" if !met("result_min_duration_met") => format!(
+    match plan.scenario {
+        Scenario::Offline if !met("result_min_duration_met") => format!(
             "the run ended before the minimum duration: LoadGen issues target_qps x min_duration samples; raise offline_expected_qps to about the measured {:.1} samples/s",
             measured_qps.unwrap_or(0.0)
         ),
-        "Server" | "Interactive" if !met("result_perf_constraints_met") || !met("early_stopping_met") => {
+        Scenario::Server | Scenario::Interactive if !met("result_perf_constraints_met") || !met("early_stopping_met") => {
             format!("latency constraint or early stopping missed (p99 {}): lower server_target_qps until the run is VALID", p("result_99.00_percentile_latency_ns"))
         }
-        "SingleStream" | "MultiStream" if runtime.is_some() || !met("result_min_duration_met") => {
+        Scenario::SingleStream | Scenario::MultiStream if runtime.is_some() || !met("result_min_duration_met") => {
             format!("LoadGen ran out of generated queries: the expected latency is too high; lower it to about the measured p90 {}", p("result_90.00_percentile_latency_ns"))
         }
-        "SingleStream" | "MultiStream" if !met("early_stopping_met") || !met("result_min_queries_met") => {
+        Scenario::SingleStream | Scenario::MultiStream if !met("early_stopping_met") || !met("result_min_queries_met") => {
             "too few queries for early stopping: lower the expected latency (more queries per minimum duration) or raise min_query_count".to_string()
         }
         _ => format!("INVALID: {}", log.str("result_invalid_reason").unwrap_or("see mlperf_log_summary.txt")),
@@ -111,7 +158,14 @@ pub fn table(outcomes: &[Outcome]) -> String {
         let _ = writeln!(
             out,
             "{:<20} {:<13} {:<20} {:<15} {:<8} {:>16} {:<15} {:>14}",
-            o.plan.bench_dir, o.plan.scenario, o.plan.workload, o.plan.mode, o.status, metric, metric_label, target
+            o.plan.bench_dir,
+            o.plan.scenario.name(),
+            o.plan.workload.section_name(),
+            o.plan.mode.name(),
+            o.status.name(),
+            metric,
+            metric_label,
+            target
         );
         if let Some(advice) = &o.advice {
             let _ = writeln!(out, "    -> {advice}");

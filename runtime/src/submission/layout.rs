@@ -8,7 +8,7 @@
 //! (with `<system>_<Scenario>.json`) and `compliance/<system>/<benchmark>/<Scenario>/TEST0x/` trees,
 //! and code in `code/`.
 
-use mlperf_config::{Layout, Scenario};
+use mlperf_config::{AuditTest, Layout, Scenario};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +23,16 @@ pub const ACCURACY_TXT: &str = "accuracy.txt";
 pub const VERIFY_ACCURACY: &str = "verify_accuracy.txt";
 pub const VERIFY_PERFORMANCE: &str = "verify_performance.txt";
 pub const VERIFY_OUTPUT_LEN: &str = "verify_output_len.txt";
+
+/// The verify files of a compliance test's directory, the one the test is judged by first.
+pub fn verify_files(test: AuditTest) -> &'static [&'static str] {
+    match test {
+        AuditTest::Test01 => &[VERIFY_ACCURACY, VERIFY_PERFORMANCE],
+        AuditTest::Test04 => &[VERIFY_PERFORMANCE],
+        AuditTest::Test06 | AuditTest::Test07 | AuditTest::Test08 => &[VERIFY_ACCURACY],
+        AuditTest::Test09 => &[VERIFY_OUTPUT_LEN],
+    }
+}
 
 /// The submission divisions (directory names under the submission root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,17 +208,17 @@ impl SubmissionLayout {
     }
 
     /// `TEST0x/` of one compliance test.
-    pub fn test_dir(&self, key: &ResultKey, test: &str) -> PathBuf {
-        self.compliance_dir(key).join(test)
+    pub fn test_dir(&self, key: &ResultKey, test: AuditTest) -> PathBuf {
+        self.compliance_dir(key).join(test.name())
     }
 
     /// `TEST0x/performance/run_1` (TEST01, TEST04).
-    pub fn test_performance_dir(&self, key: &ResultKey, test: &str) -> PathBuf {
+    pub fn test_performance_dir(&self, key: &ResultKey, test: AuditTest) -> PathBuf {
         self.test_dir(key, test).join("performance").join("run_1")
     }
 
     /// `TEST0x/accuracy` (TEST01, TEST06, TEST07, TEST09).
-    pub fn test_accuracy_dir(&self, key: &ResultKey, test: &str) -> PathBuf {
+    pub fn test_accuracy_dir(&self, key: &ResultKey, test: AuditTest) -> PathBuf {
         self.test_dir(key, test).join("accuracy")
     }
 
@@ -216,10 +226,10 @@ impl SubmissionLayout {
     /// truncate_accuracy_log.py walks them: `accuracy/` and the `TEST01`/`TEST07`/`TEST09`
     /// `accuracy/` directories below the scenario directory. It walks `results/` only, so in the v5
     /// layout (TEST dirs under `compliance/`) only `accuracy/` is truncated.
-    pub fn truncated_accuracy_dirs(&self, key: &ResultKey) -> Vec<(PathBuf, Option<&'static str>)> {
+    pub fn truncated_accuracy_dirs(&self, key: &ResultKey) -> Vec<(PathBuf, Option<AuditTest>)> {
         let mut dirs = vec![(self.accuracy_dir(key), None)];
         if self.layout == Layout::V6 {
-            dirs.extend(TRUNCATED_TESTS.iter().map(|t| (self.test_accuracy_dir(key, t), Some(*t))));
+            dirs.extend(TRUNCATED_TESTS.iter().map(|&t| (self.test_accuracy_dir(key, t), Some(t))));
         }
         dirs
     }
@@ -244,7 +254,7 @@ impl SubmissionLayout {
 
 /// Compliance tests whose `TEST0x/accuracy/mlperf_log_accuracy.json` the official truncation also
 /// truncates (truncate_accuracy_log.py processes TEST01, TEST07 and TEST09 subdirectories).
-pub const TRUNCATED_TESTS: [&str; 3] = ["TEST01", "TEST07", "TEST09"];
+pub const TRUNCATED_TESTS: [AuditTest; 3] = [AuditTest::Test01, AuditTest::Test07, AuditTest::Test09];
 
 /// Names of the subdirectories of `dir`, sorted (empty when it does not exist).
 fn subdirs(dir: &Path) -> Vec<String> {
@@ -276,9 +286,9 @@ mod tests {
         assert_eq!(l.measurements_json(&key()), Path::new(s).join("measurements.json"));
         assert_eq!(l.user_conf(&key()), Path::new(s).join("user.conf"));
         assert_eq!(l.readme(&key()), Path::new(s).join("README.md"));
-        assert_eq!(l.test_dir(&key(), "TEST04"), Path::new(s).join("TEST04"));
-        assert_eq!(l.test_performance_dir(&key(), "TEST01"), Path::new(s).join("TEST01/performance/run_1"));
-        assert_eq!(l.test_accuracy_dir(&key(), "TEST01"), Path::new(s).join("TEST01/accuracy"));
+        assert_eq!(l.test_dir(&key(), AuditTest::Test04), Path::new(s).join("TEST04"));
+        assert_eq!(l.test_performance_dir(&key(), AuditTest::Test01), Path::new(s).join("TEST01/performance/run_1"));
+        assert_eq!(l.test_accuracy_dir(&key(), AuditTest::Test01), Path::new(s).join("TEST01/accuracy"));
     }
 
     #[test]
@@ -293,7 +303,7 @@ mod tests {
         assert_eq!(l.measurements_json(&key()), m.join("CPU-dev_TRT_Offline.json"));
         assert_eq!(l.user_conf(&key()), m.join("user.conf"));
         assert_eq!(l.readme(&key()), m.join("README.md"));
-        assert_eq!(l.test_dir(&key(), "TEST01"), org.join("compliance/CPU-dev_TRT/resnet/Offline/TEST01"));
+        assert_eq!(l.test_dir(&key(), AuditTest::Test01), org.join("compliance/CPU-dev_TRT/resnet/Offline/TEST01"));
     }
 
     #[test]
@@ -301,7 +311,7 @@ mod tests {
         let s = Path::new("o/results/CPU-dev_TRT/resnet/Offline");
         let v6 = SubmissionLayout::at(PathBuf::from("o"), Layout::V6).truncated_accuracy_dirs(&key());
         assert_eq!(v6[0], (s.join("accuracy"), None));
-        assert_eq!(v6[1..].iter().map(|(d, t)| (d.clone(), t.unwrap())).collect::<Vec<_>>(), TRUNCATED_TESTS.map(|t| (s.join(t).join("accuracy"), t)).to_vec());
+        assert_eq!(v6[1..].iter().map(|(d, t)| (d.clone(), t.unwrap())).collect::<Vec<_>>(), TRUNCATED_TESTS.map(|t| (s.join(t.name()).join("accuracy"), t)).to_vec());
         let v5 = SubmissionLayout::at(PathBuf::from("o"), Layout::V5).truncated_accuracy_dirs(&key());
         assert_eq!(v5, vec![(s.join("accuracy"), None)]);
     }

@@ -10,7 +10,7 @@ pub mod truncate;
 
 use crate::fsutil::write_atomic;
 use layout::Division;
-use mlperf_config::{BenchmarkRound, Round};
+use mlperf_config::{AuditTest, BenchmarkRound, Round};
 use std::path::{Path, PathBuf};
 
 /// The round's benchmark whose checker model names a results directory (`resnet`, `bert-99.9`).
@@ -20,11 +20,11 @@ pub fn benchmark_for_dir<'r>(round: &'r Round, bench_dir: &str) -> Option<&'r Be
 
 /// The compliance tests a result needs: the round's tests for its benchmark (closed and network
 /// divisions; the checker skips them for open).
-pub fn required_audits(round: &Round, division: Option<Division>, bench_dir: &str) -> Vec<String> {
+pub fn required_audits(round: &Round, division: Option<Division>, bench_dir: &str) -> Vec<AuditTest> {
     if division == Some(Division::Open) {
         return Vec::new();
     }
-    benchmark_for_dir(round, bench_dir).map(|b| b.compliance.iter().map(|t| t.to_string()).collect()).unwrap_or_default()
+    benchmark_for_dir(round, bench_dir).map(|b| b.compliance.to_vec()).unwrap_or_default()
 }
 
 /// Lower-case hex of a digest (as sha256sum prints it).

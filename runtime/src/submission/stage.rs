@@ -8,11 +8,12 @@
 //! audit verification, and changing an already staged file without `force`. Every refusal of every
 //! config is reported at once and nothing is written.
 
-use super::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
 use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
 use crate::generate;
-use crate::harness::report::Outcome;
-use crate::harness::{RunPlan, read_plan};
+use crate::harness::plan::{RunMode, RunPlan, read_plan};
+use crate::harness::report::{Outcome, RunStatus};
+use crate::select::Selected;
 use mlperf_config::render;
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
 pub struct StageRequest<'a> {
     pub tables: &'static Tables,
     pub round: &'static Round,
-    pub configs: Vec<&'static CompiledConfig>,
+    pub configs: Vec<Selected>,
     /// Default: the system description's `submitter`.
     pub submitter: Option<String>,
     /// The submission root (`build/submission`).
@@ -113,8 +114,8 @@ fn runs_of(logs: &Path, key: &ResultKey) -> Vec<Run> {
 fn is_run_of(plan: &RunPlan, config: &CompiledConfig, round: &Round) -> bool {
     plan.system == config.system
         && plan.benchmark == config.benchmark
-        && plan.scenario == config.scenario.name()
-        && plan.workload == config.workload.section_name()
+        && plan.scenario == config.scenario
+        && plan.workload == config.workload
         && plan.round == round.id
         && plan.audit_test.is_none()
 }
@@ -122,19 +123,19 @@ fn is_run_of(plan: &RunPlan, config: &CompiledConfig, round: &Round) -> bool {
 /// Why a run cannot be staged as it is (None: it can).
 fn unusable(run: &Run) -> Option<String> {
     let why = |s: &str| Some(format!("{s}{}", run.outcome.advice.as_ref().map_or(String::new(), |a| format!(": {a}"))));
-    match (run.plan.mode.as_str(), run.outcome.status.as_str()) {
-        ("PerformanceOnly", "VALID") => None,
-        ("AccuracyOnly", "ACCURACY") if !run.dir.join(ACCURACY_LOG).exists() => Some(format!("no {ACCURACY_LOG}")),
-        ("AccuracyOnly", "ACCURACY") if !run.dir.join(ACCURACY_TXT).exists() => {
+    match (run.plan.mode, run.outcome.status) {
+        (RunMode::PerformanceOnly, RunStatus::Valid) => None,
+        (RunMode::AccuracyOnly, RunStatus::Accuracy) if !run.dir.join(ACCURACY_LOG).exists() => Some(format!("no {ACCURACY_LOG}")),
+        (RunMode::AccuracyOnly, RunStatus::Accuracy) if !run.dir.join(ACCURACY_TXT).exists() => {
             Some(format!("not scored (no {ACCURACY_TXT}; runs with the test backends are never scored: run the configured engine)"))
         }
-        ("AccuracyOnly", "ACCURACY") => None,
-        (_, status) => why(status),
+        (RunMode::AccuracyOnly, RunStatus::Accuracy) => None,
+        (_, status) => why(status.name()),
     }
 }
 
 /// The newest usable run of `mode`, and notes about newer runs passed over.
-fn choose<'r>(runs: &'r [Run], mode: &str, label: &str, command: &str, allow_non_submittable: bool) -> Result<(&'r Run, Vec<String>), String> {
+fn choose<'r>(runs: &'r [Run], mode: RunMode, label: &str, command: &str, allow_non_submittable: bool) -> Result<(&'r Run, Vec<String>), String> {
     let mut passed_over = Vec::new();
     let mut non_submittable = Vec::new();
     for run in runs.iter().filter(|r| r.plan.mode == mode) {
@@ -166,7 +167,7 @@ fn choose<'r>(runs: &'r [Run], mode: &str, label: &str, command: &str, allow_non
 }
 
 /// The command that produces a run of this config.
-fn run_command(config: &CompiledConfig, round: &Round, mode: &str) -> String {
+fn run_command(config: &CompiledConfig, round: &Round, mode: RunMode) -> String {
     format!("mlperf run_harness {} --test_mode={mode} --round={}", render::selection_flags(config), round.id)
 }
 
@@ -188,9 +189,9 @@ fn run_files(run: &Run, dest: &Path, logs: &[&str]) -> Vec<Placement> {
 /// The staging target of every selected config, and an error for each config that has none.
 fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<String>) {
     let (mut found, mut errors) = (Vec::new(), Vec::new());
-    for &config in &req.configs {
-        match target(req, config) {
-            Ok(t) => found.push((config, t)),
+    for selected in &req.configs {
+        match target(req, selected.config) {
+            Ok(t) => found.push((selected.config, t)),
             Err(e) => errors.push(e),
         }
     }
@@ -208,7 +209,7 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
         let label = target.key.to_string();
         let runs: Vec<Run> = runs_of(req.logs, &target.key).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
         let mut chosen = Vec::new();
-        for mode in ["PerformanceOnly", "AccuracyOnly"] {
+        for mode in [RunMode::PerformanceOnly, RunMode::AccuracyOnly] {
             match choose(&runs, mode, &label, &run_command(config, req.round, mode), req.allow_non_submittable) {
                 Ok((run, notes)) => {
                     report.warnings.extend(notes);
@@ -226,7 +227,7 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
                 errors.push(format!(
                     "{label}: {} differs from the user.conf this binary generates: the config changed after the run; rerun `{}`",
                     performance.dir.join("user.conf").display(),
-                    run_command(config, req.round, "PerformanceOnly")
+                    run_command(config, req.round, RunMode::PerformanceOnly)
                 ));
                 continue;
             }
@@ -256,7 +257,7 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
 }
 
 fn metric(outcome: &Outcome) -> String {
-    outcome.metric.as_ref().map_or_else(|| outcome.status.clone(), |(label, value)| format!("{value:.3} {label}"))
+    outcome.metric.as_ref().map_or_else(|| outcome.status.name().to_string(), |(label, value)| format!("{value:.3} {label}"))
 }
 
 /// The checker requires the code directory to exist; staging never overwrites one the user filled.
@@ -265,41 +266,6 @@ fn src_readme() -> String {
         "# Code\n\nThese results were produced by mlperf-rs {} (the `mlperf` binary: LoadGen harness, engines,\naccuracy scripts and submission tools). Put its source tree here before submitting.\n",
         env!("CARGO_PKG_VERSION")
     )
-}
-
-/// Why a verified audit directory does not show a pass (None: it passed). Rules of the checker's
-/// compliance check (compliance_check.py) for each test.
-pub fn verification_failure(test: &str, dir: &Path) -> Option<String> {
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|_| format!("{} is missing", dir.join(name).display()));
-    let passes = |name: &str| -> Result<(), String> {
-        let text = read(name)?;
-        if text.lines().any(|l| l.trim() == "TEST PASS") { Ok(()) } else { Err(format!("{} does not say TEST PASS", dir.join(name).display())) }
-    };
-    let result = match test {
-        "TEST01" => passes(VERIFY_PERFORMANCE).and_then(|_| {
-            // A non-deterministic SUT fails the log comparison; the checker then judges the
-            // baseline vs compliance accuracy files of the fallback instead.
-            let fallback = ["baseline_accuracy.txt", "compliance_accuracy.txt"].iter().all(|f| dir.join("accuracy").join(f).exists());
-            passes(VERIFY_ACCURACY).or_else(|e| if fallback { Ok(()) } else { Err(format!("{e}, and accuracy/ has no baseline/compliance accuracy (TEST01 fallback)")) })
-        }),
-        "TEST04" => passes(VERIFY_PERFORMANCE),
-        "TEST07" | "TEST08" => passes(VERIFY_ACCURACY),
-        "TEST09" => passes(VERIFY_OUTPUT_LEN),
-        "TEST06" => read(VERIFY_ACCURACY).and_then(|text| {
-            let has = |line: &str| text.lines().any(|l| l.trim() == line);
-            let checks = [
-                ("First token check pass", has("First token check pass: True") || has("First token check pass: Skipped")),
-                ("EOS check pass", has("EOS check pass: True")),
-                ("Sample length check pass", has("Sample length check pass: True")),
-            ];
-            match checks.iter().find(|(_, ok)| !ok) {
-                Some((name, _)) => Err(format!("{} does not say `{name}: True`", dir.join(VERIFY_ACCURACY).display())),
-                None => Ok(()),
-            }
-        }),
-        other => Err(format!("staging does not know compliance test {other}")),
-    };
-    result.err()
 }
 
 /// `non_submittable` reasons recorded in a verified audit's provenance (`<TEST>.json` next to the
@@ -324,7 +290,7 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
             report.staged.push(format!("{}: no compliance tests needed", target.key));
         }
         for test in tests {
-            let dir = req.compliance.join(target.key.rel()).join(&test);
+            let dir = req.compliance.join(target.key.rel()).join(test.name());
             let label = format!("{} {test}", target.key);
             if !dir.is_dir() {
                 errors.push(format!(
@@ -335,8 +301,10 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
                 ));
                 continue;
             }
-            if let Some(why) = verification_failure(&test, &dir) {
-                errors.push(format!("{label}: verification failed: {why}; fix the cause and rerun the audit"));
+            let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no benchmark {}", req.round.id, config.benchmark))?;
+            let problems = crate::check::verify_problems(req.round, bench, &target.key.bench_dir, test, &dir);
+            if !problems.is_empty() {
+                errors.push(format!("{label}: verification failed: {}; fix the cause and rerun the audit", problems.join("; ")));
                 continue;
             }
             let reasons = audit_non_submittable(&dir);
@@ -348,7 +316,7 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
                 }
                 report.warnings.push(format!("STAGING A NON-SUBMITTABLE AUDIT {} (--allow-non-submittable):{list}", dir.display()));
             }
-            placements.extend(copy_tree(&dir, &target.tree.test_dir(&target.key, &test)));
+            placements.extend(copy_tree(&dir, &target.tree.test_dir(&target.key, test)));
             report.staged.push(format!("{label}: {}", dir.display()));
         }
     }

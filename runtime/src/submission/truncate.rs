@@ -15,10 +15,10 @@
 //! TEST01 verification compares the full accuracy log, so truncation refuses to run on a result
 //! whose required audits are not staged yet.
 
-use super::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, verify_files};
 use super::required_audits;
 use crate::fsutil::write_atomic;
-use mlperf_config::Round;
+use mlperf_config::{AuditTest, Round};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -47,13 +47,9 @@ pub fn truncate_results(root: &Path, round: &Round, submitter: Option<&str>, bac
     for tree in &trees {
         for key in tree.results() {
             for test in required_audits(round, tree.division(), &key.bench_dir) {
-                let verify = match test.as_str() {
-                    "TEST04" => VERIFY_PERFORMANCE,
-                    "TEST09" => VERIFY_OUTPUT_LEN,
-                    _ => VERIFY_ACCURACY,
-                };
-                if !tree.test_dir(&key, &test).join(verify).exists() {
-                    missing.push(format!("{key} {test} ({} is missing)", tree.test_dir(&key, &test).join(verify).display()));
+                let verify = tree.test_dir(&key, test).join(verify_files(test)[0]);
+                if !verify.exists() {
+                    missing.push(format!("{key} {test} ({} is missing)", verify.display()));
                 }
             }
         }
@@ -90,11 +86,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// One accuracy directory: back up, hash, truncate.
-fn truncate_dir(dir: &Path, test: Option<&str>, backup_dir: &Path, report: &mut TruncateReport) -> Result<(), String> {
+fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: &mut TruncateReport) -> Result<(), String> {
     let log_path = dir.join(ACCURACY_LOG);
     let txt_path = dir.join(ACCURACY_TXT);
     let log = std::fs::read(&log_path).map_err(|e| format!("cannot read {}: {e}; stage the accuracy run again (`mlperf stage_results`)", log_path.display()))?;
-    let hash_only = matches!(test, Some("TEST07" | "TEST09"));
+    let hash_only = matches!(test, Some(AuditTest::Test07 | AuditTest::Test09));
     let txt = match std::fs::read_to_string(&txt_path) {
         Ok(t) => t,
         Err(_) if test.is_some() => String::new(),

@@ -6,26 +6,19 @@
 //! network run by the CPU engine (`export`); what int8 changes against the fp32 model is reported.
 
 use super::calibration::Calibration;
-use super::exec::{self, DeviceModel, InputFormat, Slot};
+use super::exec::{self, DeviceModel, Slot};
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
+use super::spec::GpuSpec;
 use super::{GpuEngine, RunOptions, export, lower, network};
 use crate::engines::cpu::{CpuEngine, parallel_chunks};
+use crate::engines::{ElementType, InputSpec, SampleSource};
 use crate::fsutil::write_atomic;
-use crate::harness::engine::SampleSource;
 use prost::Message as _;
-use std::path::{Path, PathBuf};
 
 pub struct BuildRequest<'a> {
-    pub model_path: &'a Path,
-    pub plan_path: PathBuf,
-    pub batch_size: usize,
-    pub precision: &'a str,
-    pub input: InputFormat,
-    pub workspace_limit: usize,
+    pub spec: &'a GpuSpec,
     /// Samples to check the plan against the CPU engine with (none: no check).
     pub check_samples: Option<(&'a dyn SampleSource, usize)>,
-    /// The CPU engine's view of the same samples (batch size, layout and type).
-    pub cpu_input: crate::engines::cpu::InputSpec,
     /// The int8 ranges (int8 plans only).
     pub calibration: Option<&'a Calibration>,
 }
@@ -36,32 +29,33 @@ pub enum Outcome {
     Built { reason: String, report: String },
 }
 
-pub fn input_description(f: &InputFormat) -> String {
-    let dtype = ["fp32", "fp16", "int8"][f.dtype as usize];
-    format!("{dtype} {} {}x{}x{} scale {}", if f.nchw { "NCHW" } else { "NHWC" }, f.channels, f.height, f.width, f.scale)
+/// The samples as a plan key records them, e.g. "int8 NCHW 3x224x224 scale 1".
+pub fn input_description(f: &InputSpec) -> String {
+    format!("{} {} {}x{}x{} scale {}", f.element, f.layout.name(), f.channels, f.height, f.width, f.scale)
 }
 
 /// The key a plan for this request must have on this machine (GPU 0 stands for all: a system's
 /// GPUs are identical).
 pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
-    let calibration_sha256 = match (req.precision, req.calibration) {
-        ("fp16", _) => String::new(),
-        ("int8", Some(c)) => c.sha256(),
-        ("int8", None) => return Err("an int8 plan needs a calibration (run `mlperf calibrate`)".into()),
-        (other, _) => return Err(format!("the GPU engine builds fp16 and int8 plans; this config asks for {other}")),
+    let spec = req.spec;
+    let calibration_sha256 = match (spec.precision, req.calibration) {
+        (ElementType::F16, _) => String::new(),
+        (ElementType::I8, Some(c)) => c.sha256(),
+        (ElementType::I8, None) => return Err("an int8 plan needs a calibration (run `mlperf calibrate`)".into()),
+        (other @ (ElementType::F32 | ElementType::I32), _) => return Err(format!("the GPU engine builds fp16 and int8 plans; this config asks for {other}")),
     };
     let (gpu_name, compute_capability, cuda_driver_version) = exec::device_identity(0)?;
     Ok(PlanKey {
         format_version: plan::FORMAT_VERSION,
-        model_sha256: plan::file_sha256(req.model_path)?,
+        model_sha256: plan::file_sha256(&spec.model_path)?,
         gpu_name,
         compute_capability,
         cuda_driver_version,
         cudnn_version: super::cudnn::version(),
-        batch_size: req.batch_size,
-        precision: req.precision.to_string(),
-        input: input_description(&req.input),
-        workspace_bytes: req.workspace_limit as u64,
+        batch_size: spec.batch_size(),
+        precision: spec.precision,
+        input: input_description(&spec.input),
+        workspace_bytes: spec.workspace_bytes as u64,
         calibration_sha256,
     })
 }
@@ -69,42 +63,45 @@ pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
 /// Reuses an up-to-date plan or builds a new one.
 pub fn ensure_plan(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
     let key = wanted_key(req)?;
-    let reason = match plan::check(&req.plan_path, &key) {
+    let reason = match plan::check(&req.spec.plan_path, &key) {
         PlanStatus::Fresh => return Ok(Outcome::Reused),
         PlanStatus::Missing => "no plan yet".to_string(),
         PlanStatus::Stale(diffs) => format!("stale plan ({})", diffs.join("; ")),
         PlanStatus::Corrupt(why) => format!("corrupt plan ({why})"),
     };
-    progress(&format!("building {}: {reason}", req.plan_path.display()));
+    progress(&format!("building {}: {reason}", req.spec.plan_path.display()));
     let report = build(req, key, progress)?;
     Ok(Outcome::Built { reason, report })
 }
 
 fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Result<String, String> {
-    let bytes = std::fs::read(req.model_path).map_err(|e| format!("cannot read model {}: {e}", req.model_path.display()))?;
-    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{} is not an ONNX model: {e}", req.model_path.display()))?;
-    let mut net = network::build(&proto).map_err(|e| format!("{}: {e}", req.model_path.display()))?;
+    let spec = req.spec;
+    let model_path = &spec.model_path;
+    let bytes = std::fs::read(model_path).map_err(|e| format!("cannot read model {}: {e}", model_path.display()))?;
+    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{} is not an ONNX model: {e}", model_path.display()))?;
+    let mut net = network::build(&proto).map_err(|e| format!("{}: {e}", model_path.display()))?;
     if let Some(calibration) = req.calibration {
         let int8 = network::quantize(&mut net, &calibration.amax)?;
         progress(&format!("{int8} convolutions quantised to int8 ({} calibration images)", calibration.images));
     }
-    if (net.channels, net.height, net.width) != (req.input.channels, req.input.height, req.input.width) {
+    let input = &spec.input;
+    if (net.channels, net.height, net.width) != (input.channels, input.height, input.width) {
         return Err(format!(
             "{} takes {}x{}x{} images but the config's samples are {}x{}x{}",
-            req.model_path.display(),
+            model_path.display(),
             net.channels,
             net.height,
             net.width,
-            req.input.channels,
-            req.input.height,
-            req.input.width
+            input.channels,
+            input.height,
+            input.width
         ));
     }
     let lowered = lower::lower(&net)?;
     let classes = lowered.classes;
     let header = PlanHeader {
         key,
-        model_path: req.model_path.display().to_string(),
+        model_path: model_path.display().to_string(),
         layers: lowered.layers,
         buffer_of: lowered.buffer_of,
         buffer_elements: lowered.buffer_elements,
@@ -117,12 +114,12 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         verification: String::new(),
     };
     let convs = header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
-    progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), req.batch_size));
+    progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), spec.batch_size()));
     let mut plan = Plan { header, blob: lowered.blob };
     tune(&mut plan, req, &[Accumulator::Fp32, Accumulator::Fp16], progress)?;
     if let Some((source, samples)) = req.check_samples {
-        let samples = samples.min(req.batch_size);
-        let origin = req.model_path.display().to_string();
+        let samples = samples.min(spec.batch_size());
+        let origin = model_path.display().to_string();
         let fp32 = reference_logits(&proto, &origin, req, source, samples)?;
         let int8 = match req.calibration {
             Some(_) => Some(reference_logits(&export::to_onnx(&net)?.model, &format!("{origin}, quantised"), req, source, samples)?),
@@ -139,23 +136,24 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         };
         progress(&plan.header.verification);
     }
-    write_atomic(&req.plan_path, &plan.to_bytes())?;
+    write_atomic(&spec.plan_path, &plan.to_bytes())?;
     let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
     Ok(format!(
         "{convs} convolutions ({} in int8, {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
         count_sums(&plan.header, Accumulator::Int32),
         count_sums(&plan.header, Accumulator::Fp16),
         total_us / 1000.0,
-        req.batch_size,
+        spec.batch_size(),
         plan.header.verification
     ))
 }
 
 /// Chooses every convolution's algorithm and accumulator on GPU 0 (see `Slot::choose_algorithms`).
 fn tune(plan: &mut Plan, req: &BuildRequest, accumulators: &[Accumulator], progress: &mut dyn FnMut(&str)) -> Result<(), String> {
-    let model = DeviceModel::load(0, &plan.header, &plan.blob, req.input)?;
-    let slot = Slot::new(&model, req.workspace_limit, req.workspace_limit, false)?;
-    slot.choose_algorithms(&mut plan.header, accumulators, req.workspace_limit, progress)
+    let limit = req.spec.workspace_bytes;
+    let model = DeviceModel::load(0, &plan.header, &plan.blob, req.spec.input)?;
+    let slot = Slot::new(&model, limit, limit, false)?;
+    slot.choose_algorithms(&mut plan.header, accumulators, limit, progress)
 }
 
 fn count_sums(header: &PlanHeader, sums: Accumulator) -> usize {
@@ -185,7 +183,7 @@ pub const MAX_INT8_ERROR_RATIO: f32 = 1.25;
 fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, String> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(samples.max(1));
     let chunk = samples.div_ceil(threads).max(1);
-    let cpu = CpuEngine::from_proto(model, origin, crate::engines::cpu::InputSpec { batch_size: chunk, ..req.cpu_input })?;
+    let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input })?;
     parallel_chunks(0..samples, threads, chunk, |range| {
         let data: Vec<_> = range.map(|i| source.sample(i)).collect();
         cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>())
@@ -240,8 +238,8 @@ impl std::fmt::Display for Agreement {
 
 /// Runs the plan on the references' samples and judges its answers (see [`judge`]).
 fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, references: &References) -> Result<String, String> {
-    let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.workspace_limit };
-    let gpu = GpuEngine::open(0, plan, req.input, options)?;
+    let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.spec.workspace_bytes };
+    let gpu = GpuEngine::open(0, plan, req.spec.input, options)?;
     let indices: Vec<usize> = (0..references.fp32.len() / references.classes).collect();
     let (gpu_top1, gpu_logits) = gpu.classify(&indices, source, true)?;
     judge(references, &gpu_logits, &gpu_top1)

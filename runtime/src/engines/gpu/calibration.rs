@@ -15,9 +15,10 @@
 
 use super::network;
 use super::plan::{file_sha256, sha256_hex};
-use crate::engines::cpu::{InputSpec, Layout, batch_tensor, parallel_chunks};
+use crate::engines::SampleSource;
+use crate::engines::cpu::{batch_tensor, parallel_chunks};
+use crate::engines::{InputSpec, Layout};
 use crate::fsutil::write_atomic;
-use crate::harness::engine::SampleSource;
 use prost::Message as _;
 use std::collections::BTreeMap;
 use std::path::Path;

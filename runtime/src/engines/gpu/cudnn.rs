@@ -1,11 +1,17 @@
 //! The few cuDNN objects the engine uses, as owned Rust values over cudarc's `cudnn::result` layer
-//! (cudarc's sys/result/safe layering: cudarc gives sys and result, this is our safe layer).
-//! Every descriptor is NHWC, fp16 or int8 (convolutions accumulate in fp32, fp16 or int32); each
-//! type frees itself on drop.
+//! (cudarc's sys/result/safe layering: cudarc gives sys and result, this is our safe layer). Raw
+//! cuDNN handles never leave this file: each type keeps its own private and frees it on drop, and
+//! the calls that touch device memory take it as [`Operand`]s, a descriptor with the address of
+//! its data. Every descriptor is NHWC, fp16 or int8 (convolutions accumulate in fp32, fp16 or
+//! int32).
 
+use super::exec::{DeviceBuffer, DevicePtr};
 use cudarc::cudnn::result as cr;
 use cudarc::cudnn::sys;
-use std::ffi::c_int;
+use cudarc::driver::CudaStream;
+use std::ffi::{c_int, c_void};
+use std::fmt;
+use std::sync::Arc;
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -13,20 +19,32 @@ fn check<T>(what: &str, r: std::result::Result<T, cr::CudnnError>) -> Result<T> 
     r.map_err(|e| format!("cuDNN {what}: {e:?}"))
 }
 
-/// A cuDNN handle bound to one CUDA stream.
-pub struct Handle(pub sys::cudnnHandle_t);
+/// A device address as cuDNN's API takes it.
+fn addr(p: DevicePtr) -> *mut c_void {
+    p.raw() as *mut c_void
+}
+
+/// A cuDNN handle bound to one CUDA stream, which it holds so that the stream outlives it.
+pub struct Handle {
+    raw: sys::cudnnHandle_t,
+    _stream: Arc<CudaStream>,
+}
 
 impl Handle {
-    pub fn new(stream: sys::cudaStream_t) -> Result<Handle> {
-        let h = check("create handle", cr::create_handle())?;
-        check("set stream", unsafe { cr::set_stream(h, stream) })?;
-        Ok(Handle(h))
+    /// A handle of the context bound to this thread, enqueuing on `stream` (of that context).
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Handle> {
+        let raw = check("create handle", cr::create_handle())?;
+        let h = Handle { raw, _stream: stream.clone() };
+        // SAFETY: `raw` was just created, and the stream is live: `h` holds it.
+        check("set stream", unsafe { cr::set_stream(raw, stream.cu_stream() as sys::cudaStream_t) })?;
+        Ok(h)
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        unsafe { cr::destroy_handle(self.0) }.ok();
+        // SAFETY: created in `new`, destroyed once, here; its stream is still held.
+        unsafe { cr::destroy_handle(self.raw) }.ok();
     }
 }
 
@@ -54,12 +72,13 @@ impl DataType {
 }
 
 /// An NHWC activation tensor `n x c x h x w`.
-pub struct Tensor(pub sys::cudnnTensorDescriptor_t);
+pub struct Tensor(sys::cudnnTensorDescriptor_t);
 
 impl Tensor {
     pub fn nhwc(dtype: DataType, n: usize, c: usize, h: usize, w: usize) -> Result<Tensor> {
         let d = check("create tensor", cr::create_tensor_descriptor())?;
         let t = Tensor(d);
+        // SAFETY: `d` was just created (and is freed by `t` if this fails).
         check("set tensor", unsafe {
             cr::set_tensor4d_descriptor(d, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, dtype.cudnn(), [n as c_int, c as c_int, h as c_int, w as c_int])
         })?;
@@ -69,17 +88,19 @@ impl Tensor {
 
 impl Drop for Tensor {
     fn drop(&mut self) {
+        // SAFETY: created in `nhwc`, destroyed once, here; cuDNN reads descriptors only during the calls given them.
         unsafe { cr::destroy_tensor_descriptor(self.0) }.ok();
     }
 }
 
 /// KRSC filters.
-pub struct Filter(pub sys::cudnnFilterDescriptor_t);
+pub struct Filter(sys::cudnnFilterDescriptor_t);
 
 impl Filter {
     pub fn krsc(dtype: DataType, k: usize, c: usize, r: usize, s: usize) -> Result<Filter> {
         let d = check("create filter", cr::create_filter_descriptor())?;
         let f = Filter(d);
+        // SAFETY: `d` was just created (and is freed by `f` if this fails).
         check("set filter", unsafe {
             cr::set_filter4d_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int])
         })?;
@@ -89,22 +110,25 @@ impl Filter {
 
 impl Drop for Filter {
     fn drop(&mut self) {
+        // SAFETY: created in `krsc`, destroyed once, here; cuDNN reads descriptors only during the calls given them.
         unsafe { cr::destroy_filter_descriptor(self.0) }.ok();
     }
 }
 
 /// A cross-correlation on tensor cores, accumulating in `sums` (Float or Half for fp16 data, Int32
 /// for int8).
-pub struct Convolution(pub sys::cudnnConvolutionDescriptor_t);
+pub struct Convolution(sys::cudnnConvolutionDescriptor_t);
 
 impl Convolution {
     pub fn new(pad: usize, stride: usize, sums: DataType) -> Result<Convolution> {
         let compute = sums.cudnn();
         let d = check("create convolution", cr::create_convolution_descriptor())?;
         let c = Convolution(d);
+        // SAFETY: `d` was just created (and is freed by `c` if this fails).
         check("set convolution", unsafe {
             cr::set_convolution2d_descriptor(d, pad as c_int, pad as c_int, stride as c_int, stride as c_int, 1, 1, sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION, compute)
         })?;
+        // SAFETY: as above.
         check("set math type", unsafe { cr::set_convolution_math_type(d, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH) })?;
         Ok(c)
     }
@@ -112,17 +136,19 @@ impl Convolution {
 
 impl Drop for Convolution {
     fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once, here; cuDNN reads descriptors only during the calls given them.
         unsafe { cr::destroy_convolution_descriptor(self.0) }.ok();
     }
 }
 
-pub struct Activation(pub sys::cudnnActivationDescriptor_t);
+pub struct Activation(sys::cudnnActivationDescriptor_t);
 
 impl Activation {
     pub fn new(relu: bool) -> Result<Activation> {
         let d = check("create activation", cr::create_activation_descriptor())?;
         let a = Activation(d);
         let mode = if relu { sys::cudnnActivationMode_t::CUDNN_ACTIVATION_RELU } else { sys::cudnnActivationMode_t::CUDNN_ACTIVATION_IDENTITY };
+        // SAFETY: `d` was just created (and is freed by `a` if this fails).
         check("set activation", unsafe { cr::set_activation_descriptor(d, mode, sys::cudnnNanPropagation_t::CUDNN_NOT_PROPAGATE_NAN, 0.0) })?;
         Ok(a)
     }
@@ -130,11 +156,13 @@ impl Activation {
 
 impl Drop for Activation {
     fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once, here (cudarc's result layer has no destroy for
+        // this descriptor); cuDNN reads descriptors only during the calls given them.
         unsafe { sys::cudnnDestroyActivationDescriptor(self.0) };
     }
 }
 
-pub struct Pooling(pub sys::cudnnPoolingDescriptor_t);
+pub struct Pooling(sys::cudnnPoolingDescriptor_t);
 
 impl Pooling {
     /// Max pooling, or (with `average`) average pooling counting the padding, as global pooling needs.
@@ -143,6 +171,8 @@ impl Pooling {
         let p = Pooling(d);
         let mode = if average { sys::cudnnPoolingMode_t::CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING } else { sys::cudnnPoolingMode_t::CUDNN_POOLING_MAX };
         let (w, s, pd) = ([window as c_int; 2], [stride as c_int; 2], [pad as c_int; 2]);
+        // SAFETY: `d` was just created (and is freed by `p` if this fails); the window, padding and
+        // stride arrays have the 2 entries the call is told of.
         check("set pooling", unsafe { cr::set_pooling_descriptor(d, mode, sys::cudnnNanPropagation_t::CUDNN_NOT_PROPAGATE_NAN, 2, &w, &pd, &s) })?;
         Ok(p)
     }
@@ -150,79 +180,140 @@ impl Pooling {
 
 impl Drop for Pooling {
     fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once, here (cudarc's result layer has no destroy for
+        // this descriptor); cuDNN reads descriptors only during the calls given them.
         unsafe { sys::cudnnDestroyPoolingDescriptor(self.0) };
+    }
+}
+
+/// A forward convolution algorithm. Plans store it as cuDNN's enum code ([`Algorithm::code`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Algorithm(sys::cudnnConvolutionFwdAlgo_t);
+
+impl Algorithm {
+    /// The one algorithm cuDNN's fused call supports without an activation.
+    pub const IMPLICIT_PRECOMP_GEMM: Algorithm = Algorithm(sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+
+    /// The algorithm of a plan's code, None for a code that names none (an unbuilt plan's).
+    pub fn from_code(code: i32) -> Option<Algorithm> {
+        use sys::cudnnConvolutionFwdAlgo_t::*;
+        [
+            CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+            CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+            CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+            CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+            CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+            CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+            CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+            CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+        ]
+        .into_iter()
+        .find(|a| *a as i32 == code)
+        .map(Algorithm)
+    }
+
+    pub fn code(self) -> i32 {
+        self.0 as i32
+    }
+}
+
+/// cuDNN's name of the algorithm, as the builder reports it.
+impl fmt::Debug for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 
 /// The forward algorithms cuDNN's heuristics rank for a convolution, best first, with their
 /// workspace needs.
-pub fn candidate_algorithms(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y: &Tensor) -> Result<Vec<(sys::cudnnConvolutionFwdAlgo_t, usize)>> {
+pub fn candidate_algorithms(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y: &Tensor) -> Result<Vec<(Algorithm, usize)>> {
     const COUNT: usize = sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_COUNT as usize;
     let mut perf: [std::mem::MaybeUninit<sys::cudnnConvolutionFwdAlgoPerf_t>; COUNT] = [const { std::mem::MaybeUninit::uninit() }; COUNT];
     let mut returned: c_int = 0;
-    check("get forward algorithms", unsafe { cr::get_convolution_forward_algorithm(h.0, x.0, w.0, conv.0, y.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _) })?;
+    // SAFETY: the handle and descriptors are live (borrowed) and set; `perf` has room for the COUNT
+    // results the call is allowed to write.
+    check("get forward algorithms", unsafe { cr::get_convolution_forward_algorithm(h.raw, x.0, w.0, conv.0, y.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _) })?;
     Ok(perf[..returned as usize]
         .iter()
+        // SAFETY: cuDNN wrote the first `returned` entries.
         .map(|p| unsafe { p.assume_init_read() })
         .filter(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
-        .map(|p| (p.algo, p.memory))
+        .map(|p| (Algorithm(p.algo), p.memory))
         .collect())
 }
 
-pub fn workspace_size(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y: &Tensor, algo: sys::cudnnConvolutionFwdAlgo_t) -> Result<usize> {
-    check("workspace size", unsafe { cr::get_convolution_forward_workspace_size(h.0, x.0, w.0, conv.0, y.0, algo) })
+pub fn workspace_size(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y: &Tensor, algo: Algorithm) -> Result<usize> {
+    // SAFETY: the handle and descriptors are live (borrowed) and set.
+    check("workspace size", unsafe { cr::get_convolution_forward_workspace_size(h.raw, x.0, w.0, conv.0, y.0, algo.0) })
 }
 
-/// The descriptors and pointers of one fused convolution:
-/// `y = act(alphas.0 * conv(x, w) + alphas.1 * z + bias)`.
+/// A tensor or filter in device memory: its descriptor and the address of its data.
+pub struct Operand<'a, D> {
+    pub desc: &'a D,
+    pub ptr: DevicePtr,
+}
+
+/// The operands of one fused convolution: `y = act(alphas.0 * conv(x, w) + alphas.1 * z + bias)`.
 pub struct FusedConv<'a> {
-    pub x: (&'a Tensor, u64),
-    pub w: (&'a Filter, u64),
+    pub x: Operand<'a, Tensor>,
+    pub w: Operand<'a, Filter>,
     pub conv: &'a Convolution,
     pub act: &'a Activation,
-    pub bias: (&'a Tensor, u64),
-    /// The residual input, or None (then `y` is passed as z, with alphas.1 zero, as cuDNN allows).
-    pub z: Option<u64>,
-    pub y: (&'a Tensor, u64),
+    pub bias: Operand<'a, Tensor>,
+    /// The residual input (shaped as `y`), or None (then `y` is passed as z, with alphas.1 zero, as
+    /// cuDNN allows).
+    pub z: Option<DevicePtr>,
+    pub y: Operand<'a, Tensor>,
     pub alphas: (f32, f32),
 }
 
 impl FusedConv<'_> {
+    /// Enqueues the convolution on the handle's stream with `algo`, offering all of `workspace`.
+    ///
     /// # Safety
-    /// Pointers must be device memory of the shapes the descriptors say, on the handle's device.
-    pub unsafe fn launch(&self, h: &Handle, algo: sys::cudnnConvolutionFwdAlgo_t, workspace: (u64, usize)) -> Result<()> {
+    /// Every operand's address must be device memory of the handle's context holding what its
+    /// descriptor describes (`z`: what `y`'s does), and `workspace` at least what
+    /// [`workspace_size`] gives for `algo`; all of it must stay allocated until the work has run,
+    /// and, when the work is captured in a CUDA graph, for as long as the graph may be launched.
+    pub unsafe fn launch(&self, h: &Handle, algo: Algorithm, workspace: &DeviceBuffer) -> Result<()> {
         let (alpha1, alpha2) = self.alphas;
-        let z = self.z.unwrap_or(self.y.1);
+        let z = self.z.unwrap_or(self.y.ptr);
+        // SAFETY: the handle and descriptors are live (borrowed) and set, the alphas are f32 (the
+        // scaling type for every data type but double); the memory is the caller's contract.
         check("fused convolution", unsafe {
             cr::convolution_bias_activation_forward(
-                h.0,
+                h.raw,
                 &alpha1 as *const f32 as *const _,
-                self.x.0.0,
-                self.x.1 as *const _,
-                self.w.0.0,
-                self.w.1 as *const _,
+                self.x.desc.0,
+                addr(self.x.ptr),
+                self.w.desc.0,
+                addr(self.w.ptr),
                 self.conv.0,
-                algo,
-                workspace.0 as *mut _,
-                workspace.1,
+                algo.0,
+                addr(workspace.ptr()),
+                workspace.bytes,
                 &alpha2 as *const f32 as *const _,
-                self.y.0.0,
-                z as *const _,
-                self.bias.0.0,
-                self.bias.1 as *const _,
+                self.y.desc.0,
+                addr(z),
+                self.bias.desc.0,
+                addr(self.bias.ptr),
                 self.act.0,
-                self.y.0.0,
-                self.y.1 as *mut _,
+                self.y.desc.0,
+                addr(self.y.ptr),
             )
         })
     }
 }
 
+/// Enqueues `y = pool(x)` on the handle's stream.
+///
 /// # Safety
-/// As [`FusedConv::launch`].
-pub unsafe fn pool(h: &Handle, p: &Pooling, x: (&Tensor, u64), y: (&Tensor, u64)) -> Result<()> {
+/// As for [`FusedConv::launch`], for `x` and `y`.
+pub unsafe fn pool(h: &Handle, p: &Pooling, x: Operand<'_, Tensor>, y: Operand<'_, Tensor>) -> Result<()> {
     let (alpha, beta) = (1.0f32, 0.0f32);
-    check("pooling", unsafe { cr::pooling_forward(h.0, p.0, &alpha as *const f32 as *const _, x.0.0, x.1 as *const _, &beta as *const f32 as *const _, y.0.0, y.1 as *mut _) })
+    // SAFETY: the handle and descriptors are live (borrowed) and set, the alphas are f32; the
+    // memory is the caller's contract.
+    check("pooling", unsafe { cr::pooling_forward(h.raw, p.0, &alpha as *const f32 as *const _, x.desc.0, addr(x.ptr), &beta as *const f32 as *const _, y.desc.0, addr(y.ptr)) })
 }
 
 pub fn version() -> usize {

@@ -7,9 +7,9 @@
 //! rest: upload, conversion to NHWC fp16 (space-to-depth when the plan's stem wants it), every
 //! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
-use super::cudnn::{self, Activation, Convolution, DataType, Filter, FusedConv, Handle, Pooling, Tensor};
+use super::cudnn::{self, Activation, Algorithm, Convolution, DataType, Filter, FusedConv, Handle, Operand, Pooling, Tensor};
 use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
-use cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t as Algo;
+use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,43 +20,68 @@ fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
     r.map_err(|e| format!("CUDA {what}: {e:?}"))
 }
 
-/// Element type and layout of the sample bytes, as the conversion kernel reads them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct InputFormat {
-    pub channels: usize,
-    pub height: usize,
-    pub width: usize,
-    /// 0 = f32, 1 = f16, 2 = int8 (times `scale`).
-    pub dtype: i32,
-    pub scale: f32,
-    pub nchw: bool,
+/// The conversion kernel's `dtype` argument (its ABI: 0 = f32, 1 = f16, 2 = int8 times `scale`).
+fn kernel_dtype(element: ElementType) -> i32 {
+    match element {
+        ElementType::F32 => 0,
+        ElementType::F16 => 1,
+        ElementType::I8 => 2,
+        ElementType::I32 => unreachable!("validated: image samples are never int32"),
+    }
 }
 
-impl InputFormat {
-    pub fn sample_bytes(&self) -> usize {
-        self.channels * self.height * self.width * [4, 2, 1][self.dtype as usize]
+/// An address in device memory (the driver's `CUdeviceptr`). It borrows nothing, so the calls
+/// that read or write through one are `unsafe`: their callers vouch that the memory is there.
+#[derive(Clone, Copy, Debug)]
+pub struct DevicePtr(ds::CUdeviceptr);
+
+impl DevicePtr {
+    /// The address `bytes` further on.
+    pub fn offset(self, bytes: usize) -> DevicePtr {
+        DevicePtr(self.0 + bytes as u64)
+    }
+
+    /// The raw address, for driver calls and kernel arguments: the FFI boundary, and only there.
+    pub(super) fn raw(self) -> ds::CUdeviceptr {
+        self.0
     }
 }
 
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {
-    ptr: ds::CUdeviceptr,
+    ptr: DevicePtr,
     pub bytes: usize,
 }
 
 impl DeviceBuffer {
     pub fn new(bytes: usize) -> Result<DeviceBuffer> {
+        // SAFETY: the memory is reached only through device addresses, never as Rust values, so
+        // its unset contents need to be valid for no type.
         let ptr = cu("allocate device memory", unsafe { dr::malloc_sync(bytes.max(256)) }).map_err(|e| format!("{e} ({bytes} bytes)"))?;
-        Ok(DeviceBuffer { ptr, bytes })
+        Ok(DeviceBuffer { ptr: DevicePtr(ptr), bytes })
     }
-    pub fn ptr(&self) -> u64 {
+
+    pub fn ptr(&self) -> DevicePtr {
         self.ptr
+    }
+
+    /// Copies `data` to `offset` bytes into the buffer, returning when it is there.
+    ///
+    /// # Panics
+    /// If `data` does not fit.
+    pub fn upload(&self, offset: usize, data: &[u8]) -> std::result::Result<(), dr::DriverError> {
+        assert!(offset + data.len() <= self.bytes, "upload within the buffer");
+        // SAFETY: the range is inside this live allocation (checked above); the copy is synchronous,
+        // so `data` is read before this returns.
+        unsafe { dr::memcpy_htod_sync(self.ptr.offset(offset).raw(), data) }
     }
 }
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        unsafe { dr::free_sync(self.ptr) }.ok();
+        // SAFETY: allocated by `malloc_sync` in `new`, freed once, here; its owners synchronize the
+        // work that uses it before they can drop it (a slot every batch, builds every timing).
+        unsafe { dr::free_sync(self.ptr.raw()) }.ok();
     }
 }
 
@@ -70,20 +95,32 @@ pub struct PinnedBuffer {
 unsafe impl Send for PinnedBuffer {}
 
 impl PinnedBuffer {
+    /// `bytes` of zeroed pinned memory (zeroed so that the slices over it are initialised).
     pub fn new(bytes: usize) -> Result<PinnedBuffer> {
-        let ptr = cu("allocate pinned memory", unsafe { dr::malloc_host(bytes.max(64), 0) })? as *mut u8;
+        let len = bytes.max(64);
+        // SAFETY: the unset contents are overwritten below before anything reads them.
+        let ptr = cu("allocate pinned memory", unsafe { dr::malloc_host(len, 0) })? as *mut u8;
+        // SAFETY: `ptr` is a fresh allocation of `len` bytes.
+        unsafe { ptr.write_bytes(0, len) };
         Ok(PinnedBuffer { ptr, bytes })
     }
+
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `bytes` initialised bytes owned by the buffer, borrowed exclusively with it; the
+        // GPU touches them only while a batch runs, and a slot's owner reaches them between batches.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
     }
+
     pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: as in `as_mut_slice`, borrowed shared with the buffer.
         unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
     }
 }
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
+        // SAFETY: allocated by `malloc_host` in `new`, freed once, here; no copy to or from it is in
+        // flight (its slot synchronizes every batch).
         unsafe { dr::free_host(self.ptr as *mut _) }.ok();
     }
 }
@@ -178,7 +215,8 @@ extern "C" __global__ void top1(const unsigned short* logits, int* out, int n, i
 pub struct DeviceModel {
     pub ctx: Arc<CudaContext>,
     pub header: PlanHeader,
-    pub input: InputFormat,
+    /// The samples as the sample library holds them.
+    pub input: InputSpec,
     weights: DeviceBuffer,
     convert: CudaFunction,
     quantize: CudaFunction,
@@ -187,9 +225,9 @@ pub struct DeviceModel {
 }
 
 impl DeviceModel {
-    pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputFormat) -> Result<Arc<DeviceModel>> {
+    pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputSpec) -> Result<Arc<DeviceModel>> {
         let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
-        if image_channels % 8 != 0 {
+        if !image_channels.is_multiple_of(8) {
             return Err(format!(
                 "the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it",
                 header.model_path
@@ -205,10 +243,12 @@ impl DeviceModel {
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
         // events to every launch and to the captured graphs.
+        // SAFETY: the contract concerns only `CudaSlice`s created afterwards, and the engine creates
+        // none: its device memory is `DeviceBuffer`s, whose uses it orders itself.
         unsafe { ctx.disable_event_tracking() };
         ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let weights = DeviceBuffer::new(blob.len())?;
-        cu("upload weights", unsafe { dr::memcpy_htod_sync(weights.ptr, blob) })?;
+        cu("upload weights", weights.upload(0, blob))?;
         let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = cu("load kernels", ctx.load_module(ptx))?;
         let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
@@ -258,7 +298,7 @@ impl ConvDescriptors {
 enum LayerDescriptors {
     Conv {
         d: ConvDescriptors,
-        algo: Algo,
+        algo: Algorithm,
         workspace: usize,
     },
     Pool {
@@ -314,7 +354,7 @@ impl Slot {
         let ctx = &model.ctx;
         ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let stream = cu("create stream", ctx.new_stream())?;
-        let handle = Handle::new(stream.cu_stream() as _)?;
+        let handle = Handle::new(&stream)?;
         let n = model.max_batch();
         let buffers = model.header.buffer_elements.iter().map(|&e| DeviceBuffer::new(n * e * 2)).collect::<Result<Vec<_>>>()?;
         let sample_bytes = model.input.sample_bytes();
@@ -338,7 +378,7 @@ impl Slot {
         })
     }
 
-    fn value_ptr(&self, value: usize) -> u64 {
+    fn value_ptr(&self, value: usize) -> DevicePtr {
         self.buffers[self.model.header.buffer_of[value]].ptr()
     }
 
@@ -347,13 +387,13 @@ impl Slot {
         let LayerKind::Conv { weight_offset, bias_offset, residual, scale, residual_scale, .. } = layer.kind else { unreachable!("a convolution layer") };
         let weights = self.model.weights.ptr();
         FusedConv {
-            x: (&d.x, self.value_ptr(layer.input)),
-            w: (&d.filter, weights + weight_offset as u64),
+            x: Operand { desc: &d.x, ptr: self.value_ptr(layer.input) },
+            w: Operand { desc: &d.filter, ptr: weights.offset(weight_offset) },
             conv: &d.conv,
             act: &d.act,
-            bias: (&d.bias, weights + bias_offset as u64),
+            bias: Operand { desc: &d.bias, ptr: weights.offset(bias_offset) },
             z: residual.map(|r| self.value_ptr(r)),
-            y: (&d.y, self.value_ptr(layer.output)),
+            y: Operand { desc: &d.y, ptr: self.value_ptr(layer.output) },
             alphas: (scale, residual_scale),
         }
     }
@@ -365,7 +405,7 @@ impl Slot {
             out.push(match &layer.kind {
                 LayerKind::Conv { algorithm, .. } => {
                     let d = ConvDescriptors::new(layer, n)?;
-                    let algo = algo_from_i32(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
+                    let algo = Algorithm::from_code(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
                     let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
@@ -386,20 +426,28 @@ impl Slot {
 
     /// Enqueues one batch of `n` samples read from `pool` (device memory) at the slot numbers in
     /// `host_slots` (with `upload_input`, `pool` is the slot's own input buffer, filled from
-    /// `host_input` first).
-    fn enqueue(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload_input: bool) -> Result<()> {
+    /// `host_input` first). The slot's own memory, which the work reaches as well, lives as long
+    /// as the slot and so as the graphs captured from this.
+    ///
+    /// # Safety
+    /// `n` is at most the plan's batch size (the slot's buffers are sized for that), `layers` are
+    /// [`Slot::descriptors`] of `n` with the workspace fitted to them ([`Slot::fit_workspace`]), and
+    /// `pool` holds every sample the slot numbers in `host_slots` name while the work (or a graph
+    /// captured from it) may run.
+    unsafe fn enqueue(&self, n: usize, layers: &[LayerDescriptors], pool: DevicePtr, upload_input: bool) -> Result<()> {
         let s = self.stream.cu_stream();
         let m = &self.model;
         let f = &m.input;
-        unsafe {
-            if upload_input {
-                cu("upload samples", dr::memcpy_htod_async(self.device_input.ptr(), &self.host_input.as_slice()[..n * f.sample_bytes()], s))?;
-            }
-            cu("upload slots", dr::memcpy_htod_async(self.device_slots.ptr(), &self.host_slots.as_slice()[..n * 4], s))?;
+        if upload_input {
+            // SAFETY: `n` samples fit `device_input`; the source is pinned memory of the slot, which
+            // its owner changes only between batches.
+            cu("upload samples", unsafe { dr::memcpy_htod_async(self.device_input.ptr().raw(), &self.host_input.as_slice()[..n * f.sample_bytes()], s) })?;
         }
+        // SAFETY: as above, for `n` slot numbers into `device_slots`.
+        cu("upload slots", unsafe { dr::memcpy_htod_async(self.device_slots.ptr().raw(), &self.host_slots.as_slice()[..n * 4], s) })?;
         let (cpad, hs, ws) = m.header.layers[0].input_shape;
         let pixels = (hs * ws) as u32;
-        let (slots, out, sample_bytes) = (self.device_slots.ptr(), self.value_ptr(0), f.sample_bytes() as i64);
+        let (pool, slots, out, sample_bytes) = (pool.raw(), self.device_slots.ptr().raw(), self.value_ptr(0).raw(), f.sample_bytes() as i64);
         let layout = m.header.input_layout;
         let dims = [f.channels, f.height, f.width, hs, ws, cpad, layout.block, layout.offset].map(|v| v as i32);
         let mut launch = self.stream.launch_builder(&m.convert);
@@ -407,21 +455,32 @@ impl Slot {
         for d in &dims {
             launch.arg(d);
         }
-        let nchw = i32::from(f.nchw);
-        launch.arg(&sample_bytes).arg(&f.dtype).arg(&nchw).arg(&f.scale);
+        let (dtype, nchw) = (kernel_dtype(f.element), i32::from(f.layout == Layout::Nchw));
+        launch.arg(&sample_bytes).arg(&dtype).arg(&nchw).arg(&f.scale);
         let grid = (pixels.div_ceil(128), n as u32, 1);
+        // SAFETY: the arguments are convert_input's parameters in order and type (3 pointers, 8 ints,
+        // a long long, 2 ints, a float); it reads `n` slot numbers and the samples they name in
+        // `pool` (our contract) and writes `n` samples of the first layer's input to value 0's buffer.
         cu("convert input", unsafe { launch.launch(LaunchConfig { grid_dim: grid, block_dim: (128, 1, 1), shared_mem_bytes: 0 }) })?;
 
         for (layer, descriptors) in m.header.layers.iter().zip(layers) {
             match descriptors {
-                // `fit_workspace` sized the workspace for these descriptors.
-                LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, (self.workspace.ptr(), self.workspace.bytes)) },
-                LayerDescriptors::Pool { x, y, pooling } => unsafe { cudnn::pool(&self.handle, pooling, (x, self.value_ptr(layer.input)), (y, self.value_ptr(layer.output))) },
+                // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers and the
+                // weights at the plan's offsets (lowering laid them out in the blob the device holds);
+                // `fit_workspace` sized the workspace for them, and keeps any it outgrows.
+                LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, &self.workspace) },
+                // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers.
+                LayerDescriptors::Pool { x, y, pooling } => unsafe {
+                    cudnn::pool(&self.handle, pooling, Operand { desc: x, ptr: self.value_ptr(layer.input) }, Operand { desc: y, ptr: self.value_ptr(layer.output) })
+                },
                 LayerDescriptors::Convert { to_int8, groups, scale } => {
-                    let (x, y) = (self.value_ptr(layer.input), self.value_ptr(layer.output));
+                    let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
                     let mut launch = self.stream.launch_builder(if *to_int8 { &m.quantize } else { &m.dequantize });
                     launch.arg(&x).arg(&y).arg(groups).arg(scale);
                     let blocks = (*groups as u64).div_ceil(256) as u32;
+                    // SAFETY: the arguments are the kernel's parameters in order and type (2 pointers,
+                    // a long long, a float); `groups` groups of 8 are the layer's elements at batch
+                    // `n` (our contract), within both values' buffers.
                     cu("convert int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
                 }
             }
@@ -430,13 +489,19 @@ impl Slot {
 
         let h = &m.header;
         let (n32, stride) = (n as i32, logit_channels(h) as i32);
-        let (logits, classes_out) = (self.value_ptr(h.output), self.device_classes.ptr());
+        let (logits, classes_out) = (self.value_ptr(h.output).raw(), self.device_classes.ptr().raw());
         let (classes, offset) = (h.classes as i32, h.class_offset);
         let mut launch = self.stream.launch_builder(&m.top1);
         launch.arg(&logits).arg(&classes_out).arg(&n32).arg(&classes).arg(&stride).arg(&offset);
         let threads = (n as u32) * 32;
+        // SAFETY: the arguments are top1's parameters in order and type (2 pointers, 4 ints); it
+        // reads `n` rows of `stride` logits from the output value's buffer and writes `n` ints to
+        // `device_classes`.
         cu("top-1", unsafe { launch.launch(LaunchConfig { grid_dim: (threads.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
+        // SAFETY: `n` ints fit `host_classes`, pinned and page-aligned; no other borrow of it is live
+        // (`run` reads it after synchronizing the stream).
         let host = unsafe { std::slice::from_raw_parts_mut(self.host_classes.ptr as *mut i32, n) };
+        // SAFETY: `n` ints from `device_classes` into that pinned memory, which outlives the copy.
         cu("download classes", unsafe { dr::memcpy_dtoh_async(host, classes_out, s) })?;
         Ok(())
     }
@@ -444,7 +509,12 @@ impl Slot {
     /// Runs a batch of `n` (<= the plan's batch size) whose samples are already in place: in
     /// `host_input`, or (with `resident_pool`) in that device buffer at the slot numbers set by
     /// [`Slot::set_slots`]. Returns the top-1 class of each sample.
-    pub fn run(&mut self, n: usize, resident_pool: Option<u64>) -> Result<Vec<i32>> {
+    ///
+    /// # Safety
+    /// With `resident_pool`: the pool holds every sample those slot numbers name, and it is the
+    /// same pool on every such call and stays allocated while the slot lives (graphs captured with
+    /// it keep its address).
+    pub unsafe fn run(&mut self, n: usize, resident_pool: Option<DevicePtr>) -> Result<Vec<i32>> {
         assert!(n > 0 && n <= self.model.max_batch(), "batch within the plan");
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         if resident_pool.is_none() {
@@ -457,19 +527,27 @@ impl Slot {
             self.fit_workspace(n, &layers)?;
             // A plain run first: cuDNN loads kernels and sizes internals lazily, which must not
             // happen inside a capture.
-            self.enqueue(n, &layers, pool, upload)?;
+            // SAFETY: `n` is within the plan (asserted above), the descriptors are of `n` with the
+            // workspace fitted to them, and `pool` is the slot's input buffer or the resident pool
+            // of our contract.
+            unsafe { self.enqueue(n, &layers, pool, upload) }?;
             cu("synchronize", self.stream.synchronize())?;
-            let graph = if self.use_graphs { Some(self.capture(n, &layers, pool, upload)?) } else { None };
+            let graph = if self.use_graphs {
+                // SAFETY: as above.
+                Some(unsafe { self.capture(n, &layers, pool, upload) }?)
+            } else {
+                None
+            };
             self.programs.insert((n, upload), BatchProgram { layers, graph });
         }
         let program = &self.programs[&(n, upload)];
         match &program.graph {
             Some(graph) => cu("launch graph", graph.launch())?,
-            None => self.enqueue(n, &program.layers, pool, upload)?,
+            // SAFETY: as above: the program's descriptors were built and fitted for `n` when it was.
+            None => unsafe { self.enqueue(n, &program.layers, pool, upload) }?,
         }
         cu("synchronize", self.stream.synchronize())?;
-        let classes = unsafe { std::slice::from_raw_parts(self.host_classes.ptr as *const i32, n) };
-        Ok(classes.to_vec())
+        Ok(self.host_classes.as_slice()[..n * 4].chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect())
     }
 
     /// Grows the workspace when the plan's algorithms need more at batch `n` than at the sizes run
@@ -494,9 +572,12 @@ impl Slot {
         Ok(())
     }
 
-    fn capture(&self, n: usize, layers: &[LayerDescriptors], pool: u64, upload: bool) -> Result<CudaGraph> {
+    /// # Safety
+    /// As for [`Slot::enqueue`].
+    unsafe fn capture(&self, n: usize, layers: &[LayerDescriptors], pool: DevicePtr, upload: bool) -> Result<CudaGraph> {
         cu("begin capture", self.stream.begin_capture(ds::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
-        let enqueued = self.enqueue(n, layers, pool, upload);
+        // SAFETY: our caller's contract.
+        let enqueued = unsafe { self.enqueue(n, layers, pool, upload) };
         let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
         enqueued?;
         graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())
@@ -522,10 +603,13 @@ impl Slot {
 
     /// The logits of the last batch of `n` (fp32, `classes` per sample), for correctness checks.
     pub fn logits(&self, n: usize) -> Result<Vec<f32>> {
+        assert!(n <= self.model.max_batch(), "batch within the plan");
         let h = &self.model.header;
         let channels = logit_channels(h);
         let mut raw = vec![0u16; n * channels];
-        cu("download logits", unsafe { dr::memcpy_dtoh_sync(&mut raw, self.value_ptr(h.output)) })?;
+        // SAFETY: `n` rows of `channels` fp16 logits, within the output value's buffer (sized for the
+        // plan's batch size); the copy is synchronous, into a vector of exactly that size.
+        cu("download logits", unsafe { dr::memcpy_dtoh_sync(&mut raw, self.value_ptr(h.output).raw()) })?;
         Ok(raw.chunks_exact(channels).flat_map(|row| row[..h.classes].iter().map(|&b| half::f16::from_bits(b).to_f32())).collect())
     }
 
@@ -541,7 +625,7 @@ impl Slot {
         let end = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
         for layer in header.layers.iter_mut() {
             let LayerKind::Conv { relu, .. } = layer.kind else { continue };
-            let mut best: Option<(Accumulator, Algo, usize, f32)> = None;
+            let mut best: Option<(Accumulator, Algorithm, usize, f32)> = None;
             let int8 = matches!(layer.kind, LayerKind::Conv { accumulator: Accumulator::Int32, .. });
             for &sums in if int8 { &[Accumulator::Int32] } else { accumulators } {
                 let LayerKind::Conv { accumulator, .. } = &mut layer.kind else { unreachable!() };
@@ -550,20 +634,23 @@ impl Slot {
                 let fused = self.fused(layer, &d);
                 for (algo, _) in cudnn::candidate_algorithms(&self.handle, &d.x, &d.filter, &d.conv, &d.y)? {
                     // cuDNN's fused call supports only this algorithm without an activation.
-                    if !relu && algo != Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM {
+                    if !relu && algo != Algorithm::IMPLICIT_PRECOMP_GEMM {
                         continue;
                     }
                     let Ok(bytes) = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo) else { continue };
                     if bytes > workspace_limit.min(self.workspace.bytes) {
                         continue;
                     }
-                    let ws = (self.workspace.ptr(), self.workspace.bytes);
                     // One untimed run (lazy initialisation), then the mean of five.
-                    if unsafe { fused.launch(&self.handle, algo, ws) }.is_err() {
+                    // SAFETY: descriptors of the plan's batch size on the slot's buffers, sized for it,
+                    // and the weights at the plan's offsets; the workspace holds the `bytes` the
+                    // algorithm needs (checked above); `end.synchronize()` below waits for the work.
+                    if unsafe { fused.launch(&self.handle, algo, &self.workspace) }.is_err() {
                         continue;
                     }
                     cu("record", start.record(&self.stream))?;
-                    let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, ws) }.is_ok());
+                    // SAFETY: as above.
+                    let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, &self.workspace) }.is_ok());
                     cu("record", end.record(&self.stream))?;
                     cu("synchronize", end.synchronize())?;
                     if !runs {
@@ -578,7 +665,7 @@ impl Slot {
             let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
             let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
             let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, .. } = &mut layer.kind else { unreachable!() };
-            (*accumulator, *algorithm, *workspace_bytes, *measured_us) = (sums, algo as i32, bytes, us);
+            (*accumulator, *algorithm, *workspace_bytes, *measured_us) = (sums, algo.code(), bytes, us);
             report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {sums:?} sums {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
         }
         Ok(())
@@ -590,28 +677,16 @@ fn logit_channels(h: &PlanHeader) -> usize {
     h.layers[h.output - 1].output_shape.0
 }
 
-pub fn algo_from_i32(v: i32) -> Option<Algo> {
-    use Algo::*;
-    [
-        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-        CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
-        CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
-        CUDNN_CONVOLUTION_FWD_ALGO_FFT,
-        CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
-        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
-        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
-    ]
-    .into_iter()
-    .find(|a| *a as i32 == v)
-}
-
 /// Fails with a message (where cudarc would panic) when the CUDA driver, cuDNN or NVRTC cannot be
 /// loaded: the GPU engine needs all three at run time, and nothing of them at build time.
 pub fn require_cuda() -> Result<()> {
     let libraries = [
+        // SAFETY: only loads the library by its usual names, calling nothing in it (libloading's
+        // contract: the library's initialisers must be sound, as NVIDIA's are trusted to be).
         ("the CUDA driver (libcuda.so)", unsafe { ds::is_culib_present() }),
+        // SAFETY: as above.
         ("cuDNN 9 (libcudnn.so.9)", unsafe { cudarc::cudnn::sys::is_culib_present() }),
+        // SAFETY: as above.
         ("NVRTC (libnvrtc.so)", unsafe { cudarc::nvrtc::sys::is_culib_present() }),
     ];
     let missing: Vec<&str> = libraries.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
@@ -631,6 +706,7 @@ pub fn device_identity(ordinal: usize) -> Result<(String, String, i32)> {
     let name = cu("device name", ctx.name())?;
     let (major, minor) = cu("compute capability", ctx.compute_capability())?;
     let mut driver = 0;
+    // SAFETY: writes one int to `driver`; the driver library is present (`require_cuda`).
     unsafe { ds::cuDriverGetVersion(&mut driver) };
     Ok((name, format!("{major}.{minor}"), driver))
 }

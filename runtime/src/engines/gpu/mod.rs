@@ -25,13 +25,13 @@ pub mod export;
 pub mod lower;
 pub mod network;
 pub mod plan;
-pub mod setup;
+pub mod spec;
 
 #[cfg(test)]
 mod network_tests;
 
-use crate::harness::engine::{Engine, SampleSource};
-use exec::{DeviceBuffer, DeviceModel, InputFormat, Slot};
+use crate::engines::{Engine, InputSpec, Sample, SampleSource};
+use exec::{DeviceBuffer, DeviceModel, Slot};
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -52,11 +52,13 @@ pub struct GpuEngine {
     model: Arc<DeviceModel>,
     idle: Mutex<Vec<Slot>>,
     returned: Condvar,
+    /// Declared after `idle`, so dropped after the slots (whose graphs hold its address); a slot in
+    /// use is put back before `classify` returns, while the engine is borrowed.
     resident: Option<ResidentPool>,
 }
 
 impl GpuEngine {
-    pub fn open(ordinal: usize, plan: &plan::Plan, input: InputFormat, options: RunOptions) -> Result<GpuEngine, String> {
+    pub fn open(ordinal: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<GpuEngine, String> {
         let model = DeviceModel::load(ordinal, &plan.header, &plan.blob, input)?;
         let workspace = plan.header.layers.iter().map(|l| match l.kind {
             plan::LayerKind::Conv { workspace_bytes, .. } => workspace_bytes,
@@ -72,7 +74,7 @@ impl GpuEngine {
     }
 
     /// Every GPU of the machine, each with the same plan.
-    pub fn open_all(devices: usize, plan: &plan::Plan, input: InputFormat, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, String> {
+    pub fn open_all(devices: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, String> {
         let present = exec::device_count()?;
         if present < devices {
             return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
@@ -114,7 +116,9 @@ impl GpuEngine {
         let classes = match resident {
             Some(slots) => {
                 slot.set_slots(&slots);
-                slot.run(n, Some(self.resident.as_ref().expect("resident pool").buffer.ptr()))?
+                // SAFETY: `slots_for` gave the slot numbers of samples it holds; every slot of this
+                // engine is given the engine's one pool, which outlives them (see `resident`).
+                unsafe { slot.run(n, Some(self.resident.as_ref().expect("resident pool").buffer.ptr())) }?
             }
             None => {
                 let bytes = self.model.input.sample_bytes();
@@ -123,7 +127,8 @@ impl GpuEngine {
                     let sample = sized_sample(source, i, bytes)?;
                     host[b * bytes..(b + 1) * bytes].copy_from_slice(&sample);
                 }
-                slot.run(n, None)?
+                // SAFETY: without a resident pool the slot reads only its own buffers.
+                unsafe { slot.run(n, None) }?
             }
         };
         let logits = if logits { slot.logits(n)? } else { Vec::new() };
@@ -146,7 +151,7 @@ impl Engine for GpuEngine {
 }
 
 /// Sample `index`, which must have the size the plan's input format gives.
-fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<crate::harness::engine::Sample, String> {
+fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<Sample, String> {
     let sample = source.sample(index);
     if sample.len() != bytes {
         return Err(format!("sample {index} has {} bytes, the engine expects {bytes}", sample.len()));
@@ -179,8 +184,7 @@ impl ResidentPool {
                 Some(&s) => s,
                 None => {
                     let sample = sized_sample(source, i, self.sample_bytes)?;
-                    let at = self.buffer.ptr() + next as u64 * self.sample_bytes as u64;
-                    unsafe { cudarc::driver::result::memcpy_htod_sync(at, &sample[..]) }.map_err(|e| format!("CUDA upload of sample {i}: {e:?}"))?;
+                    self.buffer.upload(next as usize * self.sample_bytes, &sample[..]).map_err(|e| format!("CUDA upload of sample {i}: {e:?}"))?;
                     map.insert(i, next);
                     next
                 }

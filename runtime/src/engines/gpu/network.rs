@@ -394,7 +394,7 @@ pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32
         let int8 = net.int8_scale(v).is_some();
         // Int8 readers of an fp16 value, or fp16 readers (and the output) of an int8 value.
         let crossing = |n: &Node| reads(n, v) && is_int8_conv(n) != int8;
-        if !net.nodes.iter().any(crossing) && !(int8 && net.output == v) {
+        if !(net.nodes.iter().any(crossing) || (int8 && net.output == v)) {
             continue;
         }
         let producer = net.producer(v).ok_or("an int8 convolution reads the image; the stem must stay fp16")?;

@@ -5,8 +5,9 @@ use super::calibration::{self, Calibration, CalibrationSet};
 use super::export;
 use super::lower::{CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN, lower, pad_channels};
 use super::network::{INT8_MAX, Network, Op, SpaceToDepth, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth};
-use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout};
+use crate::engines::cpu::CpuEngine;
 use crate::engines::synthetic::{model, synthetic_image_f32};
+use crate::engines::{ElementType, InputSpec, Layout};
 
 /// Runs a network on one NCHW image and returns its logits.
 fn execute(net: &Network, image: &[f32]) -> Vec<f32> {
@@ -152,7 +153,7 @@ fn each_pass_preserves_what_the_network_computes() {
 
 /// The CPU engine's (tract's) logits of `proto` for `images` (NCHW f32, `SIZE` px).
 fn tract_logits(proto: &tract_onnx::pb::ModelProto, what: &str, images: &[Vec<f32>]) -> Vec<f32> {
-    let spec = InputSpec { batch_size: images.len(), channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, dtype: InputDtype::F32 };
+    let spec = InputSpec { batch_size: images.len(), channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, element: ElementType::F32, scale: 1.0 };
     let cpu = CpuEngine::from_proto(proto, what, spec).unwrap();
     let bytes: Vec<Vec<u8>> = images.iter().map(|im| im.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
     cpu.scores(&bytes.iter().map(|b| &b[..]).collect::<Vec<_>>()).unwrap()
@@ -305,10 +306,10 @@ fn buffers_are_never_reused_while_a_value_is_live() {
     let mut last = vec![0usize; shapes.len()];
     for (i, n) in net.nodes.iter().enumerate() {
         last[n.input] = i + 1;
-        if let Op::Conv(c) = &n.op {
-            if let Some(r) = c.residual {
-                last[r] = i + 1;
-            }
+        if let Op::Conv(c) = &n.op
+            && let Some(r) = c.residual
+        {
+            last[r] = i + 1;
         }
     }
     for v in 1..shapes.len() {
@@ -371,7 +372,7 @@ fn calibration_measures_each_fused_value_under_its_onnx_name() {
     let model_path = dir.join("model.onnx");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(&model_path, prost::Message::encode_to_vec(&proto)).unwrap();
-    let spec = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, dtype: InputDtype::F32 };
+    let spec = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, element: ElementType::F32, scale: 1.0 };
     let library = crate::dataset::qsl::SampleLibrary::generated("calibration", 4, 4, spec.sample_bytes(), |i| calibration_image(i).iter().flat_map(|v| v.to_le_bytes()).collect());
     mlperf_loadgen::Qsl::load_samples(&library, &[0, 1, 2, 3]);
     let set = CalibrationSet { source: &library, spec, batch: 2, batches: 2 };

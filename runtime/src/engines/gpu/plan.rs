@@ -30,7 +30,7 @@ pub struct PlanKey {
     pub cuda_driver_version: i32,
     pub cudnn_version: usize,
     pub batch_size: usize,
-    pub precision: String,
+    pub precision: crate::engines::ElementType,
     /// Sample element type and layout as the QSL delivers them, e.g. "int8 NCHW 3x224x224 scale 1".
     pub input: String,
     pub workspace_bytes: u64,
@@ -250,6 +250,18 @@ pub fn check(path: &Path, wanted: &PlanKey) -> PlanStatus {
     }
 }
 
+/// Refuses a plan that is not there, not what the run wants, or unreadable, naming the command
+/// that rebuilds it: runs never build, and never run a stale plan.
+pub fn require_fresh(path: &Path, wanted: &PlanKey) -> Result<(), String> {
+    let rebuild = "run `mlperf generate_engines` with the same selection first";
+    match check(path, wanted) {
+        PlanStatus::Fresh => Ok(()),
+        PlanStatus::Missing => Err(format!("no engine plan {}: {rebuild}", path.display())),
+        PlanStatus::Stale(d) => Err(format!("engine plan {} is stale ({}): {rebuild}", path.display(), d.join("; "))),
+        PlanStatus::Corrupt(e) => Err(format!("engine plan {} is corrupt ({e}): {rebuild}", path.display())),
+    }
+}
+
 /// NVIDIA's engine path: `build/engines/<system>/<Scenario>/resnet50/gpu-resnet50-<precision>-b<batch>.<workload>.plan`.
 pub fn engine_path(root: &Path, system: &str, scenario: &str, benchmark: &str, precision: &str, batch: usize, workload: &str) -> std::path::PathBuf {
     root.join(system).join(scenario).join(benchmark).join(format!("gpu-{benchmark}-{precision}-b{batch}.{workload}.plan"))
@@ -268,7 +280,7 @@ mod tests {
             cuda_driver_version: 13000,
             cudnn_version: 91400,
             batch_size: 256,
-            precision: "fp16".into(),
+            precision: crate::engines::ElementType::F16,
             input: "int8 NCHW 3x224x224 scale 1".into(),
             workspace_bytes: 1 << 30,
             calibration_sha256: String::new(),
@@ -351,6 +363,29 @@ mod tests {
 
         std::fs::write(&path, b"MLPGPLAN\x01\0\0\0\xff\xff\xff\xff\0\0\0\0").unwrap();
         assert!(matches!(check(&path, &key()), PlanStatus::Corrupt(_)));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn runs_refuse_missing_stale_and_corrupt_plans_naming_the_rebuild() {
+        let dir = tempdir().join("refuse");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.plan");
+        let e = require_fresh(&path, &key()).unwrap_err();
+        assert!(e.starts_with(&format!("no engine plan {}", path.display())) && e.ends_with("run `mlperf generate_engines` with the same selection first"), "{e}");
+        std::fs::write(&path, plan().to_bytes()).unwrap();
+        assert_eq!(require_fresh(&path, &key()), Ok(()));
+        let int8 = PlanKey { precision: crate::engines::ElementType::I8, calibration_sha256: "ef".repeat(32), ..key() };
+        let e = require_fresh(&path, &int8).unwrap_err();
+        assert!(
+            e.contains("is stale (")
+                && e.contains("precision: plan has \"fp16\", needed \"int8\"")
+                && e.contains("calibration_sha256: plan has \"\"")
+                && e.contains("generate_engines"),
+            "{e}"
+        );
+        std::fs::write(&path, b"not a plan").unwrap();
+        assert!(require_fresh(&path, &key()).unwrap_err().contains("is corrupt"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

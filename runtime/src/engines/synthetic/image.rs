@@ -11,7 +11,7 @@
 //! every machine.
 
 use super::rng::SplitMix64;
-use crate::engines::cpu::Layout;
+use crate::engines::Layout;
 
 /// The per-channel means MLPerf's ResNet50 preprocessing subtracts (RGB).
 pub const IMAGENET_MEAN: [f32; 3] = [123.68, 116.78, 103.94];

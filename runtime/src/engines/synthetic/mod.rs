@@ -50,7 +50,8 @@ use tract_onnx::pb::ModelProto;
 
 pub use image::{synthetic_image, synthetic_image_f32};
 
-use crate::engines::cpu::{CpuEngine, InputDtype, InputSpec, Layout, parallel_chunks};
+use crate::engines::cpu::{CpuEngine, parallel_chunks};
+use crate::engines::{ElementType, InputSpec, Layout};
 
 /// Bumped whenever anything generated changes (topology, weights, images, calibration, file
 /// formats): a manifest of another version makes [`ensure_synthetic_resnet50`] regenerate.
@@ -150,7 +151,7 @@ pub fn sample_name(index: usize) -> String {
 
 /// The input spec of the synthetic model at `size` px for `batch_size` (f32 samples in `layout`).
 pub fn input_spec(size: usize, batch_size: usize, layout: Layout) -> InputSpec {
-    InputSpec { batch_size, channels: image::CHANNELS, height: size, width: size, layout, dtype: InputDtype::F32 }
+    InputSpec { batch_size, channels: image::CHANNELS, height: size, width: size, layout, element: ElementType::F32, scale: 1.0 }
 }
 
 /// Creates the synthetic ResNet50 model and its 50,000-sample val map under `root` (see the module

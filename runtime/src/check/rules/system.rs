@@ -1,8 +1,8 @@
 //! `systems/<system>.json` as system_check.py reads it: required fields, meaningful (non-empty)
 //! fields, and the values it validates.
 
-use super::files::is_truthy;
-use super::{Findings, Rule, Tree};
+use crate::check::common::is_truthy;
+use crate::check::{Findings, Rule, Tree};
 use mlperf_config::system::{MEANINGFUL_FIELDS, REQUIRED_FIELDS, STATUSES, SYSTEM_TYPES};
 use serde_json::Value;
 
@@ -36,16 +36,16 @@ pub(crate) fn check(tree: &Tree, system_name: &str, f: &mut Findings) -> Option<
     }
     let text_of = |k: &str| json.get(k).and_then(Value::as_str);
     let bad_value = |f: &mut Findings, key: &str, message: String, fix: String| f.key_error(Rule::SystemValues, &path, key, message, fix);
-    if let Some(status) = json.get("status") {
-        if !status.as_str().is_some_and(|s| STATUSES.contains(&s.to_lowercase().as_str())) {
-            bad_value(f, "status", format!("invalid status {status}"), format!("use one of {}", STATUSES.join(", ")));
-        }
+    if let Some(status) = json.get("status")
+        && !status.as_str().is_some_and(|s| STATUSES.contains(&s.to_lowercase().as_str()))
+    {
+        bad_value(f, "status", format!("invalid status {status}"), format!("use one of {}", STATUSES.join(", ")));
     }
     for (key, expected) in [("division", tree.division.dir_name()), ("submitter", tree.submitter.as_str())] {
-        if let Some(value) = json.get(key) {
-            if !value.as_str().is_some_and(|v| v.eq_ignore_ascii_case(expected)) {
-                bad_value(f, key, format!("{key} is {value}, but the directory says {expected}"), format!("set \"{key}\": \"{expected}\" or move the tree"));
-            }
+        if let Some(value) = json.get(key)
+            && !value.as_str().is_some_and(|v| v.eq_ignore_ascii_case(expected))
+        {
+            bad_value(f, key, format!("{key} is {value}, but the directory says {expected}"), format!("set \"{key}\": \"{expected}\" or move the tree"));
         }
     }
     match json.get("is_network") {

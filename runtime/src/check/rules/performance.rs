@@ -1,8 +1,8 @@
 //! Rules on a performance `mlperf_log_detail.txt` (performance_check.py), applied to the result's
 //! `performance/run_1` and to the TEST01/TEST04 performance logs alike.
 
-use super::files::Bench;
-use super::{Findings, Rule, Tree};
+use crate::check::common::{Bench, read_detail_log};
+use crate::check::{Findings, Rule, Tree};
 use crate::harness::logs::DetailLog;
 use crate::submission::infer;
 use crate::submission::layout::ResultKey;
@@ -12,23 +12,6 @@ use std::path::Path;
 /// LoadGen's error when a process calls `FromConfig` twice; the checker tolerates it in
 /// compliance logs (audit runs load audit.config after user.conf).
 const MULTIPLE_CONF_FILES: &str = "Multiple conf files are used";
-
-/// Reads a detail log as the checker's parser does: line 1 must be an `:::MLLOG` line and every
-/// `:::MLLOG` line valid JSON. None (with a finding) when it cannot be used.
-pub(crate) fn read_detail_log(path: &Path, f: &mut Findings) -> Option<DetailLog> {
-    let text = std::fs::read_to_string(path).ok()?;
-    if !text.starts_with(":::MLLOG") {
-        f.error(Rule::LogFormat, path, "the first line is not a `:::MLLOG` record (the checker refuses the file)".into(), "stage LoadGen's mlperf_log_detail.txt unchanged");
-        return None;
-    }
-    match DetailLog::parse(&text) {
-        Ok(log) => Some(log),
-        Err(e) => {
-            f.error(Rule::LogFormat, path, format!("unreadable: {e} (the checker aborts on it)"), "stage LoadGen's mlperf_log_detail.txt unchanged");
-            None
-        }
-    }
-}
 
 /// Every performance rule on `detail` (a result's or a compliance test's performance log).
 pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, f: &mut Findings) {

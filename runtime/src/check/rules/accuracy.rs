@@ -2,13 +2,10 @@
 //! targets, the `hash=` line of truncation, the truncated log's size, the accuracy run's errors and
 //! its coverage of the dataset.
 
-use super::files::Bench;
-use super::performance::read_detail_log;
-use super::{Findings, Rule, Severity, Tree};
+use crate::check::common::{Bench, first_group, python_regex, read_detail_log};
+use crate::check::{Findings, Rule, Severity, Tree};
 use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
 use mlperf_config::AccuracyRequirement;
-use regex_automata::meta::Regex;
-use regex_automata::{Anchored, Input};
 use std::path::Path;
 
 /// The checker's limit on the shipped accuracy log (`MAX_ACCURACY_LOG_SIZE`): truncated logs are
@@ -47,15 +44,15 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
         }
     }
     let log = dir.join(ACCURACY_LOG);
-    if let Ok(meta) = std::fs::metadata(&log) {
-        if meta.len() > MAX_ACCURACY_LOG_BYTES {
-            f.error(
-                Rule::AccuracyLogSize,
-                &log,
-                format!("{} bytes; the checker accepts at most {MAX_ACCURACY_LOG_BYTES} (the log is not truncated)", meta.len()),
-                "run `mlperf truncate_results` after the audits are verified (it keeps the full log under build/full_results/ and adds the hash line)",
-            );
-        }
+    if let Ok(meta) = std::fs::metadata(&log)
+        && meta.len() > MAX_ACCURACY_LOG_BYTES
+    {
+        f.error(
+            Rule::AccuracyLogSize,
+            &log,
+            format!("{} bytes; the checker accepts at most {MAX_ACCURACY_LOG_BYTES} (the log is not truncated)", meta.len()),
+            "run `mlperf truncate_results` after the audits are verified (it keeps the full log under build/full_results/ and adds the hash line)",
+        );
     }
     let txt = dir.join(ACCURACY_TXT);
     if let Ok(text) = std::fs::read_to_string(&txt) {
@@ -129,40 +126,4 @@ pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequireme
             "run `mlperf truncate_results` (after audit verification): it appends the full log's sha256 and truncates the log",
         );
     }
-}
-
-/// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
-/// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
-pub(crate) fn python_regex(pattern: &str) -> Result<Regex, String> {
-    let mut translated = String::with_capacity(pattern.len());
-    let mut chars = pattern.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                translated.push(c);
-                if let Some((_, next)) = chars.next() {
-                    translated.push(next);
-                }
-            }
-            '{' if !opens_repetition(&pattern[i..]) => translated.push_str("\\{"),
-            _ => translated.push(c),
-        }
-    }
-    let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
-    Regex::builder().syntax(syntax).build(&translated).map_err(|e| e.to_string())
-}
-
-/// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.
-fn opens_repetition(rest: &str) -> bool {
-    let Some(end) = rest.find('}') else { return false };
-    let inner = &rest[1..end];
-    let (low, high) = inner.split_once(',').unwrap_or((inner, "0"));
-    !low.is_empty() && low.bytes().all(|b| b.is_ascii_digit()) && high.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Group 1 of a match anchored at the start of `line`.
-pub(crate) fn first_group<'l>(re: &Regex, line: &'l str) -> Option<&'l str> {
-    let mut caps = re.create_captures();
-    re.search_captures(&Input::new(line).anchored(Anchored::Yes), &mut caps);
-    caps.get_group(1).map(|span| &line[span])
 }

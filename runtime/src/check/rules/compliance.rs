@@ -2,9 +2,11 @@
 //! (TEST PASS), its performance logs (which must pass every performance rule), and TEST01's
 //! non-deterministic fallback (baseline vs compliance accuracy within the allowed delta).
 
-use super::files::{Bench, dir_names, require_files};
-use super::{Findings, Rule, Tree, accuracy, performance};
-use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_OUTPUT_LEN, VERIFY_PERFORMANCE};
+use super::performance;
+use crate::check::common::{Bench, dir_names, first_group, python_regex, require_files};
+use crate::check::{Findings, Rule, Tree};
+use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_PERFORMANCE, verify_files};
+use mlperf_config::{AuditTest, BenchmarkRound, Round};
 use std::path::Path;
 
 /// Files a compliance `performance/run_1` may hold besides the two logs (`files_diff` optionals).
@@ -20,7 +22,7 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
     if !tree.is_closed_like() {
         return;
     }
-    for test in bench.round.compliance.iter() {
+    for &test in bench.round.compliance.iter() {
         let dir = tree.layout.test_dir(key, test);
         if !dir.is_dir() {
             f.error(
@@ -31,20 +33,8 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
             );
             continue;
         }
-        let stage = format!("stage the verified {test} directory from build/compliance/ (`mlperf run_audit_harness` writes it)");
-        let needs = |file: &str| match file {
-            VERIFY_ACCURACY => ["TEST01", "TEST06", "TEST07", "TEST08"].contains(&test.as_ref()),
-            VERIFY_PERFORMANCE => ["TEST01", "TEST04"].contains(&test.as_ref()),
-            _ => test == "TEST09",
-        };
-        for file in [VERIFY_ACCURACY, VERIFY_PERFORMANCE, VERIFY_OUTPUT_LEN].into_iter().filter(|n| needs(n)) {
-            let path = dir.join(file);
-            match std::fs::read_to_string(&path) {
-                Err(_) => f.error(Rule::ComplianceFiles, &path, format!("missing {file} of {test}"), stage.clone()),
-                Ok(text) => check_verdict(tree, bench, test, &dir, file, &text, f),
-            }
-        }
-        if needs(VERIFY_PERFORMANCE) {
+        check_verify_files(tree.round, bench, test, &dir, f);
+        if verify_files(test).contains(&VERIFY_PERFORMANCE) {
             let run = tree.layout.test_performance_dir(key, test);
             if require_files(&run, &[SUMMARY_LOG, DETAIL_LOG], &format!("the {test} performance run's logs"), f) {
                 for extra in dir_names(&run, false).into_iter().filter(|n| ![SUMMARY_LOG, DETAIL_LOG].contains(&n.as_str()) && !OPTIONAL_RUN_FILES.contains(&n.as_str())) {
@@ -61,12 +51,33 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
     }
 }
 
+/// The verify files of a verified `TEST0x` directory, judged as the checker judges them: what
+/// staging refuses (each problem as a line naming the file).
+pub fn verify_problems(round: &Round, bench_round: &BenchmarkRound, checker_model: &str, test: AuditTest, dir: &Path) -> Vec<String> {
+    let mut f = Findings::new(dir);
+    let bench = Bench { round: bench_round, checker_model: checker_model.to_string(), edge: false };
+    check_verify_files(round, &bench, test, dir, &mut f);
+    f.list.into_iter().map(|finding| format!("{}: {}", dir.join(&finding.path).display(), finding.message)).collect()
+}
+
+/// Every verify file `test` has in `dir`: present, and saying it passed.
+fn check_verify_files(round: &Round, bench: &Bench, test: AuditTest, dir: &Path, f: &mut Findings) {
+    let stage = format!("stage the verified {test} directory from build/compliance/ (`mlperf run_audit_harness` writes it)");
+    for &file in verify_files(test) {
+        let path = dir.join(file);
+        match std::fs::read_to_string(&path) {
+            Err(_) => f.error(Rule::ComplianceFiles, &path, format!("missing {file} of {test}"), stage.clone()),
+            Ok(text) => check_verdict(round, bench, test, dir, file, &text, f),
+        }
+    }
+}
+
 /// The verdict of one verify file, as the checker reads it.
-fn check_verdict(tree: &Tree, bench: &Bench, test: &str, dir: &Path, file: &str, text: &str, f: &mut Findings) {
+fn check_verdict(round: &Round, bench: &Bench, test: AuditTest, dir: &Path, file: &str, text: &str, f: &mut Findings) {
     let path = dir.join(file);
     let rerun = format!("find the cause in {file}, fix it and rerun `mlperf run_audit_harness` for {test}");
     match (test, file) {
-        ("TEST06", VERIFY_ACCURACY) => {
+        (AuditTest::Test06, VERIFY_ACCURACY) => {
             for (check, passing) in TEST06_LINES {
                 if !passing.iter().any(|p| text.lines().any(|l| l.trim() == format!("{check}: {p}"))) {
                     f.error(Rule::ComplianceVerify, &path, format!("no `{check}: {}` line", passing.join("|")), rerun.clone());
@@ -74,9 +85,9 @@ fn check_verdict(tree: &Tree, bench: &Bench, test: &str, dir: &Path, file: &str,
             }
         }
         // TEST01 accuracy: a line that is exactly TEST PASS, else the non-deterministic fallback.
-        ("TEST01", VERIFY_ACCURACY) | ("TEST08", VERIFY_ACCURACY) if !text.lines().any(|l| l.trim() == "TEST PASS") => {
-            if test == "TEST01" {
-                check_test01_fallback(tree, bench, dir, f);
+        (AuditTest::Test01 | AuditTest::Test08, VERIFY_ACCURACY) if !text.lines().any(|l| l.trim() == "TEST PASS") => {
+            if test == AuditTest::Test01 {
+                check_test01_fallback(round, bench, dir, f);
             } else {
                 f.error(Rule::ComplianceVerify, &path, "does not say TEST PASS".into(), rerun);
             }
@@ -88,7 +99,7 @@ fn check_verdict(tree: &Tree, bench: &Bench, test: &str, dir: &Path, file: &str,
 
 /// TEST01 with a non-deterministic SUT: `accuracy/` holds exactly the four fallback files and each
 /// metric of baseline vs compliance accuracy differs by at most the round's delta.
-fn check_test01_fallback(tree: &Tree, bench: &Bench, dir: &Path, f: &mut Findings) {
+fn check_test01_fallback(round: &Round, bench: &Bench, dir: &Path, f: &mut Findings) {
     let acc = dir.join("accuracy");
     let fix = "TEST01 failed the deterministic comparison; run the fallback (`mlperf run_audit_harness` does it for non-deterministic SUTs) so accuracy/ holds baseline_accuracy.txt and compliance_accuracy.txt";
     let present = dir_names(&acc, false);
@@ -101,9 +112,9 @@ fn check_test01_fallback(tree: &Tree, bench: &Bench, dir: &Path, f: &mut Finding
     let read = |name: &str| std::fs::read_to_string(acc.join(name)).unwrap_or_default();
     let (baseline, compliance) = (read("baseline_accuracy.txt"), read("compliance_accuracy.txt"));
     for req in bench.round.accuracy.iter().filter(|a| a.checker_model == bench.checker_model.as_str()) {
-        let Some(pattern) = tree.round.accuracy_patterns.get(&req.metric) else { continue };
-        let Ok(re) = accuracy::python_regex(pattern) else { continue };
-        let value = |text: &str| text.lines().filter_map(|l| accuracy::first_group(&re, l)).filter_map(|v| v.parse::<f64>().ok()).last().unwrap_or(0.0);
+        let Some(pattern) = round.accuracy_patterns.get(&req.metric) else { continue };
+        let Ok(re) = python_regex(pattern) else { continue };
+        let value = |text: &str| text.lines().filter_map(|l| first_group(&re, l)).filter_map(|v| v.parse::<f64>().ok()).next_back().unwrap_or(0.0);
         let (b, c) = (value(&baseline), value(&compliance));
         let allowed = req.delta_percent.unwrap_or(0.0);
         let delta = if b == 0.0 || c == 0.0 { f64::INFINITY } else { (1.0 - b / c).abs() * 100.0 };

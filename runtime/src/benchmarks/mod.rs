@@ -1,0 +1,256 @@
+//! The benchmark seam: each benchmark family is one module behind one small trait ([`Benchmark`]),
+//! in the style of KILT's per-benchmark folders. The harness, `preprocess_data`, `mlperf info`,
+//! `generate_engines`, `calibrate` and the audits call the trait; nothing outside this module
+//! branches on a benchmark's name.
+//!
+//! Adding a benchmark family: a module here implementing [`Benchmark`], its configs under
+//! `configs/<benchmark>/`, and one line in [`FAMILIES`].
+//!
+//! - [`resnet50`]: ImageNet classification on the CPU engine (tract) or the GPU engine (cuDNN),
+//!   with a synthetic workload for machines without the dataset.
+//! - [`bert`]: SQuAD v1.1 data checks and preprocessing (no engine yet).
+//! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
+//!   paths; runs need a test backend (`--backend=null|fixed_latency`).
+
+pub mod bert;
+pub mod resnet50;
+
+use crate::accuracy::{LogDtype, Scored};
+use crate::dataset::qsl::SampleLibrary;
+use crate::dataset::scratch::{DataReport, Scratch};
+use crate::engines::Engine;
+use crate::engines::gpu::spec::PlanIdentity;
+use crate::select::Selected;
+use mlperf_config::Settings;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One benchmark family. Methods that a family cannot do yet keep their default, which says so.
+pub trait Benchmark: Sync {
+    /// The catalog id the family serves (`resnet50`).
+    fn id(&self) -> &'static str;
+
+    /// Every file a run of `settings` needs from the scratch space, whether it is there, and what
+    /// to download or preprocess when it is not.
+    fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport;
+
+    /// Raw data in the scratch space to the tensors `settings` read; a line for the user.
+    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+        let _ = (scratch, settings);
+        Err(format!("this tool does not preprocess {}; prepare it as its MLCommons reference implementation describes", self.id()))
+    }
+
+    /// What `generate_engines` does ahead of a run: build or reuse engine plans, generate
+    /// synthetic models. A line for the user.
+    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, String> {
+        let _ = spec;
+        Ok("no engine to build".into())
+    }
+
+    /// `calibrate`: measure or reuse an int8 calibration. A line for the user.
+    fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, String> {
+        let _ = (spec, force);
+        Ok("nothing to calibrate".into())
+    }
+
+    /// The configured engines (one per device) and the sample library of a run. Missing data or a
+    /// missing or stale engine is an error that says what to run.
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String>;
+
+    /// Scores an accuracy log as the benchmark's official accuracy script does; the text is what
+    /// that script prints into `accuracy.txt`.
+    fn score(&self, settings: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
+        let _ = (settings, accuracy_log);
+        Err(format!("no accuracy scorer for {} in this build", self.id()))
+    }
+
+    /// What the compliance audits need to know of the benchmark's responses.
+    fn audit(&self) -> AuditSpecifics {
+        AuditSpecifics::default()
+    }
+}
+
+/// The benchmark families this build has, by catalog id.
+static FAMILIES: &[&dyn Benchmark] = &[&resnet50::ResNet50, &bert::Bert];
+
+/// The workload of one selected config as its family sees it outside a run (`generate_engines`,
+/// `calibrate`): the whole set, no resident samples, one device.
+fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
+    let c = selected.config;
+    WorkloadSpec {
+        settings: &selected.settings,
+        plan: PlanIdentity { system: &c.system, scenario: c.scenario, workload: c.workload },
+        total_samples: 0,
+        performance_samples: 0,
+        devices: 1,
+    }
+}
+
+/// `generate_engines` (and the first step of `mlperf run`): each config's engines built or reused,
+/// a line per config to `report` as soon as it is done.
+pub fn prepare_all(configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), String> {
+    for selected in configs {
+        let line = family(&selected.config.benchmark).prepare(&spec_of(selected)).map_err(|e| format!("{}: {e}", selected.label()))?;
+        report(&format!("{}: {line}", selected.label()));
+    }
+    Ok(())
+}
+
+/// `calibrate`: each config's int8 calibration measured or reused (`force`: measured again).
+pub fn calibrate_all(configs: &[Selected], force: bool, report: &mut dyn FnMut(&str)) -> Result<(), String> {
+    for selected in configs {
+        let line = family(&selected.config.benchmark).calibrate(&spec_of(selected), force).map_err(|e| format!("{}: {e}", selected.label()))?;
+        report(&format!("{}: {line}", selected.label()));
+    }
+    Ok(())
+}
+
+/// `preprocess_data`: the data of each config, once per benchmark and tensor set (workloads that
+/// read the same tensors share them).
+pub fn preprocess_all(scratch: &Scratch, configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), String> {
+    let mut done: Vec<(&str, Option<&str>)> = Vec::new();
+    for selected in configs {
+        let key = (selected.config.benchmark.as_ref(), selected.settings.tensor_path.as_deref());
+        if !done.contains(&key) {
+            report(&family(key.0).preprocess(scratch, &selected.settings)?);
+            done.push(key);
+        }
+    }
+    Ok(())
+}
+
+/// `mlperf info`'s data section: what each benchmark of a system needs (its first workload's
+/// settings; workloads of a benchmark share data).
+pub fn data_reports(scratch: &Scratch, configs: impl Iterator<Item = &'static mlperf_config::CompiledConfig>) -> String {
+    let mut seen = Vec::new();
+    let mut out = String::new();
+    for c in configs {
+        if !seen.contains(&c.benchmark) {
+            seen.push(c.benchmark.clone());
+            out.push_str(&family(&c.benchmark).data(scratch, &c.settings).render());
+        }
+    }
+    out
+}
+
+/// The family that serves `benchmark` (an id or alias of the catalog), or [`Unsupported`].
+pub fn family(benchmark: &str) -> &'static dyn Benchmark {
+    let id = mlperf_config::benchmark::find(benchmark).map_or(benchmark, |b| b.id);
+    match FAMILIES.iter().find(|f| f.id() == id) {
+        Some(f) => *f,
+        None => unsupported(id),
+    }
+}
+
+/// What a run of one config asks of its family: the settings (command-line overrides applied),
+/// which plan it is, its sample counts and how many devices run it.
+pub struct WorkloadSpec<'a> {
+    pub settings: &'a Settings,
+    pub plan: PlanIdentity<'a>,
+    /// The accuracy set's size (LoadGen's total sample count).
+    pub total_samples: usize,
+    /// Samples held in memory during a performance run.
+    pub performance_samples: usize,
+    pub devices: usize,
+}
+
+/// A ready workload: one engine per device and the samples.
+pub struct Workload {
+    pub devices: Vec<Arc<dyn Engine>>,
+    pub library: Arc<SampleLibrary>,
+    /// Generated data and model (never submittable); accuracy measures agreement with the
+    /// reference engine.
+    pub synthetic: bool,
+}
+
+/// How a benchmark's responses are compared by the audits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AuditSpecifics {
+    /// The dtype TEST01 compares accuracy-log entries as (the official script's `--dtype`).
+    pub test01_dtype: LogDtype,
+    /// The dtype TEST06 reads output tokens as.
+    pub test06_dtype: LogDtype,
+}
+
+impl Default for AuditSpecifics {
+    /// The official scripts' defaults: TEST01 compares bytes, TEST06 reads int32 token ids.
+    fn default() -> Self {
+        AuditSpecifics { test01_dtype: LogDtype::Int8, test06_dtype: LogDtype::Int32 }
+    }
+}
+
+/// A benchmark of the catalog that no family of this build serves.
+#[derive(Clone, Copy)]
+pub struct Unsupported {
+    id: &'static str,
+}
+
+/// One [`Unsupported`] per catalog benchmark, so the registry can hand out `'static` families.
+static UNSUPPORTED: [Unsupported; CATALOG.len()] = {
+    let mut all = [Unsupported { id: "" }; CATALOG.len()];
+    let mut i = 0;
+    while i < CATALOG.len() {
+        all[i] = Unsupported { id: CATALOG[i].id };
+        i += 1;
+    }
+    all
+};
+const CATALOG: &[mlperf_config::benchmark::BenchmarkInfo] = mlperf_config::benchmark::BENCHMARKS;
+
+/// Stands for a name that is not in the catalog (the selection refuses those before any run).
+static UNKNOWN: Unsupported = Unsupported { id: "an unknown benchmark" };
+
+fn unsupported(id: &str) -> &'static dyn Benchmark {
+    match UNSUPPORTED.iter().find(|u| u.id == id) {
+        Some(u) => u,
+        None => &UNKNOWN,
+    }
+}
+
+/// The error of a family that has no engine for a config (`engine` in its settings).
+pub fn no_engine(benchmark: &str, settings: &Settings) -> String {
+    let engine = settings.engine.map_or("gpu", |e| e.name());
+    format!(
+        "no {engine} engine for {benchmark} in this build: the CPU and GPU engines run resnet50; serving backends are not built yet. \
+         Use --backend=null or --backend=fixed_latency to exercise the harness"
+    )
+}
+
+impl Benchmark for Unsupported {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
+        DataReport::from_config_paths(scratch, self.id, settings)
+    }
+
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+        Err(no_engine(self.id, spec.settings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlperf_config::{EngineKind, Scenario, Workload as WorkloadSetting};
+
+    #[test]
+    fn families_are_found_by_id_or_alias_and_the_rest_are_unsupported() {
+        assert_eq!(family("resnet").id(), "resnet50");
+        assert_eq!(family("bert-99.9").id(), "bert");
+        assert_eq!(family("llama2-70b").id(), "llama2-70b");
+        let settings = Settings { engine: Some(EngineKind::Cpu), ..Settings::default() };
+        let spec = WorkloadSpec {
+            settings: &settings,
+            plan: PlanIdentity { system: "CPU-dev", scenario: Scenario::Offline, workload: WorkloadSetting::default() },
+            total_samples: 10,
+            performance_samples: 10,
+            devices: 1,
+        };
+        let e = family("llama2-70b").open(&spec).err().unwrap();
+        assert!(e.contains("no cpu engine for llama2-70b") && e.contains("--backend=null"), "{e}");
+        assert!(family("bert").open(&spec).err().unwrap().contains("no cpu engine for bert"));
+        assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
+    }
+}

@@ -1,0 +1,185 @@
+//! The child process of one run (`run_loadgen_test <dir>`): the plan's backend behind a SUT and a
+//! QSL, LoadGen's `StartTest` with the run directory's `user.conf` (and `audit.config`), and the
+//! accuracy score after an accuracy run.
+//!
+//! A stop signal at any time aborts LoadGen (which flushes the logs written so far), marks the run
+//! directory ABORTED and ends the process at once with `_exit`: engine and LoadGen threads may
+//! still be running, and running exit handlers under them crashed the process (a tract worker
+//! "overflowed its stack" in 2 of 3 Ctrl-Cs).
+
+use super::backends::{EmptyQsl, NullSut};
+use super::batcher::{BatcherConfig, BatchingSut};
+use super::plan::{AUDIT_CONFIG, Backend, RunMode, RunPlan, read_plan};
+use super::progress::Progress;
+use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
+use crate::benchmarks::{self, WorkloadSpec};
+use crate::engines::Engine;
+use crate::engines::gpu::spec::PlanIdentity;
+use crate::engines::test_doubles::FixedLatencyEngine;
+use crate::fsutil::write_atomic;
+use mlperf_config::render::{self, ConfPurpose};
+use mlperf_config::{CompiledConfig, FieldOrigin, Origin, Scenario, Tables};
+use mlperf_loadgen::{Qsl, Sut};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// One LoadGen test in `dir`, as its plan says.
+pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
+    signals::install()?;
+    stop_on_signal(dir);
+    let plan = read_plan(dir)?;
+    if mlperf_loadgen::LINKED_VERSION != plan.loadgen_version {
+        return Err(format!(
+            "round {} needs LoadGen {}, but this binary links {}; build with the round's LoadGen feature",
+            plan.round,
+            plan.loadgen_version,
+            mlperf_loadgen::LINKED_VERSION
+        ));
+    }
+    let audit = plan.audit_test.map(|_| dir.join(AUDIT_CONFIG));
+    let run = LoadgenRun { dir, plan: &plan, audit: audit.as_deref() };
+    let qsl = EmptyQsl { total: plan.total_sample_count as usize, performance: plan.performance_sample_count as usize };
+    let engine_errors = match plan.backend {
+        Backend::Null => {
+            let completed = Arc::new(AtomicU64::new(0));
+            let sut = NullSut { completed: completed.clone(), token_latencies: plan.token_latencies };
+            run.start(&sut, &qsl, completed)?;
+            Vec::new()
+        }
+        Backend::FixedLatency { latency_us } => {
+            let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_micros(latency_us), tokens: plan.token_latencies });
+            let config = BatcherConfig { token_latencies: plan.token_latencies, ..batcher_config(&plan.settings, &plan.benchmark) };
+            run.batched("mlperf fixed-latency SUT", vec![engine; plan.devices], Arc::new(qsl), config)?
+        }
+        Backend::Config => {
+            let family = benchmarks::family(&plan.benchmark);
+            let spec = WorkloadSpec {
+                settings: &plan.settings,
+                plan: PlanIdentity { system: &plan.system, scenario: plan.scenario, workload: plan.workload },
+                total_samples: plan.total_sample_count as usize,
+                performance_samples: plan.performance_sample_count as usize,
+                devices: plan.devices,
+            };
+            let work = family.open(&spec)?;
+            let config = BatcherConfig { token_latencies: plan.token_latencies, ..engine_batcher_config(&plan.settings, &plan.benchmark) };
+            if plan.probe_rate {
+                probe_rate(tables, dir, &plan, &work, config)?;
+            }
+            let errors = run.batched(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config)?;
+            if plan.mode == RunMode::AccuracyOnly && errors.is_empty() {
+                let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"))?;
+                crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
+                if work.synthetic {
+                    let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
+                    write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
+                }
+                eprintln!("{}: {}", plan.benchmark, scored.text.trim());
+            }
+            errors
+        }
+    };
+    remove_empty_trace(dir);
+    if !engine_errors.is_empty() {
+        return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]));
+    }
+    Ok(())
+}
+
+/// A watcher that, on a stop signal, aborts LoadGen, marks the run and ends the process.
+fn stop_on_signal(dir: &Path) {
+    let dir = dir.to_path_buf();
+    std::thread::spawn(move || {
+        let signal = loop {
+            if let Some(signal) = signals::received() {
+                break signal;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // LoadGen cannot resume after an abort: flush its logs, record why, and leave.
+        mlperf_loadgen::abort_test();
+        remove_empty_trace(&dir);
+        mark_aborted(&dir, signal);
+        eprintln!("\n{}: run aborted, partial logs kept in {}", signal.name(), dir.display());
+        // SAFETY: _exit ends the process without running exit handlers or destructors, which
+        // other threads (LoadGen's, the engines') may still be using; the logs are flushed above.
+        unsafe { libc::_exit(signal.exit_code()) }
+    });
+}
+
+/// LoadGen always creates the trace file; it is empty with tracing off and no submission wants it.
+fn remove_empty_trace(dir: &Path) {
+    let trace = dir.join("mlperf_log_trace.json");
+    if std::fs::metadata(&trace).is_ok_and(|m| m.len() == 0) {
+        let _ = std::fs::remove_file(trace);
+    }
+}
+
+/// The LoadGen test of a run directory.
+struct LoadgenRun<'a> {
+    dir: &'a Path,
+    plan: &'a RunPlan,
+    audit: Option<&'a Path>,
+}
+
+impl LoadgenRun<'_> {
+    /// Runs the test with `sut` and `qsl`, showing progress from `completed`.
+    fn start(&self, sut: &dyn Sut, qsl: &dyn Qsl, completed: Arc<AtomicU64>) -> Result<(), String> {
+        let plan = self.plan;
+        let scenario = match plan.scenario.loadgen() {
+            Scenario::Offline => mlperf_loadgen::Scenario::Offline,
+            Scenario::Server | Scenario::Interactive => mlperf_loadgen::Scenario::Server,
+            Scenario::SingleStream => mlperf_loadgen::Scenario::SingleStream,
+            Scenario::MultiStream => mlperf_loadgen::Scenario::MultiStream,
+        };
+        let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join("user.conf"), &plan.loadgen_model, scenario).map_err(|e| e.to_string())?;
+        settings.set_mode(plan.mode.loadgen());
+        write_atomic(&self.dir.join("effective_settings.txt"), format!("{:#?}\n", settings.effective()).as_bytes())?;
+        let _progress = Progress::start(plan.label(), completed, Duration::from_millis(plan.min_duration_ms));
+        let log = mlperf_loadgen::LogSettings::in_dir(self.dir);
+        mlperf_loadgen::start_test(sut, qsl, &settings, &log, self.audit).map_err(|e| e.to_string())
+    }
+
+    /// Runs the test through the batching SUT over `devices`; returns the engine errors.
+    fn batched<L: Qsl + crate::engines::SampleSource + 'static>(
+        &self,
+        name: &str,
+        devices: Vec<Arc<dyn Engine>>,
+        library: Arc<L>,
+        config: BatcherConfig,
+    ) -> Result<Vec<String>, String> {
+        let sut = BatchingSut::start(name, devices, library.clone(), config);
+        let result = self.start(&sut, library.as_ref(), sut.counters_completed());
+        let errors = sut.finish();
+        result?;
+        Ok(errors)
+    }
+}
+
+/// Measures the engines and rewrites the run's `user.conf` with the expected rate they support
+/// (`probe`), recording the measurement in `probe.txt`.
+fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, work: &benchmarks::Workload, batcher: BatcherConfig) -> Result<(), String> {
+    let config = tables
+        .configs
+        .iter()
+        .find(|c| c.system == plan.system && c.benchmark == plan.benchmark && c.scenario == plan.scenario && c.workload == plan.workload)
+        .ok_or_else(|| format!("this binary has no config {}/{}/{}/{}", plan.system, plan.benchmark, plan.scenario, plan.workload.section_name()))?;
+    let round = tables.round(&plan.round).ok_or_else(|| format!("this binary has no round {}", plan.round))?;
+    let bench = round.benchmark(&plan.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, plan.benchmark))?;
+    let loaded: Vec<usize> = (0..(plan.performance_sample_count as usize).min(work.library.total_sample_count())).collect();
+    work.library.load_samples(&loaded);
+    let mut settings = plan.settings.clone();
+    let measured = probe::probe(plan.scenario, &work.devices, work.library.as_ref(), &loaded, batcher, &mut settings);
+    work.library.unload_samples(&loaded);
+    let line = measured?;
+    eprintln!("{}: {line}", plan.label());
+    write_atomic(&dir.join("probe.txt"), format!("{line}\n").as_bytes())?;
+    // user.conf then says where the value came from, as it does for configured values.
+    let field = probe::rate_field(plan.scenario).expect("probed scenarios have a rate field");
+    let mut provenance: Vec<FieldOrigin> = config.provenance.iter().filter(|o| o.field != field).cloned().collect();
+    let value = settings.get_toml(mlperf_config::Settings::index_of(field).expect("a config field")).map(|v| v.to_string()).unwrap_or_default();
+    provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: "probe.txt".into(), line: 1, col: 1 }, overrode: Default::default() });
+    let probed = CompiledConfig { settings, provenance: provenance.into(), ..config.clone() };
+    write_atomic(&dir.join("user.conf"), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes())
+}

@@ -1,0 +1,363 @@
+//! The command line as clap parses it (NVIDIA's command and flag names). Every enumerated flag is
+//! parsed into its type here, so a bad value is refused before anything else happens, with the
+//! values that would be accepted.
+
+use super::parsers::{ConfigVers, List, one_of};
+use crate::TABLES;
+use clap::{Args, Parser, Subcommand};
+use mlperf_config::benchmark::BenchmarkInfo;
+use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario};
+use mlperf_runtime::harness::plan::{BackendKind, TestMode};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Which configs a command works on (NVIDIA's RUN_ARGS selection flags).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Selection {
+    /// Comma-separated benchmarks (resnet50, bert, llama2-70b, ...) or all; default: all configured.
+    #[arg(long, value_parser = List::<&'static BenchmarkInfo>::parser())]
+    pub benchmarks: Option<List<&'static BenchmarkInfo>>,
+    /// Comma-separated scenarios or all; default: all configured.
+    #[arg(long, value_parser = List::<Scenario>::parser())]
+    pub scenarios: Option<List<Scenario>>,
+    /// Comma-separated legacy workload names (default, high_accuracy, maxq, high_accuracy_maxq,
+    /// triton, ...) or all; the three flags below override parts of each.
+    #[arg(long = "config_ver", value_parser = ConfigVers::parser())]
+    pub config_ver: Option<ConfigVers>,
+    /// Accuracy target of the workload (99 % or 99.9 % of the reference).
+    #[arg(long = "accuracy_target", value_parser = one_of::<AccuracyTarget>())]
+    pub accuracy_target: Option<AccuracyTarget>,
+    /// Power setting of the workload.
+    #[arg(long = "power_setting", value_parser = one_of::<PowerSetting>())]
+    pub power_setting: Option<PowerSetting>,
+    /// Harness of the workload.
+    #[arg(long = "harness_type", value_parser = one_of::<Harness>())]
+    pub harness_type: Option<Harness>,
+    /// Use this system instead of the detected one (development builds only; env SYSTEM_NAME).
+    #[arg(long = "system_name")]
+    pub system_name: Option<String>,
+}
+
+/// The round a command applies (default: the newest this build holds).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RoundArg {
+    /// Round whose LoadGen, layout and rules apply (default: the newest).
+    #[arg(long, value_parser = one_of::<&'static Round>())]
+    pub round: Option<&'static Round>,
+}
+
+impl RoundArg {
+    pub fn get(&self) -> &'static Round {
+        self.round.unwrap_or_else(|| TABLES.default_round())
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Detected hardware, the matching system (or the nearest and why not), and the build.
+    Info,
+    /// The systems this binary holds.
+    Systems,
+    /// Scaffold systems/<id>.{toml,json} from this machine's hardware; prints the Cargo feature line.
+    #[command(name = "add_system", alias = "add-system")]
+    AddSystem {
+        /// New system id, e.g. MyBox_L40Sx4 (names files and config directories).
+        #[arg(long)]
+        id: String,
+        /// Cargo feature that locks a build to it, e.g. system-mybox.
+        #[arg(long)]
+        feature: String,
+        /// Project root (where systems/ and Cargo.toml are).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+    /// Write user.conf, measurements.json, README.md, mlperf.conf and system descriptions for every
+    /// compiled config into measurements/ (or --out), in each round's layout.
+    #[command(name = "generate_conf_files", alias = "generate-conf-files")]
+    GenerateConfFiles {
+        /// Output directory.
+        #[arg(long, default_value = "measurements")]
+        out: PathBuf,
+        /// Rounds to generate (comma-separated) or all.
+        #[arg(long, value_parser = List::<&'static Round>::parser(), default_value = "all")]
+        round: List<&'static Round>,
+        /// Delete files under the generated round directories that no config produces any more.
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Run LoadGen tests of the selected configs and print a result table.
+    #[command(name = "run_harness", alias = "run-harness")]
+    RunHarness(HarnessArgs),
+    /// Prepare engines for the selected configs, then run them (generate_engines + run_harness).
+    Run(HarnessArgs),
+    /// Build (or reuse, when up to date) the engine plans of the selected configs under build/engines.
+    #[command(name = "generate_engines", alias = "generate-engines")]
+    GenerateEngines {
+        #[command(flatten)]
+        selection: Selection,
+    },
+    /// Measure the int8 calibration of the selected configs (NVIDIA's `calibrate`): each value's
+    /// range over the calibration images, on the CPU, into the config's cache_file
+    /// (build/calibration/<benchmark>/ by default). generate_engines calibrates when no cache exists.
+    Calibrate {
+        #[command(flatten)]
+        selection: Selection,
+        /// Measure again and replace an existing cache (also one made for another model).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Run the round's compliance audits of the selected configs, verify them natively against the
+    /// newest VALID reference runs, and write build/compliance/<system>/<bench>/<Scenario>/<TEST>/.
+    #[command(name = "run_audit_harness", alias = "run-audit-harness")]
+    RunAuditHarness(AuditArgs),
+    /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
+    #[command(name = "run_loadgen_test", hide = true)]
+    RunLoadgenTest { dir: PathBuf },
+    /// Preprocess raw datasets in $MLPERF_SCRATCH_PATH into the tensors the selected configs read.
+    #[command(name = "preprocess_data", alias = "preprocess-data")]
+    PreprocessData {
+        #[command(flatten)]
+        selection: Selection,
+    },
+    /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
+    /// the fix); with --inference-repo also runs the official checker and compares verdicts.
+    #[command(name = "check_submission", alias = "check-submission")]
+    CheckSubmission {
+        /// Submission root (holds closed/, open/, network/).
+        #[arg(long, default_value = "build/submission")]
+        input: PathBuf,
+        #[command(flatten)]
+        round: RoundArg,
+        /// Check only this submitter's tree.
+        #[arg(long)]
+        submitter: Option<String>,
+        /// A checkout of mlcommons/inference: also run its submission checker.
+        #[arg(long = "inference-repo", alias = "inference_repo")]
+        inference_repo: Option<PathBuf>,
+        /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
+        #[arg(long = "checker-log", alias = "checker_log")]
+        checker_log: Option<PathBuf>,
+        /// Overwrite an existing checker log.
+        #[arg(long)]
+        force: bool,
+        /// Python interpreter for the official checker (needs PyYAML).
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
+    /// Collect the newest VALID performance and accuracy runs of the selected configs from build/logs
+    /// into the round's submission layout, with their generated measurement files and system description.
+    #[command(name = "stage_results", alias = "stage-results")]
+    StageResults(StageArgs),
+    /// Collect the verified audits (build/compliance) of the selected configs into the staged submission.
+    #[command(name = "stage_compliance", alias = "stage-compliance")]
+    StageCompliance(StageArgs),
+    /// Infer the MultiStream / Offline results of edge systems from staged SingleStream / MultiStream
+    /// ones, as the checker allows (after stage_compliance, before truncate_results).
+    #[command(name = "infer_results", alias = "infer-results")]
+    InferResults(TreeArgs),
+    /// Hash and truncate the staged accuracy logs as the official truncate_accuracy_log.py does,
+    /// after backing the full logs up (only once the round's audits are staged).
+    #[command(name = "truncate_results", alias = "truncate-results")]
+    TruncateResults {
+        #[command(flatten)]
+        tree: TreeArgs,
+        /// Where the full accuracy logs are kept (same relative paths).
+        #[arg(long, default_value = "build/full_results")]
+        backup: PathBuf,
+    },
+    /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
+    #[command(name = "export_submission", alias = "export-submission")]
+    ExportSubmission {
+        /// The staged submission root.
+        #[arg(long, default_value = "build/submission")]
+        input: PathBuf,
+        #[arg(long, default_value = "build/export")]
+        out: PathBuf,
+        /// Replace an earlier export.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Pack the exported submission as mlperf_submission_<submitter>.tar.gz with a sha256 checksum
+    /// file; --encrypt runs `openssl enc -e -aes256` like the official pack_submission.sh.
+    #[command(name = "pack_submission", alias = "pack-submission")]
+    PackSubmission {
+        /// The exported submission root.
+        #[arg(long, default_value = "build/export")]
+        input: PathBuf,
+        /// Where the tarball and checksum file go.
+        #[arg(long, default_value = "build")]
+        out: PathBuf,
+        /// Default: the one submitter directory under the input.
+        #[arg(long)]
+        submitter: Option<String>,
+        /// Encrypt with the passphrase in $MLPERF_PACK_PASSPHRASE (needs openssl).
+        #[arg(long)]
+        encrypt: bool,
+        /// Replace an earlier tarball.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Benchmarks that print a comparison table (ratio first).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Inspect the compiled configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// What answers the queries, for run_harness, run and run_audit_harness.
+#[derive(Args, Debug)]
+pub struct BackendArgs {
+    /// What answers the queries: config (the configured engine), null, or fixed_latency (test doubles).
+    #[arg(long, value_parser = one_of::<BackendKind>(), default_value = "config")]
+    pub backend: BackendKind,
+    /// Per-batch latency of the fixed_latency backend, in microseconds.
+    #[arg(long = "backend_latency_us", default_value_t = 1000)]
+    pub backend_latency_us: u64,
+}
+
+/// Flags of run_harness / run (NVIDIA's names).
+#[derive(Args, Debug)]
+pub struct HarnessArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Which LoadGen runs: SubmissionRun is an accuracy run, then a performance run.
+    #[arg(long = "test_mode", value_parser = one_of::<TestMode>(), default_value = "PerformanceOnly")]
+    pub test_mode: TestMode,
+    /// One-minute runs (min_duration 60 s, Offline/Server min_query_count 1); never submittable.
+    #[arg(long = "test_run")]
+    pub test_run: bool,
+    /// Run a compliance test of the round with its audit settings.
+    #[arg(long = "audit_test", value_parser = one_of::<AuditTest>())]
+    pub audit_test: Option<AuditTest>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
+    #[arg(long = "log_dir")]
+    pub log_dir: Option<PathBuf>,
+}
+
+/// Flags of stage_results / stage_compliance.
+#[derive(Args, Debug)]
+pub struct StageArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Submitter directory name; default (and it must match): the system description's "submitter".
+    #[arg(long)]
+    pub submitter: Option<String>,
+    /// Submission root.
+    #[arg(long, default_value = "build/submission")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Where the runs are.
+    #[arg(long = "log_dir", default_value = "build/logs")]
+    pub log_dir: PathBuf,
+    /// Where the verified audits are.
+    #[arg(long = "compliance_dir", default_value = "build/compliance")]
+    pub compliance_dir: PathBuf,
+    /// DANGEROUS: also stage runs marked non-submittable (test runs, overrides, synthetic data);
+    /// each reason is printed and NON_SUBMITTABLE.txt stays next to the staged logs.
+    #[arg(long = "allow-non-submittable")]
+    pub allow_non_submittable: bool,
+    /// Replace staged files whose contents would change.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Flags of run_audit_harness.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Comma-separated tests or all (each benchmark's required tests in the round, the default).
+    #[arg(long = "audit_tests", value_parser = List::<AuditTest>::parser())]
+    pub audit_tests: Option<List<AuditTest>>,
+    /// One-minute audit runs; never submittable (the reference runs must match).
+    #[arg(long = "test_run")]
+    pub test_run: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Holds logs/ (reference runs), compliance_logs/ (audit runs) and compliance/ (verified tests).
+    #[arg(long = "build_dir", default_value = "build")]
+    pub build_dir: PathBuf,
+    /// Replace verified TEST directories that already exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Flags of the commands that work on a staged submission tree.
+#[derive(Args, Debug)]
+pub struct TreeArgs {
+    /// Submission root.
+    #[arg(long, default_value = "build/submission")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Only this submitter's tree (default: all under the root).
+    #[arg(long)]
+    pub submitter: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// LoadGen overhead: a null SUT through our binding vs the same null SUT in C++.
+    Loadgen {
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Minimum duration of each LoadGen run.
+        #[arg(long = "duration_ms", default_value_t = 1000)]
+        duration_ms: u64,
+        /// Worker threads of the Server null SUTs.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Where the runs' LoadGen logs go.
+        #[arg(long, default_value = "build/bench/loadgen")]
+        out: PathBuf,
+    },
+    /// The configured engines alone, through the batching SUT under LoadGen Offline, and a null
+    /// engine through the batching SUT (Offline and Server): harness efficiency and ceiling.
+    Engine {
+        /// The configs to measure (default scenario: offline).
+        #[command(flatten)]
+        selection: Selection,
+        /// Length of each measurement (engine loop, LoadGen minimum duration).
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Leave out the null engine's Server search (row c), which takes minutes: for comparing
+        /// engines, where the harness's ceiling is not in question.
+        #[arg(long = "skip_server_search")]
+        skip_server_search: bool,
+        /// Where the runs' LoadGen logs go.
+        #[arg(long, default_value = "build/bench/engine")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Effective values of the selected configs, with the file:line that set each.
+    Show {
+        #[command(flatten)]
+        selection: Selection,
+        /// Also print each field's help, its user.conf key and what each value overrode.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Every config field: type, unit, applicability, LoadGen key.
+    Fields,
+}

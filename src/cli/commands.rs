@@ -1,0 +1,184 @@
+//! Each command: resolve its flags, call the runtime, print what it returns. No decisions are
+//! made here beyond which runtime function a command is.
+
+use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs};
+use super::resolve;
+use crate::TABLES;
+use mlperf_runtime::dataset::scratch::Scratch;
+use mlperf_runtime::harness::plan::BackendKind;
+use mlperf_runtime::harness::report::{Outcome, RunStatus};
+use mlperf_runtime::select::Override;
+use mlperf_runtime::{bench, benchmarks, check, compliance, detect, generate, harness, scaffold, show, submission};
+
+/// Commands that take `--<config field>=<value>` overrides.
+fn takes_overrides(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::RunHarness(_)
+            | Command::Run(_)
+            | Command::RunAuditHarness(_)
+            | Command::GenerateEngines { .. }
+            | Command::Calibrate { .. }
+            | Command::Bench { command: BenchCommand::Engine { .. } }
+    )
+}
+
+pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
+    if let (Some(first), false) = (overrides.first(), takes_overrides(&cli.command)) {
+        return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate and bench engine", first.field));
+    }
+    let say = &mut |line: &str| println!("{line}");
+    match cli.command {
+        Command::RunHarness(args) => run_harness(&args, &overrides, false)?,
+        Command::Run(args) => run_harness(&args, &overrides, true)?,
+        Command::RunAuditHarness(args) => {
+            let results = compliance::audit::run_audit_harness(&resolve::audit_request(&args, &overrides)?)?;
+            print!("{}", compliance::audit::table(&results));
+            let failed = results.iter().filter(|r| !r.passed).count();
+            if failed > 0 {
+                return Err(format!("{failed} of {} audits failed verification; see the verify_*.txt files", results.len()));
+            }
+        }
+        Command::RunLoadgenTest { dir } => harness::child::run_one(&TABLES, &dir)?,
+        Command::GenerateEngines { selection } => benchmarks::prepare_all(&resolve::selection(&selection, &overrides)?.configs, say)?,
+        Command::Calibrate { selection, force } => benchmarks::calibrate_all(&resolve::selection(&selection, &overrides)?.configs, force, say)?,
+        Command::PreprocessData { selection } => benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(&selection, &[])?.configs, say)?,
+        Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
+            let out = out.join(harness::timestamp());
+            print!("{}", bench::loadgen(&out, bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
+        }
+        Command::Bench { command: BenchCommand::Engine { mut selection, seconds, skip_server_search, out } } => {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(format!("--seconds={seconds}: give a positive number of seconds"));
+            }
+            selection.scenarios.get_or_insert_with(|| super::parsers::List(vec![mlperf_config::Scenario::Offline]));
+            let resolved = resolve::selection(&selection, &overrides)?;
+            let out = out.join(harness::timestamp());
+            let options = bench::engine::EngineBenchOptions { seconds, server_search: !skip_server_search };
+            for selected in &resolved.configs {
+                let c = selected.config;
+                let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario, c.workload.section_name()));
+                let report = bench::engine::run(resolved.system.system, selected, TABLES.default_round(), &dir, options)?;
+                println!("{}", bench::engine::render(&report));
+            }
+        }
+        Command::Info => {
+            let hw = detect::detect()?;
+            print!("{}", show::info(&TABLES, &hw));
+            if let detect::SystemMatch::Matched(system) = detect::match_system(&hw, TABLES.systems) {
+                let scratch = Scratch::from_env();
+                println!("\nScratch space {} (MLPERF_SCRATCH_PATH):", scratch.root.display());
+                print!("{}", benchmarks::data_reports(&scratch, TABLES.configs_for(&system.id)));
+            }
+        }
+        Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python } => {
+            let round = round.get();
+            let checker_log = checker_log.unwrap_or_else(|| input.parent().unwrap_or(std::path::Path::new(".")).join("checker_log.txt"));
+            let official = inference_repo.as_deref().map(|repo| check::official::OfficialRequest {
+                inference_repo: repo,
+                round,
+                input: &input,
+                submitter: submitter.as_deref(),
+                log_path: &checker_log,
+                force,
+                python: &python,
+            });
+            check::command(round, &input, submitter.as_deref(), official.as_ref())?;
+        }
+        Command::StageResults(args) => print_stage(&args.out, submission::stage::stage_results(&resolve::stage_request(&args)?)?),
+        Command::StageCompliance(args) => print_stage(&args.out, submission::stage::stage_compliance(&resolve::stage_request(&args)?)?),
+        Command::InferResults(tree) => {
+            let report = submission::infer::infer_results(&tree.out, tree.round.get(), tree.submitter.as_deref())?;
+            report.notes.iter().for_each(|n| println!("note: {n}"));
+            report.inferred.iter().for_each(|l| println!("{l}"));
+            println!("{}: {} results inferred, {} files written", tree.out.display(), report.inferred.len(), report.files.written.len());
+        }
+        Command::TruncateResults { tree, backup } => {
+            let report = submission::truncate::truncate_results(&tree.out, tree.round.get(), tree.submitter.as_deref(), &backup)?;
+            report.truncated.iter().for_each(|p| println!("truncated {}", p.display()));
+            report.hashed_whole.iter().for_each(|p| println!("hashed (under 4096 bytes, kept whole) {}", p.display()));
+            println!(
+                "{}: {} logs truncated, {} kept whole, {} already done; full logs in {}",
+                tree.out.display(),
+                report.truncated.len(),
+                report.hashed_whole.len(),
+                report.already_done.len(),
+                backup.display()
+            );
+        }
+        Command::ExportSubmission { input, out, force } => {
+            let report = submission::export::export(&input, &out, force)?;
+            for (path, why) in &report.left_out {
+                println!("left out {}: {why}", path.display());
+            }
+            if !report.non_submittable.is_empty() {
+                eprintln!("WARNING: {} staged run(s) came from NON-SUBMITTABLE runs (their markers were left out, the results were not):", report.non_submittable.len());
+                report.non_submittable.iter().for_each(|p| eprintln!("  {}", p.display()));
+            }
+            println!("{}: {} files exported, {} left out", out.display(), report.copied, report.left_out.len());
+        }
+        Command::PackSubmission { input, out, submitter, encrypt, force } => {
+            let submitter = match submitter {
+                Some(s) => s,
+                None => submission::pack::only_submitter(&input)?,
+            };
+            let packed = submission::pack::pack(&submission::pack::PackRequest { input: &input, out_dir: &out, submitter: &submitter, encrypt, force })?;
+            println!("{} ({}{})", packed.tarball.display(), packed.divisions.join(", "), if packed.encrypted { ", encrypted with openssl enc -aes256" } else { "" });
+            println!("{}: sha256 {}", packed.checksum_file.display(), packed.sha256);
+        }
+        Command::Systems => print!("{}", show::systems(&TABLES)),
+        Command::AddSystem { id, feature, root } => {
+            let (files, line) = scaffold::add_system(&root, &id, &feature, &detect::detect()?)?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            println!("Now: fill every empty field of the description (the build names each one), add `{line}`");
+            println!("under [features] in Cargo.toml, and add configs under configs/<benchmark>/{id}/<Scenario>.toml.");
+        }
+        Command::GenerateConfFiles { out, round, prune } => {
+            let rounds: Vec<_> = if round.0.is_empty() { TABLES.rounds.iter().collect() } else { round.0 };
+            let report = generate::generate(&TABLES, &rounds, &out, prune)?;
+            println!(
+                "{}: {} files written, {} unchanged{}",
+                out.display(),
+                report.written.len(),
+                report.unchanged,
+                if report.removed.is_empty() { String::new() } else { format!(", {} stale removed", report.removed.len()) }
+            );
+            if !report.stale.is_empty() {
+                eprintln!("warning: {} files no config produces any more (first: {}); rerun with --prune to delete them", report.stale.len(), report.stale[0].display());
+            }
+        }
+        Command::Config { command: ConfigCommand::Fields } => print!("{}", show::fields()),
+        Command::Config { command: ConfigCommand::Show { selection, explain } } => {
+            for selected in resolve::selection(&selection, &[])?.configs {
+                println!("{}", show::config(selected.config, explain));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `run_harness`, or with `prepare` (`mlperf run`) the engines first (for the CPU system: the
+/// synthetic model and its labels, generated once before any timed run); then the result table.
+/// A run stopped by a signal is an error.
+fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Result<(), String> {
+    let request = resolve::run_request(args, overrides)?;
+    if prepare && args.backend.backend == BackendKind::Config {
+        benchmarks::prepare_all(&request.configs, &mut |line| eprintln!("{line}"))?;
+    }
+    let outcomes: Vec<Outcome> = harness::run_all(&request)?;
+    print!("{}", harness::report::table(&outcomes));
+    match harness::signals::received() {
+        Some(signal) => Err(format!("stopped by {}", signal.name())),
+        None if outcomes.iter().any(|o| o.status == RunStatus::Aborted) => Err("a run was aborted".into()),
+        None => Ok(()),
+    }
+}
+
+fn print_stage(out: &std::path::Path, report: submission::stage::StageReport) {
+    report.warnings.iter().for_each(|w| eprintln!("WARNING: {w}"));
+    report.staged.iter().for_each(|l| println!("staged {l}"));
+    let files = &report.files;
+    println!("{}: {} files written, {} replaced (--force), {} unchanged", out.display(), files.written.len(), files.replaced.len(), files.unchanged);
+}
