@@ -91,6 +91,9 @@ pub const BENCHMARKS: &[BenchmarkInfo] = &[
     bench!("mixtral-8x7b", ["moe", "mixtral"], Llm, ["mixtral-8x7b"], false, LLM_WEIGHTS, llm_transformations),
     bench!("llama3.1-405b", ["llama3_1-405b"], Llm, ["llama3.1-405b"], false, LLM_WEIGHTS, llm_transformations),
     bench!("llama3.1-8b", ["llama3_1-8b"], Llm, ["llama3.1-8b"], false, LLM_WEIGHTS, llm_transformations),
+    // The edge variant (the CNN/DailyMail subset of 5,000) has its own LoadGen model and checker name.
+    bench!("llama3.1-8b-edge", ["llama3_1-8b-edge"], Llm, ["llama3.1-8b-edge"], false, LLM_WEIGHTS, llm_transformations),
+    bench!("gpt-oss-120b", ["gpt-oss", "gptoss"], Llm, ["gpt-oss-120b"], false, LLM_WEIGHTS, llm_transformations),
     bench!("deepseek-r1", ["dsr1"], Llm, ["deepseek-r1"], false, LLM_WEIGHTS, llm_transformations),
     bench!("whisper", [], Speech, ["encoder", "decoder"], false, "Original Huggingface model weights (openai/whisper-large-v3)", llm_transformations),
     bench!("rgat", [], Graph, ["rgat"], false, "RGAT.pt hosted by MLCommons", untransformed),

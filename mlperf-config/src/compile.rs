@@ -494,7 +494,7 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             ));
             continue;
         }
-        let allowed = br.allowed_scenarios(&system.system_type);
+        let allowed = if system.development { br.any_scenarios() } else { br.allowed_scenarios(&system.system_type) };
         if !allowed.contains(&scenario) {
             why_not.push(format!(
                 "{} allows {} on a `{}` system only in {}",

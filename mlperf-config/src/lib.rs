@@ -27,4 +27,4 @@ pub use round::{AccuracyRequirement, Audit, AuditTest, BenchmarkRound, Complianc
 pub use schema::Settings;
 pub use system::{GpuIdentity, HardwareIdentity, SystemInfo};
 pub use table::{CompiledConfig, FieldOrigin, Origin, Overridden, Tables};
-pub use types::{AccuracyTarget, DataType, DatasetSource, EngineKind, Harness, InputFormat, PowerSetting, Scenario, Workload};
+pub use types::{AccuracyTarget, DataType, DatasetSource, EngineKind, Harness, InputFormat, PowerSetting, Scenario, ServingApi, ServingEngine, Workload};

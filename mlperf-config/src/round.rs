@@ -249,6 +249,14 @@ impl BenchmarkRound {
         self.scenarios.get(key).map(|set| set.required.iter().chain(set.optional.iter()).filter_map(|s| Scenario::parse(s)).collect()).unwrap_or_default()
     }
 
+    /// Scenarios a system of any type may submit: what a development system may run.
+    pub fn any_scenarios(&self) -> Vec<Scenario> {
+        let mut all: Vec<Scenario> = self.scenarios.0.iter().flat_map(|(_, set)| set.required.iter().chain(set.optional.iter())).filter_map(|s| Scenario::parse(s)).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
     /// The LoadGen model name for a scenario (Interactive runs the `-interactive` settings).
     pub fn loadgen_model_for(&self, scenario: Scenario) -> &str {
         match (scenario, &self.interactive_loadgen_model) {

@@ -8,7 +8,7 @@
 //! Field names are NVIDIA's, so existing configs and `--field=value` habits carry over.
 
 use crate::field::{ComponentMap, StringList, StringMap};
-use crate::types::{DataType, DatasetSource, EngineKind, InputFormat};
+use crate::types::{DataType, DatasetSource, EngineKind, InputFormat, ServingApi, ServingEngine};
 use config_macros::{Bake, ConfigFields};
 use std::borrow::Cow;
 
@@ -185,6 +185,33 @@ pub struct Settings {
     pub power_limit: Option<u64>,
 
     // ---- LLM serving ----
+    /// The serving engine of an `engine = "serving"` config: vllm, sglang, trtllm-serve, dynamo (started
+    /// by `mlperf`), external (endpoints something else started), stand-in (test double).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub serving_engine: Option<ServingEngine>,
+    /// The HTTP API the endpoints are driven through; default: the serving engine's own (external
+    /// endpoints must name it).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub serving_api: Option<ServingApi>,
+    /// Model instances `mlperf` starts per node, each on its own GPUs and port (NVIDIA's one engine per
+    /// TP group); default 1.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub serving_instances: Option<u64>,
+    /// The first instance's port; instance i listens on serving_port + i (NVIDIA's default 30000).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub serving_port: Option<u64>,
+    /// Extra command-line arguments of the started engine, as written on its command line.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub serving_args: Option<StringList>,
+    /// How long a started engine may take to answer its health check (loading weights, compiling).
+    #[field(group = "llm", unit = "ms", benchmarks = "llm")]
+    pub serving_ready_timeout: Option<u64>,
+    /// How long one request may take from sending to its last token before the run fails.
+    #[field(group = "llm", unit = "ms", benchmarks = "llm")]
+    pub serving_request_timeout: Option<u64>,
+    /// Data parallelism within one engine instance (vLLM / SGLang `--data-parallel-size`).
+    #[field(group = "llm", benchmarks = "llm")]
+    pub data_parallelism: Option<u64>,
     /// Tensor parallelism per model instance.
     #[field(group = "llm", benchmarks = "llm")]
     pub tensor_parallelism: Option<u64>,
@@ -194,10 +221,10 @@ pub struct Settings {
     /// Expert parallelism for mixture-of-experts models.
     #[field(group = "llm", benchmarks = ["mixtral-8x7b", "deepseek-r1"])]
     pub moe_expert_parallelism: Option<u64>,
-    /// Maximum requests in flight to the serving engine.
+    /// Maximum requests in flight to one serving endpoint (further requests wait for a free slot).
     #[field(group = "llm", benchmarks = "llm")]
     pub max_concurrency: Option<u64>,
-    /// OpenAI-compatible endpoints of the serving engine instances.
+    /// OpenAI-compatible endpoints (base URLs ending in /v1) of an external serving engine.
     #[field(group = "llm", benchmarks = "llm")]
     pub llm_server_urls: Option<StringList>,
     /// Serving engine build flags (TensorRT-LLM build / vLLM engine args).

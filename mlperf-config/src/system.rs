@@ -130,6 +130,9 @@ pub struct SystemInfo {
     pub hardware: HardwareIdentity,
     /// `system_type` from the description (`datacenter`, `edge`, ...).
     pub system_type: Str,
+    /// A development system (`development = true` in its identity): its runs are never submittable,
+    /// so it may hold configs of any system type's scenarios (datacenter LLMs on an edge CPU box).
+    pub development: bool,
     /// The submission description as canonical JSON (keys sorted, 4-space indent).
     pub description_json: Str,
 }
@@ -148,6 +151,8 @@ struct SystemToml {
     summary: String,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    development: bool,
     hardware: HardwareIdentity,
 }
 
@@ -316,6 +321,7 @@ pub fn load_system(sources: &Sources, toml_file: FileId, json_file: FileId, decl
         tags: Cow::Owned(ident.tags.into_iter().map(Cow::Owned).collect()),
         hardware: ident.hardware,
         system_type: Cow::Owned(system_type),
+        development: ident.development,
         description_json: Cow::Owned(canonical),
     })
 }

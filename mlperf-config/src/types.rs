@@ -278,6 +278,59 @@ pub enum EngineKind {
     Serving,
 }
 
+/// Which serving engine answers an LLM config's requests (`engine = "serving"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Bake)]
+pub enum ServingEngine {
+    /// vLLM's OpenAI-compatible server (`vllm serve`).
+    Vllm,
+    /// SGLang (`python3 -m sglang.launch_server`).
+    Sglang,
+    /// TensorRT-LLM's `trtllm-serve`.
+    TrtllmServe,
+    /// NVIDIA Dynamo: an OpenAI-compatible frontend routing to workers.
+    Dynamo,
+    /// Endpoints something else started (one per node, a router or a Dynamo frontend); `mlperf`
+    /// never starts or stops anything.
+    External,
+    /// This project's stand-in server (`mlperf serve_stand_in`): a test double with configurable
+    /// delays, lengths and faults; never submittable.
+    StandIn,
+}
+
+/// The HTTP API a serving endpoint is driven through: how it takes a prompt of token ids and how
+/// its stream gives the output token ids back. Each engine has its way (see README "LLM serving").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Bake)]
+pub enum ServingApi {
+    /// `POST /v1/completions` with a token-id prompt and `return_token_ids: true`; each chunk's new
+    /// ids in `choices[0].token_ids` (vLLM >= 0.10.2, SGLang >= 0.5.23).
+    CompletionsTokenIds,
+    /// `POST /v1/completions` with a token-id prompt and `detokenize: false`; each chunk's new ids in
+    /// `choices[0].token_ids` (TensorRT-LLM's trtllm-serve, which refuses unknown request fields).
+    TrtllmCompletions,
+    /// SGLang's native `POST /generate` with `input_ids`; `output_ids` with `meta_info.completion_tokens`
+    /// saying how many there are so far (any SGLang version).
+    SglangGenerate,
+    /// llama.cpp's native `POST /completion` with a token-id prompt; one id per chunk in `tokens`,
+    /// `tokens_predicted` counting them, `stop: true` on the last.
+    LlamaCppCompletion,
+    /// `POST /v1/completions` with a token-id prompt and text out (Dynamo): the output ids are the
+    /// text re-tokenized with the model's `tokenizer.json`.
+    CompletionsText,
+}
+
+impl ServingEngine {
+    /// The API the harness uses with a started engine of this kind (None: external endpoints name theirs).
+    pub const fn api(self) -> Option<ServingApi> {
+        match self {
+            ServingEngine::Vllm | ServingEngine::StandIn => Some(ServingApi::CompletionsTokenIds),
+            ServingEngine::Sglang => Some(ServingApi::SglangGenerate),
+            ServingEngine::TrtllmServe => Some(ServingApi::TrtllmCompletions),
+            ServingEngine::Dynamo => Some(ServingApi::CompletionsText),
+            ServingEngine::External => None,
+        }
+    }
+}
+
 /// Names of the enums above as config text, one table so parse and display cannot drift.
 macro_rules! text_enum {
     ($t:ty, $($v:ident => $s:literal),* $(,)?) => {
@@ -292,6 +345,15 @@ text_enum!(DataType, Fp32 => "fp32", Fp16 => "fp16", Bf16 => "bf16", Fp8 => "fp8
 text_enum!(InputFormat, Linear => "linear", Chw4 => "chw4", Dhwc8 => "dhwc8", Cdhw32 => "cdhw32");
 text_enum!(DatasetSource, Real => "real", Synthetic => "synthetic");
 text_enum!(EngineKind, Gpu => "gpu", Cpu => "cpu", Serving => "serving");
+text_enum!(
+    ServingApi,
+    CompletionsTokenIds => "completions-token-ids",
+    TrtllmCompletions => "trtllm-completions",
+    SglangGenerate => "sglang-generate",
+    LlamaCppCompletion => "llama.cpp-completion",
+    CompletionsText => "completions-text"
+);
+text_enum!(ServingEngine, Vllm => "vllm", Sglang => "sglang", TrtllmServe => "trtllm-serve", Dynamo => "dynamo", External => "external", StandIn => "stand-in");
 
 #[cfg(test)]
 mod tests {
