@@ -228,6 +228,16 @@ pub struct BenchmarkRound {
     pub llm_latency_limits: Table<Str, TokenLimits>,
     #[serde(default)]
     pub use_token_latencies: Option<bool>,
+    /// LLMs: the reference SUT's output-length limit in tokens (its `max_tokens` / `max_new_tokens` /
+    /// `MAX_OSL`, as the round file's comment cites), which a serving harness passes as the request's
+    /// maximum; for a benchmark with `accuracy_max_output_tokens`, the limit of performance runs.
+    /// None for benchmarks that do not generate tokens.
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    /// LLMs whose reference generates longer in accuracy runs than in performance runs (gpt-oss-120b:
+    /// 32768 vs 10240): the accuracy runs' limit. None: accuracy runs use `max_output_tokens`.
+    #[serde(default)]
+    pub accuracy_max_output_tokens: Option<u64>,
     /// System type (`datacenter`, `edge`, `datacenter_edge`) -> scenarios.
     #[serde(default)]
     pub scenarios: Table<Str, ScenarioSet>,
@@ -267,6 +277,12 @@ impl BenchmarkRound {
 
     pub fn latency_constraint_ns(&self, scenario: Scenario) -> Option<u64> {
         self.latency_constraint_ms.get(scenario.name()).map(|ms| (ms * 1e6).round() as u64)
+    }
+
+    /// The output-token limit of a run: `accuracy_max_output_tokens` for accuracy runs where the round
+    /// has one, else `max_output_tokens` (None: the benchmark does not generate tokens).
+    pub fn max_output_tokens_for(&self, accuracy_run: bool) -> Option<u64> {
+        if accuracy_run { self.accuracy_max_output_tokens.or(self.max_output_tokens) } else { self.max_output_tokens }
     }
 
     pub fn accuracy_sample_count(&self) -> u64 {

@@ -21,3 +21,32 @@ fn shipped_configuration_compiles_for_every_feature() {
         assert!(!locked.configs.is_empty(), "{feature} has configs");
     }
 }
+
+/// Every LLM of every shipped round carries the reference SUT's output-length limit (rounds/*.toml
+/// cite the reference file of each value).
+#[test]
+fn every_round_llm_has_its_reference_output_limit() {
+    use mlperf_config::benchmark;
+    let expected =
+        [("llama2-70b", 1024), ("mixtral-8x7b", 1024), ("llama3.1-405b", 2000), ("llama3.1-8b", 128), ("llama3.1-8b-edge", 128), ("deepseek-r1", 20000), ("gpt-oss-120b", 10240)];
+    let mut seen = 0;
+    for round in crate::shipped_rounds() {
+        for (id, br) in round.benchmarks.0.iter() {
+            let Some(info) = benchmark::find(id) else { continue };
+            if !benchmark::applies(&["llm"], info) {
+                assert_eq!(br.max_output_tokens, None, "{} {id} is not an LLM", round.id);
+                continue;
+            }
+            let want = expected.iter().find(|(b, _)| b == id).unwrap_or_else(|| panic!("{} {id}: add its expected limit here", round.id)).1;
+            assert_eq!(br.max_output_tokens, Some(want), "{} {id}", round.id);
+            assert_eq!(br.max_output_tokens_for(false), Some(want));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 11, "v5.1 has six LLMs, v6.1 five: {seen}");
+    let v61 = crate::shipped_rounds().into_iter().find(|r| r.id == "v6.1").unwrap();
+    let gpt = v61.benchmark("gpt-oss-120b").expect("v6.1 has gpt-oss-120b");
+    assert_eq!((gpt.max_output_tokens_for(false), gpt.max_output_tokens_for(true)), (Some(10240), Some(32768)), "gpt-oss-120b: performance vs accuracy limits");
+    let edge = v61.benchmark("llama3.1-8b-edge").expect("v6.1 has llama3.1-8b-edge");
+    assert_eq!(edge.max_output_tokens_for(true), Some(128));
+}
