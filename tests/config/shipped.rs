@@ -50,3 +50,41 @@ fn every_round_llm_has_its_reference_output_limit() {
     let edge = v61.benchmark("llama3.1-8b-edge").expect("v6.1 has llama3.1-8b-edge");
     assert_eq!(edge.max_output_tokens_for(true), Some(128));
 }
+
+/// The shipped LLM configs name their serving engine: an engine `mlperf` starts fills one node exactly
+/// (serving_instances x DP x TP x PP = GPUs per node, NVIDIA's one instance per TP x PP group), external
+/// endpoints name their API, and the development system runs the stand-in.
+#[test]
+fn shipped_llm_configs_name_their_serving_engine() {
+    use mlperf_config::{EngineKind, ServingEngine, benchmark};
+    let all = compile(&CompileOptions { root: repo_root(), declared_features: declared(), enabled_features: vec![], rounds: None }).unwrap_or_else(|f| panic!("{}", f.render()));
+    let mut llm_configs = 0;
+    for config in &all.configs {
+        let info = benchmark::find(&config.benchmark).unwrap();
+        if !benchmark::applies(&["llm"], info) {
+            continue;
+        }
+        llm_configs += 1;
+        let s = &config.settings;
+        let what = format!("{}/{}/{} [{}]", config.system, config.benchmark, config.scenario, config.workload.section_name());
+        assert_eq!(s.engine, Some(EngineKind::Serving), "{what}");
+        let system = all.systems.iter().find(|sys| sys.id == config.system).unwrap();
+        match s.serving_engine.unwrap_or_else(|| panic!("{what}: no serving_engine")) {
+            ServingEngine::StandIn => {
+                assert!(system.development, "{what}: the stand-in is for development systems");
+                assert_eq!(s.llm_server_urls, None, "{what}");
+            }
+            ServingEngine::External => {
+                assert!(s.serving_api.is_some(), "{what}");
+                assert!(s.llm_server_urls.as_ref().is_some_and(|u| !u.is_empty()), "{what}");
+            }
+            engine => {
+                assert!(!system.development, "{what}");
+                assert_eq!(s.llm_server_urls, None, "{what}: {} is started by mlperf", engine.name());
+                let per_instance = s.data_parallelism.unwrap_or(1) * s.tensor_parallelism.unwrap_or(1) * s.pipeline_parallelism.unwrap_or(1);
+                assert_eq!(s.serving_instances.unwrap_or(1) * per_instance, system.hardware.gpus_per_node, "{what}: instances x DP x TP x PP");
+            }
+        }
+    }
+    assert!(llm_configs >= 90, "{llm_configs}");
+}
