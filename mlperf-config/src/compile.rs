@@ -4,13 +4,15 @@
 
 use crate::benchmark::{self, BenchmarkInfo};
 use crate::diag::{Diagnostic, FileId, Sources, Span, did_you_mean};
+use crate::raw::RawValue;
 use crate::raw::parse_config_file;
 use crate::resolve::{ConfigUnit, Resolved, resolve_all};
 use crate::round::Round;
 use crate::schema::Settings;
+use crate::serving::check_server_url;
 use crate::system::{SystemInfo, load_system};
 use crate::table::{CompiledConfig, FieldOrigin, Origin, Overridden};
-use crate::types::{PowerSetting, Scenario, Workload};
+use crate::types::{EngineKind, PowerSetting, Scenario, ServingApi, ServingEngine, Workload};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -462,17 +464,133 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         }
     }
 
-    // Parallelism must tile the system's GPUs.
+    // Parallelism must tile the system's GPUs (the stand-in runs no model, so it has none to tile),
+    // and the instances an engine started by `mlperf` needs must fit one node.
     let tp = settings.tensor_parallelism.unwrap_or(1);
     let pp = settings.pipeline_parallelism.unwrap_or(1);
     let gpus = system.total_gpus();
-    let parallel = benchmark::applies(&["llm"], bench) && (settings.tensor_parallelism.is_some() || settings.pipeline_parallelism.is_some());
+    let llm = benchmark::applies(&["llm"], bench);
+    let on_gpus = settings.serving_engine != Some(ServingEngine::StandIn);
+    let parallel = llm && on_gpus && (settings.tensor_parallelism.is_some() || settings.pipeline_parallelism.is_some());
     if parallel && (tp * pp == 0 || gpus == 0 || gpus % (tp * pp) != 0) {
         errors.push(
             Diagnostic::error("C0306", format!("tensor x pipeline parallelism = {tp} x {pp} = {} does not divide the {gpus} GPUs of {}", tp * pp, system.id))
                 .at(span_of(if settings.tensor_parallelism.is_some() { "tensor_parallelism" } else { "pipeline_parallelism" }), "does not tile the GPUs")
                 .help(format!("choose TP x PP among the divisors of {gpus}")),
         );
+    } else if llm && let Some(engine) = settings.serving_engine.filter(|e| e.started_by_harness() && e.runs_on_gpus()) {
+        let instances = settings.serving_instances.unwrap_or(1);
+        let dp = settings.data_parallelism.unwrap_or(1);
+        let per_instance = dp.saturating_mul(tp).saturating_mul(pp);
+        let need = instances.saturating_mul(per_instance);
+        let per_node = system.hardware.gpus_per_node;
+        if need > per_node {
+            let field = ["serving_instances", "data_parallelism", "tensor_parallelism", "pipeline_parallelism"]
+                .into_iter()
+                .find(|f| resolved.effective(f).is_some())
+                .unwrap_or("serving_engine");
+            let fits = per_node.checked_div(per_instance).unwrap_or(0);
+            errors.push(
+                Diagnostic::error(
+                    "C0306",
+                    format!(
+                        "serving_instances x data x tensor x pipeline parallelism = {instances} x {dp} x {tp} x {pp} = {need} GPUs, more than the {per_node} GPUs of one node of {}",
+                        system.id
+                    ),
+                )
+                .at(span_of(field), "needs more GPUs than a node has")
+                .also(span_of("serving_engine"), format!("{} is started by mlperf on every node", engine.name()))
+                .help(format!(
+                    "mlperf starts serving_instances engines on each node, each on data x tensor x pipeline parallelism = {per_instance} GPUs of its own: {}, or attach to engines spanning nodes with serving_engine = \"external\"",
+                    if fits == 0 { format!("lower the parallelism to at most {per_node} GPUs per instance") } else { format!("set serving_instances to at most {fits}") }
+                )),
+            );
+        }
+    }
+
+    // Serving engine: `engine = "serving"` names one where the field applies (the LLMs; whisper's
+    // serving engine is not described by these fields yet), and only a serving config has one.
+    let names_serving_engine = Settings::index_of("serving_engine").is_some_and(|i| benchmark::applies(Settings::FIELDS[i].benchmarks, bench));
+    match (settings.engine, settings.serving_engine) {
+        (Some(EngineKind::Serving), None) if names_serving_engine => errors.push(
+            Diagnostic::error("C0311", "`engine = \"serving\"` without `serving_engine`")
+                .at(span_of("engine"), "which serving engine?")
+                .also(key.header, format!("resolved for {describe}"))
+                .help(format!(
+                    "set `serving_engine` here or in a file it extends: {} (vllm, sglang, trtllm-serve and dynamo are started by mlperf; external attaches to llm_server_urls; stand-in is the test double)",
+                    ServingEngine::NAMES.join(", ")
+                )),
+        ),
+        (engine, Some(serving)) if engine != Some(EngineKind::Serving) => {
+            let what = engine.map_or("unset".to_string(), |e| format!("\"{}\"", e.name()));
+            let d = Diagnostic::error("C0311", format!("`serving_engine = \"{}\"` on a config whose `engine` is {what}", serving.name()))
+                .at(span_of("serving_engine"), "only serving configs have a serving engine")
+                .also(key.header, format!("resolved for {describe}"));
+            errors.push(if engine.is_some() { d.also(span_of("engine"), "engine set here") } else { d }.help("set `engine = \"serving\"`, or remove `serving_engine`"));
+        }
+        _ => {}
+    }
+
+    // Serving endpoints: external ones are listed and name their API; started ones get serving_port.
+    if let Some(engine) = settings.serving_engine {
+        if !engine.started_by_harness() {
+            if settings.llm_server_urls.as_ref().is_none_or(|urls| urls.is_empty()) {
+                errors.push(
+                    Diagnostic::error("C0312", "`serving_engine = \"external\"` without `llm_server_urls`")
+                        .at(span_of("serving_engine"), "mlperf starts nothing: where are the endpoints?")
+                        .also(key.header, format!("resolved for {describe}"))
+                        .help("list the endpoints' base URLs, e.g. `llm_server_urls = [\"http://10.0.0.1:8000/v1\"]`"),
+                );
+            }
+            if settings.serving_api.is_none() {
+                errors.push(
+                    Diagnostic::error("C0312", "`serving_engine = \"external\"` without `serving_api`")
+                        .at(span_of("serving_engine"), "external endpoints must name their API")
+                        .also(key.header, format!("resolved for {describe}"))
+                        .help(format!("set `serving_api` to the API the endpoints speak: {}", ServingApi::NAMES.join(", "))),
+                );
+            }
+        } else if let Some(urls) = resolved.effective("llm_server_urls") {
+            errors.push(
+                Diagnostic::error("C0312", format!("`llm_server_urls` with `serving_engine = \"{}\"`, which mlperf starts itself", engine.name()))
+                    .at(urls.span, format!("never used: mlperf starts {} and knows its ports", engine.name()))
+                    .also(span_of("serving_engine"), "started by mlperf, instance i on serving_port + i")
+                    .also(key.header, format!("resolved for {describe}"))
+                    .help("remove `llm_server_urls` (set `serving_port` instead), or use `serving_engine = \"external\"` to attach to endpoints something else started"),
+            );
+        }
+    }
+    if let Some(RawValue::Array(items)) = resolved.effective("llm_server_urls").map(|v| &v.value) {
+        for item in items {
+            if let RawValue::String(url) = &item.value
+                && let Err(why) = check_server_url(url)
+            {
+                errors.push(
+                    Diagnostic::error("C0312", format!("`{url}` in `llm_server_urls` {why}"))
+                        .at(item.span, "not an http:// or https:// URL with a host")
+                        .help("write each endpoint as a base URL, e.g. \"http://10.0.0.1:8000/v1\""),
+                );
+            }
+        }
+    }
+    if settings.serving_instances == Some(0) {
+        errors.push(Diagnostic::error("C0312", "`serving_instances = 0` starts no endpoint").at(span_of("serving_instances"), "no instance").help("use at least 1 (the default)"));
+    }
+    if let Some(port) = settings.serving_port {
+        let instances = settings.serving_instances.unwrap_or(1).max(1);
+        let last = port.saturating_add(instances - 1);
+        if port == 0 {
+            errors.push(
+                Diagnostic::error("C0312", "`serving_port = 0` is not a port")
+                    .at(span_of("serving_port"), "not a port an engine can listen on")
+                    .help("use the first instance's port, e.g. 30000 (NVIDIA's default)"),
+            );
+        } else if last > 65535 {
+            let d = Diagnostic::error("C0312", format!("serving_port + serving_instances - 1 = {port} + {instances} - 1 = {last} is above port 65535"))
+                .at(span_of("serving_port"), "the last instance has no port");
+            let d = if settings.serving_instances.is_some() { d.also(span_of("serving_instances"), "instance i listens on serving_port + i") } else { d };
+            errors.push(d.help(format!("use a serving_port of at most {}", 65536 - instances.min(65535))));
+        }
     }
 
     // Round rules: the config is valid in every round that has the benchmark, the scenario for this

@@ -18,6 +18,7 @@ pub mod render;
 pub mod resolve;
 pub mod round;
 pub mod schema;
+pub mod serving;
 pub mod system;
 pub mod table;
 pub mod types;
@@ -25,6 +26,7 @@ pub mod types;
 // Baked tables name their types as `::mlperf_config::<Type>`.
 pub use round::{AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits};
 pub use schema::Settings;
+pub use serving::check_server_url;
 pub use system::{GpuIdentity, HardwareIdentity, SystemInfo};
 pub use table::{CompiledConfig, FieldOrigin, Origin, Overridden, Tables};
 pub use types::{AccuracyTarget, DataType, DatasetSource, EngineKind, Harness, InputFormat, PowerSetting, Scenario, ServingApi, ServingEngine, Workload};

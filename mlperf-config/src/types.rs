@@ -329,6 +329,18 @@ impl ServingEngine {
             ServingEngine::External => None,
         }
     }
+
+    /// Whether `mlperf` starts and stops this engine itself (instance i on `serving_port + i`) rather
+    /// than attaching to `llm_server_urls` that something else started.
+    pub const fn started_by_harness(self) -> bool {
+        !matches!(self, ServingEngine::External)
+    }
+
+    /// Whether a started instance runs the model on GPUs of its node (every started engine but the
+    /// stand-in, which answers from the CPU).
+    pub const fn runs_on_gpus(self) -> bool {
+        matches!(self, ServingEngine::Vllm | ServingEngine::Sglang | ServingEngine::TrtllmServe | ServingEngine::Dynamo)
+    }
 }
 
 /// Names of the enums above as config text, one table so parse and display cannot drift.
