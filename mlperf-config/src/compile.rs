@@ -633,8 +633,11 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
                     .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
             );
         }
+        // Development systems are never submitted; a smaller loaded set keeps LLM runs, which issue
+        // whole multiples of it (equal-issue mode), minutes long instead of hours.
         if let Some(count) = settings.performance_sample_count_override
             && count < br.performance_sample_count
+            && !system.development
         {
             errors.push(
                 Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))

@@ -7,6 +7,7 @@
 //! SUT under LoadGen, and the harness's own ceiling with a null engine.
 
 pub mod engine;
+pub mod llm;
 
 use crate::harness::logs::DetailLog;
 use mlperf_loadgen::bench::{NullSutKind, run_cpp_null_sut, run_rust_null_sut};
@@ -62,7 +63,7 @@ fn single_stream_settings(duration_ms: u64) -> Result<TestSettings, String> {
 }
 
 /// A Server performance run at `qps` with a `latency_ns` bound on the 99th percentile.
-fn server_settings(qps: f64, latency_ns: u64, duration_ms: u64) -> Result<TestSettings, String> {
+pub(crate) fn server_settings(qps: f64, latency_ns: u64, duration_ms: u64) -> Result<TestSettings, String> {
     let mut s = TestSettings::new();
     s.set_scenario(Scenario::Server);
     s.set_mode(TestMode::PerformanceOnly);
@@ -75,7 +76,7 @@ fn server_settings(qps: f64, latency_ns: u64, duration_ms: u64) -> Result<TestSe
 /// The highest rate (to 5 %) for which `passes` holds, assuming it holds below some threshold and
 /// fails above it: doubling up from `start` (or halving down when `start` fails) to bracket the
 /// threshold, then bisecting. Stops doubling at `ceiling` and fails after ten halvings.
-fn highest_passing(start: f64, ceiling: f64, mut passes: impl FnMut(f64) -> Result<bool, String>) -> Result<f64, String> {
+pub(crate) fn highest_passing(start: f64, ceiling: f64, mut passes: impl FnMut(f64) -> Result<bool, String>) -> Result<f64, String> {
     let (mut lo, mut hi);
     if passes(start)? {
         (lo, hi) = (start, start * 2.0);

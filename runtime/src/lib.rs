@@ -7,6 +7,7 @@ pub mod bench;
 pub mod benchmarks;
 pub mod check;
 pub mod compliance;
+pub mod cpu;
 pub mod dataset;
 pub mod detect;
 pub mod engines;

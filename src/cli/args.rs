@@ -6,7 +6,7 @@ use super::parsers::{ConfigVers, List, one_of};
 use crate::TABLES;
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::benchmark::BenchmarkInfo;
-use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario};
+use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
 use std::path::PathBuf;
 
@@ -203,6 +203,20 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Start the serving engine of the selected LLM config and keep it running until Ctrl-C or
+    /// SIGTERM (NVIDIA's `make run_llm_server`); `run_harness` then attaches to it as external.
+    #[command(name = "run_llm_server", alias = "run-llm-server")]
+    RunLlmServer {
+        #[command(flatten)]
+        selection: Selection,
+        /// Where the engine's logs go.
+        #[arg(long = "log_dir", default_value = "build/logs/llm_server")]
+        log_dir: PathBuf,
+    },
+    /// The stand-in serving engine: an OpenAI-compatible test double with configurable delays,
+    /// output lengths and faults (what CPU-only development systems run their LLM configs against).
+    #[command(name = "serve_stand_in", alias = "serve-stand-in")]
+    ServeStandIn(StandInArgs),
     /// Benchmarks that print a comparison table (ratio first).
     Bench {
         #[command(subcommand)]
@@ -247,6 +261,60 @@ pub struct HarnessArgs {
     /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
     #[arg(long = "log_dir")]
     pub log_dir: Option<PathBuf>,
+}
+
+/// Flags of serve_stand_in.
+#[derive(Args, Debug)]
+pub struct StandInArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// 0: any free port (printed).
+    #[arg(long, default_value_t = 30000)]
+    pub port: u16,
+    /// The dialect it speaks.
+    #[arg(long, value_parser = one_of::<ServingApi>(), default_value = "completions-token-ids")]
+    pub api: ServingApi,
+    /// The model name /v1/models lists.
+    #[arg(long, default_value = "stand-in")]
+    pub model: String,
+    /// Delay from a request to its first token.
+    #[arg(long = "first_token_ms", default_value_t = 0.0)]
+    pub first_token_ms: f64,
+    /// Delay between tokens.
+    #[arg(long = "token_ms", default_value_t = 0.0)]
+    pub token_ms: f64,
+    /// Shortest answer (a request's max_tokens caps every answer).
+    #[arg(long = "min_output_tokens", default_value_t = 128)]
+    pub min_output_tokens: u32,
+    /// Longest answer.
+    #[arg(long = "max_output_tokens", default_value_t = 128)]
+    pub max_output_tokens: u32,
+    #[arg(long, default_value_t = 32000)]
+    pub vocab: u32,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Fault: every n-th request answers HTTP 500.
+    #[arg(long = "http_500_every")]
+    pub http_500_every: Option<u64>,
+    /// Fault: every n-th request's second event is not JSON.
+    #[arg(long = "malformed_every")]
+    pub malformed_every: Option<u64>,
+    /// Fault: every n-th request's connection is cut after its first token.
+    #[arg(long = "drop_every")]
+    pub drop_every: Option<u64>,
+    /// Fault: every n-th request stalls after its first token.
+    #[arg(long = "stall_every")]
+    pub stall_every: Option<u64>,
+    /// Fault: the process exits after the first token of its n-th request.
+    #[arg(long = "die_after")]
+    pub die_after: Option<u64>,
+    /// /health answers 503 this long after start.
+    #[arg(long = "ready_after_ms", default_value_t = 0)]
+    pub ready_after_ms: u64,
+    /// Fault: /health never answers 200.
+    #[arg(long = "never_ready")]
+    pub never_ready: bool,
 }
 
 /// Flags of stage_results / stage_compliance.
@@ -346,6 +414,36 @@ pub enum BenchCommand {
         #[arg(long, default_value = "build/bench/engine")]
         out: PathBuf,
     },
+    /// The serving client against the stand-in server with no delay: samples/s and tokens/s, CPU
+    /// per token, the TTFT it adds at a paced load, and the highest VALID Server QPS under LoadGen;
+    /// comparator in the same run: a Python client built like the MLCommons reference SUT.
+    Llm(LlmBenchArgs),
+}
+
+/// Flags of bench llm.
+#[derive(Args, Debug)]
+pub struct LlmBenchArgs {
+    /// Requests in flight (client and comparator alike).
+    #[arg(long = "in_flight", default_value_t = 1000)]
+    pub in_flight: usize,
+    /// Output tokens of every answer.
+    #[arg(long = "output_tokens", default_value_t = 128)]
+    pub output_tokens: u32,
+    /// Length of each measurement.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Warm-up before each measurement.
+    #[arg(long = "warm_up", default_value_t = 2.0)]
+    pub warm_up: f64,
+    /// Token pacing of the stand-in for the added-TTFT measurement (one token per this many ms).
+    #[arg(long = "paced_token_ms", default_value_t = 20.0)]
+    pub paced_token_ms: f64,
+    /// Python interpreter of the comparator (scripts/llm_reference_client.py; needs requests).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Where the LoadGen runs' logs go.
+    #[arg(long, default_value = "build/bench/llm")]
+    pub out: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]

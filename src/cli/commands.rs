@@ -1,14 +1,16 @@
 //! Each command: resolve its flags, call the runtime, print what it returns. No decisions are
 //! made here beyond which runtime function a command is.
 
-use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs};
+use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs, StandInArgs};
 use super::resolve;
 use crate::TABLES;
 use mlperf_runtime::dataset::scratch::Scratch;
+use mlperf_runtime::engines::serving::stand_in::{Faults, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
 use mlperf_runtime::harness::report::{Outcome, RunStatus};
 use mlperf_runtime::select::Override;
-use mlperf_runtime::{bench, benchmarks, check, compliance, detect, generate, harness, scaffold, show, submission};
+use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
+use std::time::Duration;
 
 /// Commands that take `--<config field>=<value>` overrides.
 fn takes_overrides(command: &Command) -> bool {
@@ -19,13 +21,17 @@ fn takes_overrides(command: &Command) -> bool {
             | Command::RunAuditHarness(_)
             | Command::GenerateEngines { .. }
             | Command::Calibrate { .. }
+            | Command::RunLlmServer { .. }
             | Command::Bench { command: BenchCommand::Engine { .. } }
     )
 }
 
 pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
     if let (Some(first), false) = (overrides.first(), takes_overrides(&cli.command)) {
-        return Err(format!("config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate and bench engine", first.field));
+        return Err(format!(
+            "config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate, run_llm_server and bench engine",
+            first.field
+        ));
     }
     let say = &mut |line: &str| println!("{line}");
     match cli.command {
@@ -61,6 +67,28 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 let report = bench::engine::run(resolved.system.system, selected, TABLES.default_round(), &dir, options)?;
                 println!("{}", bench::engine::render(&report));
             }
+        }
+        Command::RunLlmServer { selection, log_dir } => {
+            let resolved = resolve::selection(&selection, &overrides)?;
+            harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))?;
+        }
+        Command::ServeStandIn(args) => engines::serving::stand_in::serve(stand_in_options(&args)?)?,
+        Command::Bench { command: BenchCommand::Llm(args) } => {
+            for (flag, v) in [("--seconds", args.seconds), ("--warm_up", args.warm_up), ("--paced_token_ms", args.paced_token_ms)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(format!("{flag}={v}: give a positive number"));
+                }
+            }
+            let options = bench::llm::LlmBenchOptions {
+                in_flight: args.in_flight,
+                output_tokens: args.output_tokens,
+                seconds: args.seconds,
+                warm_up: args.warm_up,
+                paced_token_ms: args.paced_token_ms,
+                python: args.python.clone(),
+            };
+            let report = bench::llm::run(TABLES.default_round(), &args.out.join(harness::timestamp()), &options)?;
+            print!("{}", bench::llm::render(&report));
         }
         Command::Info => {
             let hw = detect::detect()?;
@@ -172,8 +200,39 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     match harness::signals::received() {
         Some(signal) => Err(format!("stopped by {}", signal.name())),
         None if outcomes.iter().any(|o| o.status == RunStatus::Aborted) => Err("a run was aborted".into()),
+        None if outcomes.iter().any(|o| o.status == RunStatus::Failed) => {
+            Err(format!("{} of {} runs FAILED; the table says why", outcomes.iter().filter(|o| o.status == RunStatus::Failed).count(), outcomes.len()))
+        }
         None => Ok(()),
     }
+}
+
+fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
+    let ms =
+        |flag: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(Duration::from_secs_f64(v / 1e3)) } else { Err(format!("--{flag}={v}: give a number of milliseconds, 0 or more")) };
+    let options = StandInOptions {
+        host: args.host.clone(),
+        port: args.port,
+        api: args.api,
+        model: args.model.clone(),
+        first_token: ms("first_token_ms", args.first_token_ms)?,
+        per_token: ms("token_ms", args.token_ms)?,
+        min_output_tokens: args.min_output_tokens,
+        max_output_tokens: args.max_output_tokens,
+        vocab: args.vocab,
+        threads: args.threads,
+        faults: Faults {
+            http_500_every: args.http_500_every,
+            malformed_every: args.malformed_every,
+            drop_every: args.drop_every,
+            stall_every: args.stall_every,
+            die_after: args.die_after,
+            ready_after: Duration::from_millis(args.ready_after_ms),
+            never_ready: args.never_ready,
+        },
+    };
+    options.validate().map_err(|e| format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / fault flags)"))?;
+    Ok(options)
 }
 
 fn print_stage(out: &std::path::Path, report: submission::stage::StageReport) {

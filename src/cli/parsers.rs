@@ -7,7 +7,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, Command};
 use mlperf_config::benchmark::{self, BenchmarkInfo};
-use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, Workload};
+use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi, Workload};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
 use mlperf_runtime::select::ConfigVer;
 use std::ffi::OsStr;
@@ -53,6 +53,15 @@ impl Named for BackendKind {
     }
     fn name(self) -> &'static str {
         BackendKind::name(self)
+    }
+}
+
+impl Named for ServingApi {
+    fn all() -> Vec<Self> {
+        ServingApi::NAMES.iter().filter_map(|n| ServingApi::parse(n)).collect()
+    }
+    fn name(self) -> &'static str {
+        ServingApi::name(self)
     }
 }
 

@@ -1,9 +1,11 @@
 //! The runtime through the real LoadGen: every scenario plus Interactive with the test backends,
 //! audit settings, a stale audit.config, an unwritable log directory, bad flags, stop signals
-//! ([`signals`]), the CPU engine's runs and audits ([`cpu_engine`]) and the submission chain.
+//! ([`signals`]), the CPU engine's runs and audits ([`cpu_engine`]), LLMs against the stand-in serving
+//! engine ([`llm`]) and the submission chain.
 
 mod check;
 mod cpu_engine;
+mod llm;
 mod signals;
 mod submission;
 

@@ -13,13 +13,14 @@
 
 use super::{highest_passing, server_settings};
 use crate::benchmarks::{self, WorkloadSpec};
+use crate::cpu::CpuClock;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::test_doubles::FixedLatencyEngine;
 use crate::harness::batcher::{BatcherConfig, BatchingSut};
 use crate::harness::logs::{DetailLog, Validity};
-use crate::harness::probe::{self, CpuClock, HEADROOM};
+use crate::harness::probe::{self, HEADROOM};
 use crate::harness::{device_count, engine_batcher_config, performance_sample_count};
 use crate::select::Selected;
 use mlperf_config::{Round, Scenario, SystemInfo};
@@ -91,23 +92,25 @@ pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, 
         total_samples: bench.accuracy_sample_count() as usize,
         performance_samples: performance,
         devices: device_count(system),
+        output_limit: None,
     };
     let work = benchmarks::family(&config.benchmark).open(&spec)?;
+    let devices = work.engines()?;
     let batcher = engine_batcher_config(settings, &config.benchmark);
     let duration = Duration::from_secs_f64(options.seconds);
     let mut runs = LoadgenRuns { dir: out.to_path_buf(), count: 0, library: work.library.clone(), batcher };
 
     let loaded: Vec<usize> = (0..performance.min(work.library.total_sample_count())).collect();
     work.library.load_samples(&loaded);
-    let engine_alone = probe::engines_alone(&work.devices, work.library.as_ref(), &loaded, batcher, duration);
+    let engine_alone = probe::engines_alone(devices, work.library.as_ref(), &loaded, batcher, duration);
     work.library.unload_samples(&loaded);
     let engine_alone = engine_alone?;
     let engine_alone = Measurement { samples_per_s: engine_alone.samples_per_s(), cpu_us_per_sample: engine_alone.cpu_us / engine_alone.samples.max(1) as f64, validity: None };
 
-    let through_harness = runs.run("engine-offline", &work.devices, &offline_settings(HEADROOM * engine_alone.samples_per_s, duration)?)?;
+    let through_harness = runs.run("engine-offline", devices, &offline_settings(HEADROOM * engine_alone.samples_per_s, duration)?)?;
 
     let null_engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine::NULL);
-    let null = vec![null_engine; work.devices.len()];
+    let null = vec![null_engine; devices.len()];
     let pilot = runs.run("null-offline-pilot", &null, &offline_settings(NULL_PILOT_QPS, Duration::from_secs(1))?)?;
     let null_offline = runs.run("null-offline", &null, &offline_settings(HEADROOM * pilot.samples_per_s, duration)?)?;
 
@@ -133,8 +136,8 @@ pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, 
         system: system.id.to_string(),
         benchmark: config.benchmark.to_string(),
         scenario: config.scenario.name().to_string(),
-        engine: work.devices[0].name().to_string(),
-        devices: work.devices.len(),
+        engine: devices[0].name().to_string(),
+        devices: devices.len(),
         batcher,
         seconds: options.seconds,
         loadgen_version: mlperf_loadgen::LINKED_VERSION.to_string(),

@@ -9,10 +9,12 @@
 //! - [`resnet50`]: ImageNet classification on the CPU engine (tract) or the GPU engine (cuDNN),
 //!   with a synthetic workload for machines without the dataset.
 //! - [`bert`]: SQuAD v1.1 data checks and preprocessing (no engine yet).
+//! - [`llm`]: the language models, driven through serving engines over HTTP.
 //! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
 //!   paths; runs need a test backend (`--backend=null|fixed_latency`).
 
 pub mod bert;
+pub mod llm;
 pub mod resnet50;
 
 use crate::accuracy::{LogDtype, Scored};
@@ -20,6 +22,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
+use crate::engines::serving::client::ClientOptions;
 use crate::select::Selected;
 use mlperf_config::Settings;
 use std::path::Path;
@@ -71,7 +74,17 @@ pub trait Benchmark: Sync {
 }
 
 /// The benchmark families this build has, by catalog id.
-static FAMILIES: &[&dyn Benchmark] = &[&resnet50::ResNet50, &bert::Bert];
+static FAMILIES: &[&dyn Benchmark] = &[
+    &resnet50::ResNet50,
+    &bert::Bert,
+    &llm::LLAMA2_70B,
+    &llm::LLAMA3_1_8B,
+    &llm::LLAMA3_1_8B_EDGE,
+    &llm::LLAMA3_1_405B,
+    &llm::MIXTRAL_8X7B,
+    &llm::DEEPSEEK_R1,
+    &llm::GPT_OSS_120B,
+];
 
 /// The workload of one selected config as its family sees it outside a run (`generate_engines`,
 /// `calibrate`): the whole set, no resident samples, one device.
@@ -83,6 +96,7 @@ fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
         total_samples: 0,
         performance_samples: 0,
         devices: 1,
+        output_limit: None,
     }
 }
 
@@ -152,11 +166,21 @@ pub struct WorkloadSpec<'a> {
     /// Samples held in memory during a performance run.
     pub performance_samples: usize,
     pub devices: usize,
+    /// LLMs: the round's output limit per sample (the reference SUT's `max_tokens`).
+    pub output_limit: Option<u64>,
 }
 
-/// A ready workload: one engine per device and the samples.
+/// How a workload's samples are answered.
+pub enum Drive {
+    /// Engines on this machine, one per device, fed batches by the batching SUT.
+    Batched(Vec<Arc<dyn Engine>>),
+    /// Serving endpoints, streamed to by the serving SUT.
+    Serving(ClientOptions),
+}
+
+/// A ready workload: what answers the samples, and the samples.
 pub struct Workload {
-    pub devices: Vec<Arc<dyn Engine>>,
+    pub drive: Drive,
     pub library: Arc<SampleLibrary>,
     /// Generated data and model (never submittable); accuracy measures agreement with the
     /// reference engine.
@@ -170,6 +194,16 @@ pub struct AuditSpecifics {
     pub test01_dtype: LogDtype,
     /// The dtype TEST06 reads output tokens as.
     pub test06_dtype: LogDtype,
+}
+
+impl Workload {
+    /// The batched engines (one per device); an error for serving workloads.
+    pub fn engines(&self) -> Result<&[Arc<dyn Engine>], String> {
+        match &self.drive {
+            Drive::Batched(devices) => Ok(devices),
+            Drive::Serving(_) => Err("this workload is served over HTTP, not by engines of this process (use `mlperf bench llm`)".into()),
+        }
+    }
 }
 
 impl Default for AuditSpecifics {
@@ -211,7 +245,7 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 pub fn no_engine(benchmark: &str, settings: &Settings) -> String {
     let engine = settings.engine.map_or("gpu", |e| e.name());
     format!(
-        "no {engine} engine for {benchmark} in this build: the CPU and GPU engines run resnet50; serving backends are not built yet. \
+        "no {engine} engine for {benchmark} in this build: the CPU and GPU engines run resnet50, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
     )
 }
@@ -247,9 +281,11 @@ mod tests {
             total_samples: 10,
             performance_samples: 10,
             devices: 1,
+            output_limit: None,
         };
         let e = family("llama2-70b").open(&spec).err().unwrap();
         assert!(e.contains("no cpu engine for llama2-70b") && e.contains("--backend=null"), "{e}");
+        assert!(family("whisper").open(&spec).err().unwrap().contains("no cpu engine for whisper"));
         assert!(family("bert").open(&spec).err().unwrap().contains("no cpu engine for bert"));
         assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
     }

@@ -9,12 +9,15 @@
 //!   `generate_engines`.
 //! - [`synthetic`]: the synthetic ResNet50 model generator (a seeded model of the real topology,
 //!   generated images and the labels the CPU engine gives them); never submittable.
+//! - [`serving`]: LLM serving engines over HTTP (vLLM, SGLang, trtllm-serve, Dynamo, external
+//!   endpoints): their dialects, the streaming client, launching, and the stand-in server.
 //! - [`test_doubles`]: a null and a fixed-latency engine, for exercising the harness.
 
 pub mod cpu;
 pub mod gpu;
 pub mod io;
 pub mod onnx_writer;
+pub mod serving;
 pub mod synthetic;
 pub mod test_doubles;
 

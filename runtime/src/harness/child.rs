@@ -10,12 +10,18 @@
 use super::backends::{EmptyQsl, NullSut};
 use super::batcher::{BatcherConfig, BatchingSut};
 use super::plan::{AUDIT_CONFIG, Backend, RunMode, RunPlan, read_plan};
+use super::probe::{EngineMeasure, Measure};
 use super::progress::Progress;
+use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
-use crate::benchmarks::{self, WorkloadSpec};
-use crate::engines::Engine;
+use crate::benchmarks::llm::prompt_ids;
+use crate::benchmarks::{self, Drive, WorkloadSpec};
+use crate::dataset::qsl::SampleLibrary;
 use crate::engines::gpu::spec::PlanIdentity;
+use crate::engines::serving::client::ClientOptions;
+use crate::engines::serving::measure;
 use crate::engines::test_doubles::FixedLatencyEngine;
+use crate::engines::{Engine, SampleSource};
 use crate::fsutil::write_atomic;
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::{CompiledConfig, FieldOrigin, Origin, Scenario, Tables};
@@ -61,21 +67,32 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
                 total_samples: plan.total_sample_count as usize,
                 performance_samples: plan.performance_sample_count as usize,
                 devices: plan.devices,
+                output_limit: plan.output_limit,
             };
             let work = family.open(&spec)?;
-            let config = BatcherConfig { token_latencies: plan.token_latencies, ..engine_batcher_config(&plan.settings, &plan.benchmark) };
-            if plan.probe_rate {
-                probe_rate(tables, dir, &plan, &work, config)?;
-            }
-            let errors = run.batched(&format!("mlperf {} SUT", plan.benchmark), work.devices.clone(), work.library.clone(), config)?;
-            if plan.mode == RunMode::AccuracyOnly && errors.is_empty() {
-                let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"))?;
-                crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
-                if work.synthetic {
-                    let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
-                    write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
+            let library = work.library.clone();
+            let errors = match &work.drive {
+                Drive::Batched(devices) => {
+                    let config = BatcherConfig { token_latencies: plan.token_latencies, ..engine_batcher_config(&plan.settings, &plan.benchmark) };
+                    if plan.probe_rate {
+                        probe_rate(tables, dir, &plan, &library, &|loaded, settings| {
+                            probe::probe(plan.scenario, &EngineMeasure { devices, source: library.as_ref(), loaded, batcher: config }, settings)
+                        })?;
+                    }
+                    run.batched(&format!("mlperf {} SUT", plan.benchmark), devices.clone(), library.clone(), config)?
                 }
-                eprintln!("{}: {}", plan.benchmark, scored.text.trim());
+                Drive::Serving(options) => {
+                    if plan.probe_rate {
+                        probe_rate(tables, dir, &plan, &library, &|loaded, settings| {
+                            probe::probe(plan.scenario, &ServingMeasure { options: options.clone(), library: library.as_ref(), loaded }, settings)
+                        })?;
+                    }
+                    run.serving(options.clone(), library.clone())?;
+                    Vec::new()
+                }
+            };
+            if plan.mode == RunMode::AccuracyOnly && errors.is_empty() {
+                score(dir, &plan, family, &work)?;
             }
             errors
         }
@@ -84,6 +101,25 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
     if !engine_errors.is_empty() {
         return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]));
     }
+    Ok(())
+}
+
+/// Scores an accuracy run into `accuracy.txt`. Synthetic workloads say what their score means
+/// (or that there is nothing to score) in `ACCURACY_NOTE.txt`.
+fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &benchmarks::Workload) -> Result<(), String> {
+    if let Drive::Serving(_) = work.drive
+        && work.synthetic
+    {
+        let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
+        return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
+    }
+    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"))?;
+    crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
+    if work.synthetic {
+        let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
+        write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
+    }
+    eprintln!("{}: {}", plan.benchmark, scored.text.trim());
     Ok(())
 }
 
@@ -155,11 +191,56 @@ impl LoadgenRun<'_> {
         result?;
         Ok(errors)
     }
+
+    /// Runs the test through the serving SUT; a failed request ends the process (see
+    /// [`ServingSut`]). The endpoints' record goes into `serving.json`.
+    fn serving(&self, options: ClientOptions, library: Arc<SampleLibrary>) -> Result<(), String> {
+        let sut = ServingSut::start(options, library.clone(), self.plan.token_latencies, self.dir)?;
+        let result = self.start(&sut, library.as_ref(), sut.completed());
+        let stats = sut.finish()?;
+        for s in stats.iter().filter(|s| s.down.is_some()) {
+            eprintln!("serving endpoint {} went down during the run: {}", s.url, s.down.as_deref().unwrap_or_default());
+        }
+        result
+    }
 }
 
-/// Measures the engines and rewrites the run's `user.conf` with the expected rate they support
-/// (`probe`), recording the measurement in `probe.txt`.
-fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, work: &benchmarks::Workload, batcher: BatcherConfig) -> Result<(), String> {
+/// Serving endpoints on loaded samples: closed loops of requests.
+struct ServingMeasure<'a> {
+    options: ClientOptions,
+    library: &'a SampleLibrary,
+    loaded: &'a [usize],
+}
+
+impl ServingMeasure<'_> {
+    fn closed_loop(&self, in_flight: usize, duration: Duration) -> Result<measure::ClosedLoop, String> {
+        let prompt = |k: usize| prompt_ids(&self.library.sample(self.loaded[k % self.loaded.len()]));
+        measure::closed_loop(self.options.clone(), &prompt, in_flight, Duration::from_millis(500), duration)
+    }
+}
+
+impl Measure for ServingMeasure<'_> {
+    fn throughput(&self, duration: Duration) -> Result<f64, String> {
+        // As many in flight as the endpoints take: what an Offline query keeps them at.
+        let in_flight = (self.options.per_endpoint_limit * self.options.endpoints.len()).min(self.loaded.len().max(1));
+        Ok(self.closed_loop(in_flight, duration)?.samples_per_s())
+    }
+
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String> {
+        let measured = self.closed_loop(query, duration)?;
+        Ok(measured.elapsed / (measured.completed / query as u64).max(1) as u32)
+    }
+}
+
+/// Measures what answers the samples and rewrites the run's `user.conf` with the expected rate it
+/// supports (`probe`), recording the measurement in `probe.txt`.
+fn probe_rate(
+    tables: &'static Tables,
+    dir: &Path,
+    plan: &RunPlan,
+    library: &SampleLibrary,
+    probe_on: &dyn Fn(&[usize], &mut mlperf_config::Settings) -> Result<String, String>,
+) -> Result<(), String> {
     let config = tables
         .configs
         .iter()
@@ -167,11 +248,11 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, work: &benchm
         .ok_or_else(|| format!("this binary has no config {}/{}/{}/{}", plan.system, plan.benchmark, plan.scenario, plan.workload.section_name()))?;
     let round = tables.round(&plan.round).ok_or_else(|| format!("this binary has no round {}", plan.round))?;
     let bench = round.benchmark(&plan.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, plan.benchmark))?;
-    let loaded: Vec<usize> = (0..(plan.performance_sample_count as usize).min(work.library.total_sample_count())).collect();
-    work.library.load_samples(&loaded);
+    let loaded: Vec<usize> = (0..(plan.performance_sample_count as usize).min(library.total_sample_count())).collect();
+    library.load_samples(&loaded);
     let mut settings = plan.settings.clone();
-    let measured = probe::probe(plan.scenario, &work.devices, work.library.as_ref(), &loaded, batcher, &mut settings);
-    work.library.unload_samples(&loaded);
+    let measured = probe_on(&loaded, &mut settings);
+    library.unload_samples(&loaded);
     let line = measured?;
     eprintln!("{}: {line}", plan.label());
     write_atomic(&dir.join("probe.txt"), format!("{line}\n").as_bytes())?;

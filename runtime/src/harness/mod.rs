@@ -19,6 +19,8 @@ pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod report;
+pub mod serving_engines;
+pub mod serving_sut;
 pub mod signals;
 
 use crate::select::Selected;
@@ -26,7 +28,8 @@ use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Settings, SystemInfo};
 use plan::{Backend, RunMode, RunPlan, TestMode, prepare_dir};
-use report::{ABORTED_MARKER, Outcome, RunStatus};
+use report::{ABORTED_MARKER, FAILED_MARKER, Outcome, RunStatus};
+use serving_engines::ServingEngines;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -124,6 +127,18 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
         let scenario_dir = root.join(&system_name).join(&bench_dir).join(config.scenario.name());
+        // An LLM config's serving engine runs for all of the config's runs.
+        let mut serving = None;
+        if effective.settings.engine == Some(EngineKind::Serving) && req.backend == Backend::Config {
+            match ServingEngines::start(&effective.settings, &config.benchmark, req.system, &scenario_dir) {
+                Ok(engines) => serving = Some(engines),
+                Err(e) if signals::received().is_some() => {
+                    eprintln!("{e}");
+                    return Ok(outcomes);
+                }
+                Err(e) => return Err(format!("{}: {e}", selected.label())),
+            }
+        }
         for (mode, sub) in req.test_mode.runs() {
             if signals::received().is_some() {
                 return Ok(outcomes);
@@ -136,7 +151,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
                 None => None,
             };
             prepare_dir(&dir, &plan, &user_conf, audit.as_deref())?;
-            let exit = run_child(&exe, &dir)?;
+            let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
             let outcome = Outcome::read(&dir, &plan, exit);
             let stopped = outcome.status == RunStatus::Aborted;
             outcomes.push(outcome);
@@ -153,8 +168,10 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 
 /// Runs `run_loadgen_test <dir>` and waits for it, forwarding a stop signal to it. A child that
 /// does not stop within [`STOP_GRACE`] is killed; either way its run directory is marked ABORTED.
-/// Returns the child's exit code (None when a signal ended it).
-fn run_child(exe: &Path, dir: &Path) -> Result<Option<i32>, String> {
+/// `gone` says why something the run depends on (a serving engine) is gone: the child is then
+/// stopped and the run marked FAILED with that reason. Returns the child's exit code (None when a
+/// signal ended it).
+fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -> Result<Option<i32>, String> {
     let mut command = Command::new(exe);
     command.arg("run_loadgen_test").arg(dir);
     // SAFETY: the closure runs in the forked child before exec and only makes one async-signal-safe
@@ -176,6 +193,16 @@ fn run_child(exe: &Path, dir: &Path) -> Result<Option<i32>, String> {
                 mark_aborted(dir, signal);
             }
             return Ok(status.code());
+        }
+        if stopping.is_none()
+            && let Some(why) = gone()
+        {
+            let _ = crate::fsutil::write_atomic(&dir.join(FAILED_MARKER), format!("{why}\n").as_bytes());
+            eprintln!("{why}");
+            // SAFETY: plain kill(2) on the child we spawned and have not reaped yet.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let _ = child.wait();
+            return Ok(Some(1));
         }
         match (signals::received(), stopping) {
             (Some(signal), None) => {
@@ -244,6 +271,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         performance_sample_count: performance_sample_count(bench, settings),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
+        output_limit: bench.max_output_tokens_for(mode == RunMode::AccuracyOnly),
         audit_test: req.audit_test,
         overrides: req.overrides.clone(),
         settings: settings.clone(),

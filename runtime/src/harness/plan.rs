@@ -142,6 +142,9 @@ pub struct RunPlan {
     pub min_duration_ms: u64,
     /// LLM benchmarks whose runs report first tokens (`use_token_latencies`).
     pub token_latencies: bool,
+    /// LLMs: the round's output limit per sample for this run's mode.
+    #[serde(default)]
+    pub output_limit: Option<u64>,
     pub audit_test: Option<AuditTest>,
     /// The command line's `--<field>=<value>` overrides, as given.
     pub overrides: Vec<(String, String)>,

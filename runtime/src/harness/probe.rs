@@ -12,6 +12,7 @@
 //! what was tuned, and the checker reads them.
 
 use super::batcher::BatcherConfig;
+use crate::cpu::CpuClock;
 use crate::engines::{Engine, SampleSource};
 use mlperf_config::{Scenario, Settings};
 use std::sync::{Arc, Barrier};
@@ -109,25 +110,44 @@ fn query_latency(engine: &dyn Engine, source: &dyn SampleSource, loaded: &[usize
     Ok(start.elapsed() / queries.max(1))
 }
 
-/// Measures the engines on `loaded` samples and sets the scenario's expected rate in `settings`
-/// with [`HEADROOM`]. Returns a line saying what was measured and set.
-pub fn probe(
-    scenario: Scenario,
-    devices: &[Arc<dyn Engine>],
-    source: &dyn SampleSource,
-    loaded: &[usize],
-    batcher: BatcherConfig,
-    settings: &mut Settings,
-) -> Result<String, String> {
+/// What the probe measures: the engines of this process, or serving endpoints.
+pub trait Measure {
+    /// Samples per second with every device (or endpoint slot) busy.
+    fn throughput(&self, duration: Duration) -> Result<f64, String>;
+    /// Mean time to answer one query of `query` samples.
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String>;
+}
+
+/// Engines of this process on loaded samples.
+pub struct EngineMeasure<'a> {
+    pub devices: &'a [Arc<dyn Engine>],
+    pub source: &'a dyn SampleSource,
+    pub loaded: &'a [usize],
+    pub batcher: BatcherConfig,
+}
+
+impl Measure for EngineMeasure<'_> {
+    fn throughput(&self, duration: Duration) -> Result<f64, String> {
+        Ok(engines_alone(self.devices, self.source, self.loaded, self.batcher, duration)?.samples_per_s())
+    }
+
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String> {
+        query_latency(self.devices[0].as_ref(), self.source, self.loaded, query, duration)
+    }
+}
+
+/// Measures with `measure` and sets the scenario's expected rate in `settings` with [`HEADROOM`].
+/// Returns a line saying what was measured and set.
+pub fn probe(scenario: Scenario, measure: &dyn Measure, settings: &mut Settings) -> Result<String, String> {
     let field = rate_field(scenario).ok_or_else(|| format!("{scenario} runs are not sized by the engine's speed; nothing to probe"))?;
     let (measured, value) = match scenario {
         Scenario::Offline => {
-            let rate = engines_alone(devices, source, loaded, batcher, PROBE)?.samples_per_s();
+            let rate = measure.throughput(PROBE)?;
             (format!("{rate:.1} samples/s"), toml::Value::Float((rate * HEADROOM * 10.0).round() / 10.0))
         }
         Scenario::SingleStream | Scenario::MultiStream => {
             let query = if scenario == Scenario::SingleStream { 1 } else { MULTISTREAM_SAMPLES };
-            let latency = query_latency(devices[0].as_ref(), source, loaded, query, PROBE)?;
+            let latency = measure.query_latency(query, PROBE)?;
             let expected_ns = ((latency.as_nanos() as f64 / HEADROOM) as i64).max(1);
             (format!("{:.3} ms per query of {query}", latency.as_secs_f64() * 1e3), toml::Value::Integer(expected_ns))
         }
@@ -135,28 +155,6 @@ pub fn probe(
     };
     settings.set_toml(field, &value)?;
     Ok(format!("rate probe: the engines alone ran {measured} for {} s; {field} = {value} ({HEADROOM}x headroom) instead of the config's", PROBE.as_secs()))
-}
-
-/// CPU time of the whole process (every thread) since `start`.
-pub struct CpuClock(f64);
-
-impl CpuClock {
-    fn now_us() -> f64 {
-        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `t` is a valid, writable timespec; CLOCK_PROCESS_CPUTIME_ID exists on every
-        // platform this builds for (Linux, macOS).
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
-        t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
-    }
-
-    pub fn start() -> CpuClock {
-        CpuClock(Self::now_us())
-    }
-
-    pub fn elapsed_us(&self) -> f64 {
-        Self::now_us() - self.0
-    }
 }
 
 #[cfg(test)]
@@ -180,15 +178,17 @@ mod tests {
         let engine: Arc<dyn Engine> = Arc::new(FixedLatencyEngine { latency: Duration::from_millis(20), tokens: false });
         let batcher = BatcherConfig { batch_size: 8, deque_timeout: Duration::ZERO, workers_per_device: 1, use_deque_limit: false, token_latencies: false };
         let mut settings = Settings { offline_expected_qps: Some(350.0), ..Settings::default() };
-        let line = probe(Scenario::Offline, std::slice::from_ref(&engine), &NoData, &[0, 1, 2], batcher, &mut settings).unwrap();
+        let devices = [engine];
+        let measure = EngineMeasure { devices: &devices, source: &NoData, loaded: &[0, 1, 2], batcher };
+        let line = probe(Scenario::Offline, &measure, &mut settings).unwrap();
         let qps = settings.offline_expected_qps.unwrap();
         assert!((500.0..=610.0).contains(&qps), "1.5 x about 400 samples/s, not {qps}: {line}");
         assert!(line.contains("offline_expected_qps") && line.contains("1.5x headroom"), "{line}");
 
-        probe(Scenario::SingleStream, &[engine], &NoData, &[0], batcher, &mut settings).unwrap();
+        probe(Scenario::SingleStream, &measure, &mut settings).unwrap();
         let ns = settings.single_stream_expected_latency_ns.unwrap();
         assert!((10_000_000..=14_000_000).contains(&ns), "20 ms / 1.5, not {ns} ns");
-        assert!(probe(Scenario::Server, &[], &NoData, &[0], batcher, &mut settings).unwrap_err().contains("nothing to probe"));
+        assert!(probe(Scenario::Server, &measure, &mut settings).unwrap_err().contains("nothing to probe"));
     }
 
     /// Counts the samples each call sees; answers like the null engine.

@@ -5,6 +5,7 @@
 use super::RunPlan;
 use super::logs::{DetailLog, Validity};
 use super::plan::RunMode;
+use super::serving_sut::{EndpointRecord, read_record};
 use mlperf_config::Scenario;
 use serde::Serialize;
 use std::fmt::Write;
@@ -50,6 +51,48 @@ impl std::fmt::Display for RunStatus {
 
 /// The marker a run directory gets when a signal stopped its run; it holds the signal's name.
 pub const ABORTED_MARKER: &str = "ABORTED";
+/// The marker a run directory gets when its run failed for a reason LoadGen does not log (a
+/// serving request that failed, an engine that exited); it says what happened.
+pub const FAILED_MARKER: &str = "FAILED.txt";
+
+/// LLM runs: p99 time to first token and time per output token against the round's limits
+/// (Server and Interactive have limits; LoadGen logs no first-token latencies for Offline).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenLatencies {
+    pub ttft_p99_ms: Option<f64>,
+    pub ttft_limit_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    pub tpot_limit_ms: Option<f64>,
+}
+
+impl TokenLatencies {
+    /// None when LoadGen logged neither (Offline).
+    fn read(log: &DetailLog, scenario: Scenario) -> Option<TokenLatencies> {
+        let ms = |key: &str| log.f64(key).map(|ns| ns * 1e-6);
+        let limit = |key: &str| if matches!(scenario, Scenario::Server | Scenario::Interactive) { ms(key) } else { None };
+        let t = TokenLatencies {
+            ttft_p99_ms: ms("result_first_token_99.00_percentile_latency_ns"),
+            ttft_limit_ms: limit("requested_server_ttft_latency"),
+            tpot_p99_ms: ms("result_time_per_output_token_99.00_percentile_ns"),
+            tpot_limit_ms: limit("requested_server_tpot_latency"),
+        };
+        (t.ttft_p99_ms.is_some() || t.tpot_p99_ms.is_some()).then_some(t)
+    }
+
+    fn over(value: Option<f64>, limit: Option<f64>) -> bool {
+        matches!((value, limit), (Some(v), Some(l)) if v > l)
+    }
+
+    /// `TTFT p99 22.3 ms (limit 2000) · TPOT p99 5.01 ms (limit 200)`.
+    fn render(&self) -> String {
+        let part = |name: &str, v: Option<f64>, l: Option<f64>| {
+            let value = v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+            let limit = l.map_or(String::new(), |l| format!(" (limit {l:.0}{})", if Self::over(v, l.into()) { ", OVER" } else { "" }));
+            format!("{name} p99 {value}{limit}")
+        };
+        format!("{} · {}", part("TTFT", self.ttft_p99_ms, self.ttft_limit_ms), part("TPOT", self.tpot_p99_ms, self.tpot_limit_ms))
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -59,6 +102,9 @@ pub struct Outcome {
     pub metric: Option<(String, f64)>,
     pub target: Option<(String, f64)>,
     pub advice: Option<String>,
+    pub tokens: Option<TokenLatencies>,
+    /// Serving runs: each endpoint's record (`serving.json`).
+    pub endpoints: Vec<EndpointRecord>,
 }
 
 /// The scenario metric as the checker reads it: key, label, scale to the shown unit.
@@ -76,10 +122,23 @@ fn metric_key(scenario: Scenario, tokens: bool) -> (&'static str, &'static str, 
 impl Outcome {
     /// Reads a finished run directory. `exit` is the child's exit code.
     pub fn read(dir: &Path, plan: &RunPlan, exit: Option<i32>) -> Outcome {
-        let mut outcome = Outcome { plan: plan.clone(), dir: dir.to_path_buf(), status: RunStatus::Failed, metric: None, target: None, advice: None };
+        let mut outcome = Outcome {
+            plan: plan.clone(),
+            dir: dir.to_path_buf(),
+            status: RunStatus::Failed,
+            metric: None,
+            target: None,
+            advice: None,
+            tokens: None,
+            endpoints: read_record(dir).unwrap_or_default(),
+        };
         if let Ok(signal) = std::fs::read_to_string(dir.join(ABORTED_MARKER)) {
             outcome.status = RunStatus::Aborted;
             outcome.advice = Some(format!("stopped by {}; partial LoadGen logs are kept in the run directory", signal.trim()));
+            return outcome;
+        }
+        if let Ok(why) = std::fs::read_to_string(dir.join(FAILED_MARKER)) {
+            outcome.advice = Some(format!("{} (see {})", why.trim(), dir.join(FAILED_MARKER).display()));
             return outcome;
         }
         let log = match DetailLog::read(&dir.join("mlperf_log_detail.txt")) {
@@ -103,6 +162,9 @@ impl Outcome {
             return outcome;
         }
         let tokens = log.bool("requested_use_token_latencies").unwrap_or(false);
+        if tokens {
+            outcome.tokens = TokenLatencies::read(&log, plan.scenario);
+        }
         let (key, label, scale) = metric_key(plan.scenario, tokens);
         outcome.metric = log.f64(key).map(|v| (label.to_string(), v * scale));
         outcome.target = match plan.scenario {
@@ -135,6 +197,26 @@ fn advice(log: &DetailLog, plan: &RunPlan) -> String {
             "the run ended before the minimum duration: LoadGen issues target_qps x min_duration samples; raise offline_expected_qps to about the measured {:.1} samples/s",
             measured_qps.unwrap_or(0.0)
         ),
+        Scenario::Server | Scenario::Interactive
+            if plan.token_latencies
+                && !met("result_perf_constraints_met")
+                && let Some(t) = TokenLatencies::read(log, plan.scenario) =>
+        {
+            let mut parts = Vec::new();
+            if TokenLatencies::over(t.ttft_p99_ms, t.ttft_limit_ms) {
+                parts.push("TTFT over its limit: prompts wait for prefill; lower server_target_qps, or add serving instances");
+            }
+            if TokenLatencies::over(t.tpot_p99_ms, t.tpot_limit_ms) {
+                parts.push("TPOT over its limit: decode steps slow down with the batch; lower server_target_qps or the engine's maximum batch size");
+            }
+            if parts.is_empty() {
+                parts.push("token latency constraints missed: lower server_target_qps until the run is VALID");
+            }
+            format!("{} ({})", parts.join("; "), t.render())
+        }
+        Scenario::Server | Scenario::Interactive if met("result_perf_constraints_met") && !met("early_stopping_met") => {
+            "early stopping not satisfied: too few queries at this rate to bound the percentiles; run longer (min_duration), mlperf_log_summary.txt says how many more".to_string()
+        }
         Scenario::Server | Scenario::Interactive if !met("result_perf_constraints_met") || !met("early_stopping_met") => {
             format!("latency constraint or early stopping missed (p99 {}): lower server_target_qps until the run is VALID", p("result_99.00_percentile_latency_ns"))
         }
@@ -167,6 +249,31 @@ pub fn table(outcomes: &[Outcome]) -> String {
             metric_label,
             target
         );
+        if let Some(tokens) = &o.tokens {
+            let _ = writeln!(out, "    {}", tokens.render());
+        }
+        for e in &o.endpoints {
+            let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+            let _ = write!(
+                out,
+                "    endpoint {}: {} sent, {} completed, {} failed, {} resent; TTFT p50/p99 {}/{} ms, TPOT p50/p99 {}/{} ms",
+                e.url,
+                e.sent,
+                e.completed,
+                e.failed,
+                e.resent,
+                ms(e.ttft_p50_ms),
+                ms(e.ttft_p99_ms),
+                ms(e.tpot_p50_ms),
+                ms(e.tpot_p99_ms)
+            );
+            match (&e.down, &e.first_error) {
+                (Some(why), _) => writeln!(out, "; DOWN: {why}"),
+                (None, Some(first)) => writeln!(out, "; first error: {first}"),
+                (None, None) => writeln!(out),
+            }
+            .expect("writing to a String");
+        }
         if let Some(advice) = &o.advice {
             let _ = writeln!(out, "    -> {advice}");
         }

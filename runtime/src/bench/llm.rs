@@ -1,0 +1,276 @@
+//! `mlperf bench llm`: what the serving client costs, against the stand-in server with no delay
+//! (so the server is never the limit) and, for the TTFT the client adds, with tokens paced like
+//! an engine's. Comparator in the same run: `scripts/llm_reference_client.py`, a Python client
+//! built the way the MLCommons reference SUTs are (a thread pool of streaming `requests` calls
+//! read line by line), against the same stand-in.
+//!
+//! Rows: (a) the client alone, a closed loop of `in_flight` requests; (b) the comparator, the same
+//! loop; (c) the serving SUT under LoadGen Offline; (d) the highest VALID LoadGen Server rate at
+//! llama2-70b's TTFT / TPOT limits; then the TTFT the client adds (client-observed minus the
+//! stand-in's own, which it reports in its first event) at the paced load, both clients.
+
+use super::{highest_passing, server_settings};
+use crate::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
+use crate::dataset::qsl::SampleLibrary;
+use crate::engines::serving::client::{ClientOptions, quantile};
+use crate::engines::serving::launch::{self, Engines, LaunchSpec};
+use crate::engines::serving::measure::{self, ClosedLoop};
+use crate::harness::logs::{DetailLog, Validity};
+use crate::harness::serving_sut::ServingSut;
+use mlperf_config::{Round, ServingApi, ServingEngine};
+use mlperf_loadgen::{LogSettings, TestMode, TestSettings};
+use std::fmt::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct LlmBenchOptions {
+    pub in_flight: usize,
+    pub output_tokens: u32,
+    pub seconds: f64,
+    pub warm_up: f64,
+    pub paced_token_ms: f64,
+    pub python: String,
+}
+
+/// One row: throughput and CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub samples_per_s: f64,
+    pub tokens_per_s: f64,
+    /// CPU time of the client's process per streamed token (None: not measured).
+    pub cpu_us_per_token: Option<f64>,
+    /// Client CPU cores busy on average.
+    pub cores: Option<f64>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmBenchReport {
+    pub options: LlmBenchOptions,
+    pub ours: Row,
+    pub comparator: Row,
+    pub under_loadgen: Row,
+    /// Highest VALID Server QPS and its completed tokens/s, or why not run.
+    pub server: Result<(f64, Row), String>,
+    /// (p50, p99) ms the client adds to the server's TTFT at the paced load.
+    pub added_ttft_ours: (Option<f64>, Option<f64>),
+    pub added_ttft_comparator: (Option<f64>, Option<f64>),
+}
+
+/// The benchmark whose Server limits the search uses.
+const SERVER_BENCHMARK: &str = "llama2-70b";
+
+pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBenchReport, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let n = options.output_tokens.to_string();
+    let fast = stand_in(out, 31001, &["--min_output_tokens", &n, "--max_output_tokens", &n])?;
+    let warm_up = Duration::from_secs_f64(options.warm_up);
+    let duration = Duration::from_secs_f64(options.seconds);
+    let client = |endpoint: &str| ClientOptions {
+        endpoints: vec![endpoint.to_string()],
+        api: ServingApi::CompletionsTokenIds,
+        model: "stand-in".into(),
+        max_tokens: options.output_tokens,
+        per_endpoint_limit: options.in_flight,
+        request_timeout: Duration::from_secs(600),
+        threads: 2,
+    };
+    let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
+
+    eprintln!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
+    let ours = measure::closed_loop(client(&fast.1), &prompt, options.in_flight, warm_up, duration)?;
+    eprintln!("bench llm: (b) the comparator, {} in flight, {} s", options.in_flight, options.seconds);
+    let theirs = comparator(options, &fast.1)?;
+
+    eprintln!("bench llm: (c) the serving SUT under LoadGen Offline");
+    let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
+    let mut runs = 0;
+    let mut loadgen_run = |label: &str, settings: &TestSettings| -> Result<(Row, Option<Validity>), String> {
+        runs += 1;
+        let dir = out.join(format!("{runs:02}-{label}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let sut = ServingSut::start(client(&fast.1), library.clone(), true, &dir)?;
+        let cpu = crate::cpu::CpuClock::start();
+        let result = mlperf_loadgen::start_test(&sut, library.as_ref(), settings, &LogSettings::in_dir(&dir), None);
+        let cpu_us = cpu.elapsed_us();
+        let stats = sut.finish()?;
+        result.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let log = DetailLog::read(&dir.join("mlperf_log_detail.txt"))?;
+        let (samples_key, tokens_key) = if settings.scenario() == mlperf_loadgen::Scenario::Server {
+            ("result_completed_samples_per_sec", "result_completed_tokens_per_second")
+        } else {
+            ("result_samples_per_second", "result_tokens_per_second")
+        };
+        let tokens: u64 = stats.iter().map(|s| s.tokens).sum();
+        let row = Row {
+            samples_per_s: log.f64(samples_key).unwrap_or(0.0),
+            tokens_per_s: log.f64(tokens_key).unwrap_or(0.0),
+            cpu_us_per_token: Some(cpu_us / tokens.max(1) as f64),
+            cores: None,
+            note: log.validity().map_or("-".into(), |v| format!("{v:?}").to_uppercase()),
+        };
+        Ok((row, log.validity()))
+    };
+    let mut offline = TestSettings::new();
+    offline.set_scenario(mlperf_loadgen::Scenario::Offline);
+    offline.set_mode(TestMode::PerformanceOnly);
+    let set = |s: &mut TestSettings, k: &str, v: u64| s.set_u64(k, v).map_err(|e| e.to_string());
+    set(&mut offline, "min_duration_ms", duration.as_millis() as u64)?;
+    set(&mut offline, "min_query_count", 1)?;
+    set(&mut offline, "use_token_latencies", 1)?;
+    offline.set_f64("offline_expected_qps", ours.samples_per_s() * 1.5).map_err(|e| e.to_string())?;
+    let (under_loadgen, _) = loadgen_run("offline", &offline)?;
+
+    eprintln!("bench llm: (d) highest VALID Server QPS at {SERVER_BENCHMARK}'s token limits");
+    let server = match round.benchmark(SERVER_BENCHMARK).and_then(|b| b.llm_latency_limits.get("Server")) {
+        None => Err(format!("round {} has no Server token limits for {SERVER_BENCHMARK}", round.id)),
+        Some(limits) => {
+            let mut best: Option<(f64, Row)> = None;
+            highest_passing(ours.samples_per_s() / 4.0, ours.samples_per_s() * 4.0, |qps| {
+                let mut s = server_settings(qps, 10_000_000_000, duration.as_millis() as u64)?;
+                set(&mut s, "use_token_latencies", 1)?;
+                set(&mut s, "server_ttft_latency", (limits.ttft_ms * 1e6) as u64)?;
+                set(&mut s, "server_tpot_latency", (limits.tpot_ms * 1e6) as u64)?;
+                let (row, validity) = loadgen_run("server", &s)?;
+                let valid = validity == Some(Validity::Valid);
+                if valid && best.as_ref().is_none_or(|(q, _)| qps > *q) {
+                    best = Some((qps, row));
+                }
+                Ok(valid)
+            })?;
+            best.ok_or_else(|| "no Server rate was VALID".to_string())
+        }
+    };
+    drop(fast);
+
+    eprintln!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
+    let ms = options.paced_token_ms.to_string();
+    let paced = stand_in(out, 31002, &["--min_output_tokens", &n, "--max_output_tokens", &n, "--first_token_ms", &ms, "--token_ms", &ms])?;
+    let paced_ours = measure::closed_loop(client(&paced.1), &prompt, options.in_flight, warm_up, duration)?;
+    let mut added: Vec<u32> = paced_ours.endpoints.iter().flat_map(|e| e.added_ttft_us.iter().copied()).collect();
+    let to_ms = |v: Option<u32>| v.map(|us| f64::from(us) / 1000.0);
+    let added_ttft_ours = (to_ms(quantile(&mut added, 0.5)), to_ms(quantile(&mut added, 0.99)));
+    let paced_comparator = comparator(options, &paced.1)?;
+    let added_ttft_comparator = (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms);
+
+    Ok(LlmBenchReport { options: options.clone(), ours: row_of(&ours), comparator: theirs.row, under_loadgen, server, added_ttft_ours, added_ttft_comparator })
+}
+
+fn row_of(m: &ClosedLoop) -> Row {
+    let secs = m.elapsed.as_secs_f64();
+    Row {
+        samples_per_s: m.samples_per_s(),
+        tokens_per_s: m.tokens_per_s(),
+        cpu_us_per_token: Some(m.cpu_us / m.tokens.max(1) as f64),
+        cores: Some(m.cpu_us / 1e6 / secs),
+        note: format!("{} requests", m.completed),
+    }
+}
+
+/// A stand-in server started as its own process (so this process's CPU is the client's alone).
+fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), String> {
+    let spec = LaunchSpec {
+        engine: ServingEngine::StandIn,
+        api: ServingApi::CompletionsTokenIds,
+        model: "stand-in".into(),
+        host: "127.0.0.1".into(),
+        port,
+        instances: 1,
+        tensor: 1,
+        pipeline: 1,
+        data: 1,
+        expert: 1,
+        extra_args: args.iter().map(|s| s.to_string()).collect(),
+        gpus_per_node: 0,
+        exe: std::env::current_exe().map_err(|e| e.to_string())?,
+    };
+    let dir = out.join(format!("stand-in-{port}"));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut engines = Engines::start(&spec, &dir)?;
+    let endpoint = format!("http://127.0.0.1:{port}/v1");
+    launch::wait_ready(std::slice::from_ref(&endpoint), Duration::from_secs(30), || engines.exited().map_or(Ok(()), Err))?;
+    Ok((engines, endpoint))
+}
+
+struct ComparatorResult {
+    row: Row,
+    added_ttft_p50_ms: Option<f64>,
+    added_ttft_p99_ms: Option<f64>,
+}
+
+fn comparator(options: &LlmBenchOptions, endpoint: &str) -> Result<ComparatorResult, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llm_reference_client.py");
+    let output = std::process::Command::new(&options.python)
+        .arg(&script)
+        .args(["--url", endpoint, "--in_flight", &options.in_flight.to_string(), "--max_tokens", &options.output_tokens.to_string()])
+        .args(["--seconds", &options.seconds.to_string(), "--warm_up", &options.warm_up.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run the comparator {} {}: {e}", options.python, script.display()))?;
+    if !output.status.success() {
+        return Err(format!("the comparator failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| format!("the comparator printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))?;
+    let f = |k: &str| v[k].as_f64();
+    let tokens_per_s = f("tokens_per_s").unwrap_or(0.0);
+    let cpu_s = f("cpu_s").unwrap_or(0.0);
+    Ok(ComparatorResult {
+        row: Row {
+            samples_per_s: f("samples_per_s").unwrap_or(0.0),
+            tokens_per_s,
+            cpu_us_per_token: Some(cpu_s * 1e6 / (tokens_per_s * options.seconds).max(1.0)),
+            cores: Some(cpu_s / options.seconds),
+            note: format!("{} errors", v["errors"]),
+        },
+        added_ttft_p50_ms: f("added_ttft_p50_ms"),
+        added_ttft_p99_ms: f("added_ttft_p99_ms"),
+    })
+}
+
+/// The table, ratio to the comparator first.
+pub fn render(r: &LlmBenchReport) -> String {
+    let o = &r.options;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "serving client vs the reference-style Python client, stand-in server (completions-token-ids), {} in flight, {} output tokens, {} s per measurement after {} s warm-up",
+        o.in_flight, o.output_tokens, o.seconds, o.warm_up
+    );
+    let _ = writeln!(out, "| measurement | ratio to (b) | samples/s | tokens/s | client CPU us/token | client cores | note |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let base = r.comparator.samples_per_s.max(1e-9);
+    let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let mut row = |name: &str, x: &Row| {
+        let _ = writeln!(
+            out,
+            "| {name} | {:.1} | {:.1} | {:.0} | {} | {} | {} |",
+            x.samples_per_s / base,
+            x.samples_per_s,
+            x.tokens_per_s,
+            opt(x.cpu_us_per_token, 2),
+            opt(x.cores, 2),
+            x.note
+        );
+    };
+    row("(a) serving client alone (closed loop)", &r.ours);
+    row("(b) Python reference-style client (closed loop)", &r.comparator);
+    row("(c) serving SUT under LoadGen Offline", &r.under_loadgen);
+    match &r.server {
+        Ok((qps, x)) => row(&format!("(d) serving SUT under LoadGen Server, highest VALID QPS {qps:.0} ({SERVER_BENCHMARK} TTFT/TPOT limits)"), x),
+        Err(why) => {
+            let _ = writeln!(out, "| (d) LoadGen Server | - | - | - | - | - | not run: {why} |");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "added TTFT (client-observed minus server-reported) at {} in flight, one token per {} ms: serving client p50 {} ms, p99 {} ms; Python client p50 {} ms, p99 {} ms",
+        o.in_flight,
+        o.paced_token_ms,
+        opt(r.added_ttft_ours.0, 3),
+        opt(r.added_ttft_ours.1, 3),
+        opt(r.added_ttft_comparator.0, 1),
+        opt(r.added_ttft_comparator.1, 1)
+    );
+    out
+}

@@ -1,0 +1,116 @@
+//! The language models (llama2-70b, llama3.1-8b and its edge variant, llama3.1-405b, mixtral-8x7b,
+//! deepseek-r1, gpt-oss-120b): one family, since all of them are prompts of token ids answered by
+//! a serving engine over HTTP (`engine = "serving"`, see [`crate::engines::serving`]). What
+//! differs between them is data: the round's sample counts and output limit, and the dataset.
+//!
+//! Runs of `dataset = "synthetic"` send generated prompts (ids in a Llama-sized vocabulary, 128
+//! to 1,024 tokens, fixed per sample index) and are never submittable. Reading the official
+//! datasets and scoring accuracy come with the LLM datasets and accuracy work.
+
+use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
+use crate::dataset::qsl::SampleLibrary;
+use crate::dataset::scratch::{DataReport, Scratch};
+use crate::engines::serving::client::ClientOptions;
+use crate::engines::serving::launch;
+use mlperf_config::{DatasetSource, EngineKind, Settings};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One language model of the catalog.
+pub struct Llm {
+    id: &'static str,
+}
+
+pub static LLAMA2_70B: Llm = Llm { id: "llama2-70b" };
+pub static LLAMA3_1_8B: Llm = Llm { id: "llama3.1-8b" };
+pub static LLAMA3_1_8B_EDGE: Llm = Llm { id: "llama3.1-8b-edge" };
+pub static LLAMA3_1_405B: Llm = Llm { id: "llama3.1-405b" };
+pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b" };
+pub static DEEPSEEK_R1: Llm = Llm { id: "deepseek-r1" };
+pub static GPT_OSS_120B: Llm = Llm { id: "gpt-oss-120b" };
+
+/// Requests in flight per endpoint when the config does not say (`max_concurrency`).
+pub const DEFAULT_CONCURRENCY: u64 = 1024;
+/// How long one request may take when the config does not say (`serving_request_timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Output limit when the round names none.
+const FALLBACK_OUTPUT_LIMIT: u64 = 1024;
+/// Synthetic prompts: vocabulary and length range (Llama 2's vocabulary, OpenOrca's input limit).
+const SYNTHETIC_VOCAB: u64 = 32_000;
+const SYNTHETIC_LENGTHS: (u64, u64) = (128, 1024);
+
+impl Benchmark for Llm {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
+        DataReport::from_config_paths(scratch, self.id, settings)
+    }
+
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+        let settings = spec.settings;
+        if settings.engine != Some(EngineKind::Serving) {
+            return Err(no_engine(self.id, settings));
+        }
+        if settings.dataset != Some(DatasetSource::Synthetic) {
+            return Err(format!("this build cannot read the official {} dataset yet; run with --dataset=synthetic (generated prompts, never submittable)", self.id));
+        }
+        let options = client_options(settings, self.id, spec.output_limit)?;
+        let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
+        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true })
+    }
+}
+
+/// How the harness talks to a config's endpoints.
+pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, String> {
+    let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
+    Ok(ClientOptions {
+        endpoints: launch::endpoints(settings)?,
+        api: launch::api_of(settings)?,
+        model: launch::model_of(settings, benchmark),
+        max_tokens: output_limit.unwrap_or(FALLBACK_OUTPUT_LIMIT).min(u64::from(u32::MAX)) as u32,
+        per_endpoint_limit: settings.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize,
+        request_timeout: ms(settings.serving_request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(2),
+    })
+}
+
+/// The generated prompt of sample `index`: little-endian int32 token ids.
+pub fn synthetic_prompt_bytes(index: usize) -> Vec<u8> {
+    synthetic_prompt(index).iter().flat_map(|id| id.to_le_bytes()).collect()
+}
+
+fn synthetic_prompt(index: usize) -> Vec<i32> {
+    let mut state = (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
+    let mut next = || {
+        // xorshift64*: cheap, deterministic, good enough for token ids.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let (lo, hi) = SYNTHETIC_LENGTHS;
+    let len = lo + next() % (hi - lo + 1);
+    (0..len).map(|_| (next() % SYNTHETIC_VOCAB) as i32).collect()
+}
+
+/// Token ids from a sample's little-endian int32 bytes.
+pub fn prompt_ids(bytes: &[u8]) -> Arc<[i32]> {
+    bytes.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_prompts_are_fixed_per_index_and_within_the_vocabulary_and_lengths() {
+        let a = prompt_ids(&synthetic_prompt_bytes(7));
+        assert_eq!(a, prompt_ids(&synthetic_prompt_bytes(7)));
+        assert_ne!(a, prompt_ids(&synthetic_prompt_bytes(8)));
+        let lengths: Vec<usize> = (0..100).map(|i| synthetic_prompt(i).len()).collect();
+        assert!(lengths.iter().all(|&n| (128..=1024).contains(&n)) && lengths.iter().any(|&n| n != lengths[0]));
+        assert!(a.iter().all(|&id| (0..32_000).contains(&id)));
+    }
+}

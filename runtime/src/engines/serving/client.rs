@@ -1,0 +1,444 @@
+//! The streaming client: requests spread over a serving engine's endpoints, each answer's first
+//! token handed on the moment it arrives and every id at the end.
+//!
+//! One tokio runtime runs a dispatcher and one task per request. The dispatcher keeps requests in
+//! LoadGen's order and sends each to the live endpoint with the fewest outstanding requests,
+//! within each endpoint's limit (`max_concurrency`); the rest wait. A request whose connection
+//! breaks (refused, reset, closed mid-stream) is sent again elsewhere, up to
+//! [`MAX_ATTEMPTS`] times; an endpoint that refuses connections, or fails [`DEAD_AFTER`] times in a
+//! row, is marked down and reported, never silently dropped. An answer that is wrong (an HTTP
+//! error, a malformed or truncated stream, a timeout) fails its request: the [`Sink`] hears of it
+//! and decides (the LoadGen SUT fails the run).
+
+use super::api::{self, Output, Prompt, Step};
+use futures_util::StreamExt;
+use mlperf_config::ServingApi;
+use sse_stream::SseByteStream;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Tries of one request when connections fail before an answer.
+pub const MAX_ATTEMPTS: u32 = 3;
+/// Consecutive connection failures after which an endpoint is marked down.
+pub const DEAD_AFTER: u32 = 3;
+
+/// What the client sends and where.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Endpoint base URLs (`http://host:port/v1`).
+    pub endpoints: Vec<String>,
+    pub api: ServingApi,
+    /// The model name requests carry (OpenAI dialects).
+    pub model: String,
+    /// Output limit of every request (the benchmark's reference limit).
+    pub max_tokens: u32,
+    /// Requests in flight per endpoint.
+    pub per_endpoint_limit: usize,
+    /// Longest a request may take from sending to its last token.
+    pub request_timeout: Duration,
+    /// Tokio worker threads.
+    pub threads: usize,
+}
+
+/// Which request an event is about: LoadGen's response id and the sample's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tag {
+    pub id: usize,
+    pub sample: usize,
+}
+
+/// A request that failed: where, which sample, and what happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestError {
+    pub endpoint: String,
+    pub sample: usize,
+    pub what: String,
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "endpoint {}, sample {}: {}", self.endpoint, self.sample, self.what)
+    }
+}
+
+/// Where answers go. Called on the client's threads; return quickly.
+pub trait Sink: Send + Sync + 'static {
+    /// The first output token of a request, the moment it arrives (once per request, even when a
+    /// failed connection made the client send it again).
+    fn first_token(&self, tag: Tag, first: i32);
+    /// Every output token id of a finished request.
+    fn complete(&self, tag: Tag, ids: &[i32]);
+    /// The request failed; it will not complete.
+    fn failed(&self, tag: Tag, error: &RequestError);
+}
+
+/// One endpoint's record over the client's life.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointStats {
+    pub url: String,
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests sent again elsewhere after a connection failure here.
+    pub resent: u64,
+    pub tokens: u64,
+    /// Why the endpoint was marked down (None: it stayed up).
+    pub down: Option<String>,
+    /// The first failure here, of any kind.
+    pub first_error: Option<String>,
+    /// Client-observed time to first token per request, microseconds.
+    pub ttft_us: Vec<u32>,
+    /// Mean time per output token after the first, per request with two or more, microseconds.
+    pub tpot_us: Vec<u32>,
+    /// Client-observed minus server-reported TTFT, where the server reports one, microseconds.
+    pub added_ttft_us: Vec<u32>,
+}
+
+/// Reads the endpoints' record of a running client.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Vec<Mutex<EndpointStats>>>);
+
+impl StatsHandle {
+    pub fn snapshot(&self) -> Vec<EndpointStats> {
+        self.0.iter().map(|s| s.lock().expect("stats lock").clone()).collect()
+    }
+}
+
+/// The `q`-quantile (0..=1) of `values` (sorts them), None when empty.
+pub fn quantile(values: &mut [u32], q: f64) -> Option<u32> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable();
+    let rank = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len());
+    Some(values[rank - 1])
+}
+
+struct Job {
+    tag: Tag,
+    prompt: Arc<[i32]>,
+    attempt: u32,
+    submitted: Instant,
+    first_sent: bool,
+}
+
+enum Message {
+    Submit(Job),
+    Finished { endpoint: usize, job: Job, result: Attempt },
+}
+
+/// How one attempt of a request ended.
+enum Attempt {
+    Answered,
+    /// The answer is wrong; the request fails.
+    Failed(String),
+    /// The connection failed or broke before the answer's end (sent again: greedy decoding gives
+    /// the same answer, and its first token is not reported twice); `refused`: nothing listens.
+    Connection {
+        what: String,
+        refused: bool,
+    },
+}
+
+/// The running client.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    queue: mpsc::UnboundedSender<Message>,
+    stats: Arc<Vec<Mutex<EndpointStats>>>,
+}
+
+impl Client {
+    pub fn start(options: ClientOptions, sink: Arc<dyn Sink>) -> Result<Client, String> {
+        if options.endpoints.is_empty() {
+            return Err("no serving endpoints to send requests to".into());
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.threads.max(1))
+            .thread_name("serving-client")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the serving client's runtime: {e}"))?;
+        let http = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(options.per_endpoint_limit.max(1))
+            .http1_only()
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let stats: Arc<Vec<Mutex<EndpointStats>>> =
+            Arc::new(options.endpoints.iter().map(|url| Mutex::new(EndpointStats { url: url.clone(), ..EndpointStats::default() })).collect());
+        let (queue, inbox) = mpsc::unbounded_channel();
+        let dispatcher = Dispatcher {
+            urls: options.endpoints.iter().map(|e| api::url(options.api, e)).collect(),
+            options: Arc::new(options),
+            http,
+            sink,
+            stats: stats.clone(),
+            queue: queue.clone(),
+            waiting: VecDeque::new(),
+            outstanding: Vec::new(),
+            failures_in_row: Vec::new(),
+            next: 0,
+        };
+        runtime.spawn(dispatcher.run(inbox));
+        Ok(Client { runtime, queue, stats })
+    }
+
+    /// Queues a request; answers reach the sink.
+    pub fn submit(&self, tag: Tag, prompt: Arc<[i32]>) {
+        let _ = self.queue.send(Message::Submit(Job { tag, prompt, attempt: 1, submitted: Instant::now(), first_sent: false }));
+    }
+
+    /// Each endpoint's record so far.
+    pub fn stats(&self) -> Vec<EndpointStats> {
+        self.stats_handle().snapshot()
+    }
+
+    /// A handle that reads the endpoints' record from anywhere (a failure report).
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.stats.clone())
+    }
+
+    /// Stops sending; requests in flight are abandoned. Returns the endpoints' records.
+    pub fn finish(self) -> Vec<EndpointStats> {
+        let stats = self.stats();
+        self.runtime.shutdown_timeout(Duration::from_millis(200));
+        stats
+    }
+}
+
+struct Dispatcher {
+    options: Arc<ClientOptions>,
+    /// Request URL per endpoint.
+    urls: Vec<String>,
+    http: reqwest::Client,
+    sink: Arc<dyn Sink>,
+    stats: Arc<Vec<Mutex<EndpointStats>>>,
+    queue: mpsc::UnboundedSender<Message>,
+    waiting: VecDeque<Job>,
+    outstanding: Vec<usize>,
+    failures_in_row: Vec<u32>,
+    /// Where the search for the least-loaded endpoint starts, so ties rotate.
+    next: usize,
+}
+
+impl Dispatcher {
+    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Message>) {
+        self.outstanding = vec![0; self.urls.len()];
+        self.failures_in_row = vec![0; self.urls.len()];
+        while let Some(message) = inbox.recv().await {
+            self.handle(message);
+            // Take whatever else arrived before dispatching, so a burst is spread in one pass.
+            while let Ok(message) = inbox.try_recv() {
+                self.handle(message);
+            }
+            self.dispatch();
+        }
+    }
+
+    fn stat(&self, endpoint: usize) -> std::sync::MutexGuard<'_, EndpointStats> {
+        self.stats[endpoint].lock().expect("stats lock")
+    }
+
+    fn is_down(&self, endpoint: usize) -> bool {
+        self.stat(endpoint).down.is_some()
+    }
+
+    fn handle(&mut self, message: Message) {
+        match message {
+            Message::Submit(job) => self.waiting.push_back(job),
+            Message::Finished { endpoint, job, result } => {
+                self.outstanding[endpoint] -= 1;
+                match result {
+                    Attempt::Answered => self.failures_in_row[endpoint] = 0,
+                    Attempt::Failed(what) => {
+                        self.failures_in_row[endpoint] = 0;
+                        self.fail(Some(endpoint), job, what);
+                    }
+                    Attempt::Connection { what, refused } => {
+                        self.failures_in_row[endpoint] += 1;
+                        {
+                            let mut stat = self.stat(endpoint);
+                            stat.first_error.get_or_insert_with(|| format!("sample {}: {what}", job.tag.sample));
+                            if (refused || self.failures_in_row[endpoint] >= DEAD_AFTER) && stat.down.is_none() {
+                                stat.down = Some(what.clone());
+                            }
+                        }
+                        if job.attempt < MAX_ATTEMPTS {
+                            self.stat(endpoint).resent += 1;
+                            self.waiting.push_front(Job { attempt: job.attempt + 1, ..job });
+                        } else {
+                            self.fail(Some(endpoint), job, format!("{what} (tried {MAX_ATTEMPTS} times)"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fails a request that `endpoint` answered wrongly (None: no endpoint is left to try).
+    fn fail(&self, endpoint: Option<usize>, job: Job, what: String) {
+        let name = endpoint.map_or_else(|| "(none left)".to_string(), |e| self.options.endpoints[e].clone());
+        let error = RequestError { endpoint: name, sample: job.tag.sample, what };
+        if let Some(endpoint) = endpoint {
+            let mut stat = self.stat(endpoint);
+            stat.failed += 1;
+            stat.first_error.get_or_insert_with(|| format!("sample {}: {}", error.sample, error.what));
+        }
+        self.sink.failed(job.tag, &error);
+    }
+
+    /// Sends waiting requests to the least-loaded live endpoints with a free slot.
+    fn dispatch(&mut self) {
+        let n = self.urls.len();
+        let limit = self.options.per_endpoint_limit.max(1);
+        while !self.waiting.is_empty() {
+            let live: Vec<usize> = (0..n).map(|k| (self.next + k) % n).filter(|&e| !self.is_down(e)).collect();
+            if live.is_empty() {
+                let reasons: Vec<String> = (0..n).map(|e| format!("{}: {}", self.options.endpoints[e], self.stat(e).down.clone().unwrap_or_default())).collect();
+                while let Some(job) = self.waiting.pop_front() {
+                    self.fail(None, job, format!("every endpoint is down ({})", reasons.join("; ")));
+                }
+                return;
+            }
+            let Some(&endpoint) = live.iter().filter(|&&e| self.outstanding[e] < limit).min_by_key(|&&e| self.outstanding[e]) else { return };
+            let job = self.waiting.pop_front().expect("not empty");
+            self.next = (endpoint + 1) % n;
+            self.outstanding[endpoint] += 1;
+            self.stat(endpoint).sent += 1;
+            let request = RequestTask {
+                http: self.http.clone(),
+                url: self.urls[endpoint].clone(),
+                options: self.options.clone(),
+                sink: self.sink.clone(),
+                stats: self.stats.clone(),
+                endpoint,
+            };
+            let queue = self.queue.clone();
+            tokio::spawn(async move {
+                let mut job = job;
+                let result = request.run(&mut job).await;
+                let _ = queue.send(Message::Finished { endpoint, job, result });
+            });
+        }
+    }
+}
+
+struct RequestTask {
+    http: reqwest::Client,
+    url: String,
+    options: Arc<ClientOptions>,
+    sink: Arc<dyn Sink>,
+    stats: Arc<Vec<Mutex<EndpointStats>>>,
+    endpoint: usize,
+}
+
+impl RequestTask {
+    async fn run(&self, job: &mut Job) -> Attempt {
+        let timeout = self.options.request_timeout;
+        match tokio::time::timeout(timeout, self.stream(job)).await {
+            Ok(attempt) => attempt,
+            Err(_) => Attempt::Failed(format!("no complete answer within the request timeout of {} ms (serving_request_timeout)", timeout.as_millis())),
+        }
+    }
+
+    async fn stream(&self, job: &mut Job) -> Attempt {
+        let options = &self.options;
+        let body = api::body(options.api, &Prompt { model: &options.model, ids: &job.prompt, max_tokens: options.max_tokens });
+        let sent = self.http.post(&self.url).header("content-type", "application/json").body(body).send().await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => return Attempt::Connection { what: describe(&e), refused: e.is_connect() },
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Attempt::Failed(format!("HTTP {status} from {}: {}", self.url, api::clip(text.trim())));
+        }
+        let mut events = SseByteStream::new(response.bytes_stream());
+        let mut out = Output::default();
+        let mut first_at = None;
+        let mut done = false;
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => return Attempt::Connection { what: format!("the stream broke after {} tokens: {}", out.ids.len(), source_chain(&e)), refused: false },
+            };
+            let Some(data) = event.data.as_deref() else { continue };
+            let had = out.ids.len() + out.text.len();
+            match api::decode(options.api, data, &mut out) {
+                Ok(Step::Done) => {
+                    done = true;
+                    break;
+                }
+                Ok(Step::More) => {}
+                Err(what) => return Attempt::Failed(what),
+            }
+            if first_at.is_none() && out.ids.len() + out.text.len() > had {
+                first_at = Some(Instant::now());
+                if !job.first_sent {
+                    job.first_sent = true;
+                    match out.ids.first() {
+                        Some(&first) => self.sink.first_token(job.tag, first),
+                        None => return Attempt::Failed("text-only dialects need the model's tokenizer, which this build does not have".into()),
+                    }
+                }
+            }
+        }
+        if !done {
+            return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false };
+        }
+        if let Err(what) = api::check_count(&out) {
+            return Attempt::Failed(what);
+        }
+        if out.ids.is_empty() {
+            return Attempt::Failed("the engine answered with no output tokens".into());
+        }
+        let finished = Instant::now();
+        self.sink.complete(job.tag, &out.ids);
+        let first_at = first_at.unwrap_or(finished);
+        let mut stat = self.stats[self.endpoint].lock().expect("stats lock");
+        stat.completed += 1;
+        stat.tokens += out.ids.len() as u64;
+        let ttft = first_at.duration_since(job.submitted);
+        stat.ttft_us.push(micros(ttft));
+        if out.ids.len() > 1 {
+            stat.tpot_us.push(micros(finished.duration_since(first_at) / (out.ids.len() as u32 - 1)));
+        }
+        if let Some(server) = out.server_ttft_us {
+            stat.added_ttft_us.push(micros(ttft).saturating_sub(server as u32));
+        }
+        Attempt::Answered
+    }
+}
+
+fn micros(d: Duration) -> u32 {
+    d.as_micros().min(u128::from(u32::MAX)) as u32
+}
+
+/// A reqwest error with its causes ("connection refused" sits a few levels down).
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_connect() {
+        "cannot connect"
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "connection failed"
+    };
+    format!("{kind}: {}", source_chain(e))
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,98 @@
+//! Endpoints driven without LoadGen: a closed loop that keeps a number of requests in flight and
+//! starts a new one whenever one ends. The rate probe of development runs and `mlperf bench llm`
+//! measure with it.
+
+use super::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, Tag};
+use crate::cpu::CpuClock;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What a closed loop measured after its warm-up.
+#[derive(Debug, Clone)]
+pub struct ClosedLoop {
+    pub completed: u64,
+    pub tokens: u64,
+    pub elapsed: Duration,
+    /// CPU time of this process (the client) over the measurement, microseconds.
+    pub cpu_us: f64,
+    /// The endpoints' record over the whole loop, warm-up included.
+    pub endpoints: Vec<EndpointStats>,
+}
+
+impl ClosedLoop {
+    pub fn samples_per_s(&self) -> f64 {
+        self.completed as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn tokens_per_s(&self) -> f64 {
+        self.tokens as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Mean time a request took from submission to its last token (meaningful with one in flight).
+    pub fn mean_latency(&self) -> Duration {
+        self.elapsed / self.completed.max(1) as u32
+    }
+}
+
+enum Event {
+    Done { tokens: usize },
+    Failed(String),
+}
+
+struct Channel(std::sync::Mutex<mpsc::Sender<Event>>);
+
+impl Sink for Channel {
+    fn first_token(&self, _: Tag, _: i32) {}
+    fn complete(&self, _: Tag, ids: &[i32]) {
+        let _ = self.0.lock().expect("sender").send(Event::Done { tokens: ids.len() });
+    }
+    fn failed(&self, _: Tag, error: &RequestError) {
+        let _ = self.0.lock().expect("sender").send(Event::Failed(error.to_string()));
+    }
+}
+
+/// Keeps `in_flight` requests going to the endpoints of `options`, prompts from `prompt(k)` for
+/// the k-th request, for `warm_up` and then `duration`. A failed request ends the loop with its error.
+pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, in_flight: usize, warm_up: Duration, duration: Duration) -> Result<ClosedLoop, String> {
+    let (tx, rx) = mpsc::channel();
+    let client = Client::start(options, Arc::new(Channel(std::sync::Mutex::new(tx))))?;
+    let mut next = 0usize;
+    let mut submit = |client: &Client| {
+        client.submit(Tag { id: next, sample: next }, prompt(next));
+        next += 1;
+    };
+    for _ in 0..in_flight.max(1) {
+        submit(&client);
+    }
+    let start = Instant::now();
+    let mut measuring: Option<(Instant, CpuClock)> = None;
+    let (mut completed, mut tokens) = (0u64, 0u64);
+    let end = start + warm_up + duration;
+    let idle = Duration::from_secs(60).max(duration);
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if measuring.is_none() && now >= start + warm_up {
+            measuring = Some((now, CpuClock::start()));
+        }
+        let until = if measuring.is_none() { start + warm_up } else { end };
+        match rx.recv_timeout(until.saturating_duration_since(now).clamp(Duration::from_millis(1), idle)) {
+            Ok(Event::Done { tokens: n }) => {
+                if measuring.is_some() {
+                    completed += 1;
+                    tokens += n as u64;
+                }
+                submit(&client);
+            }
+            Ok(Event::Failed(e)) => return Err(e),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the client stopped".into()),
+        }
+    }
+    let (since, cpu) = measuring.ok_or("the loop ended before its warm-up did")?;
+    let (elapsed, cpu_us) = (since.elapsed(), cpu.elapsed_us());
+    Ok(ClosedLoop { completed, tokens, elapsed, cpu_us, endpoints: client.finish() })
+}

@@ -1,0 +1,406 @@
+//! The stand-in serving engine: an OpenAI-compatible test double at the network boundary. It
+//! speaks every dialect of [`super::api`], answers each prompt with a deterministic sequence of
+//! ids (the same prompt gets the same answer on any instance, as greedy decoding would), paces
+//! tokens with a first-token and a per-token delay, and injects the faults real engines have:
+//! HTTP errors, malformed events, dropped connections, stalled streams, a process that dies, a
+//! server that never becomes ready. Its first event carries `stand_in_ttft_us`, its own time from
+//! the request to the first token, so benches can tell what the client adds.
+//!
+//! Runs are never submittable: the stand-in's answers are not a model's.
+
+use super::api::clip;
+use bytes::Bytes;
+use futures_util::stream;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mlperf_config::ServingApi;
+use serde::Deserialize;
+use sse_stream::Sse;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Faults injected into the n-th generation request (counted from 1 over the server's life).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Every n-th request answers HTTP 500.
+    pub http_500_every: Option<u64>,
+    /// Every n-th request's second event is not JSON.
+    pub malformed_every: Option<u64>,
+    /// Every n-th request's connection is cut after its first token.
+    pub drop_every: Option<u64>,
+    /// Every n-th request stops streaming after its first token and never ends.
+    pub stall_every: Option<u64>,
+    /// The process exits after sending the first token of its n-th request.
+    pub die_after: Option<u64>,
+    /// `/health` answers 503 for this long after start (an engine loading weights).
+    pub ready_after: Duration,
+    /// `/health` never answers 200.
+    pub never_ready: bool,
+}
+
+/// How the stand-in behaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StandInOptions {
+    pub host: String,
+    /// 0: any free port.
+    pub port: u16,
+    pub api: ServingApi,
+    /// The model name `/v1/models` lists.
+    pub model: String,
+    pub first_token: Duration,
+    pub per_token: Duration,
+    /// Output length range; a request's `max_tokens` caps it.
+    pub min_output_tokens: u32,
+    pub max_output_tokens: u32,
+    pub vocab: u32,
+    /// Tokio worker threads.
+    pub threads: usize,
+    pub faults: Faults,
+}
+
+impl Default for StandInOptions {
+    fn default() -> Self {
+        StandInOptions {
+            host: "127.0.0.1".into(),
+            port: 0,
+            api: ServingApi::CompletionsTokenIds,
+            model: "stand-in".into(),
+            first_token: Duration::ZERO,
+            per_token: Duration::ZERO,
+            min_output_tokens: 128,
+            max_output_tokens: 128,
+            vocab: 32_000,
+            threads: 2,
+            faults: Faults::default(),
+        }
+    }
+}
+
+impl StandInOptions {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.min_output_tokens == 0 || self.min_output_tokens > self.max_output_tokens {
+            return Err(format!(
+                "output lengths {}..={} are empty: min_output_tokens must be at least 1 and at most max_output_tokens",
+                self.min_output_tokens, self.max_output_tokens
+            ));
+        }
+        if self.vocab == 0 || self.threads == 0 {
+            return Err("vocab and threads must be at least 1".into());
+        }
+        let every = [self.faults.http_500_every, self.faults.malformed_every, self.faults.drop_every, self.faults.stall_every, self.faults.die_after];
+        if every.contains(&Some(0)) {
+            return Err("fault intervals count requests from 1; 0 would never fire".into());
+        }
+        Ok(())
+    }
+
+    /// The deterministic answer to `prompt`, capped at `limit` tokens.
+    pub fn answer(&self, prompt: &[i32], limit: u32) -> Vec<i32> {
+        let seed = prompt.iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, &id| splitmix(h ^ id as u32 as u64));
+        let span = u64::from(self.max_output_tokens - self.min_output_tokens) + 1;
+        let len = (u64::from(self.min_output_tokens) + seed % span).min(u64::from(limit.max(1)));
+        (0..len).map(|i| (splitmix(seed.wrapping_add(i)) % u64::from(self.vocab)) as i32).collect()
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A stand-in serving in this process until dropped.
+pub struct StandIn {
+    pub addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl StandIn {
+    /// The endpoint base URL (`http://addr/v1`).
+    pub fn endpoint(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Starts a stand-in on its own runtime and returns once it listens.
+pub fn start(options: StandInOptions) -> Result<StandIn, String> {
+    options.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.threads)
+        .thread_name("stand-in")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the stand-in's runtime: {e}"))?;
+    let bind = format!("{}:{}", options.host, options.port);
+    let listener = runtime.block_on(tokio::net::TcpListener::bind(&bind)).map_err(|e| format!("the stand-in cannot listen on {bind}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let state = Arc::new(State { options, requests: AtomicU64::new(0), started: Instant::now() });
+    runtime.spawn(accept(listener, state));
+    Ok(StandIn { addr, runtime: Some(runtime) })
+}
+
+/// `mlperf serve_stand_in`: serves until the process is stopped.
+pub fn serve(options: StandInOptions) -> Result<(), String> {
+    let api = options.api;
+    let server = start(options)?;
+    eprintln!("stand-in serving engine ({}) listening on {}", api.name(), server.endpoint());
+    loop {
+        std::thread::park();
+    }
+}
+
+struct State {
+    options: StandInOptions,
+    requests: AtomicU64,
+    started: Instant,
+}
+
+async fn accept(listener: tokio::net::TcpListener, state: Arc<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(req, state.clone()));
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+fn json(status: StatusCode, body: String) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)).map_err(|never: Infallible| match never {}).boxed())
+        .expect("a valid response")
+}
+
+fn error(status: StatusCode, message: &str) -> Response<Body> {
+    json(status, serde_json::json!({ "error": { "message": message, "code": status.as_u16() } }).to_string())
+}
+
+/// Every dialect's request fields the stand-in reads.
+#[derive(Deserialize)]
+struct GenerateRequest {
+    #[serde(default)]
+    prompt: Option<Vec<i32>>,
+    #[serde(default)]
+    input_ids: Option<Vec<i32>>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    n_predict: Option<u32>,
+    #[serde(default)]
+    sampling_params: Option<SglangSampling>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    return_token_ids: Option<bool>,
+    #[serde(default)]
+    detokenize: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct SglangSampling {
+    #[serde(default)]
+    max_new_tokens: Option<u32>,
+}
+
+async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Body>, Infallible> {
+    let received = Instant::now();
+    let options = &state.options;
+    let route = req.uri().path().to_string();
+    let expected = super::api::url(options.api, "");
+    Ok(match (req.method(), route.as_str()) {
+        (&Method::GET, "/health") => {
+            let loading = options.faults.never_ready || state.started.elapsed() < options.faults.ready_after;
+            if loading { error(StatusCode::SERVICE_UNAVAILABLE, "stand-in: loading") } else { json(StatusCode::OK, "{}".into()) }
+        }
+        (&Method::GET, "/v1/models") => json(StatusCode::OK, serde_json::json!({ "object": "list", "data": [{ "id": options.model, "object": "model" }] }).to_string()),
+        (&Method::POST, path) if path == expected => {
+            let bytes = match req.into_body().collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return Ok(error(StatusCode::BAD_REQUEST, &format!("stand-in: cannot read the body: {e}"))),
+            };
+            generate(&bytes, &state, received)
+        }
+        (_, path) => error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {path}; generation is at {expected}", options.api.name())),
+    })
+}
+
+fn generate(body: &[u8], state: &Arc<State>, received: Instant) -> Response<Body> {
+    let options = &state.options;
+    let request: GenerateRequest = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("stand-in: the body is not a {} request with a token-id prompt: {e}: {}", options.api.name(), clip(&String::from_utf8_lossy(body))),
+            );
+        }
+    };
+    let (prompt, limit, dialect_ok) = match options.api {
+        ServingApi::CompletionsTokenIds => (request.prompt, request.max_tokens, request.return_token_ids == Some(true)),
+        ServingApi::TrtllmCompletions => (request.prompt, request.max_tokens, request.detokenize == Some(false)),
+        ServingApi::CompletionsText => (request.prompt, request.max_tokens, true),
+        ServingApi::SglangGenerate => (request.input_ids, request.sampling_params.and_then(|s| s.max_new_tokens), true),
+        ServingApi::LlamaCppCompletion => (request.prompt, request.n_predict, true),
+    };
+    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else { return error(StatusCode::BAD_REQUEST, "stand-in: the prompt must be a non-empty list of token ids") };
+    if !dialect_ok || !request.stream {
+        return error(StatusCode::BAD_REQUEST, &format!("stand-in: a {} request must stream and ask for token ids as that dialect does", options.api.name()));
+    }
+    let n = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let hits = |every: Option<u64>| every.is_some_and(|k| n % k == 0);
+    let faults = &options.faults;
+    if hits(faults.http_500_every) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "stand-in: injected failure");
+    }
+    let ids = options.answer(&prompt, limit.unwrap_or(options.max_output_tokens));
+    let plan = StreamPlan {
+        api: options.api,
+        ids,
+        prompt_tokens: prompt.len(),
+        first_at: received + options.first_token,
+        per_token: options.per_token,
+        received,
+        malformed: hits(faults.malformed_every),
+        drop: hits(faults.drop_every),
+        stall: hits(faults.stall_every),
+        die: faults.die_after == Some(n),
+    };
+    let body = BodyExt::boxed(StreamBody::new(plan.into_stream()));
+    Response::builder().header("content-type", "text/event-stream").header("cache-control", "no-cache").body(body).expect("a valid response")
+}
+
+/// One response's events and their timing.
+struct StreamPlan {
+    api: ServingApi,
+    ids: Vec<i32>,
+    prompt_tokens: usize,
+    first_at: Instant,
+    per_token: Duration,
+    received: Instant,
+    malformed: bool,
+    drop: bool,
+    stall: bool,
+    die: bool,
+}
+
+impl StreamPlan {
+    /// Frames of the stream: one event per token when tokens are paced, else the whole answer in
+    /// one write (the bench measures the client, not the stand-in's syscalls).
+    fn into_stream(self) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send {
+        let plan = Arc::new(self);
+        let n = plan.ids.len();
+        let paced = !plan.per_token.is_zero();
+        stream::unfold(0usize, move |i| {
+            let plan = plan.clone();
+            async move {
+                if i > n {
+                    return None;
+                }
+                if i == 0 {
+                    tokio::time::sleep_until(plan.first_at).await;
+                } else if paced {
+                    tokio::time::sleep_until(plan.first_at + plan.per_token * i as u32).await;
+                }
+                if i == 1 {
+                    if plan.die {
+                        eprintln!("stand-in: exiting as asked (--die_after)");
+                        std::process::exit(17);
+                    }
+                    if plan.drop {
+                        return Some((Err(std::io::Error::other("stand-in: injected dropped connection")), n + 1));
+                    }
+                    if plan.stall {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                // Event i, or (unpaced) events i.. to the end, then the trailer.
+                let last = if paced || i == 0 && (plan.die || plan.drop || plan.stall || plan.malformed) { i } else { n };
+                let mut out = Vec::new();
+                for k in i..=last.min(n) {
+                    plan.event(k, &mut out);
+                }
+                Some((Ok(Frame::data(Bytes::from(out))), last + 1))
+            }
+        })
+    }
+
+    /// Event `k` (k == len: the end of the stream) in the dialect.
+    fn event(&self, k: usize, out: &mut Vec<u8>) {
+        let n = self.ids.len();
+        let ttft = if k == 0 { Some(self.received.elapsed().as_micros() as u64) } else { None };
+        let mut push = |data: String| out.extend_from_slice(&Sse::default().data(data).encode().expect("plain data events encode"));
+        if k == 1 && self.malformed {
+            push("{\"choices\": [".into());
+            return;
+        }
+        if k == n {
+            match self.api {
+                ServingApi::LlamaCppCompletion => push(serde_json::json!({ "content": "", "tokens": [], "stop": true, "tokens_predicted": n }).to_string()),
+                ServingApi::SglangGenerate => push("[DONE]".into()),
+                _ => {
+                    push(serde_json::json!({ "object": "text_completion", "choices": [], "usage": { "prompt_tokens": self.prompt_tokens, "completion_tokens": n } }).to_string());
+                    push("[DONE]".into());
+                }
+            }
+            return;
+        }
+        let id = self.ids[k];
+        let text = format!(" t{id}");
+        let finish = if k + 1 == n { Some("length") } else { None };
+        let mut event = match self.api {
+            ServingApi::CompletionsTokenIds | ServingApi::TrtllmCompletions => serde_json::json!({
+                "object": "text_completion", "choices": [{ "index": 0, "text": text, "token_ids": [id], "finish_reason": finish }]
+            }),
+            ServingApi::CompletionsText => serde_json::json!({ "object": "text_completion", "choices": [{ "index": 0, "text": text, "finish_reason": finish }] }),
+            ServingApi::SglangGenerate => serde_json::json!({
+                "text": text, "output_ids": &self.ids[..=k], "meta_info": { "prompt_tokens": self.prompt_tokens, "completion_tokens": k + 1, "finish_reason": finish }
+            }),
+            ServingApi::LlamaCppCompletion => serde_json::json!({ "content": text, "tokens": [id], "stop": false }),
+        };
+        if let Some(us) = ttft {
+            event["stand_in_ttft_us"] = us.into();
+        }
+        push(event.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_deterministic_within_the_length_range_and_the_request_limit() {
+        let o = StandInOptions { min_output_tokens: 3, max_output_tokens: 9, vocab: 50, ..StandInOptions::default() };
+        let a = o.answer(&[1, 2, 3], 100);
+        assert_eq!(a, o.answer(&[1, 2, 3], 100));
+        assert!((3..=9).contains(&a.len()) && a.iter().all(|&id| (0..50).contains(&id)));
+        assert_eq!(o.answer(&[1, 2, 3], 2).len(), 2);
+        let lengths: std::collections::BTreeSet<usize> = (0..200).map(|i| o.answer(&[i], 100).len()).collect();
+        assert!(lengths.len() > 3, "lengths vary with the prompt: {lengths:?}");
+        assert!(StandInOptions { min_output_tokens: 5, max_output_tokens: 4, ..o.clone() }.validate().is_err());
+        assert!(StandInOptions { faults: Faults { drop_every: Some(0), ..Faults::default() }, ..o }.validate().is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! The LoadGen SUT of LLM runs: every issued sample becomes a streamed request to the serving
+//! endpoints ([`crate::engines::serving::client`]). The first output token goes to LoadGen with
+//! `FirstTokenComplete` (int32 id) the moment it arrives; the answer with every id (int32) and
+//! `n_tokens` at the end.
+//!
+//! A request that fails is never completed: LoadGen would count an empty answer as a success.
+//! The first failure is written to `FAILED.txt` (endpoint, sample, what happened) with the
+//! endpoints' record in `serving.json`, LoadGen is aborted (its logs flushed) and the run's process
+//! exits with status 1, so the run is reported FAILED.
+
+use super::report::FAILED_MARKER;
+use crate::benchmarks::llm::prompt_ids;
+use crate::dataset::qsl::SampleLibrary;
+use crate::engines::SampleSource;
+use crate::engines::serving::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, StatsHandle, Tag, quantile};
+use crate::fsutil::write_atomic;
+use mlperf_loadgen::{QuerySample, Response, Sut};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The endpoints' record a run leaves in its directory.
+pub const SERVING_RECORD: &str = "serving.json";
+
+pub struct ServingSut {
+    client: Client,
+    library: Arc<SampleLibrary>,
+    sink: Arc<LoadgenSink>,
+}
+
+struct LoadgenSink {
+    completed: Arc<AtomicU64>,
+    token_latencies: bool,
+    dir: PathBuf,
+    failed: AtomicBool,
+    /// Set once the client runs, so a failure can record the endpoints.
+    stats: OnceLock<StatsHandle>,
+}
+
+impl ServingSut {
+    pub fn start(options: ClientOptions, library: Arc<SampleLibrary>, token_latencies: bool, dir: &Path) -> Result<ServingSut, String> {
+        let sink =
+            Arc::new(LoadgenSink { completed: Arc::new(AtomicU64::new(0)), token_latencies, dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
+        let client = Client::start(options, sink.clone())?;
+        let _ = sink.stats.set(client.stats_handle());
+        Ok(ServingSut { client, library, sink })
+    }
+
+    /// Samples completed so far (for progress).
+    pub fn completed(&self) -> Arc<AtomicU64> {
+        self.sink.completed.clone()
+    }
+
+    /// Stops the client and writes the endpoints' record into the run directory.
+    pub fn finish(self) -> Result<Vec<EndpointStats>, String> {
+        let stats = self.client.finish();
+        write_record(&self.sink.dir, &stats)?;
+        Ok(stats)
+    }
+}
+
+impl Sut for ServingSut {
+    fn name(&self) -> &str {
+        "mlperf serving SUT"
+    }
+
+    fn issue_query(&self, samples: &[QuerySample]) {
+        for s in samples {
+            let prompt = prompt_ids(&self.library.sample(s.index));
+            self.client.submit(Tag { id: s.id, sample: s.index }, prompt);
+        }
+    }
+}
+
+impl Sink for LoadgenSink {
+    fn first_token(&self, tag: Tag, first: i32) {
+        if self.token_latencies {
+            let bytes = first.to_le_bytes();
+            mlperf_loadgen::first_token_complete(&[Response { id: tag.id, data: &bytes, n_tokens: 1 }]);
+        }
+    }
+
+    fn complete(&self, tag: Tag, ids: &[i32]) {
+        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+        mlperf_loadgen::query_samples_complete(&[Response { id: tag.id, data: &bytes, n_tokens: ids.len() as i64 }]);
+        self.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn failed(&self, _tag: Tag, error: &RequestError) {
+        if self.failed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let text = format!("request failed: {error}\nA failed request is never reported to LoadGen as an answer, so the run stops here.\n");
+        let _ = write_atomic(&self.dir.join(FAILED_MARKER), text.as_bytes());
+        if let Some(stats) = self.stats.get() {
+            let _ = write_record(&self.dir, &stats.snapshot());
+        }
+        eprintln!("\n{}", text.trim_end());
+        // LoadGen cannot end a test early: flush its logs and leave (as a stop signal does).
+        mlperf_loadgen::abort_test();
+        // SAFETY: _exit ends the process without running exit handlers or destructors, which the
+        // client's and LoadGen's threads may still be using; the logs and the record are written.
+        unsafe { libc::_exit(1) }
+    }
+}
+
+/// One endpoint's line of `serving.json` and of the result table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointRecord {
+    pub url: String,
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub resent: u64,
+    pub tokens: u64,
+    pub down: Option<String>,
+    pub first_error: Option<String>,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    /// Client-observed minus server-reported TTFT (stand-in servers report theirs).
+    pub added_ttft_p50_ms: Option<f64>,
+    pub added_ttft_p99_ms: Option<f64>,
+}
+
+impl EndpointRecord {
+    pub fn from_stats(s: &EndpointStats) -> EndpointRecord {
+        let ms = |v: &[u32], q: f64| quantile(&mut v.to_vec(), q).map(|us| f64::from(us) / 1000.0);
+        EndpointRecord {
+            url: s.url.clone(),
+            sent: s.sent,
+            completed: s.completed,
+            failed: s.failed,
+            resent: s.resent,
+            tokens: s.tokens,
+            down: s.down.clone(),
+            first_error: s.first_error.clone(),
+            ttft_p50_ms: ms(&s.ttft_us, 0.5),
+            ttft_p99_ms: ms(&s.ttft_us, 0.99),
+            tpot_p50_ms: ms(&s.tpot_us, 0.5),
+            tpot_p99_ms: ms(&s.tpot_us, 0.99),
+            added_ttft_p50_ms: ms(&s.added_ttft_us, 0.5),
+            added_ttft_p99_ms: ms(&s.added_ttft_us, 0.99),
+        }
+    }
+}
+
+fn write_record(dir: &Path, stats: &[EndpointStats]) -> Result<(), String> {
+    let records: Vec<EndpointRecord> = stats.iter().map(EndpointRecord::from_stats).collect();
+    let json = serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())
+}
+
+/// The endpoints' record of a finished run, if it has one.
+pub fn read_record(dir: &Path) -> Option<Vec<EndpointRecord>> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(SERVING_RECORD)).ok()?).ok()
+}

@@ -1,0 +1,228 @@
+//! LLM runs end to end through the real LoadGen against the stand-in serving engine: the harness
+//! starts it (as CPU-dev's configs say), streams every scenario's requests, reports first tokens
+//! and TTFT / TPOT, and stops it. Faults (HTTP errors, dropped connections, malformed events,
+//! stalled streams, an engine that never becomes ready) fail the run with an error that names the
+//! endpoint and the sample; three external endpoints survive one of them dying; Ctrl-C leaves no
+//! engine behind.
+
+use super::{detail_logs, mlperf, scratch};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Stand-in pacing for short runs: 64 requests in flight, each 20 ms to the first token and 5 ms
+/// per token after it, so throughput is bounded by latency (about 100 samples/s) and a run lasts as
+/// long as LoadGen asks, whatever the machine.
+const PACED: &str = r#"--serving_args=["--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192"]"#;
+
+fn llm_run(cwd: &Path, port: u16, extra: &[&str]) -> (bool, String, String) {
+    let port_flag = format!("--serving_port={port}");
+    // LLM runs issue in equal-issue mode: whole multiples of the loaded set, here 256 prompts.
+    let mut args =
+        vec!["run_harness", "--system_name=CPU-dev", "--max_concurrency=64", "--min_query_count=1", "--min_duration=3000", "--performance_sample_count_override=256", &port_flag];
+    args.extend_from_slice(extra);
+    let out = mlperf(cwd, &args);
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
+    let cwd = scratch("llm-llama2");
+    let (ok, stdout, stderr) = llm_run(
+        &cwd,
+        free_port(),
+        // 80 queries/s for 7 s: enough queries for early stopping, about 53 of 64 slots busy.
+        &[
+            "--benchmarks=llama2-70b",
+            "--accuracy_target=99.9",
+            "--scenarios=offline,server,interactive",
+            PACED,
+            "--offline_expected_qps=150",
+            "--server_target_qps=80",
+            "--min_duration=7000",
+        ],
+    );
+    assert!(ok, "{stdout}\n{stderr}");
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs.len(), 3, "{stdout}");
+    for (path, log) in &logs {
+        assert_eq!(log.str("result_validity"), Some("VALID"), "{}:\n{stdout}", path.display());
+        assert_eq!(log.bool("requested_use_token_latencies"), Some(true));
+        assert!(log.errors.is_empty(), "{:?}", log.errors);
+        let dir = path.parent().unwrap();
+        let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("serving.json")).unwrap()).unwrap();
+        assert_eq!(record[0]["failed"], 0, "{record}");
+        assert!(record[0]["completed"].as_u64().unwrap() > 100, "{record}");
+        assert!(std::fs::read_to_string(dir.join("NON_SUBMITTABLE.txt")).unwrap().contains("synthetic"));
+    }
+    assert!(cwd.join("build/logs").exists());
+    // The stand-in's own log sits with the runs.
+    let engine_logs: Vec<_> = mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("serving_instance0.log")).collect();
+    assert_eq!(engine_logs.len(), 3, "one engine per config, its log in the scenario directory");
+    let server = logs.iter().find(|(p, _)| p.to_string_lossy().contains("/Server/")).unwrap();
+    assert!(server.1.f64("result_first_token_99.00_percentile_latency_ns").unwrap() < 450e6, "TTFT measured from FirstTokenComplete");
+    let interactive = logs.iter().find(|(p, _)| p.to_string_lossy().contains("/Interactive/")).unwrap();
+    assert_eq!(interactive.1.u64("requested_server_ttft_latency"), Some(450_000_000), "the interactive limits");
+    assert!(stdout.contains("TTFT p99") && stdout.contains("(limit 450)") && stdout.contains("(limit 40)"), "{stdout}");
+    assert!(stdout.contains("endpoint http://127.0.0.1:") && stdout.contains("0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_other_llms_and_edge_singlestream_run_against_the_stand_in() {
+    let cwd = scratch("llm-others");
+    let (ok, stdout, stderr) = llm_run(&cwd, free_port(), &["--benchmarks=llama3.1-8b,deepseek-r1,gpt-oss-120b", "--scenarios=offline", PACED, "--offline_expected_qps=150"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16"]"#;
+    let (ok, stdout2, stderr) = llm_run(&cwd, free_port(), &["--benchmarks=llama3.1-8b-edge", "--scenarios=singlestream", fast, "--single_stream_expected_latency_ns=20000000"]);
+    assert!(ok, "{stdout2}\n{stderr}");
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs.len(), 4, "{stdout}{stdout2}");
+    for (path, log) in &logs {
+        assert_eq!(log.str("result_validity"), Some("VALID"), "{}:\n{stdout}{stdout2}", path.display());
+    }
+    // Each model's output limit reaches the requests (the stand-in caps answers at max_tokens).
+    let edge = logs.iter().find(|(p, _)| p.to_string_lossy().contains("llama3.1-8b-edge")).unwrap();
+    assert_eq!(edge.1.str("effective_scenario"), Some("SingleStream"));
+}
+
+/// A run against a stand-in with a fault: it must fail, saying where and what.
+fn fault(name: &str, extra: &[&str], expect: &[&str]) {
+    let cwd = scratch(name);
+    let (ok, stdout, stderr) =
+        llm_run(&cwd, free_port(), &[&["--benchmarks=llama2-70b", "--accuracy_target=99.9", "--scenarios=offline", "--offline_expected_qps=150"], extra].concat());
+    assert!(!ok, "{name}: the run must fail\n{stdout}\n{stderr}");
+    assert!(stdout.contains("FAILED") || stderr.contains("error:"), "{name}:\n{stdout}\n{stderr}");
+    let all = format!("{stdout}\n{stderr}");
+    for e in expect {
+        assert!(all.contains(e), "{name}: no `{e}` in\n{all}");
+    }
+}
+
+#[test]
+fn an_http_error_fails_the_run_naming_the_endpoint_and_the_sample() {
+    fault("llm-http-500", &[r#"--serving_args=["--http_500_every=7"]"#], &["HTTP 500", "endpoint http://127.0.0.1:", ", sample ", "injected failure"]);
+}
+
+#[test]
+fn a_connection_dropped_on_every_try_fails_the_run() {
+    // Each cut connection is tried again; after three in a row the endpoint is down, and with no
+    // endpoint left the waiting requests fail.
+    fault("llm-drop", &[r#"--serving_args=["--drop_every=1"]"#], &["the stream broke", "DOWN", "every endpoint is down", ", sample "]);
+}
+
+#[test]
+fn a_malformed_event_fails_the_run() {
+    fault("llm-malformed", &[r#"--serving_args=["--malformed_every=5"]"#], &["malformed event", ", sample "]);
+}
+
+#[test]
+fn a_stalled_stream_fails_the_run_at_the_request_timeout() {
+    fault("llm-stall", &[r#"--serving_args=["--stall_every=3"]"#, "--serving_request_timeout=1500"], &["within the request timeout of 1500 ms", ", sample "]);
+}
+
+#[test]
+fn an_engine_that_never_becomes_ready_fails_within_the_ready_timeout() {
+    let start = Instant::now();
+    fault("llm-never-ready", &[r#"--serving_args=["--never_ready"]"#, "--serving_ready_timeout=1500"], &["was not ready within 1 s", "answered 503"]);
+    assert!(start.elapsed() < Duration::from_secs(30), "the wait ends at the ready timeout");
+}
+
+/// A stand-in in its own process, as something outside `mlperf` would start one.
+fn external_stand_in(port: u16, extra: &[&str]) -> std::process::Child {
+    let port = port.to_string();
+    let args = ["serve_stand_in", "--port", &port, "--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192"];
+    Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).args(extra).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+}
+
+#[test]
+fn three_external_endpoints_finish_the_run_when_one_dies_and_report_it() {
+    let cwd = scratch("llm-three-endpoints");
+    let ports = [free_port(), free_port(), free_port()];
+    let mut servers = vec![external_stand_in(ports[0], &[]), external_stand_in(ports[1], &["--die_after=30"]), external_stand_in(ports[2], &[])];
+    let urls = format!("--llm_server_urls=[{}]", ports.iter().map(|p| format!("\"http://127.0.0.1:{p}/v1\"")).collect::<Vec<_>>().join(", "));
+    let (ok, stdout, stderr) = llm_run(
+        &cwd,
+        30000,
+        &[
+            "--benchmarks=llama2-70b",
+            "--accuracy_target=99.9",
+            "--scenarios=offline",
+            "--offline_expected_qps=150",
+            "--serving_engine=external",
+            "--serving_api=completions-token-ids",
+            &urls,
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut exited = servers[1].try_wait().unwrap();
+    while exited.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        exited = servers[1].try_wait().unwrap();
+    }
+    for s in &mut servers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert!(ok, "{stdout}\n{stderr}");
+    assert_eq!(exited.and_then(|e| e.code()), Some(17), "the middle endpoint died as asked");
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs[0].1.str("result_validity"), Some("VALID"), "{stdout}");
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(logs[0].0.parent().unwrap().join("serving.json")).unwrap()).unwrap();
+    assert!(record[1]["down"].is_string(), "the dead endpoint is reported: {record}");
+    assert!(record[0]["completed"].as_u64().unwrap() > 0 && record[2]["completed"].as_u64().unwrap() > 0, "{record}");
+    assert!(record[1]["resent"].as_u64().unwrap() > 0, "its requests in flight went elsewhere: {record}");
+    assert!(stdout.contains(&format!("endpoint http://127.0.0.1:{}/v1", ports[1])) && stdout.contains("DOWN"), "{stdout}");
+}
+
+#[test]
+fn ctrl_c_during_an_llm_server_run_stops_the_stand_in_it_started() {
+    let cwd = scratch("llm-ctrl-c");
+    let port = format!("--serving_port={}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args([
+            "run_harness",
+            "--system_name=CPU-dev",
+            "--benchmarks=llama2-70b",
+            "--accuracy_target=99.9",
+            "--scenarios=server",
+            "--server_target_qps=20",
+            "--min_duration=60000",
+            &port,
+            PACED,
+        ])
+        .current_dir(&cwd)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while detail_logs(&cwd).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: kill(2) of the process group this test started (a terminal's Ctrl-C).
+    assert_eq!(unsafe { kill(-(child.id() as i32), 2) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ABORTED"), "{stdout}");
+    let pid: i32 = stderr.split("started instance0 (pid ").nth(1).and_then(|s| s.split(')').next()).and_then(|s| s.parse().ok()).expect("the stand-in's pid");
+    // SAFETY: kill(2) with signal 0 only probes whether the process exists.
+    assert_ne!(unsafe { kill(pid, 0) }, 0, "the stand-in the harness started is gone");
+}
+
+unsafe extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
