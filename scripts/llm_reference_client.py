@@ -27,9 +27,10 @@ def main():
     args = ap.parse_args()
 
     url = args.url.rstrip("/") + "/completions"
-    start = time.monotonic()
-    measure_from = start + args.warm_up
-    end = measure_from + args.seconds
+    # The clock starts once every thread runs (starting a thousand threads takes a while); until
+    # then the window is open-ended and nothing is counted.
+    window = {"from": float("inf"), "end": float("inf")}
+    go = threading.Event()
     lock = threading.Lock()
     done = {"samples": 0, "tokens": 0, "errors": 0, "added_ttft_ms": []}
     cpu_at = {}
@@ -37,7 +38,10 @@ def main():
     def worker(k):
         session = requests.Session()
         n = k
-        while time.monotonic() < end:
+        # Every thread first exists, then they begin a little apart (not a thousand connects at once).
+        go.wait()
+        time.sleep(k * min(1.0, args.warm_up / 2) / args.in_flight)
+        while time.monotonic() < window["end"]:
             prompt = [(n * 7919 + i) % 32000 for i in range(128 + n % 896)]
             body = {"model": "stand-in", "prompt": prompt, "max_tokens": args.max_tokens, "temperature": 0.0,
                     "stream": True, "return_token_ids": True}
@@ -65,7 +69,7 @@ def main():
                     done["errors"] += 1
                 continue
             finished = time.monotonic()
-            if finished >= measure_from and finished < end and sent >= measure_from - 60:
+            if window["from"] <= finished < window["end"]:
                 with lock:
                     done["samples"] += 1
                     done["tokens"] += len(ids)
@@ -76,7 +80,11 @@ def main():
     threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(args.in_flight)]
     for t in threads:
         t.start()
-    time.sleep(max(0.0, measure_from - time.monotonic()))
+    go.set()
+    time.sleep(args.warm_up)
+    measure_from = time.monotonic()
+    end = measure_from + args.seconds
+    window["from"], window["end"] = measure_from, end
     cpu_at["start"] = time.process_time()
     time.sleep(max(0.0, end - time.monotonic()))
     cpu = time.process_time() - cpu_at["start"]

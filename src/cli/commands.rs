@@ -81,6 +81,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
             }
             let options = bench::llm::LlmBenchOptions {
                 in_flight: args.in_flight,
+                comparator_in_flight: args.comparator_in_flight,
                 output_tokens: args.output_tokens,
                 seconds: args.seconds,
                 warm_up: args.warm_up,

@@ -27,6 +27,9 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct LlmBenchOptions {
     pub in_flight: usize,
+    /// Requests in flight of the comparator's throughput row: its best, since a thousand Python
+    /// threads mostly fight over the interpreter lock.
+    pub comparator_in_flight: usize,
     pub output_tokens: u32,
     pub seconds: f64,
     pub warm_up: f64,
@@ -81,8 +84,8 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
 
     eprintln!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
     let ours = measure::closed_loop(client(&fast.1), &prompt, options.in_flight, warm_up, duration)?;
-    eprintln!("bench llm: (b) the comparator, {} in flight, {} s", options.in_flight, options.seconds);
-    let theirs = comparator(options, &fast.1)?;
+    eprintln!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
+    let theirs = comparator(options, options.comparator_in_flight, &fast.1)?;
 
     eprintln!("bench llm: (c) the serving SUT under LoadGen Offline");
     let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
@@ -152,20 +155,20 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     let mut added: Vec<u32> = paced_ours.endpoints.iter().flat_map(|e| e.added_ttft_us.iter().copied()).collect();
     let to_ms = |v: Option<u32>| v.map(|us| f64::from(us) / 1000.0);
     let added_ttft_ours = (to_ms(quantile(&mut added, 0.5)), to_ms(quantile(&mut added, 0.99)));
-    let paced_comparator = comparator(options, &paced.1)?;
+    let paced_comparator = comparator(options, options.in_flight, &paced.1)?;
     let added_ttft_comparator = (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms);
 
-    Ok(LlmBenchReport { options: options.clone(), ours: row_of(&ours), comparator: theirs.row, under_loadgen, server, added_ttft_ours, added_ttft_comparator })
+    Ok(LlmBenchReport { options: options.clone(), ours: row_of(&ours, options.in_flight), comparator: theirs.row, under_loadgen, server, added_ttft_ours, added_ttft_comparator })
 }
 
-fn row_of(m: &ClosedLoop) -> Row {
+fn row_of(m: &ClosedLoop, in_flight: usize) -> Row {
     let secs = m.elapsed.as_secs_f64();
     Row {
         samples_per_s: m.samples_per_s(),
         tokens_per_s: m.tokens_per_s(),
         cpu_us_per_token: Some(m.cpu_us / m.tokens.max(1) as f64),
         cores: Some(m.cpu_us / 1e6 / secs),
-        note: format!("{} requests", m.completed),
+        note: format!("{in_flight} in flight, {} requests", m.completed),
     }
 }
 
@@ -200,11 +203,11 @@ struct ComparatorResult {
     added_ttft_p99_ms: Option<f64>,
 }
 
-fn comparator(options: &LlmBenchOptions, endpoint: &str) -> Result<ComparatorResult, String> {
+fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str) -> Result<ComparatorResult, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llm_reference_client.py");
     let output = std::process::Command::new(&options.python)
         .arg(&script)
-        .args(["--url", endpoint, "--in_flight", &options.in_flight.to_string(), "--max_tokens", &options.output_tokens.to_string()])
+        .args(["--url", endpoint, "--in_flight", &in_flight.to_string(), "--max_tokens", &options.output_tokens.to_string()])
         .args(["--seconds", &options.seconds.to_string(), "--warm_up", &options.warm_up.to_string()])
         .output()
         .map_err(|e| format!("cannot run the comparator {} {}: {e}", options.python, script.display()))?;
@@ -221,7 +224,7 @@ fn comparator(options: &LlmBenchOptions, endpoint: &str) -> Result<ComparatorRes
             tokens_per_s,
             cpu_us_per_token: Some(cpu_s * 1e6 / (tokens_per_s * options.seconds).max(1.0)),
             cores: Some(cpu_s / options.seconds),
-            note: format!("{} errors", v["errors"]),
+            note: format!("{in_flight} in flight, {} errors", v["errors"]),
         },
         added_ttft_p50_ms: f("added_ttft_p50_ms"),
         added_ttft_p99_ms: f("added_ttft_p99_ms"),

@@ -232,15 +232,12 @@ impl Measure for ServingMeasure<'_> {
     }
 }
 
+/// Probes on the loaded samples, setting the expected rate in the settings; a line for the user.
+type ProbeOn<'a> = dyn Fn(&[usize], &mut mlperf_config::Settings) -> Result<String, String> + 'a;
+
 /// Measures what answers the samples and rewrites the run's `user.conf` with the expected rate it
 /// supports (`probe`), recording the measurement in `probe.txt`.
-fn probe_rate(
-    tables: &'static Tables,
-    dir: &Path,
-    plan: &RunPlan,
-    library: &SampleLibrary,
-    probe_on: &dyn Fn(&[usize], &mut mlperf_config::Settings) -> Result<String, String>,
-) -> Result<(), String> {
+fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &SampleLibrary, probe_on: &ProbeOn) -> Result<(), String> {
     let config = tables
         .configs
         .iter()

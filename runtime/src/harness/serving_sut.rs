@@ -18,7 +18,7 @@ use mlperf_loadgen::{QuerySample, Response, Sut};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// The endpoints' record a run leaves in its directory.
 pub const SERVING_RECORD: &str = "serving.json";
@@ -27,29 +27,66 @@ pub struct ServingSut {
     client: Client,
     library: Arc<SampleLibrary>,
     sink: Arc<LoadgenSink>,
+    completed: Arc<AtomicU64>,
 }
 
 struct LoadgenSink {
-    completed: Arc<AtomicU64>,
-    token_latencies: bool,
+    reports: Mutex<mpsc::Sender<Report>>,
     dir: PathBuf,
     failed: AtomicBool,
     /// Set once the client runs, so a failure can record the endpoints.
     stats: OnceLock<StatsHandle>,
 }
 
+/// What the reporter thread hands to LoadGen.
+enum Report {
+    FirstToken { id: usize, first: i32 },
+    Complete { id: usize, ids: Vec<i32> },
+}
+
+/// Hands first tokens and answers to LoadGen from one thread, in the order they came. LoadGen logs
+/// each calling thread's records in its own buffer, so a first token and its answer reported from
+/// two of the client's threads (tokio moves tasks between them) could reach its logger in the wrong
+/// order: it then logs "Attempted to record a sample latency before it's first token latency" and
+/// its state is corrupt (a later test crashed in GenerateQueries).
+fn reporter(reports: mpsc::Receiver<Report>, completed: Arc<AtomicU64>, token_latencies: bool) {
+    while let Ok(report) = reports.recv() {
+        for report in std::iter::once(report).chain(reports.try_iter()) {
+            match report {
+                Report::FirstToken { id, first } => {
+                    if token_latencies {
+                        let bytes = first.to_le_bytes();
+                        mlperf_loadgen::first_token_complete(&[Response { id, data: &bytes, n_tokens: 1 }]);
+                    }
+                }
+                Report::Complete { id, ids } => {
+                    let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+                    mlperf_loadgen::query_samples_complete(&[Response { id, data: &bytes, n_tokens: ids.len() as i64 }]);
+                    completed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
 impl ServingSut {
     pub fn start(options: ClientOptions, library: Arc<SampleLibrary>, token_latencies: bool, dir: &Path) -> Result<ServingSut, String> {
-        let sink =
-            Arc::new(LoadgenSink { completed: Arc::new(AtomicU64::new(0)), token_latencies, dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
+        let (tx, rx) = mpsc::channel();
+        let completed = Arc::new(AtomicU64::new(0));
+        let counter = completed.clone();
+        std::thread::Builder::new()
+            .name("loadgen-reporter".into())
+            .spawn(move || reporter(rx, counter, token_latencies))
+            .map_err(|e| format!("cannot start the reporter thread: {e}"))?;
+        let sink = Arc::new(LoadgenSink { reports: Mutex::new(tx), dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
         let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
-        Ok(ServingSut { client, library, sink })
+        Ok(ServingSut { client, library, sink, completed })
     }
 
     /// Samples completed so far (for progress).
     pub fn completed(&self) -> Arc<AtomicU64> {
-        self.sink.completed.clone()
+        self.completed.clone()
     }
 
     /// Stops the client and writes the endpoints' record into the run directory.
@@ -75,16 +112,11 @@ impl Sut for ServingSut {
 
 impl Sink for LoadgenSink {
     fn first_token(&self, tag: Tag, first: i32) {
-        if self.token_latencies {
-            let bytes = first.to_le_bytes();
-            mlperf_loadgen::first_token_complete(&[Response { id: tag.id, data: &bytes, n_tokens: 1 }]);
-        }
+        let _ = self.reports.lock().expect("reporter channel").send(Report::FirstToken { id: tag.id, first });
     }
 
     fn complete(&self, tag: Tag, ids: &[i32]) {
-        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-        mlperf_loadgen::query_samples_complete(&[Response { id: tag.id, data: &bytes, n_tokens: ids.len() as i64 }]);
-        self.completed.fetch_add(1, Ordering::Relaxed);
+        let _ = self.reports.lock().expect("reporter channel").send(Report::Complete { id: tag.id, ids: ids.to_vec() });
     }
 
     fn failed(&self, _tag: Tag, error: &RequestError) {

@@ -104,6 +104,14 @@ impl StatsHandle {
     pub fn snapshot(&self) -> Vec<EndpointStats> {
         self.0.iter().map(|s| s.lock().expect("stats lock").clone()).collect()
     }
+
+    /// Forgets the requests so far (a warm-up), keeping each endpoint's state (down or not).
+    pub fn restart(&self) {
+        for s in self.0.iter() {
+            let mut s = s.lock().expect("stats lock");
+            *s = EndpointStats { url: std::mem::take(&mut s.url), down: s.down.take(), ..EndpointStats::default() };
+        }
+    }
 }
 
 /// The `q`-quantile (0..=1) of `values` (sorts them), None when empty.
@@ -360,18 +368,20 @@ impl RequestTask {
         let mut out = Output::default();
         let mut first_at = None;
         let mut done = false;
+        // Read to the end of the body even after the end marker: only a body read to its end
+        // gives its connection back to the pool (else every request would open a new one).
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(e) => e,
+                // The answer is whole: a connection lost while draining must not send it again
+                // (LoadGen must hear of each sample exactly once).
+                Err(_) if done => break,
                 Err(e) => return Attempt::Connection { what: format!("the stream broke after {} tokens: {}", out.ids.len(), source_chain(&e)), refused: false },
             };
-            let Some(data) = event.data.as_deref() else { continue };
+            let Some(data) = event.data.as_deref().filter(|_| !done) else { continue };
             let had = out.ids.len() + out.text.len();
             match api::decode(options.api, data, &mut out) {
-                Ok(Step::Done) => {
-                    done = true;
-                    break;
-                }
+                Ok(Step::Done) => done = true,
                 Ok(Step::More) => {}
                 Err(what) => return Attempt::Failed(what),
             }
@@ -386,6 +396,9 @@ impl RequestTask {
                 }
             }
         }
+        // The body is read to its end: dropping it now gives the connection back before the
+        // answer is handed on (a closed loop's next request then finds it idle).
+        drop(events);
         if !done {
             return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false };
         }

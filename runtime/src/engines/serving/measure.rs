@@ -16,7 +16,7 @@ pub struct ClosedLoop {
     pub elapsed: Duration,
     /// CPU time of this process (the client) over the measurement, microseconds.
     pub cpu_us: f64,
-    /// The endpoints' record over the whole loop, warm-up included.
+    /// The endpoints' record over the measurement (the warm-up forgotten).
     pub endpoints: Vec<EndpointStats>,
 }
 
@@ -76,6 +76,7 @@ pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>,
             break;
         }
         if measuring.is_none() && now >= start + warm_up {
+            client.stats_handle().restart();
             measuring = Some((now, CpuClock::start()));
         }
         let until = if measuring.is_none() { start + warm_up } else { end };
