@@ -151,11 +151,15 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     eprintln!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
     let ms = options.paced_token_ms.to_string();
     let paced = stand_in(out, 31002, &["--min_output_tokens", &n, "--max_output_tokens", &n, "--first_token_ms", &ms, "--token_ms", &ms])?;
-    let paced_ours = measure::closed_loop(client(&paced.1), &prompt, options.in_flight, warm_up, duration)?;
+    // The warm-up covers one whole paced answer, so no request of the opening burst of connections
+    // (which the kernel may hold back a second as a SYN flood) is measured.
+    let paced_warm_up = warm_up + Duration::from_secs_f64(options.paced_token_ms * f64::from(options.output_tokens + 1) / 1e3);
+    let paced_ours = measure::closed_loop(client(&paced.1), &prompt, options.in_flight, paced_warm_up, duration)?;
     let mut added: Vec<u32> = paced_ours.endpoints.iter().flat_map(|e| e.added_ttft_us.iter().copied()).collect();
     let to_ms = |v: Option<u32>| v.map(|us| f64::from(us) / 1000.0);
     let added_ttft_ours = (to_ms(quantile(&mut added, 0.5)), to_ms(quantile(&mut added, 0.99)));
-    let paced_comparator = comparator(options, options.in_flight, &paced.1)?;
+    let paced_options = LlmBenchOptions { warm_up: paced_warm_up.as_secs_f64(), ..options.clone() };
+    let paced_comparator = comparator(&paced_options, options.in_flight, &paced.1)?;
     let added_ttft_comparator = (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms);
 
     Ok(LlmBenchReport { options: options.clone(), ours: row_of(&ours, options.in_flight), comparator: theirs.row, under_loadgen, server, added_ttft_ours, added_ttft_comparator })
