@@ -6,6 +6,7 @@
 mod check;
 mod cpu_engine;
 mod llm;
+mod llm_real_engine;
 mod signals;
 mod submission;
 

@@ -23,6 +23,8 @@ use tokio::sync::mpsc;
 pub const MAX_ATTEMPTS: u32 = 3;
 /// Consecutive connection failures after which an endpoint is marked down.
 pub const DEAD_AFTER: u32 = 3;
+/// Resends of one request after stale kept-alive connections, which do not count as tries.
+pub const MAX_STALE_RESENDS: u32 = 8;
 
 /// What the client sends and where.
 #[derive(Debug, Clone)]
@@ -128,6 +130,7 @@ struct Job {
     tag: Tag,
     prompt: Arc<[i32]>,
     attempt: u32,
+    stale_resends: u32,
     submitted: Instant,
     first_sent: bool,
 }
@@ -143,10 +146,14 @@ enum Attempt {
     /// The answer is wrong; the request fails.
     Failed(String),
     /// The connection failed or broke before the answer's end (sent again: greedy decoding gives
-    /// the same answer, and its first token is not reported twice); `refused`: nothing listens.
+    /// the same answer, and its first token is not reported twice); `refused`: nothing listens;
+    /// `stale`: a kept-alive connection the server had closed took the request (llama.cpp's
+    /// server closes its connection after every streamed answer), which says nothing of the
+    /// endpoint's health.
     Connection {
         what: String,
         refused: bool,
+        stale: bool,
     },
 }
 
@@ -195,7 +202,7 @@ impl Client {
 
     /// Queues a request; answers reach the sink.
     pub fn submit(&self, tag: Tag, prompt: Arc<[i32]>) {
-        let _ = self.queue.send(Message::Submit(Job { tag, prompt, attempt: 1, submitted: Instant::now(), first_sent: false }));
+        let _ = self.queue.send(Message::Submit(Job { tag, prompt, attempt: 1, stale_resends: 0, submitted: Instant::now(), first_sent: false }));
     }
 
     /// Each endpoint's record so far.
@@ -264,7 +271,11 @@ impl Dispatcher {
                         self.failures_in_row[endpoint] = 0;
                         self.fail(Some(endpoint), job, what);
                     }
-                    Attempt::Connection { what, refused } => {
+                    Attempt::Connection { stale: true, .. } if job.stale_resends < MAX_STALE_RESENDS => {
+                        self.stat(endpoint).resent += 1;
+                        self.waiting.push_front(Job { stale_resends: job.stale_resends + 1, ..job });
+                    }
+                    Attempt::Connection { what, refused, .. } => {
                         self.failures_in_row[endpoint] += 1;
                         {
                             let mut stat = self.stat(endpoint);
@@ -357,7 +368,9 @@ impl RequestTask {
         let sent = self.http.post(&self.url).header("content-type", "application/json").body(body).send().await;
         let response = match sent {
             Ok(r) => r,
-            Err(e) => return Attempt::Connection { what: describe(&e), refused: e.is_connect() },
+            // No connect error and no response: the request went out on a pooled connection that
+            // was already closed.
+            Err(e) => return Attempt::Connection { what: describe(&e), refused: e.is_connect(), stale: !e.is_connect() && !e.is_timeout() },
         };
         let status = response.status();
         if !status.is_success() {
@@ -376,7 +389,7 @@ impl RequestTask {
                 // The answer is whole: a connection lost while draining must not send it again
                 // (LoadGen must hear of each sample exactly once).
                 Err(_) if done => break,
-                Err(e) => return Attempt::Connection { what: format!("the stream broke after {} tokens: {}", out.ids.len(), source_chain(&e)), refused: false },
+                Err(e) => return Attempt::Connection { what: format!("the stream broke after {} tokens: {}", out.ids.len(), source_chain(&e)), refused: false, stale: false },
             };
             let Some(data) = event.data.as_deref().filter(|_| !done) else { continue };
             let had = out.ids.len() + out.text.len();
@@ -400,7 +413,7 @@ impl RequestTask {
         // answer is handed on (a closed loop's next request then finds it idle).
         drop(events);
         if !done {
-            return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false };
+            return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false, stale: false };
         }
         if let Err(what) = api::check_count(&out) {
             return Attempt::Failed(what);
