@@ -18,7 +18,7 @@ use mlperf_loadgen::{QuerySample, Response, Sut};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 
 /// The endpoints' record a run leaves in its directory.
 pub const SERVING_RECORD: &str = "serving.json";
@@ -31,7 +31,7 @@ pub struct ServingSut {
 }
 
 struct LoadgenSink {
-    reports: Mutex<mpsc::Sender<Report>>,
+    reports: mpsc::Sender<Report>,
     dir: PathBuf,
     failed: AtomicBool,
     /// Set once the client runs, so a failure can record the endpoints.
@@ -78,7 +78,7 @@ impl ServingSut {
             .name("loadgen-reporter".into())
             .spawn(move || reporter(rx, counter, token_latencies))
             .map_err(|e| format!("cannot start the reporter thread: {e}"))?;
-        let sink = Arc::new(LoadgenSink { reports: Mutex::new(tx), dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
+        let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
         let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
         Ok(ServingSut { client, library, sink, completed })
@@ -112,11 +112,11 @@ impl Sut for ServingSut {
 
 impl Sink for LoadgenSink {
     fn first_token(&self, tag: Tag, first: i32) {
-        let _ = self.reports.lock().expect("reporter channel").send(Report::FirstToken { id: tag.id, first });
+        let _ = self.reports.send(Report::FirstToken { id: tag.id, first });
     }
 
     fn complete(&self, tag: Tag, ids: &[i32]) {
-        let _ = self.reports.lock().expect("reporter channel").send(Report::Complete { id: tag.id, ids: ids.to_vec() });
+        let _ = self.reports.send(Report::Complete { id: tag.id, ids: ids.to_vec() });
     }
 
     fn failed(&self, _tag: Tag, error: &RequestError) {

@@ -130,6 +130,18 @@ pub struct Output {
     pub server_ttft_us: Option<u64>,
 }
 
+impl Output {
+    /// What every dialect's event may carry besides ids: an error the engine streams instead of
+    /// tokens, and the stand-in's own time to first token.
+    fn common(&mut self, error: Option<&serde_json::Value>, stand_in_ttft_us: Option<u64>) -> Result<(), String> {
+        if let Some(e) = error {
+            return Err(format!("the engine streamed an error: {}", clip(&e.to_string())));
+        }
+        self.server_ttft_us = self.server_ttft_us.or(stand_in_ttft_us);
+        Ok(())
+    }
+}
+
 /// After one event: more to come, or the answer is complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -200,14 +212,10 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
         return Ok(Step::Done);
     }
     let malformed = |e: serde_json::Error| format!("malformed event ({e}): {}", clip(data));
-    let engine_error = |e: &serde_json::Value| format!("the engine streamed an error: {}", clip(&e.to_string()));
     match api {
         ServingApi::CompletionsTokenIds | ServingApi::TrtllmCompletions | ServingApi::CompletionsText => {
             let chunk: CompletionChunk = serde_json::from_str(data).map_err(malformed)?;
-            if let Some(e) = &chunk.error {
-                return Err(engine_error(e));
-            }
-            out.server_ttft_us = out.server_ttft_us.or(chunk.stand_in_ttft_us);
+            out.common(chunk.error.as_ref(), chunk.stand_in_ttft_us)?;
             if let Some(choice) = chunk.choices.first() {
                 match (api, &choice.token_ids, &choice.text) {
                     (ServingApi::CompletionsText, _, Some(text)) => out.text.push_str(text),
@@ -228,10 +236,7 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
         }
         ServingApi::SglangGenerate => {
             let chunk: SglangChunk = serde_json::from_str(data).map_err(malformed)?;
-            if let Some(e) = &chunk.error {
-                return Err(engine_error(e));
-            }
-            out.server_ttft_us = out.server_ttft_us.or(chunk.stand_in_ttft_us);
+            out.common(chunk.error.as_ref(), chunk.stand_in_ttft_us)?;
             let Some(meta) = chunk.meta_info else { return Err(format!("the event has no `meta_info.completion_tokens`: {}", clip(data))) };
             // SGLang streams all ids so far, or (with --stream-output) only the new ones: the
             // count says which.
@@ -249,10 +254,7 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
         }
         ServingApi::LlamaCppCompletion => {
             let chunk: LlamaCppChunk = serde_json::from_str(data).map_err(malformed)?;
-            if let Some(e) = &chunk.error {
-                return Err(engine_error(e));
-            }
-            out.server_ttft_us = out.server_ttft_us.or(chunk.stand_in_ttft_us);
+            out.common(chunk.error.as_ref(), chunk.stand_in_ttft_us)?;
             out.ids.extend_from_slice(&chunk.tokens);
             if chunk.tokens_predicted.is_some() && chunk.stop {
                 out.engine_count = chunk.tokens_predicted;
