@@ -24,7 +24,10 @@ def main():
     ap.add_argument("--max_tokens", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--warm_up", type=float, default=2.0)
+    ap.add_argument("--ramp", type=float, default=None,
+                    help="seconds over which the threads' first requests are spread (default: min(1, warm_up / 2))")
     args = ap.parse_args()
+    ramp = min(1.0, args.warm_up / 2) if args.ramp is None else args.ramp
 
     url = args.url.rstrip("/") + "/completions"
     # The clock starts once every thread runs (starting a thousand threads takes a while); until
@@ -38,9 +41,9 @@ def main():
     def worker(k):
         session = requests.Session()
         n = k
-        # Every thread first exists, then they begin a little apart (not a thousand connects at once).
+        # Every thread first exists, then they begin apart (not a thousand connects at once).
         go.wait()
-        time.sleep(k * min(1.0, args.warm_up / 2) / args.in_flight)
+        time.sleep(k * ramp / args.in_flight)
         while time.monotonic() < window["end"]:
             prompt = [(n * 7919 + i) % 32000 for i in range(128 + n % 896)]
             body = {"model": "stand-in", "prompt": prompt, "max_tokens": args.max_tokens, "temperature": 0.0,

@@ -573,6 +573,16 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             }
         }
     }
+    let api = settings.serving_api.or(settings.serving_engine.and_then(ServingEngine::api));
+    if api.is_some_and(ServingApi::streams_text) && settings.tokenizer_path.is_none() {
+        let at = if settings.serving_api.is_some() { "serving_api" } else { "serving_engine" };
+        errors.push(
+            Diagnostic::error("C0312", "a text-only serving API (`completions-text`) without `tokenizer_path`")
+                .at(span_of(at), "streams text only: output ids must be re-tokenized")
+                .also(key.header, format!("resolved for {describe}"))
+                .help("set `tokenizer_path` to the model's tokenizer.json, relative to the scratch space's models/ (e.g. `tokenizer_path = \"Llama2/Llama-2-70b-chat-hf/tokenizer.json\"`)"),
+        );
+    }
     if settings.serving_instances == Some(0) {
         errors.push(Diagnostic::error("C0312", "`serving_instances = 0` starts no endpoint").at(span_of("serving_instances"), "no instance").help("use at least 1 (the default)"));
     }

@@ -227,6 +227,11 @@ pub struct Settings {
     /// OpenAI-compatible endpoints (base URLs ending in /v1) of an external serving engine.
     #[field(group = "llm", benchmarks = "llm")]
     pub llm_server_urls: Option<StringList>,
+    /// The model's tokenizer (a Hugging Face tokenizer.json), relative to the scratch space's
+    /// models/: APIs that stream text only (completions-text) get their output ids by
+    /// re-tokenizing the answer with it.
+    #[field(group = "llm", benchmarks = "llm")]
+    pub tokenizer_path: Option<Cow<'static, str>>,
     /// Serving engine build flags (TensorRT-LLM build / vLLM engine args).
     #[field(group = "llm", benchmarks = "llm")]
     pub trtllm_build_flags: Option<StringMap>,

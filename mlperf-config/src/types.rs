@@ -318,6 +318,13 @@ pub enum ServingApi {
     CompletionsText,
 }
 
+impl ServingApi {
+    /// Whether the API streams text only, so output ids come from re-tokenizing the answer.
+    pub const fn streams_text(self) -> bool {
+        matches!(self, ServingApi::CompletionsText)
+    }
+}
+
 impl ServingEngine {
     /// The API the harness uses with a started engine of this kind (None: external endpoints name theirs).
     pub const fn api(self) -> Option<ServingApi> {

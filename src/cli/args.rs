@@ -294,6 +294,9 @@ pub struct StandInArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Run on these CPUs only (comma-separated numbers; default: wherever the system puts it).
+    #[arg(long, value_delimiter = ',')]
+    pub cpus: Vec<usize>,
     /// Fault: every n-th request answers HTTP 500.
     #[arg(long = "http_500_every")]
     pub http_500_every: Option<u64>,

@@ -222,6 +222,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
         max_output_tokens: args.max_output_tokens,
         vocab: args.vocab,
         threads: args.threads,
+        cpus: args.cpus.clone(),
         faults: Faults {
             http_500_every: args.http_500_every,
             malformed_every: args.malformed_every,
@@ -232,7 +233,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
             never_ready: args.never_ready,
         },
     };
-    options.validate().map_err(|e| format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / fault flags)"))?;
+    options.validate().map_err(|e| format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / --cpus / fault flags)"))?;
     Ok(options)
 }
 

@@ -58,6 +58,7 @@ fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
         assert!(log.errors.is_empty(), "{:?}", log.errors);
         let dir = path.parent().unwrap();
         let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("serving.json")).unwrap()).unwrap();
+        let record = &record["endpoints"];
         assert_eq!(record[0]["failed"], 0, "{record}");
         assert!(record[0]["completed"].as_u64().unwrap() > 100, "{record}");
         assert!(std::fs::read_to_string(dir.join("NON_SUBMITTABLE.txt")).unwrap().contains("synthetic"));
@@ -72,6 +73,39 @@ fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
     assert_eq!(interactive.1.u64("requested_server_ttft_latency"), Some(450_000_000), "the interactive limits");
     assert!(stdout.contains("TTFT p99") && stdout.contains("(limit 450)") && stdout.contains("(limit 40)"), "{stdout}");
     assert!(stdout.contains("endpoint http://127.0.0.1:") && stdout.contains("0 failed"), "{stdout}");
+}
+
+#[test]
+fn a_text_only_api_gets_its_output_ids_by_re_tokenizing_with_the_models_tokenizer() {
+    use mlperf_runtime::accuracy::log::read_accuracy_log;
+    use mlperf_runtime::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
+    use mlperf_runtime::engines::serving::stand_in::StandInOptions;
+    let cwd = scratch("llm-completions-text");
+    // The stand-in streams " t<id>" per token; its tokenizer.json maps each word back to its id.
+    let stand_in = StandInOptions { vocab: 64, min_output_tokens: 8, max_output_tokens: 16, ..StandInOptions::default() };
+    let tokenizer = cwd.join("tokenizer.json");
+    std::fs::write(&tokenizer, stand_in.tokenizer_json()).unwrap();
+    let tokenizer_flag = format!("--tokenizer_path={}", tokenizer.display());
+    let base = ["--benchmarks=llama2-70b", "--accuracy_target=99.9", "--scenarios=offline", "--serving_api=completions-text", "--offline_expected_qps=150"];
+    let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16", "--vocab=64"]"#;
+
+    let (ok, stdout, stderr) = llm_run(&cwd, free_port(), &[&base[..], &[fast, "--test_mode=AccuracyOnly", "--max_concurrency=256", &tokenizer_flag]].concat());
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stderr.contains(&format!("output ids re-tokenized from the streamed text with {}", tokenizer.display())), "the run's log says so: {stderr}");
+    let log = mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().find(|p| p.ends_with("mlperf_log_accuracy.json")).expect("an accuracy log");
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(log.parent().unwrap().join("serving.json")).unwrap()).unwrap();
+    assert!(record["output_ids"].as_str().unwrap().starts_with("re-tokenized from the streamed text with"), "{record}");
+    let entries = read_accuracy_log(&log).unwrap();
+    assert!(entries.len() > 1000, "every sample answered: {}", entries.len());
+    for e in entries.iter().step_by(97) {
+        let ids: Vec<i32> = e.data.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(ids, stand_in.answer(&prompt_ids(&synthetic_prompt_bytes(e.qsl_idx)), 1024), "sample {}: the generated ids, back from the text", e.qsl_idx);
+    }
+
+    // Without a tokenizer the run stops before sending anything, saying what to set.
+    let (ok, stdout, stderr) = llm_run(&cwd, free_port(), &[&base[..], &[PACED, "--tokenizer_path=/nonexistent/tokenizer.json"]].concat());
+    assert!(!ok);
+    assert!(format!("{stdout}{stderr}").contains("/nonexistent/tokenizer.json: no such tokenizer file"), "{stdout}\n{stderr}");
 }
 
 #[test]
@@ -175,6 +209,7 @@ fn three_external_endpoints_finish_the_run_when_one_dies_and_report_it() {
     let logs = detail_logs(&cwd);
     assert_eq!(logs[0].1.str("result_validity"), Some("VALID"), "{stdout}");
     let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(logs[0].0.parent().unwrap().join("serving.json")).unwrap()).unwrap();
+    let record = &record["endpoints"];
     assert!(record[1]["down"].is_string(), "the dead endpoint is reported: {record}");
     assert!(record[0]["completed"].as_u64().unwrap() > 0 && record[2]["completed"].as_u64().unwrap() > 0, "{record}");
     assert!(record[1]["resent"].as_u64().unwrap() > 0, "its requests in flight went elsewhere: {record}");

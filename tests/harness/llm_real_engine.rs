@@ -134,6 +134,7 @@ fn a_real_llama_cpp_server_answers_an_offline_run() {
     assert_eq!(log.str("result_validity"), Some("VALID"), "{}:\n{stdout}", path.display());
     assert!(log.errors.is_empty(), "{:?}", log.errors);
     let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path.parent().unwrap().join("serving.json")).unwrap()).unwrap();
+    let record = &record["endpoints"];
     assert_eq!(record[0]["failed"], 0, "{record}");
     assert!(record[0]["completed"].as_u64().unwrap() > 0, "{record}");
     assert!(stdout.contains(&format!("endpoint http://127.0.0.1:{port}/v1")) && stdout.contains("0 failed"), "{stdout}");

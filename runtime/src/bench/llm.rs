@@ -12,9 +12,9 @@
 use super::{highest_passing, server_settings};
 use crate::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
 use crate::dataset::qsl::SampleLibrary;
-use crate::engines::serving::client::{ClientOptions, quantile};
+use crate::engines::serving::client::{ClientOptions, EndpointStats, quantile};
 use crate::engines::serving::launch::{self, Engines, LaunchSpec};
-use crate::engines::serving::measure::{self, ClosedLoop};
+use crate::engines::serving::measure::{self, ClosedLoop, Shape};
 use crate::harness::logs::{DetailLog, Validity};
 use crate::harness::serving_sut::ServingSut;
 use mlperf_config::{Round, ServingApi, ServingEngine};
@@ -58,8 +58,21 @@ pub struct LlmBenchReport {
     /// Highest VALID Server QPS and its completed tokens/s, or why not run.
     pub server: Result<(f64, Row), String>,
     /// (p50, p99) ms the client adds to the server's TTFT at the paced load.
-    pub added_ttft_ours: (Option<f64>, Option<f64>),
-    pub added_ttft_comparator: (Option<f64>, Option<f64>),
+    pub added_ttft_ours: Quantiles,
+    /// Its parts: submission to sending, sending to the response's headers.
+    pub queued: Quantiles,
+    pub to_headers: Quantiles,
+    pub added_ttft_comparator: Quantiles,
+    /// Where the paced measurement ran: the stand-in's CPUs and the clients'.
+    pub placement: String,
+}
+
+/// (p50, p99) in ms.
+pub type Quantiles = (Option<f64>, Option<f64>);
+
+fn quantiles_ms(mut us: Vec<u32>) -> Quantiles {
+    let to_ms = |v: Option<u32>| v.map(|us| f64::from(us) / 1000.0);
+    (to_ms(quantile(&mut us, 0.5)), to_ms(quantile(&mut us, 0.99)))
 }
 
 /// The benchmark whose Server limits the search uses.
@@ -79,13 +92,14 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         per_endpoint_limit: options.in_flight,
         request_timeout: Duration::from_secs(600),
         threads: 2,
+        retokenizer: None,
     };
     let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
 
     eprintln!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
-    let ours = measure::closed_loop(client(&fast.1), &prompt, options.in_flight, warm_up, duration)?;
+    let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration))?;
     eprintln!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
-    let theirs = comparator(options, options.comparator_in_flight, &fast.1)?;
+    let theirs = comparator(options, options.comparator_in_flight, &fast.1, None)?;
 
     eprintln!("bench llm: (c) the serving SUT under LoadGen Offline");
     let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
@@ -149,20 +163,58 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     drop(fast);
 
     eprintln!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
+    // With two CPUs or more the stand-in gets the last and the clients the rest, as if the engine
+    // ran on a machine of its own: sharing cores, each process's wake-ups wait on the other's.
+    let cpus = crate::cpu::allowed_cpus().map_err(|e| format!("cannot read this process's CPUs: {e}"))?;
+    let (server_cpu, client_cpus) = match cpus.split_last() {
+        Some((&last, rest)) if !rest.is_empty() => (Some(last.to_string()), rest.to_vec()),
+        _ => (None, Vec::new()),
+    };
+    let list = |cpus: &[usize]| cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let placement = match &server_cpu {
+        None => "stand-in and clients share this process's CPUs".to_string(),
+        Some(cpu) => format!("stand-in on CPU {cpu}, clients on CPU {}", list(&client_cpus)),
+    };
     let ms = options.paced_token_ms.to_string();
-    let paced = stand_in(out, 31002, &["--min_output_tokens", &n, "--max_output_tokens", &n, "--first_token_ms", &ms, "--token_ms", &ms])?;
-    // The warm-up covers one whole paced answer, so no request of the opening burst of connections
-    // (which the kernel may hold back a second as a SYN flood) is measured.
-    let paced_warm_up = warm_up + Duration::from_secs_f64(options.paced_token_ms * f64::from(options.output_tokens + 1) / 1e3);
-    let paced_ours = measure::closed_loop(client(&paced.1), &prompt, options.in_flight, paced_warm_up, duration)?;
-    let mut added: Vec<u32> = paced_ours.endpoints.iter().flat_map(|e| e.added_ttft_us.iter().copied()).collect();
-    let to_ms = |v: Option<u32>| v.map(|us| f64::from(us) / 1000.0);
-    let added_ttft_ours = (to_ms(quantile(&mut added, 0.5)), to_ms(quantile(&mut added, 0.99)));
-    let paced_options = LlmBenchOptions { warm_up: paced_warm_up.as_secs_f64(), ..options.clone() };
-    let paced_comparator = comparator(&paced_options, options.in_flight, &paced.1)?;
-    let added_ttft_comparator = (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms);
+    let mut args = vec!["--min_output_tokens", &n, "--max_output_tokens", &n, "--first_token_ms", &ms, "--token_ms", &ms];
+    if let Some(cpu) = &server_cpu {
+        args.extend(["--cpus", cpu, "--threads", "1"]);
+    }
+    let paced = stand_in(out, 31002, &args)?;
+    // Requests start spread over one answer's length, as a server's arrivals are, and the
+    // warm-up covers two answers: no request of the opening connections (which the kernel may
+    // hold back a second as a SYN flood) is measured.
+    let answer = Duration::from_secs_f64(options.paced_token_ms * f64::from(options.output_tokens + 1) / 1e3);
+    let shape = Shape { in_flight: options.in_flight, ramp: answer, warm_up: warm_up + answer * 2, duration };
+    let paced_client = ClientOptions { threads: client_cpus.len().clamp(1, 2), ..client(&paced.1) };
+    let paced_options = LlmBenchOptions { warm_up: shape.warm_up.as_secs_f64(), ..options.clone() };
+    // One thread, pinned, runs both clients: the client's runtime and the comparator's process inherit its CPUs.
+    let (paced_ours, paced_comparator) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<_, String> {
+                if !client_cpus.is_empty() {
+                    crate::cpu::pin_current_thread(&client_cpus).map_err(|e| format!("cannot keep the clients on CPU {}: {e}", list(&client_cpus)))?;
+                }
+                let ours = measure::closed_loop(paced_client, &prompt, shape)?;
+                Ok((ours, comparator(&paced_options, options.in_flight, &paced.1, Some(answer))?))
+            })
+            .join()
+            .map_err(|_| "the paced measurement's thread panicked".to_string())?
+    })?;
+    let all = |f: fn(&EndpointStats) -> &Vec<u32>| paced_ours.endpoints.iter().flat_map(|e| f(e).iter().copied()).collect::<Vec<u32>>();
 
-    Ok(LlmBenchReport { options: options.clone(), ours: row_of(&ours, options.in_flight), comparator: theirs.row, under_loadgen, server, added_ttft_ours, added_ttft_comparator })
+    Ok(LlmBenchReport {
+        options: options.clone(),
+        ours: row_of(&ours, options.in_flight),
+        comparator: theirs.row,
+        under_loadgen,
+        server,
+        added_ttft_ours: quantiles_ms(all(|e| &e.added_ttft_us)),
+        queued: quantiles_ms(all(|e| &e.queued_us)),
+        to_headers: quantiles_ms(all(|e| &e.to_headers_us)),
+        added_ttft_comparator: (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms),
+        placement,
+    })
 }
 
 fn row_of(m: &ClosedLoop, in_flight: usize) -> Row {
@@ -207,12 +259,14 @@ struct ComparatorResult {
     added_ttft_p99_ms: Option<f64>,
 }
 
-fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str) -> Result<ComparatorResult, String> {
+/// The comparator's closed loop; `ramp` spreads its first requests (None: its own default).
+fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp: Option<Duration>) -> Result<ComparatorResult, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llm_reference_client.py");
     let output = std::process::Command::new(&options.python)
         .arg(&script)
         .args(["--url", endpoint, "--in_flight", &in_flight.to_string(), "--max_tokens", &options.output_tokens.to_string()])
         .args(["--seconds", &options.seconds.to_string(), "--warm_up", &options.warm_up.to_string()])
+        .args(ramp.map(|r| ["--ramp".to_string(), r.as_secs_f64().to_string()]).into_iter().flatten())
         .output()
         .map_err(|e| format!("cannot run the comparator {} {}: {e}", options.python, script.display()))?;
     if !output.status.success() {
@@ -269,15 +323,16 @@ pub fn render(r: &LlmBenchReport) -> String {
             let _ = writeln!(out, "| (d) LoadGen Server | - | - | - | - | - | not run: {why} |");
         }
     }
+    let q = |(p50, p99): Quantiles, digits: usize| format!("p50 {} ms, p99 {} ms", opt(p50, digits), opt(p99, digits));
     let _ = writeln!(
         out,
-        "added TTFT (client-observed minus server-reported) at {} in flight, one token per {} ms: serving client p50 {} ms, p99 {} ms; Python client p50 {} ms, p99 {} ms",
+        "added TTFT (client-observed minus server-reported) at {} in flight, starts spread over one answer, one token per {} ms, {}: serving client {}; Python client {}",
         o.in_flight,
         o.paced_token_ms,
-        opt(r.added_ttft_ours.0, 3),
-        opt(r.added_ttft_ours.1, 3),
-        opt(r.added_ttft_comparator.0, 1),
-        opt(r.added_ttft_comparator.1, 1)
+        r.placement,
+        q(r.added_ttft_ours, 3),
+        q(r.added_ttft_comparator, 1)
     );
+    let _ = writeln!(out, "serving client's parts: submission to sending {}; sending to the response's headers {}", q(r.queued, 3), q(r.to_headers, 3));
     out
 }

@@ -12,6 +12,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
+use crate::engines::serving::retokenize::Retokenizer;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,14 +66,23 @@ impl Benchmark for Llm {
 /// How the harness talks to a config's endpoints.
 pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, String> {
     let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
+    let api = launch::api_of(settings)?;
+    let retokenizer = if api.streams_text() {
+        let path =
+            Scratch::from_env().tokenizer_path(settings).ok_or_else(|| format!("the {} API streams text only: set tokenizer_path to the model's tokenizer.json", api.name()))?;
+        Some(Arc::new(Retokenizer::load(&path)?))
+    } else {
+        None
+    };
     Ok(ClientOptions {
         endpoints: launch::endpoints(settings)?,
-        api: launch::api_of(settings)?,
+        api,
         model: launch::model_of(settings, benchmark),
         max_tokens: output_limit.unwrap_or(FALLBACK_OUTPUT_LIMIT).min(u64::from(u32::MAX)) as u32,
         per_endpoint_limit: settings.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize,
         request_timeout: ms(settings.serving_request_timeout, DEFAULT_REQUEST_TIMEOUT),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(2),
+        retokenizer,
     })
 }
 

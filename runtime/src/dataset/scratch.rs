@@ -73,6 +73,11 @@ impl Scratch {
     pub fn model_path(&self, settings: &Settings) -> Option<PathBuf> {
         settings.model_path.as_deref().map(|p| self.models_dir().join(p))
     }
+
+    /// `tokenizer_path` under `models/`.
+    pub fn tokenizer_path(&self, settings: &Settings) -> Option<PathBuf> {
+        settings.tokenizer_path.as_deref().map(|p| self.models_dir().join(p))
+    }
 }
 
 /// What an entry of the report is.
@@ -218,6 +223,9 @@ impl DataReport {
         }
         if let Some(model) = scratch.model_path(settings) {
             report.items.push(Item::model("model", model, None));
+        }
+        if let Some(tokenizer) = scratch.tokenizer_path(settings) {
+            report.items.push(Item::model("tokenizer", tokenizer, None));
         }
         if report.items.is_empty() {
             report.notes.push(format!("the {benchmark} config names no tensor_path, map_path or model_path"));

@@ -130,7 +130,7 @@ impl Outcome {
             target: None,
             advice: None,
             tokens: None,
-            endpoints: read_record(dir).unwrap_or_default(),
+            endpoints: read_record(dir).map(|r| r.endpoints).unwrap_or_default(),
         };
         if let Ok(signal) = std::fs::read_to_string(dir.join(ABORTED_MARKER)) {
             outcome.status = RunStatus::Aborted;

@@ -33,6 +33,8 @@ pub struct ServingSut {
 struct LoadgenSink {
     reports: mpsc::Sender<Report>,
     dir: PathBuf,
+    /// Where the output ids come from (the record says it).
+    output_ids: String,
     failed: AtomicBool,
     /// Set once the client runs, so a failure can record the endpoints.
     stats: OnceLock<StatsHandle>,
@@ -78,7 +80,9 @@ impl ServingSut {
             .name("loadgen-reporter".into())
             .spawn(move || reporter(rx, counter, token_latencies))
             .map_err(|e| format!("cannot start the reporter thread: {e}"))?;
-        let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), failed: AtomicBool::new(false), stats: Default::default() });
+        let output_ids = options.output_ids_source();
+        eprintln!("serving client: output ids {output_ids}");
+        let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
         let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
         Ok(ServingSut { client, library, sink, completed })
@@ -92,7 +96,7 @@ impl ServingSut {
     /// Stops the client and writes the endpoints' record into the run directory.
     pub fn finish(self) -> Result<Vec<EndpointStats>, String> {
         let stats = self.client.finish();
-        write_record(&self.sink.dir, &stats)?;
+        self.sink.write_record(&stats)?;
         Ok(stats)
     }
 }
@@ -126,7 +130,7 @@ impl Sink for LoadgenSink {
         let text = format!("request failed: {error}\nA failed request is never reported to LoadGen as an answer, so the run stops here.\n");
         let _ = write_atomic(&self.dir.join(FAILED_MARKER), text.as_bytes());
         if let Some(stats) = self.stats.get() {
-            let _ = write_record(&self.dir, &stats.snapshot());
+            let _ = self.write_record(&stats.snapshot());
         }
         eprintln!("\n{}", text.trim_end());
         // LoadGen cannot end a test early: flush its logs and leave (as a stop signal does).
@@ -135,6 +139,14 @@ impl Sink for LoadgenSink {
         // client's and LoadGen's threads may still be using; the logs and the record are written.
         unsafe { libc::_exit(1) }
     }
+}
+
+/// What a serving run leaves in `serving.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingRecord {
+    /// Where the output ids came from: as the engine streamed them, or re-tokenized (and with which file).
+    pub output_ids: String,
+    pub endpoints: Vec<EndpointRecord>,
 }
 
 /// One endpoint's line of `serving.json` and of the result table.
@@ -179,13 +191,15 @@ impl EndpointRecord {
     }
 }
 
-fn write_record(dir: &Path, stats: &[EndpointStats]) -> Result<(), String> {
-    let records: Vec<EndpointRecord> = stats.iter().map(EndpointRecord::from_stats).collect();
-    let json = serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?;
-    write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())
+impl LoadgenSink {
+    fn write_record(&self, stats: &[EndpointStats]) -> Result<(), String> {
+        let record = ServingRecord { output_ids: self.output_ids.clone(), endpoints: stats.iter().map(EndpointRecord::from_stats).collect() };
+        let json = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
+        write_atomic(&self.dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())
+    }
 }
 
-/// The endpoints' record of a finished run, if it has one.
-pub fn read_record(dir: &Path) -> Option<Vec<EndpointRecord>> {
+/// The record of a finished serving run, if it has one.
+pub fn read_record(dir: &Path) -> Option<ServingRecord> {
     serde_json::from_str(&std::fs::read_to_string(dir.join(SERVING_RECORD)).ok()?).ok()
 }

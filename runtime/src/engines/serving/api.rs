@@ -35,11 +35,6 @@ pub fn root(endpoint: &str) -> &str {
     endpoint.trim_end_matches('/').trim_end_matches("/v1")
 }
 
-/// Whether the dialect streams text only, so output ids come from re-tokenizing.
-pub const fn streams_text(api: ServingApi) -> bool {
-    matches!(api, ServingApi::CompletionsText)
-}
-
 /// One generation request.
 #[derive(Clone, Copy, Debug)]
 pub struct Prompt<'a> {

@@ -11,6 +11,7 @@
 //! and decides (the LoadGen SUT fails the run).
 
 use super::api::{self, Output, Prompt, Step};
+use super::retokenize::Retokenizer;
 use futures_util::StreamExt;
 use mlperf_config::ServingApi;
 use sse_stream::SseByteStream;
@@ -42,6 +43,19 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// Tokio worker threads.
     pub threads: usize,
+    /// The model's tokenizer, for dialects that stream text only (their output ids are the text
+    /// re-tokenized); None for dialects that stream ids.
+    pub retokenizer: Option<Arc<Retokenizer>>,
+}
+
+impl ClientOptions {
+    /// Where output ids come from, for the run's log.
+    pub fn output_ids_source(&self) -> String {
+        match &self.retokenizer {
+            Some(t) if self.api.streams_text() => format!("re-tokenized from the streamed text with {}", t.path().display()),
+            _ => format!("as the engine streamed them ({})", self.api.name()),
+        }
+    }
 }
 
 /// Which request an event is about: LoadGen's response id and the sample's index.
@@ -96,6 +110,12 @@ pub struct EndpointStats {
     pub tpot_us: Vec<u32>,
     /// Client-observed minus server-reported TTFT, where the server reports one, microseconds.
     pub added_ttft_us: Vec<u32>,
+    /// Per request, from its submission to its (last) sending (a free slot, the dispatcher, a worker),
+    /// microseconds: the client's own part of TTFT.
+    pub queued_us: Vec<u32>,
+    /// Per request, from its sending to the response's headers (the request's way to the
+    /// server and the headers' way back, both processes' scheduling included), microseconds.
+    pub to_headers_us: Vec<u32>,
 }
 
 /// Reads the endpoints' record of a running client.
@@ -168,6 +188,9 @@ impl Client {
     pub fn start(options: ClientOptions, sink: Arc<dyn Sink>) -> Result<Client, String> {
         if options.endpoints.is_empty() {
             return Err("no serving endpoints to send requests to".into());
+        }
+        if options.api.streams_text() && options.retokenizer.is_none() {
+            return Err(format!("the {} API streams text only: its output ids need the model's tokenizer (set tokenizer_path)", options.api.name()));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.threads.max(1))
@@ -364,6 +387,7 @@ impl RequestTask {
 
     async fn stream(&self, job: &mut Job) -> Attempt {
         let options = &self.options;
+        let sending = Instant::now();
         let body = api::body(options.api, &Prompt { model: &options.model, ids: &job.prompt, max_tokens: options.max_tokens });
         let sent = self.http.post(&self.url).header("content-type", "application/json").body(body).send().await;
         let response = match sent {
@@ -372,6 +396,7 @@ impl RequestTask {
             // was already closed.
             Err(e) => return Attempt::Connection { what: describe(&e), refused: e.is_connect(), stale: !e.is_connect() && !e.is_timeout() },
         };
+        let headers_at = Instant::now();
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
@@ -398,13 +423,17 @@ impl RequestTask {
                 Ok(Step::More) => {}
                 Err(what) => return Attempt::Failed(what),
             }
-            if first_at.is_none() && out.ids.len() + out.text.len() > had {
-                first_at = Some(Instant::now());
+            if out.ids.len() + out.text.len() > had {
+                first_at.get_or_insert_with(Instant::now);
                 if !job.first_sent {
-                    job.first_sent = true;
-                    match out.ids.first() {
-                        Some(&first) => self.sink.first_token(job.tag, first),
-                        None => return Attempt::Failed("text-only dialects need the model's tokenizer, which this build does not have".into()),
+                    match self.first_id(&out) {
+                        Ok(Some(first)) => {
+                            job.first_sent = true;
+                            self.sink.first_token(job.tag, first);
+                        }
+                        // Text that encodes to no id yet (white space): the first id comes later.
+                        Ok(None) => {}
+                        Err(what) => return Attempt::Failed(what),
                     }
                 }
             }
@@ -415,8 +444,18 @@ impl RequestTask {
         if !done {
             return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false, stale: false };
         }
-        if let Err(what) = api::check_count(&out) {
-            return Attempt::Failed(what);
+        match &options.retokenizer {
+            // The engine counts the tokens it generated; re-encoding its text may merge or split
+            // some, so its count is not compared.
+            Some(tokenizer) if options.api.streams_text() => match tokenizer.ids(&out.text) {
+                Ok(ids) => out.ids = ids,
+                Err(what) => return Attempt::Failed(what),
+            },
+            _ => {
+                if let Err(what) = api::check_count(&out) {
+                    return Attempt::Failed(what);
+                }
+            }
         }
         if out.ids.is_empty() {
             return Attempt::Failed("the engine answered with no output tokens".into());
@@ -429,6 +468,8 @@ impl RequestTask {
         stat.tokens += out.ids.len() as u64;
         let ttft = first_at.duration_since(job.submitted);
         stat.ttft_us.push(micros(ttft));
+        stat.queued_us.push(micros(sending.duration_since(job.submitted)));
+        stat.to_headers_us.push(micros(headers_at.duration_since(sending)));
         if out.ids.len() > 1 {
             stat.tpot_us.push(micros(finished.duration_since(first_at) / (out.ids.len() as u32 - 1)));
         }
@@ -436,6 +477,18 @@ impl RequestTask {
             stat.added_ttft_us.push(micros(ttft).saturating_sub(server as u32));
         }
         Attempt::Answered
+    }
+}
+
+impl RequestTask {
+    /// The answer's first output id so far: the first streamed id, or the first id of the text
+    /// so far re-tokenized (None while it encodes to nothing).
+    fn first_id(&self, out: &Output) -> Result<Option<i32>, String> {
+        match (out.ids.first(), &self.options.retokenizer) {
+            (Some(&first), _) => Ok(Some(first)),
+            (None, Some(tokenizer)) => Ok(tokenizer.ids(&out.text)?.first().copied()),
+            (None, None) => Err("the engine streamed text without token ids, and no tokenizer is set to re-tokenize it (tokenizer_path)".into()),
+        }
     }
 }
 

@@ -52,9 +52,30 @@ impl Sink for Channel {
     }
 }
 
-/// Keeps `in_flight` requests going to the endpoints of `options`, prompts from `prompt(k)` for
-/// the k-th request, for `warm_up` and then `duration`. A failed request ends the loop with its error.
-pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, in_flight: usize, warm_up: Duration, duration: Duration) -> Result<ClosedLoop, String> {
+/// How a closed loop runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub in_flight: usize,
+    /// The first `in_flight` requests are spread evenly over this (zero: all at once). Spread over
+    /// one answer's length, requests stay spread as a server's arrivals are; sent at once, every
+    /// answer's tokens arrive in the same instants, a herd that measures how fast a burst drains.
+    pub ramp: Duration,
+    /// Not measured; counts from the first request, so it should outlast the ramp.
+    pub warm_up: Duration,
+    pub duration: Duration,
+}
+
+impl Shape {
+    pub fn all_at_once(in_flight: usize, warm_up: Duration, duration: Duration) -> Shape {
+        Shape { in_flight, ramp: Duration::ZERO, warm_up, duration }
+    }
+}
+
+/// Keeps `shape.in_flight` requests going to the endpoints of `options`, prompts from `prompt(k)`
+/// for the k-th request, for the warm-up and then the duration. A failed request ends the loop
+/// with its error.
+pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, shape: Shape) -> Result<ClosedLoop, String> {
+    let Shape { in_flight, ramp, warm_up, duration } = shape;
     let (tx, rx) = mpsc::channel();
     let client = Client::start(options, Arc::new(Channel(std::sync::Mutex::new(tx))))?;
     let mut next = 0usize;
@@ -62,10 +83,12 @@ pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>,
         client.submit(Tag { id: next, sample: next }, prompt(next));
         next += 1;
     };
-    for _ in 0..in_flight.max(1) {
+    let start = Instant::now();
+    let in_flight = in_flight.max(1);
+    for k in 0..in_flight {
+        std::thread::sleep((start + ramp * k as u32 / in_flight as u32).saturating_duration_since(Instant::now()));
         submit(&client);
     }
-    let start = Instant::now();
     let mut measuring: Option<(Instant, CpuClock)> = None;
     let (mut completed, mut tokens) = (0u64, 0u64);
     let end = start + warm_up + duration;

@@ -63,6 +63,8 @@ pub struct StandInOptions {
     pub vocab: u32,
     /// Tokio worker threads.
     pub threads: usize,
+    /// CPUs `serve` keeps the process on (empty: anywhere).
+    pub cpus: Vec<usize>,
     pub faults: Faults,
 }
 
@@ -79,6 +81,7 @@ impl Default for StandInOptions {
             max_output_tokens: 128,
             vocab: 32_000,
             threads: 2,
+            cpus: Vec::new(),
             faults: Faults::default(),
         }
     }
@@ -100,6 +103,25 @@ impl StandInOptions {
             return Err("fault intervals count requests from 1; 0 would never fire".into());
         }
         Ok(())
+    }
+
+    /// The tokenizer of the stand-in's "model" as a Hugging Face tokenizer.json: word-level, token
+    /// id k is the word `t{k}`, which is how its text dialect spells it (one word per event, after
+    /// a space). Re-tokenizing its text answers with it gives back the ids it generated.
+    pub fn tokenizer_json(&self) -> String {
+        let vocab: serde_json::Map<String, serde_json::Value> = (0..self.vocab).map(|k| (format!("t{k}"), serde_json::json!(k))).collect();
+        serde_json::json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": [],
+            "normalizer": null,
+            "pre_tokenizer": { "type": "Whitespace" },
+            "post_processor": null,
+            "decoder": null,
+            "model": { "type": "WordLevel", "vocab": vocab, "unk_token": "t0" }
+        })
+        .to_string()
     }
 
     /// The deterministic answer to `prompt`, capped at `limit` tokens.
@@ -159,6 +181,10 @@ pub fn start(options: StandInOptions) -> Result<StandIn, String> {
 /// `mlperf serve_stand_in`: serves until the process is stopped.
 pub fn serve(options: StandInOptions) -> Result<(), String> {
     let api = options.api;
+    if !options.cpus.is_empty() {
+        // Before the runtime starts: its workers inherit the placement.
+        crate::cpu::pin_current_thread(&options.cpus).map_err(|e| format!("serve_stand_in --cpus {:?}: {e}", options.cpus))?;
+    }
     let server = start(options)?;
     eprintln!("stand-in serving engine ({}) listening on {}", api.name(), server.endpoint());
     loop {
