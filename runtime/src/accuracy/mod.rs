@@ -7,12 +7,16 @@
 //! - [`imagenet::score_imagenet`]: ResNet50 top-1 (`accuracy-imagenet.py`),
 //!   `accuracy=76.456%, good=38228, total=50000`;
 //! - [`squad::score_squad`]: BERT SQuAD v1.1 exact match and F1 (`accuracy-squad.py` +
-//!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`.
+//!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`;
+//! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
+//!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]).
 //!
 //! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
 
 pub mod imagenet;
 pub mod log;
+pub mod porter;
+pub mod rouge;
 pub mod squad;
 
 use std::path::Path;
