@@ -109,6 +109,72 @@ fn a_text_only_api_gets_its_output_ids_by_re_tokenizing_with_the_models_tokenize
 }
 
 #[test]
+fn run_audit_harness_runs_and_verifies_test06_for_llama2_70b_server() {
+    let cwd = scratch("llm-test06");
+    let args = [
+        "run_audit_harness",
+        "--system_name=CPU-dev",
+        "--benchmarks=llama2-70b",
+        "--accuracy_target=99.9",
+        "--scenarios=server",
+        "--audit_tests=TEST06",
+        "--max_concurrency=256",
+        "--server_target_qps=200",
+        r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16"]"#,
+    ];
+    let port = format!("--serving_port={}", free_port());
+    let out = mlperf(&cwd, &[&args[..], &[&port]].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let dir = cwd.join("build/compliance/CPU-dev_RS/llama2-70b-99.9/Server");
+    // The round's TEST06 settings: 100 samples logged, first tokens reported (Server), each checked.
+    let verify = std::fs::read_to_string(dir.join("TEST06/verify_accuracy.txt")).unwrap();
+    assert_eq!(verify, "First token check pass: True\nEOS check pass: True\nSample length check pass: True\nTEST06 verification complete\n");
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("TEST06.json")).unwrap()).unwrap();
+    assert_eq!(record["passed"], true, "{record}");
+    assert!(stdout.contains("TEST06  PASS") && stdout.contains("100 entries"), "{stdout}");
+}
+
+/// A CNN/DailyMail dataset file of the official structure with `n` short samples.
+fn write_cnn_eval(path: &Path, n: usize) {
+    let entries: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({ "instruction": { "llama": "Summarize: {input}" }, "input": format!("article {i}"), "tok_input": [128000, 1000 + i as i64 % 5000, 42], "output": format!("summary {i}") }))
+        .collect();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(&entries).unwrap()).unwrap();
+}
+
+#[test]
+fn llama3_1_8b_sends_the_official_datasets_prompts_and_a_wrong_file_is_named() {
+    let cwd = scratch("llm-real-dataset");
+    let data = cwd.join("scratch/data/llama3.1-8b/cnn_eval.json");
+    write_cnn_eval(&data, 13368);
+    let run = |extra: &[&str]| {
+        let port = format!("--serving_port={}", free_port());
+        let args = [
+            &["run_harness", "--system_name=CPU-dev", "--benchmarks=llama3.1-8b", "--scenarios=offline", "--dataset=real", "--max_concurrency=64", "--min_query_count=1"][..],
+            &[&port],
+            extra,
+        ]
+        .concat();
+        let out = Command::new(env!("CARGO_BIN_EXE_mlperf")).args(&args).current_dir(&cwd).env("MLPERF_SCRATCH_PATH", cwd.join("scratch")).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, stdout, stderr) = run(&[PACED, "--min_duration=3000", "--performance_sample_count_override=256", "--offline_expected_qps=150"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs[0].1.str("result_validity"), Some("VALID"), "{stdout}");
+    assert_eq!(logs[0].1.u64("qsl_reported_total_count"), Some(13368), "the dataset's samples");
+    let note = std::fs::read_to_string(logs[0].0.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap_or_default();
+    assert!(!note.contains("synthetic"), "real prompts: {note}");
+
+    write_cnn_eval(&data, 10);
+    let (ok, stdout, stderr) = run(&[PACED]);
+    assert!(!ok);
+    assert!(format!("{stdout}{stderr}").contains("cnn_eval.json: 10 samples, but the round's llama3.1-8b set has 13368"), "{stdout}\n{stderr}");
+}
+
+#[test]
 fn the_other_llms_and_edge_singlestream_run_against_the_stand_in() {
     let cwd = scratch("llm-others");
     let (ok, stdout, stderr) = llm_run(&cwd, free_port(), &["--benchmarks=llama3.1-8b,deepseek-r1,gpt-oss-120b", "--scenarios=offline", PACED, "--offline_expected_qps=150"]);

@@ -4,16 +4,20 @@
 //! differs between them is data: the round's sample counts and output limit, and the dataset.
 //!
 //! Runs of `dataset = "synthetic"` send generated prompts (ids in a Llama-sized vocabulary, 128
-//! to 1,024 tokens, fixed per sample index) and are never submittable. Reading the official
-//! datasets and scoring accuracy come with the LLM datasets and accuracy work.
+//! to 1,024 tokens, fixed per sample index) and are never submittable; `dataset = "real"` sends
+//! the official dataset's prompts ([`crate::dataset::llm`]; the CNN/DailyMail JSON of llama3.1-8b
+//! so far). Accuracy scoring of LLM answers is not in this build yet.
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
+use crate::accuracy::Scored;
+use crate::dataset::llm::DatasetFile;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
 use crate::engines::serving::retokenize::Retokenizer;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +50,14 @@ impl Benchmark for Llm {
     }
 
     fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
-        DataReport::from_config_paths(scratch, self.id, settings)
+        let mut report = DataReport::new(scratch, self.id, settings);
+        match (settings.dataset, DatasetFile::of(self.id)) {
+            (Some(DatasetSource::Synthetic), _) => report.notes.push("synthetic prompts are generated from their index; no dataset file is read".into()),
+            (_, Some(file)) => report.items.push(file.item(scratch)),
+            (_, None) => report.notes.push(format!("this build knows no official dataset file of {}", self.id)),
+        }
+        report.items.extend(DataReport::model_items(scratch, settings));
+        report
     }
 
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
@@ -54,12 +65,36 @@ impl Benchmark for Llm {
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id, settings));
         }
-        if settings.dataset != Some(DatasetSource::Synthetic) {
-            return Err(format!("this build cannot read the official {} dataset yet; run with --dataset=synthetic (generated prompts, never submittable)", self.id));
-        }
         let options = client_options(settings, self.id, spec.output_limit)?;
-        let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
-        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true })
+        if settings.dataset == Some(DatasetSource::Synthetic) {
+            let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
+            return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true });
+        }
+        let file = DatasetFile::of(self.id)
+            .ok_or_else(|| format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id))?;
+        let scratch = Scratch::from_env();
+        let samples = file.read(&scratch)?;
+        if samples.prompts.len() != spec.total_samples {
+            return Err(format!(
+                "{}: {} samples, but the round's {} set has {}: is it the right file?",
+                file.path(&scratch).display(),
+                samples.prompts.len(),
+                self.id,
+                spec.total_samples
+            ));
+        }
+        let prompts = Arc::new(samples.prompts);
+        let name = format!("{} {}", self.id, file.file);
+        let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, move |i| prompts[i].iter().flat_map(|id| id.to_le_bytes()).collect());
+        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false })
+    }
+
+    fn score(&self, _: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
+        Err(format!(
+            "no accuracy scorer for {} in this build yet (ROUGE is written, the reference's NLTK Punkt sentence splitting is not); the answers are kept in {}",
+            self.id,
+            accuracy_log.display()
+        ))
     }
 }
 

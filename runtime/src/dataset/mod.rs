@@ -7,10 +7,13 @@
 //!   friends), with [`cvresize`] reproducing OpenCV's INTER_AREA resize.
 //! - [`wordpiece`] and [`squad`]: the BERT tokenizer and SQuAD v1.1 features (`input_ids.npy`,
 //!   `segment_ids.npy`, `input_mask.npy` and the metadata the accuracy script needs).
+//! - [`llm`]: the LLM benchmarks' official dataset files, read as published (prompt ids and
+//!   reference answers).
 //! - [`qsl`]: the query sample library LoadGen drives and engines read samples from.
 
 pub mod cvresize;
 pub mod imagenet;
+pub mod llm;
 pub mod npy;
 pub mod qsl;
 pub mod scratch;

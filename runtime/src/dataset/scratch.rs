@@ -211,6 +211,15 @@ impl DataReport {
         report
     }
 
+    /// The config's model and tokenizer, where it names them.
+    pub fn model_items(scratch: &Scratch, settings: &Settings) -> Vec<Item> {
+        let tokenizer = scratch.tokenizer_path(settings).map(|path| {
+            let remedy = format!("Put the model's Hugging Face tokenizer.json at {} (it comes with the model's weights)", path.display());
+            Item::new(ItemKind::Vocab, "tokenizer", path, remedy)
+        });
+        scratch.model_path(settings).map(|model| Item::model("model", model, None)).into_iter().chain(tokenizer).collect()
+    }
+
     /// The report of a benchmark this tool does not prepare: the paths its config names.
     pub fn from_config_paths(scratch: &Scratch, benchmark: &str, settings: &Settings) -> DataReport {
         let mut report = DataReport::new(scratch, benchmark, settings);
@@ -221,12 +230,7 @@ impl DataReport {
         if let Some(map) = scratch.map_path(settings) {
             report.items.push(Item::new(ItemKind::Map, "sample map", map, remedy.clone()));
         }
-        if let Some(model) = scratch.model_path(settings) {
-            report.items.push(Item::model("model", model, None));
-        }
-        if let Some(tokenizer) = scratch.tokenizer_path(settings) {
-            report.items.push(Item::model("tokenizer", tokenizer, None));
-        }
+        report.items.extend(DataReport::model_items(scratch, settings));
         if report.items.is_empty() {
             report.notes.push(format!("the {benchmark} config names no tensor_path, map_path or model_path"));
         }
