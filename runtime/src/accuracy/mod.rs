@@ -9,13 +9,15 @@
 //! - [`squad::score_squad`]: BERT SQuAD v1.1 exact match and F1 (`accuracy-squad.py` +
 //!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`;
 //! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
-//!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]).
+//!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]), on
+//!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]).
 //!
 //! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
 
 pub mod imagenet;
 pub mod log;
 pub mod porter;
+pub mod punkt;
 pub mod rouge;
 pub mod squad;
 
