@@ -135,17 +135,29 @@ fn run_audit_harness_runs_and_verifies_test06_for_llama2_70b_server() {
     assert!(stdout.contains("TEST06  PASS") && stdout.contains("100 entries"), "{stdout}");
 }
 
-/// A CNN/DailyMail dataset file of the official structure with `n` short samples.
+/// The stand-in of the scored llama3.1-8b run: 64 words, 8 to 16 of them per answer.
+fn summarising_stand_in() -> mlperf_runtime::engines::serving::stand_in::StandInOptions {
+    mlperf_runtime::engines::serving::stand_in::StandInOptions { vocab: 64, min_output_tokens: 8, max_output_tokens: 16, ..Default::default() }
+}
+
+/// A CNN/DailyMail dataset file of the official structure with `n` short samples, whose reference
+/// summaries are the stand-in's answers in its words for the even samples and unrelated text for
+/// the odd ones.
 fn write_cnn_eval(path: &Path, n: usize) {
+    let stand_in = summarising_stand_in();
     let entries: Vec<serde_json::Value> = (0..n)
-        .map(|i| serde_json::json!({ "instruction": { "llama": "Summarize: {input}" }, "input": format!("article {i}"), "tok_input": [128000, 1000 + i as i64 % 5000, 42], "output": format!("summary {i}") }))
+        .map(|i| {
+            let prompt = [128000, 1000 + i as i32 % 5000, 42];
+            let output = if i % 2 == 0 { stand_in.answer(&prompt, 128).iter().map(|id| format!("t{id}")).collect::<Vec<_>>().join(" ") } else { format!("summary {i}") };
+            serde_json::json!({ "instruction": { "llama": "Summarize: {input}" }, "input": format!("article {i}"), "tok_input": prompt, "output": output })
+        })
         .collect();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, serde_json::to_string_pretty(&entries).unwrap()).unwrap();
 }
 
 #[test]
-fn llama3_1_8b_sends_the_official_datasets_prompts_and_a_wrong_file_is_named() {
+fn llama3_1_8b_sends_the_official_datasets_prompts_is_scored_and_a_wrong_file_is_named() {
     let cwd = scratch("llm-real-dataset");
     let data = cwd.join("scratch/data/llama3.1-8b/cnn_eval.json");
     write_cnn_eval(&data, 13368);
@@ -167,6 +179,45 @@ fn llama3_1_8b_sends_the_official_datasets_prompts_and_a_wrong_file_is_named() {
     assert_eq!(logs[0].1.u64("qsl_reported_total_count"), Some(13368), "the dataset's samples");
     let note = std::fs::read_to_string(logs[0].0.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap_or_default();
     assert!(!note.contains("synthetic"), "real prompts: {note}");
+
+    // An accuracy run is scored as the reference evaluation does: the stand-in's ids decoded with
+    // its tokenizer, sentences split with NLTK's English Punkt model (NLTK_DATA), ROUGE against
+    // the dataset's references.
+    let tokenizer = cwd.join("tokenizer.json");
+    std::fs::write(&tokenizer, summarising_stand_in().tokenizer_json()).unwrap();
+    let nltk_data = cwd.join("nltk_data/tokenizers/punkt_tab");
+    std::fs::create_dir_all(&nltk_data).unwrap();
+    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accuracy/punkt_tab/english");
+    std::os::unix::fs::symlink(&model, nltk_data.join("english")).unwrap();
+    let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16", "--vocab=64"]"#;
+    let tokenizer_flag = format!("--tokenizer_path={}", tokenizer.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args([
+            "run_harness",
+            "--system_name=CPU-dev",
+            "--benchmarks=llama3.1-8b",
+            "--scenarios=offline",
+            "--dataset=real",
+            "--max_concurrency=256",
+            "--test_mode=AccuracyOnly",
+            fast,
+            &tokenizer_flag,
+        ])
+        .arg(format!("--serving_port={}", free_port()))
+        .current_dir(&cwd)
+        .env("MLPERF_SCRATCH_PATH", cwd.join("scratch"))
+        .env("NLTK_DATA", cwd.join("nltk_data"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let accuracy =
+        mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().find(|p| p.ends_with("accuracy.txt")).unwrap_or_else(|| panic!("no accuracy.txt:\n{stdout}\n{stderr}"));
+    let text = std::fs::read_to_string(accuracy).unwrap();
+    // Half the references are the answers themselves, half share no word with them.
+    assert!(
+        text.starts_with("\nResults\n\n{'rouge1': '50.0', 'rouge2': '50.0', 'rougeL': '50.0', 'rougeLsum': '50.0', 'gen_len': ") && text.contains("'gen_num': 13368}"),
+        "{text}"
+    );
 
     write_cnn_eval(&data, 10);
     let (ok, stdout, stderr) = run(&[PACED]);

@@ -10,7 +10,8 @@
 //!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`;
 //! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
 //!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]), on
-//!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]).
+//!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
+//! - [`summarization::score`]: the llama2-70b and llama3.1-8b evaluations built from them.
 //!
 //! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
 
@@ -20,6 +21,7 @@ pub mod porter;
 pub mod punkt;
 pub mod rouge;
 pub mod squad;
+pub mod summarization;
 
 use std::path::Path;
 

@@ -85,6 +85,25 @@ enum Starter {
     Unknown,
 }
 
+/// NLTK's English `punkt_tab` model, where `nltk.data.find` looks: `$NLTK_DATA` (colon-separated),
+/// `~/nltk_data`, then the system-wide data directories.
+pub fn find_english_model() -> Result<std::path::PathBuf, String> {
+    let mut roots: Vec<std::path::PathBuf> = std::env::var_os("NLTK_DATA").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(Path::new(&home).join("nltk_data"));
+    }
+    roots.extend(["/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data", "/usr/local/lib/nltk_data"].map(std::path::PathBuf::from));
+    let model = Path::new("tokenizers/punkt_tab/english");
+    roots.iter().map(|root| root.join(model)).find(|dir| dir.join("ortho_context.tab").is_file()).ok_or_else(|| {
+        let looked: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        format!(
+            "NLTK's English Punkt model ({}) is in none of {}: install it as the reference evaluation does (python -m nltk.downloader punkt_tab) or set NLTK_DATA",
+            model.display(),
+            looked.join(", ")
+        )
+    })
+}
+
 impl Punkt {
     /// Reads `<dir>/{abbrev_types.txt, collocations.tab, sent_starters.txt, ortho_context.tab}`
     /// (`nltk_data/tokenizers/punkt_tab/english`).

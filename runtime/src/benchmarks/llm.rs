@@ -6,10 +6,14 @@
 //! Runs of `dataset = "synthetic"` send generated prompts (ids in a Llama-sized vocabulary, 128
 //! to 1,024 tokens, fixed per sample index) and are never submittable; `dataset = "real"` sends
 //! the official dataset's prompts ([`crate::dataset::llm`]; the CNN/DailyMail JSON of llama3.1-8b
-//! so far). Accuracy scoring of LLM answers is not in this build yet.
+//! so far). llama2-70b and llama3.1-8b answers are scored as their reference evaluations do
+//! ([`crate::accuracy::summarization`]); the other LLMs' evaluations are not in this build yet.
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
+use crate::accuracy::log::read_accuracy_log;
+use crate::accuracy::punkt::{self, Punkt};
+use crate::accuracy::summarization::{self, Answer, ResultStyle};
 use crate::dataset::llm::DatasetFile;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
@@ -17,6 +21,7 @@ use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
 use crate::engines::serving::retokenize::Retokenizer;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,12 +94,37 @@ impl Benchmark for Llm {
         Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false })
     }
 
-    fn score(&self, _: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
-        Err(format!(
-            "no accuracy scorer for {} in this build yet (ROUGE is written, the reference's NLTK Punkt sentence splitting is not); the answers are kept in {}",
-            self.id,
-            accuracy_log.display()
-        ))
+    /// The summarisation evaluations (llama2-70b, llama3.1-8b): answers decoded with the model's
+    /// tokenizer, scored against the dataset's references ([`crate::accuracy::summarization`]).
+    fn score(&self, settings: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
+        let style = match self.id {
+            "llama2-70b" => ResultStyle::Llama2,
+            "llama3.1-8b" | "llama3.1-8b-edge" => ResultStyle::Llama31,
+            _ => return Err(format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display())),
+        };
+        let scratch = Scratch::from_env();
+        let file = DatasetFile::of(self.id).ok_or_else(|| format!("this build knows no official {} dataset to score against", self.id))?;
+        let references = file.read(&scratch)?.references;
+        let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
+        let tokenizer = Retokenizer::load(&tokenizer)?;
+        let punkt = Punkt::load(&punkt::find_english_model()?)?;
+        let mut seen = HashSet::new();
+        let mut answers = Vec::new();
+        for entry in read_accuracy_log(accuracy_log)? {
+            // The reference scripts keep each sample's first answer.
+            if !seen.insert(entry.qsl_idx) {
+                continue;
+            }
+            let at = |what: String| format!("{}: sample {}: {what}", accuracy_log.display(), entry.qsl_idx);
+            let reference = references.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", references.len())))?;
+            if entry.data.len() % 4 != 0 {
+                return Err(at(format!("{} bytes are not whole int32 token ids: was the log written with another dtype?", entry.data.len())));
+            }
+            let ids: Vec<i32> = entry.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let text = tokenizer.text(&ids).map_err(at)?;
+            answers.push((Answer { tokens: ids.len(), text }, reference.as_str()));
+        }
+        Ok(summarization::score(&punkt, &answers).scored(style))
     }
 }
 

@@ -36,6 +36,15 @@ impl Retokenizer {
         &self.path
     }
 
+    /// The text of `ids` without special tokens (`batch_decode(..., skip_special_tokens=True)`).
+    pub fn text(&self, ids: &[i32]) -> Result<String, String> {
+        let ids = ids
+            .iter()
+            .map(|&id| u32::try_from(id).map_err(|_| format!("token id {id} is negative: is the accuracy log int32 token ids?")))
+            .collect::<Result<Vec<u32>, String>>()?;
+        self.tokenizer.decode(&ids, true).map_err(|e| format!("{}: cannot decode: {e}", self.path.display()))
+    }
+
     /// The ids of `text`.
     pub fn ids(&self, text: &str) -> Result<Vec<i32>, String> {
         let encoding = self.tokenizer.encode(text, false).map_err(|e| format!("{}: cannot encode the answer: {e}", self.path.display()))?;
