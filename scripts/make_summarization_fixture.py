@@ -8,47 +8,17 @@ The MLPerf reference accuracy scripts
   * mlcommons/inference language/llama3.1-8b/evaluation.py
     (read at commit 53ae8230098c34120274572cd406b8248e738c85)
 
-both turn an MLPerf accuracy log into model answers and then compute
+both decode an MLPerf accuracy log into answers and then, with HF evaluate's
+rouge metric (use_stemmer=True, no aggregation): strip every answer and
+target, put each of their sentences (nltk.sent_tokenize) on its own line,
+score each pair's ROUGE-1/2/L/Lsum F-measures, and print a "Results" heading
+and a dict.  llama2-70b's dict: each ROUGE mean times 100 rounded to 4 places
+(numpy's round of np.mean), gen_len (characters of the processed answers),
+gen_num, gen_tok_len (logged token ids of the deduplicated entries) and
+tokens_per_sample (gen_tok_len / gen_num rounded to 1 place, Python's round).
+llama3.1-8b's: the same ROUGE means as strings, gen_len and gen_num.
 
-    preds, targets = postprocess_text(preds_decoded_text, target_required)
-    result = metric.compute(predictions=preds, references=targets,
-                            use_stemmer=True, use_aggregator=False)
-
-with ``metric = evaluate.load("rouge")`` and
-
-    def postprocess_text(preds, targets):
-        preds = [pred.strip() for pred in preds]
-        targets = [target.strip() for target in targets]
-        # rougeLSum expects newline after each sentence
-        preds = ["\\n".join(nltk.sent_tokenize(pred)) for pred in preds]
-        targets = ["\\n".join(nltk.sent_tokenize(target)) for target in targets]
-        return preds, targets
-
-llama2-70b then prints
-
-    result = {k: round(np.mean(v) * 100, 4) for k, v in result.items()}
-    prediction_lens = [len(pred) for pred in preds]
-    gen_num = len(preds)
-    result = {**result,
-              'gen_len': np.sum(prediction_lens),
-              'gen_num': gen_num,
-              'gen_tok_len': gen_tok_len,
-              'tokens_per_sample': round(gen_tok_len / gen_num, 1)
-              }
-    print("\\nResults\\n")
-    print(result)
-
-(``gen_tok_len`` = sum over the deduplicated log entries of the number of
-token ids logged), and llama3.1-8b prints
-
-    result = {k: f"{round(np.mean(v) * 100, 4)}" for k, v in result.items()}
-    prediction_lens = [len(pred) for pred in preds]
-    result["gen_len"] = np.sum(prediction_lens)
-    result["gen_num"] = len(preds)
-    print("\\nResults\\n")
-    print(result)
-
-This script reproduces those lines (the code above, run as is) on a fixed
+This script computes those lines the same way, with the same libraries, on a fixed
 set of ~300 (prediction, reference, token count) triples, for the Rust port
 to be compared against to four decimals.
 
@@ -481,14 +451,10 @@ def make_pairs():
 # ---------------------------------------------------------------------------
 
 def postprocess_text(preds, targets, sent_tokenize):
-    preds = [pred.strip() for pred in preds]
-    targets = [target.strip() for target in targets]
-
-    # rougeLSum expects newline after each sentence
-    preds = ["\n".join(sent_tokenize(pred)) for pred in preds]
-    targets = ["\n".join(sent_tokenize(target)) for target in targets]
-
-    return preds, targets
+    """Stripped texts, one sentence per line (what rougeLsum needs)."""
+    def one_per_line(text):
+        return "\n".join(sent_tokenize(text.strip()))
+    return [one_per_line(p) for p in preds], [one_per_line(t) for t in targets]
 
 
 def rouge_compute(predictions, references):
@@ -526,24 +492,25 @@ def printed(obj):
     return buf.getvalue()
 
 
-def evaluate_llama2(rouge, preds, gen_tok_len):
-    result = {k: round(np.mean(v) * 100, 4) for k, v in rouge.items()}
-    prediction_lens = [len(pred) for pred in preds]
-    gen_num = len(preds)
+def rouge_means(rouge):
+    """Each ROUGE type's mean F-measure in percent, rounded as numpy rounds
+    an np.float64 (np.mean returns one)."""
+    return {rouge_type: round(np.mean(scores) * 100, 4) for rouge_type, scores in rouge.items()}
 
-    result = {**result,
-              'gen_len': np.sum(prediction_lens),
-              'gen_num': gen_num,
-              'gen_tok_len': gen_tok_len,
-              'tokens_per_sample': round(gen_tok_len / gen_num, 1)
-              }
+
+def evaluate_llama2(rouge, preds, gen_tok_len):
+    gen_num = len(preds)
+    result = rouge_means(rouge)
+    result["gen_len"] = np.sum([len(p) for p in preds])
+    result["gen_num"] = gen_num
+    result["gen_tok_len"] = gen_tok_len
+    result["tokens_per_sample"] = round(gen_tok_len / gen_num, 1)
     return result
 
 
 def evaluate_llama31(rouge, preds):
-    result = {k: f"{round(np.mean(v) * 100, 4)}" for k, v in rouge.items()}
-    prediction_lens = [len(pred) for pred in preds]
-    result["gen_len"] = np.sum(prediction_lens)
+    result = {rouge_type: f"{mean}" for rouge_type, mean in rouge_means(rouge).items()}
+    result["gen_len"] = np.sum([len(p) for p in preds])
     result["gen_num"] = len(preds)
     return result
 
