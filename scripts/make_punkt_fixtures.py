@@ -193,7 +193,7 @@ DATA_FILES = {
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "accuracy")
-STDLIB_DIR = os.path.dirname(os.__file__)
+from stdlib_text import STDLIB_DIR, docstrings  # noqa: E402,F401
 README_HEADING = "## `sent_tokenize.jsonl` and `punkt_tab/`"
 MAX_BYTES = 700_000
 
@@ -413,50 +413,34 @@ def ortho_classes(ortho):
 # Standard-library docstring prose
 # ---------------------------------------------------------------------------
 
-def stdlib_files():
-    return sorted(glob.glob(os.path.join(STDLIB_DIR, "*.py")))
-
-
 def docstring_paragraphs():
     """Lists of prose paragraphs (original line wrapping kept), one list per
     docstring, in file order."""
     docs = []
-    for path in stdlib_files():
-        with open(path, encoding="utf-8", errors="replace") as f:
-            src = f.read()
-        try:
-            tree = ast.parse(src)
-        except SyntaxError:
-            continue
-        nodes = [tree] + [n for n in ast.walk(tree) if isinstance(
-            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        for node in nodes:
-            doc = ast.get_docstring(node)
-            if not doc:
+    for doc in docstrings():
+        paras = []
+        for para in re.split(r"\n\s*\n", doc):
+            para = para.strip("\n")
+            lines = para.split("\n")
+            if not para.strip() or len(para) > 1200:
                 continue
-            paras = []
-            for para in re.split(r"\n\s*\n", doc):
-                para = para.strip("\n")
-                lines = para.split("\n")
-                if not para.strip() or len(para) > 1200:
-                    continue
-                if any(ln.startswith((" ", "\t")) or ln.lstrip().startswith(
-                        (">>>", "...", "$ ", "%")) for ln in lines):
-                    continue
-                if not para.isprintable() and not all(
-                        ln.isprintable() for ln in lines):
-                    continue
-                words = para.split()
-                if len(words) < 5:
-                    continue
-                alpha = sum(c.isalpha() or c.isspace() for c in para)
-                if alpha / len(para) < 0.85:
-                    continue
-                if not re.search(r"[.!?]\s", para + " "):
-                    continue
-                paras.append(para)
-            if paras:
-                docs.append(paras)
+            if any(ln.startswith((" ", "\t")) or ln.lstrip().startswith(
+                    (">>>", "...", "$ ", "%")) for ln in lines):
+                continue
+            if not para.isprintable() and not all(
+                    ln.isprintable() for ln in lines):
+                continue
+            words = para.split()
+            if len(words) < 5:
+                continue
+            alpha = sum(c.isalpha() or c.isspace() for c in para)
+            if alpha / len(para) < 0.85:
+                continue
+            if not re.search(r"[.!?]\s", para + " "):
+                continue
+            paras.append(para)
+        if paras:
+            docs.append(paras)
     return docs
 
 

@@ -67,17 +67,7 @@ ROUGE_TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(REPO_ROOT, "tests", "fixtures", "accuracy")
-STDLIB_DIR = os.path.dirname(os.__file__)
-
-
-def stdlib_files():
-    """Top-level *.py files of the standard library, sorted (no site-packages)."""
-    return sorted(glob.glob(os.path.join(STDLIB_DIR, "*.py")))
-
-
-def read_text(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()
+from stdlib_text import STDLIB_DIR, docstrings, read_text, stdlib_files  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------------
@@ -248,27 +238,17 @@ def docstring_sentences():
     """
     sents = []
     seen = set()
-    for path in stdlib_files():
-        try:
-            tree = ast.parse(read_text(path))
-        except SyntaxError:
-            continue
-        nodes = [tree] + [n for n in ast.walk(tree) if isinstance(
-            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        for node in nodes:
-            doc = ast.get_docstring(node)
-            if not doc:
-                continue
-            # Drop doctest / code lines, then join the rest into prose.
-            lines = [ln for ln in doc.splitlines()
-                     if not ln.strip().startswith((">>>", "..."))]
-            prose = " ".join(" ".join(lines).split())
-            for s in re.split(r"(?<=[.!?])\s+", prose):
-                n = len(s.split())
-                if 4 <= n <= 40 and s.isascii() and s.isprintable() \
-                        and s not in seen:
-                    seen.add(s)
-                    sents.append(s)
+    for doc in docstrings():
+        # Drop doctest / code lines, then join the rest into prose.
+        lines = [ln for ln in doc.splitlines()
+                 if not ln.strip().startswith((">>>", "..."))]
+        prose = " ".join(" ".join(lines).split())
+        for s in re.split(r"(?<=[.!?])\s+", prose):
+            n = len(s.split())
+            if 4 <= n <= 40 and s.isascii() and s.isprintable() \
+                    and s not in seen:
+                seen.add(s)
+                sents.append(s)
     return sents
 
 
