@@ -244,3 +244,21 @@ fn squad_lines_match_the_checkers_f1_pattern() {
         assert_eq!(got.parse::<f64>().unwrap(), f1, "{line}");
     }
 }
+
+#[test]
+fn summarization_lines_match_the_checkers_llm_patterns() {
+    use super::summarization::{ResultStyle, SummarizationScore};
+    let patterns = round_patterns();
+    let score = SummarizationScore { rouge1: 44.4465, rouge2: 22.0638, rouge_l: 28.625, rouge_lsum: 42.0251, gen_len: 29614748, gen_num: 24576, gen_tok_len: 7399575 };
+    for style in [ResultStyle::Llama2, ResultStyle::Llama31] {
+        let scored = score.scored(style);
+        let line = scored.text.lines().find(|l| l.starts_with('{')).unwrap();
+        for (metric, value) in &scored.metrics {
+            let pattern = patterns[metric.as_str()].as_str().unwrap();
+            let got = re_match_group1(pattern, line).unwrap_or_else(|| panic!("{metric}: {pattern} does not match {line}"));
+            assert_eq!(got.parse::<f64>().unwrap(), *value, "{metric} in {line}");
+        }
+        assert_eq!(scored.metrics.iter().any(|(m, _)| m == "TOKENS_PER_SAMPLE"), style == ResultStyle::Llama2);
+    }
+    assert!(score.scored(ResultStyle::Llama2).metrics.contains(&("TOKENS_PER_SAMPLE".to_string(), 301.1)));
+}
