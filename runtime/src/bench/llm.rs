@@ -92,7 +92,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         per_endpoint_limit: options.in_flight,
         request_timeout: Duration::from_secs(600),
         threads: 2,
-        retokenizer: None,
+        tokenizer: None,
     };
     let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
 

@@ -14,12 +14,12 @@ use crate::accuracy::Scored;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
 use crate::accuracy::summarization::{self, Answer, ResultStyle};
+use crate::dataset::hf_tokenizer::HfTokenizer;
 use crate::dataset::llm::DatasetFile;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
-use crate::engines::serving::retokenize::Retokenizer;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::collections::HashSet;
 use std::path::Path;
@@ -106,7 +106,7 @@ impl Benchmark for Llm {
         let file = DatasetFile::of(self.id).ok_or_else(|| format!("this build knows no official {} dataset to score against", self.id))?;
         let references = file.read(&scratch)?.references;
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
-        let tokenizer = Retokenizer::load(&tokenizer)?;
+        let tokenizer = HfTokenizer::load(&tokenizer)?;
         let punkt = Punkt::load(&punkt::find_english_model()?)?;
         let mut seen = HashSet::new();
         let mut answers = Vec::new();
@@ -132,10 +132,10 @@ impl Benchmark for Llm {
 pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, String> {
     let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
     let api = launch::api_of(settings)?;
-    let retokenizer = if api.streams_text() {
+    let tokenizer = if api.streams_text() {
         let path =
             Scratch::from_env().tokenizer_path(settings).ok_or_else(|| format!("the {} API streams text only: set tokenizer_path to the model's tokenizer.json", api.name()))?;
-        Some(Arc::new(Retokenizer::load(&path)?))
+        Some(Arc::new(HfTokenizer::load(&path)?))
     } else {
         None
     };
@@ -147,7 +147,7 @@ pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option
         per_endpoint_limit: settings.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize,
         request_timeout: ms(settings.serving_request_timeout, DEFAULT_REQUEST_TIMEOUT),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(2),
-        retokenizer,
+        tokenizer,
     })
 }
 

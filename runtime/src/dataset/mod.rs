@@ -7,11 +7,14 @@
 //!   friends), with [`cvresize`] reproducing OpenCV's INTER_AREA resize.
 //! - [`wordpiece`] and [`squad`]: the BERT tokenizer and SQuAD v1.1 features (`input_ids.npy`,
 //!   `segment_ids.npy`, `input_mask.npy` and the metadata the accuracy script needs).
+//! - [`hf_tokenizer`]: a model's Hugging Face `tokenizer.json`: the output ids of text-only
+//!   serving APIs, and the text of logged answers for the accuracy scorers.
 //! - [`llm`]: the LLM benchmarks' official dataset files, read as published (prompt ids and
 //!   reference answers).
 //! - [`qsl`]: the query sample library LoadGen drives and engines read samples from.
 
 pub mod cvresize;
+pub mod hf_tokenizer;
 pub mod imagenet;
 pub mod llm;
 pub mod npy;

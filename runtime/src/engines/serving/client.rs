@@ -11,7 +11,7 @@
 //! and decides (the LoadGen SUT fails the run).
 
 use super::api::{self, Output, Prompt, Step};
-use super::retokenize::Retokenizer;
+use crate::dataset::hf_tokenizer::HfTokenizer;
 use futures_util::StreamExt;
 use mlperf_config::ServingApi;
 use sse_stream::SseByteStream;
@@ -45,13 +45,13 @@ pub struct ClientOptions {
     pub threads: usize,
     /// The model's tokenizer, for dialects that stream text only (their output ids are the text
     /// re-tokenized); None for dialects that stream ids.
-    pub retokenizer: Option<Arc<Retokenizer>>,
+    pub tokenizer: Option<Arc<HfTokenizer>>,
 }
 
 impl ClientOptions {
     /// Where output ids come from, for the run's log.
     pub fn output_ids_source(&self) -> String {
-        match &self.retokenizer {
+        match &self.tokenizer {
             Some(t) if self.api.streams_text() => format!("re-tokenized from the streamed text with {}", t.path().display()),
             _ => format!("as the engine streamed them ({})", self.api.name()),
         }
@@ -189,7 +189,7 @@ impl Client {
         if options.endpoints.is_empty() {
             return Err("no serving endpoints to send requests to".into());
         }
-        if options.api.streams_text() && options.retokenizer.is_none() {
+        if options.api.streams_text() && options.tokenizer.is_none() {
             return Err(format!("the {} API streams text only: its output ids need the model's tokenizer (set tokenizer_path)", options.api.name()));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -444,7 +444,7 @@ impl RequestTask {
         if !done {
             return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false, stale: false };
         }
-        match &options.retokenizer {
+        match &options.tokenizer {
             // The engine counts the tokens it generated; re-encoding its text may merge or split
             // some, so its count is not compared.
             Some(tokenizer) if options.api.streams_text() => match tokenizer.ids(&out.text) {
@@ -484,7 +484,7 @@ impl RequestTask {
     /// The answer's first output id so far: the first streamed id, or the first id of the text
     /// so far re-tokenized (None while it encodes to nothing).
     fn first_id(&self, out: &Output) -> Result<Option<i32>, String> {
-        match (out.ids.first(), &self.options.retokenizer) {
+        match (out.ids.first(), &self.options.tokenizer) {
             (Some(&first), _) => Ok(Some(first)),
             (None, Some(tokenizer)) => Ok(tokenizer.ids(&out.text)?.first().copied()),
             (None, None) => Err("the engine streamed text without token ids, and no tokenizer is set to re-tokenize it (tokenizer_path)".into()),

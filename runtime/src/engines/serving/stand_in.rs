@@ -429,4 +429,18 @@ mod tests {
         assert!(StandInOptions { min_output_tokens: 5, max_output_tokens: 4, ..o.clone() }.validate().is_err());
         assert!(StandInOptions { faults: Faults { drop_every: Some(0), ..Faults::default() }, ..o }.validate().is_err());
     }
+
+    #[test]
+    fn its_text_answers_re_tokenize_to_the_ids_it_generated() {
+        let dir = std::env::temp_dir().join(format!("mlperf-stand-in-tokenizer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stand_in = StandInOptions { vocab: 50, ..StandInOptions::default() };
+        std::fs::write(dir.join("tokenizer.json"), stand_in.tokenizer_json()).unwrap();
+        let tokenizer = crate::dataset::hf_tokenizer::HfTokenizer::load(&dir.join("tokenizer.json")).unwrap();
+        let answer = stand_in.answer(&[1, 2, 3], 100);
+        let text: String = answer.iter().map(|id| format!(" t{id}")).collect();
+        assert_eq!(tokenizer.ids(&text).unwrap(), answer);
+        assert_eq!(tokenizer.text(&answer).unwrap(), text.trim_start());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,35 +1,36 @@
-//! Output ids of dialects that stream text only (Dynamo's OpenAI frontend): the answer's text
-//! encoded again with the model's own tokenizer (a Hugging Face `tokenizer.json`, read by the
-//! `tokenizers` crate), without special tokens. Decoding then encoding is not always the
-//! identity (a merge the model did not take, normalisation), so the ids can differ from those the
-//! engine generated; the run's log says the ids were re-tokenized and with which file.
+//! A model's own tokenizer (a Hugging Face `tokenizer.json`, read by the `tokenizers` crate), both
+//! ways and without special tokens: the output ids of serving APIs that stream text only
+//! (Dynamo's OpenAI frontend re-tokenized, see the serving client), and the text of logged answers
+//! for the LLM accuracy scorers (`batch_decode(..., skip_special_tokens=True)`). Decoding then
+//! encoding is not always the identity (a merge the model did not take, normalisation), so
+//! re-tokenized ids can differ from those the engine generated; the run's log says so.
 
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 
 /// A model's tokenizer, loaded once per run.
-pub struct Retokenizer {
+pub struct HfTokenizer {
     tokenizer: Tokenizer,
     path: PathBuf,
 }
 
-impl std::fmt::Debug for Retokenizer {
+impl std::fmt::Debug for HfTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Retokenizer({})", self.path.display())
+        write!(f, "HfTokenizer({})", self.path.display())
     }
 }
 
-impl Retokenizer {
+impl HfTokenizer {
     /// Loads `path`; the error names the file and what is wrong with it.
-    pub fn load(path: &Path) -> Result<Retokenizer, String> {
+    pub fn load(path: &Path) -> Result<HfTokenizer, String> {
         if !path.is_file() {
             return Err(format!(
-                "{}: no such tokenizer file; text-only serving APIs (completions-text) need the model's tokenizer.json there (tokenizer_path, relative to the scratch space's models/)",
+                "{}: no such tokenizer file; put the model's tokenizer.json there (tokenizer_path, relative to the scratch space's models/): text-only serving APIs and the LLM accuracy scorers read it",
                 path.display()
             ));
         }
         let tokenizer = Tokenizer::from_file(path).map_err(|e| format!("{}: not a Hugging Face tokenizer.json: {e}", path.display()))?;
-        Ok(Retokenizer { tokenizer, path: path.to_path_buf() })
+        Ok(HfTokenizer { tokenizer, path: path.to_path_buf() })
     }
 
     pub fn path(&self) -> &Path {
@@ -55,25 +56,26 @@ impl Retokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::serving::stand_in::StandInOptions;
 
     #[test]
-    fn text_becomes_the_tokenizers_ids_and_bad_files_name_themselves() {
-        let dir = std::env::temp_dir().join(format!("mlperf-retokenize-{}", std::process::id()));
+    fn ids_and_text_go_both_ways_and_bad_files_name_themselves() {
+        let dir = std::env::temp_dir().join(format!("mlperf-hf-tokenizer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tokenizer.json");
-        let stand_in = StandInOptions { vocab: 50, ..StandInOptions::default() };
-        std::fs::write(&path, stand_in.tokenizer_json()).unwrap();
-        let t = Retokenizer::load(&path).unwrap();
-        let answer = stand_in.answer(&[1, 2, 3], 100);
-        let text: String = answer.iter().map(|id| format!(" t{id}")).collect();
-        assert_eq!(t.ids(&text).unwrap(), answer, "the stand-in's text re-tokenizes to the ids it generated");
-        assert_eq!(t.ids("t7 mars").unwrap(), [7, 0], "an unknown word is the unknown token");
+        let vocab = r#"{"<unk>": 0, "hello": 1, "world": 2}"#;
+        let json = format!(
+            r#"{{"version": "1.0", "added_tokens": [], "pre_tokenizer": {{"type": "Whitespace"}}, "model": {{"type": "WordLevel", "vocab": {vocab}, "unk_token": "<unk>"}}}}"#
+        );
+        std::fs::write(&path, json).unwrap();
+        let t = HfTokenizer::load(&path).unwrap();
+        assert_eq!(t.ids(" hello world mars").unwrap(), [1, 2, 0], "an unknown word is the unknown token");
+        assert_eq!(t.text(&[1, 2]).unwrap(), "hello world");
+        assert!(t.text(&[-1]).unwrap_err().contains("token id -1 is negative"));
 
-        let missing = Retokenizer::load(&dir.join("nope.json")).unwrap_err();
+        let missing = HfTokenizer::load(&dir.join("nope.json")).unwrap_err();
         assert!(missing.contains("nope.json") && missing.contains("tokenizer_path"), "{missing}");
         std::fs::write(&path, "{\"model\": 3}").unwrap();
-        let broken = Retokenizer::load(&path).unwrap_err();
+        let broken = HfTokenizer::load(&path).unwrap_err();
         assert!(broken.contains("tokenizer.json: not a Hugging Face tokenizer.json"), "{broken}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
