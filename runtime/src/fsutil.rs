@@ -30,3 +30,12 @@ pub fn walk_files(root: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// The size and lower-case hex SHA-256 (as sha256sum prints it) of a file, read in a stream.
+pub fn sha256_file(path: &Path) -> Result<(u64, String), String> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let bytes = std::io::copy(&mut file, &mut hasher).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+}

@@ -16,7 +16,6 @@
 
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The MLCommons R2 downloader, as the reference READMEs give it.
@@ -99,7 +98,7 @@ impl DatasetFile {
         let remedy = format!("Fetch it with the MLCommons downloader (it checks the MD5s MLCommons publishes with it):\n  {}", self.fetch_command(scratch));
         let mut item = Item::new(ItemKind::Dataset, &format!("{} dataset ({})", self.benchmark, self.file), path.clone(), remedy);
         if path.is_file() {
-            item.detail = Some(match sha256_of(&path) {
+            item.detail = Some(match crate::fsutil::sha256_file(&path) {
                 Ok((bytes, digest)) => format!("{bytes} bytes, sha256 {digest}"),
                 Err(e) => e,
             });
@@ -160,13 +159,6 @@ pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, String> {
         samples.references.push(entry.output);
     }
     Ok(samples)
-}
-
-fn sha256_of(path: &Path) -> Result<(u64, String), String> {
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let bytes = std::io::copy(&mut file, &mut hasher).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 use super::layout::{Division, SubmissionLayout};
 use flate2::write::GzEncoder;
 use mlperf_config::Layout;
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -78,7 +77,7 @@ pub fn pack(req: &PackRequest) -> Result<Packed, String> {
         let _ = std::fs::remove_file(&partial);
         return Err(e);
     }
-    let sha256 = sha256_file(&partial)?;
+    let (_, sha256) = crate::fsutil::sha256_file(&partial)?;
     std::fs::rename(&partial, &tarball).map_err(|e| format!("cannot move {} into place: {e}", tarball.display()))?;
     crate::fsutil::write_atomic(&checksum_file, format!("{sha256}  {tar_name}\n").as_bytes())?;
     Ok(Packed { tarball, checksum_file, sha256, encrypted: req.encrypt, divisions })
@@ -125,13 +124,6 @@ fn write_encrypted(input: &Path, divisions: &[&str], to: &Path) -> Result<(), St
         return Err(format!("openssl enc failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr).trim()));
     }
     Ok(())
-}
-
-fn sha256_file(path: &Path) -> Result<String, String> {
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(super::hex(&hasher.finalize()))
 }
 
 /// Symbolic links below `dir`.
