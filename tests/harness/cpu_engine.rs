@@ -3,7 +3,7 @@
 //! by the rate probe), and TEST01's non-deterministic fallback through `run_audit_harness`, whose
 //! failure staging must refuse.
 
-use super::{detail_logs, scratch};
+use super::{detail_logs, empty_dir, scratch};
 use mlperf_runtime::fsutil::walk_files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,7 +15,8 @@ pub fn synthetic_scratch() -> &'static Path {
     static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
     SCRATCH.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-scratch/synthetic-scratch");
-        let cwd = scratch("synthetic-generate");
+        // The calling test already holds its share of the machine.
+        let cwd = empty_dir("synthetic-generate");
         let out = mlperf_cpu_command(&dir).args(["generate_engines", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline"]).current_dir(&cwd).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         dir

@@ -32,9 +32,9 @@ fn details(cwd: &Path) -> Vec<PathBuf> {
 
 /// Starts `command` in a process group of its own, waits until LoadGen logs, sends `signal` to
 /// the group or to the parent alone, and checks how the run ended.
-fn stop(name: &str, mut command: Command, signal: i32, whole_group: bool) {
+fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
     let cwd = scratch(name);
-    let child = command.current_dir(&cwd).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = command().current_dir(&cwd).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let group = child.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     while details(&cwd).is_empty() && Instant::now() < deadline {
@@ -90,21 +90,21 @@ fn fixed_server() -> Command {
 
 #[test]
 fn ctrl_c_to_the_process_group_stops_an_offline_run_of_the_cpu_engine() {
-    stop("sigint-cpu-offline", cpu_offline(), SIGINT, true);
+    stop("sigint-cpu-offline", cpu_offline, SIGINT, true);
 }
 
 #[test]
 fn sigterm_to_the_parent_stops_an_offline_run_of_the_cpu_engine() {
-    stop("sigterm-cpu-offline", cpu_offline(), SIGTERM, false);
+    stop("sigterm-cpu-offline", cpu_offline, SIGTERM, false);
 }
 
 #[test]
 fn ctrl_c_to_the_process_group_stops_a_server_run() {
-    stop("sigint-server", fixed_server(), SIGINT, true);
+    stop("sigint-server", fixed_server, SIGINT, true);
 }
 
 #[test]
 fn sigterm_and_sighup_to_the_parent_stop_a_server_run() {
-    stop("sigterm-server", fixed_server(), SIGTERM, false);
-    stop("sighup-server", fixed_server(), SIGHUP, false);
+    stop("sigterm-server", fixed_server, SIGTERM, false);
+    stop("sighup-server", fixed_server, SIGHUP, false);
 }
