@@ -6,14 +6,16 @@
 //! |---|---|---|---|
 //! | llama3.1-8b | `cnn_eval.json` (13,368) | JSON array: `instruction`, `input`, `tok_input`, `output` | yes |
 //! | llama3.1-8b-edge | `sample_cnn_eval_5000.json` (5,000) | the same | yes |
-//! | llama2-70b | `open_orca_gpt4_tokenized_llama.sampled_24576.pkl` | pandas pickle: `tok_input`, `output` | not yet |
-//! | deepseek-r1 | `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl` | pandas pickle | not yet |
+//! | llama2-70b | `open_orca_gpt4_tokenized_llama.sampled_24576.pkl` (24,576) | pandas pickle: `tok_input`, `output` | yes |
+//! | deepseek-r1 | `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl` (4,388) | pandas pickle: `tok_input`, `ground_truth` | yes |
 //! | gpt-oss-120b | `perf/perf_eval_ref.parquet` (6,396) | parquet | not yet |
 //!
 //! MLCommons publishes no checksums beside the files: its downloader checks each file's MD5
 //! against a list kept in the same bucket. The data check prints each present file's SHA-256 so
-//! two machines can compare theirs.
+//! two machines can compare theirs. Pickles are read by [`super::pandas`] (gzip-compressed or not,
+//! so a `.pkl` left compressed by the download reads too).
 
+use crate::dataset::pandas;
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -26,8 +28,8 @@ const DOWNLOADER: &str = "bash <(curl -s https://raw.githubusercontent.com/mlcom
 pub enum Format {
     /// A JSON array of `{instruction, input, tok_input, output}` (CNN/DailyMail for Llama 3.1).
     CnnDailyMailJson,
-    /// A pandas DataFrame pickle with `tok_input` and `output` columns.
-    PandasPickle,
+    /// A pandas DataFrame pickle: prompts in `tok_input`, references in column `reference`.
+    PandasPickle { reference: &'static str },
     /// Parquet files.
     Parquet,
 }
@@ -60,13 +62,13 @@ pub const FILES: [DatasetFile; 5] = [
     DatasetFile {
         benchmark: "llama2-70b",
         file: "open_orca_gpt4_tokenized_llama.sampled_24576.pkl",
-        format: Format::PandasPickle,
+        format: Format::PandasPickle { reference: "output" },
         uri: "https://inference.mlcommons-storage.org/metadata/llama-2-70b-open-orca-dataset.uri",
     },
     DatasetFile {
         benchmark: "deepseek-r1",
         file: "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl",
-        format: Format::PandasPickle,
+        format: Format::PandasPickle { reference: "ground_truth" },
         uri: "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
     },
     DatasetFile {
@@ -114,11 +116,11 @@ impl DatasetFile {
         }
         match self.format {
             Format::CnnDailyMailJson => read_cnn_dailymail_json(&path),
-            Format::PandasPickle | Format::Parquet => Err(format!(
-                "{}: this build cannot read the {} dataset's format ({}) yet; run with --dataset=synthetic (generated prompts, never submittable)",
+            Format::PandasPickle { reference } => read_pandas_pickle(&path, reference),
+            Format::Parquet => Err(format!(
+                "{}: this build cannot read the {} dataset's format (parquet) yet; run with --dataset=synthetic (generated prompts, never submittable)",
                 path.display(),
                 self.benchmark,
-                if self.format == Format::Parquet { "parquet" } else { "pandas pickle" }
             )),
         }
     }
@@ -147,18 +149,33 @@ pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, String> {
     for (index, value) in entries.into_iter().enumerate() {
         let entry: CnnEntry = serde_json::from_value(value)
             .map_err(|e| format!("{}: sample {index}: {e} (each entry needs tok_input, a list of token ids, and output, the reference summary)", path.display()))?;
-        if entry.tok_input.is_empty() {
-            return Err(format!("{}: sample {index}: tok_input is empty", path.display()));
-        }
-        let prompt = entry
-            .tok_input
-            .iter()
-            .map(|&id| i32::try_from(id).map_err(|_| format!("{}: sample {index}: token id {id} does not fit int32", path.display())))
-            .collect::<Result<Vec<i32>, String>>()?;
-        samples.prompts.push(prompt);
+        samples.prompts.push(prompt_ids(&entry.tok_input).map_err(|e| format!("{}: sample {index}: {e}", path.display()))?);
         samples.references.push(entry.output);
     }
     Ok(samples)
+}
+
+/// A pickled DataFrame's `tok_input` (lists or numpy arrays of ids) and `reference` (strings).
+pub fn read_pandas_pickle(path: &Path, reference: &str) -> Result<LlmSamples, String> {
+    let frame = pandas::read_pickle(path)?;
+    let column = |name: &str| frame.column(name).map_err(|e| format!("{}: {e}", path.display()));
+    let (tok_input, references) = (column("tok_input")?, column(reference)?);
+    let mut samples = LlmSamples { prompts: Vec::with_capacity(frame.rows), references: Vec::with_capacity(frame.rows) };
+    for (index, (ids, text)) in tok_input.iter().zip(references).enumerate() {
+        let at = |what: String| format!("{}: sample {index}: {what}", path.display());
+        let ids = pandas::ints(ids).map_err(|e| at(format!("tok_input is {e}")))?;
+        samples.prompts.push(prompt_ids(&ids).map_err(at)?);
+        samples.references.push(text.as_str().ok_or_else(|| at(format!("{reference} is a {}, not a string", text.kind())))?.to_string());
+    }
+    Ok(samples)
+}
+
+/// A prompt's token ids as the SUT sends them: not empty, each an int32.
+fn prompt_ids(ids: &[i64]) -> Result<Vec<i32>, String> {
+    if ids.is_empty() {
+        return Err("tok_input is empty".into());
+    }
+    ids.iter().map(|&id| i32::try_from(id).map_err(|_| format!("token id {id} does not fit int32"))).collect()
 }
 
 #[cfg(test)]
@@ -202,7 +219,21 @@ mod tests {
         let pickle = DatasetFile::of("llama2-70b").unwrap();
         std::fs::create_dir_all(pickle.path(&scratch).parent().unwrap()).unwrap();
         std::fs::write(pickle.path(&scratch), b"\x80\x05").unwrap();
-        assert!(pickle.read(&scratch).unwrap_err().contains("cannot read the llama2-70b dataset's format (pandas pickle) yet"));
+        let err = pickle.read(&scratch).unwrap_err();
+        assert!(err.contains("open_orca_gpt4_tokenized_llama.sampled_24576.pkl: not a readable pickle"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_open_orca_pickle_reads_its_prompts_and_references() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets/open_orca_tiny.pkl");
+        let samples = read_pandas_pickle(&path, "output").unwrap();
+        assert_eq!(samples.prompts.len(), 4);
+        assert_eq!(samples.prompts[0][0], 1, "Llama 2's BOS first");
+        assert_eq!(samples.references[1], "Guten Morgen.");
+        let err = read_pandas_pickle(&path, "ground_truth").unwrap_err();
+        assert!(err.contains("open_orca_tiny.pkl: no column \"ground_truth\"") && err.contains("tok_output"), "{err}");
+        let err = read_pandas_pickle(&path, "tok_output").unwrap_err();
+        assert!(err.contains("open_orca_tiny.pkl: sample 0: tok_output is a list, not a string"), "{err}");
     }
 }

@@ -18,6 +18,8 @@ pub mod hf_tokenizer;
 pub mod imagenet;
 pub mod llm;
 pub mod npy;
+pub mod pandas;
+pub mod pickle;
 pub mod qsl;
 pub mod scratch;
 pub mod squad;

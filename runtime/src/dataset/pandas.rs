@@ -1,0 +1,404 @@
+//! pandas DataFrames from their pickles (`DataFrame.to_pickle`, gzip-compressed or not), as the
+//! MLCommons LLM datasets are published: a DataFrame's `_mgr` BlockManager holds 2-D numpy blocks
+//! (object dtype for strings and token lists, numeric dtypes from raw bytes) placed at column
+//! positions, and the column labels in its first axis. The layouts of pandas 1.x to 3.x are read
+//! (numpy 1 `numpy.core` and numpy 2 `numpy._core` names, pandas 3's Arrow-backed strings); the
+//! values come out as [`Value`]s, one per cell.
+
+use super::pickle::{self, Value};
+use std::io::Read;
+use std::path::Path;
+
+/// A DataFrame's columns in order, each with one value per row.
+#[derive(Debug)]
+pub struct DataFrame {
+    pub rows: usize,
+    columns: Vec<(String, Vec<Value>)>,
+}
+
+impl DataFrame {
+    pub fn column_names(&self) -> Vec<&str> {
+        self.columns.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    /// Column `name`, or an error listing the columns there are.
+    pub fn column(&self, name: &str) -> Result<&[Value], String> {
+        self.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, values)| values.as_slice())
+            .ok_or_else(|| format!("no column {name:?} (the columns are {})", self.column_names().join(", ")))
+    }
+}
+
+/// Reads the DataFrame pickled in `path` (gzip-compressed when it starts with gzip's magic bytes).
+pub fn read_pickle(path: &Path) -> Result<DataFrame, String> {
+    let raw = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let data = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(raw.as_slice()).read_to_end(&mut out).map_err(|e| format!("{}: a gzip file that does not decompress: {e}", path.display()))?;
+        out
+    } else {
+        raw
+    };
+    let root = pickle::parse(&data).map_err(|e| format!("{}: not a readable pickle: {e}", path.display()))?;
+    data_frame(&root).map_err(|e| format!("{}: not a pandas DataFrame pickle as the reference writes it: {e}", path.display()))
+}
+
+/// The DataFrame `root` was pickled from.
+pub fn data_frame(root: &Value) -> Result<DataFrame, String> {
+    let class = root.built_by().unwrap_or_else(|| root.kind());
+    if !class.ends_with(".DataFrame") {
+        return Err(format!("the pickle holds a {class}, not a DataFrame"));
+    }
+    let state = object_state(root).ok_or("the DataFrame has no state")?;
+    let manager = state.get("_mgr").or_else(|| state.get("_data")).ok_or("the DataFrame's state has no _mgr")?;
+    let (blocks, axes) = manager_parts(&manager)?;
+    let labels = axes.first().ok_or("the BlockManager has no axes")?;
+    let names: Vec<String> = index_values(labels)?.iter().map(label).collect::<Result<_, _>>()?;
+    let mut columns: Vec<Option<Vec<Value>>> = vec![None; names.len()];
+    let mut rows = None;
+    for (values, locations) in blocks {
+        let block = array_2d(&values)?;
+        let positions = positions(&locations, block.columns)?;
+        if *rows.get_or_insert(block.rows) != block.rows {
+            return Err(format!("blocks of {} and {} rows", rows.unwrap_or(0), block.rows));
+        }
+        for (i, position) in positions.into_iter().enumerate() {
+            let slot = columns.get_mut(position).ok_or_else(|| format!("a block placed at column {position} of {}", names.len()))?;
+            *slot = Some(block.column(i));
+        }
+    }
+    let rows = rows.unwrap_or(0);
+    let columns = names
+        .into_iter()
+        .zip(columns)
+        .map(|(name, values)| values.map(|v| (name.clone(), v)).ok_or_else(|| format!("column {name:?} is in no block")))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(DataFrame { rows, columns })
+}
+
+fn object_args(value: &Value) -> Vec<Value> {
+    match value {
+        Value::Object(object) => object.borrow().args.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn object_state(value: &Value) -> Option<Value> {
+    match value {
+        Value::Object(object) => object.borrow().state.clone(),
+        _ => None,
+    }
+}
+
+fn built_by_ends(value: &Value, suffix: &str) -> bool {
+    value.built_by().is_some_and(|b| b.ends_with(suffix))
+}
+
+/// A block's values and its column positions, as pickled.
+type BlockParts = (Value, Value);
+
+/// The blocks and axes of a BlockManager, from its `__reduce__` arguments
+/// (pandas 1.3 and later) or its `__getstate__` state (older pandas).
+fn manager_parts(manager: &Value) -> Result<(Vec<BlockParts>, Vec<Value>), String> {
+    if !built_by_ends(manager, "BlockManager") {
+        return Err(format!("_mgr is a {}, not a BlockManager (an ArrayManager or a Series is not read)", manager.kind()));
+    }
+    let args = object_args(manager);
+    if let [blocks, axes, ..] = args.as_slice() {
+        let blocks = blocks.items().ok_or("the BlockManager's blocks are not a tuple")?;
+        let blocks = blocks
+            .iter()
+            .map(|block| match object_args(block).as_slice() {
+                [values, locations, ..] => Ok((values.clone(), locations.clone())),
+                _ => Err(format!("a block that is a {}", block.kind())),
+            })
+            .collect::<Result<_, String>>()?;
+        return Ok((blocks, axes.items().ok_or("the BlockManager's axes are not a list")?));
+    }
+    let state = object_state(manager).and_then(|s| s.items()).ok_or("a BlockManager with neither arguments nor state")?;
+    let extra = state.get(3).and_then(|s| s.get("0.14.1")).ok_or("a BlockManager state without its 0.14.1 entry")?;
+    let blocks = extra.get("blocks").and_then(|b| b.items()).ok_or("the BlockManager state has no blocks")?;
+    let blocks =
+        blocks.iter().map(|b| Ok((b.get("values").ok_or("a block without values")?, b.get("mgr_locs").ok_or("a block without mgr_locs")?))).collect::<Result<_, String>>()?;
+    Ok((blocks, extra.get("axes").and_then(|a| a.items()).ok_or("the BlockManager state has no axes")?))
+}
+
+/// The labels of a pandas Index (`_new_Index(cls, {"data": ..., ...})`, a RangeIndex, or an
+/// Index with state).
+fn index_values(index: &Value) -> Result<Vec<Value>, String> {
+    let args = object_args(index);
+    let fields = args.get(1).cloned().or_else(|| object_state(index)).ok_or_else(|| format!("an axis that is a {}", index.kind()))?;
+    if let Some(data) = fields.get("data") {
+        return array_1d(&data);
+    }
+    let int = |key: &str| fields.get(key).and_then(|v| v.as_int()).ok_or_else(|| format!("a RangeIndex without {key}"));
+    let (start, stop, step) = (int("start")?, int("stop")?, int("step")?);
+    if step == 0 {
+        return Err("a RangeIndex of step 0".into());
+    }
+    let count = ((stop - start) + step - step.signum()) / step;
+    Ok((0..count.max(0)).map(|i| Value::Int(start + i * step)).collect())
+}
+
+fn label(value: &Value) -> Result<String, String> {
+    match value {
+        Value::Str(s) => Ok(s.to_string()),
+        Value::Int(i) => Ok(i.to_string()),
+        other => Err(format!("a column label that is a {}", other.kind())),
+    }
+}
+
+/// The column positions of a block: a `slice` or an integer array.
+fn positions(locations: &Value, count: usize) -> Result<Vec<usize>, String> {
+    let to_position = |v: &Value| v.as_int().and_then(|i| usize::try_from(i).ok()).ok_or_else(|| format!("a block position that is a {}", v.kind()));
+    let list = if built_by_ends(locations, "builtins.slice") {
+        let args = object_args(locations);
+        let start = args.first().and_then(Value::as_int).unwrap_or(0);
+        let step = args.get(2).and_then(Value::as_int).unwrap_or(1);
+        (0..count as i64).map(|i| Value::Int(start + i * step)).collect()
+    } else {
+        array_1d(locations)?
+    };
+    let positions = list.iter().map(to_position).collect::<Result<Vec<_>, _>>()?;
+    if positions.len() != count {
+        return Err(format!("a block of {count} columns placed at {} positions", positions.len()));
+    }
+    Ok(positions)
+}
+
+/// A block's values, `columns` x `rows`.
+struct Block {
+    columns: usize,
+    rows: usize,
+    values: Vec<Value>,
+    fortran: bool,
+}
+
+impl Block {
+    fn column(&self, i: usize) -> Vec<Value> {
+        (0..self.rows).map(|r| if self.fortran { self.values[r * self.columns + i].clone() } else { self.values[i * self.rows + r].clone() }).collect()
+    }
+}
+
+/// A block's 2-D numpy array; pandas 3's Arrow-backed string columns are 1-D and one column.
+fn array_2d(value: &Value) -> Result<Block, String> {
+    if built_by_ends(value, "ArrowStringArray") {
+        let values = arrow_strings(value)?;
+        return Ok(Block { columns: 1, rows: values.len(), values, fortran: false });
+    }
+    let array = ndarray(value)?;
+    match array.shape.as_slice() {
+        [columns, rows] => Ok(Block { columns: *columns, rows: *rows, values: array.values, fortran: array.fortran }),
+        [rows] => Ok(Block { columns: 1, rows: *rows, values: array.values, fortran: false }),
+        shape => Err(format!("a block of shape {shape:?}")),
+    }
+}
+
+fn array_1d(value: &Value) -> Result<Vec<Value>, String> {
+    if built_by_ends(value, "ArrowStringArray") {
+        return arrow_strings(value);
+    }
+    let array = ndarray(value)?;
+    if array.shape.len() != 1 {
+        return Err(format!("an index of shape {:?}", array.shape));
+    }
+    Ok(array.values)
+}
+
+struct NdArray {
+    shape: Vec<usize>,
+    fortran: bool,
+    values: Vec<Value>,
+}
+
+/// The integers of a cell that holds a list, a tuple or a 1-D numpy array of them (a token list).
+pub fn ints(cell: &Value) -> Result<Vec<i64>, String> {
+    let items = match cell.items() {
+        Some(items) => items,
+        None => {
+            let array = ndarray(cell).map_err(|_| format!("a {}, not a list of integers", cell.kind()))?;
+            if array.shape.len() != 1 {
+                return Err(format!("a numpy array of shape {:?}, not a list of integers", array.shape));
+            }
+            array.values
+        }
+    };
+    items.iter().map(|v| v.as_int().ok_or_else(|| format!("a {} among integers", v.kind()))).collect()
+}
+
+/// A numpy array: `_reconstruct` with its `__setstate__` state, or `_frombuffer` (protocol 5).
+fn ndarray(value: &Value) -> Result<NdArray, String> {
+    let shape_of = |v: &Value| -> Result<Vec<usize>, String> {
+        v.items()
+            .ok_or("an array shape that is not a tuple")?
+            .iter()
+            .map(|d| d.as_int().and_then(|d| usize::try_from(d).ok()).ok_or_else(|| "an array dimension that is not a size".to_string()))
+            .collect()
+    };
+    let (shape, dtype, fortran, data) = if built_by_ends(value, "multiarray._reconstruct") {
+        let state = object_state(value).and_then(|s| s.items()).ok_or("a numpy array without its state")?;
+        // (version, shape, dtype, is_fortran, data); numpy also writes the older 4-tuple.
+        let state = if state.len() == 5 { &state[1..] } else { &state[..] };
+        let [shape, dtype, fortran, data] = state else { return Err(format!("a numpy array state of {} items", state.len())) };
+        (shape_of(shape)?, dtype.clone(), fortran.as_int() == Some(1), data.clone())
+    } else if built_by_ends(value, "numeric._frombuffer") {
+        let args = object_args(value);
+        let [data, dtype, shape, order] = args.as_slice() else { return Err("a numpy _frombuffer call of other arguments".into()) };
+        (shape_of(shape)?, dtype.clone(), order.as_str() == Some("F"), data.clone())
+    } else {
+        return Err(format!("a {} where a numpy array belongs", value.kind()));
+    };
+    let count: usize = shape.iter().product();
+    let values = match data {
+        Value::List(items) => items.borrow().clone(),
+        Value::Bytes(bytes) => numbers(&dtype, &bytes)?,
+        other => return Err(format!("numpy array data that is a {}", other.kind())),
+    };
+    if values.len() != count {
+        return Err(format!("a numpy array of shape {shape:?} with {} values", values.len()));
+    }
+    Ok(NdArray { shape, fortran, values })
+}
+
+/// A numeric array's values from its raw bytes.
+fn numbers(dtype: &Value, bytes: &[u8]) -> Result<Vec<Value>, String> {
+    if !built_by_ends(dtype, "numpy.dtype") {
+        return Err(format!("an array dtype that is a {}", dtype.kind()));
+    }
+    let code = object_args(dtype).first().and_then(|c| c.as_str().map(str::to_string)).ok_or("a numpy dtype without its code")?;
+    let big_endian = object_state(dtype).and_then(|s| s.items()).and_then(|s| s.get(1).and_then(|o| o.as_str().map(|o| o == ">"))).unwrap_or(false);
+    let (kind, size) = code.split_at(1);
+    let size: usize = size.parse().map_err(|_| format!("numpy dtype {code:?}"))?;
+    if size == 0 || !bytes.len().is_multiple_of(size) {
+        return Err(format!("{} bytes of numpy dtype {code}", bytes.len()));
+    }
+    bytes
+        .chunks(size)
+        .map(|chunk| {
+            let mut raw = [0u8; 8];
+            raw[..size].copy_from_slice(chunk);
+            if big_endian {
+                raw[..size].reverse();
+            }
+            let unsigned = u64::from_le_bytes(raw);
+            let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
+            match (kind, size) {
+                ("i", 1 | 2 | 4 | 8) => Ok(Value::Int(signed(size as u32 * 8))),
+                ("u", 1 | 2 | 4) => Ok(Value::Int(unsigned as i64)),
+                ("u", 8) => i64::try_from(unsigned).map(Value::Int).map_err(|_| format!("uint64 value {unsigned} past int64")),
+                ("b", 1) => Ok(Value::Bool(unsigned != 0)),
+                ("f", 4) => Ok(Value::Float(f64::from(f32::from_bits(unsigned as u32)))),
+                ("f", 8) => Ok(Value::Float(f64::from_bits(unsigned))),
+                _ => Err(format!("numpy dtype {code}, which this reader does not decode")),
+            }
+        })
+        .collect()
+}
+
+/// pandas 3's Arrow-backed string column: `_pa_array`, one Arrow array (or a chunked one) of
+/// `string` (int32 offsets) or `large_string` (int64 offsets), rebuilt by pyarrow's
+/// `_restore_array((type, length, null_count, offset, buffers, children, dictionary))`.
+fn arrow_strings(value: &Value) -> Result<Vec<Value>, String> {
+    let state = object_state(value).ok_or("an ArrowStringArray without state")?;
+    let array = state.get("_pa_array").ok_or("an ArrowStringArray without _pa_array")?;
+    let chunks =
+        if built_by_ends(&array, "chunked_array") { object_args(&array).first().and_then(Value::items).ok_or("a chunked Arrow array without its chunks")? } else { vec![array] };
+    let mut out = Vec::new();
+    for chunk in chunks {
+        out.extend(arrow_string_chunk(&chunk)?);
+    }
+    Ok(out)
+}
+
+fn arrow_string_chunk(chunk: &Value) -> Result<Vec<Value>, String> {
+    if !built_by_ends(chunk, "_restore_array") {
+        return Err(format!("an Arrow array that is a {}", chunk.kind()));
+    }
+    let parts = object_args(chunk).first().and_then(Value::items).ok_or("an Arrow array without its parts")?;
+    let [kind, length, _null_count, offset, buffers, ..] = parts.as_slice() else { return Err("an Arrow array of other parts".into()) };
+    let alias = object_args(kind).first().and_then(|a| a.as_str().map(str::to_string)).unwrap_or_default();
+    let width = match alias.as_str() {
+        "string" | "utf8" => 4,
+        "large_string" | "large_utf8" => 8,
+        other => return Err(format!("an Arrow column of type {other:?}, not strings")),
+    };
+    let (length, offset) = (length.as_int().unwrap_or(0) as usize, offset.as_int().unwrap_or(0) as usize);
+    let buffers = buffers.items().ok_or("Arrow buffers that are not a list")?;
+    let buffer = |i: usize| -> Option<std::rc::Rc<[u8]>> {
+        match object_args(buffers.get(i)?).first()? {
+            Value::Bytes(bytes) => Some(bytes.clone()),
+            _ => None,
+        }
+    };
+    let validity = buffer(0);
+    let offsets = buffer(1).ok_or("an Arrow string array without offsets")?;
+    let data = buffer(2).unwrap_or_else(|| std::rc::Rc::from(Vec::new()));
+    let at = |i: usize| -> Result<usize, String> {
+        let bytes = offsets.get(i * width..(i + 1) * width).ok_or("Arrow offsets shorter than the array")?;
+        let mut raw = [0u8; 8];
+        raw[..width].copy_from_slice(bytes);
+        Ok(u64::from_le_bytes(raw) as usize)
+    };
+    (offset..offset + length)
+        .map(|i| {
+            if validity.as_ref().is_some_and(|bits| bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) == 0)) {
+                return Ok(Value::None);
+            }
+            let text = data.get(at(i)?..at(i + 1)?).ok_or("Arrow offsets past the data")?;
+            std::str::from_utf8(text).map(|t| Value::Str(t.into())).map_err(|e| format!("an Arrow string that is not UTF-8: {e}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets").join(name)
+    }
+
+    /// The generator's frame (scripts/make_llm_dataset_fixtures.py), as every pandas writes it.
+    fn assert_the_generated_frame(frame: &DataFrame, file: &str) {
+        assert_eq!(frame.column_names(), ["system_prompt", "question", "tok_input", "output", "tok_len", "score", "flag", "ids"], "{file}");
+        assert_eq!(frame.rows, 3, "{file}");
+        let prompts = frame.column("system_prompt").unwrap();
+        assert_eq!(prompts[1].as_str(), Some("Ü ünïcode ✓"), "{file}");
+        let tok_input = frame.column("tok_input").unwrap();
+        assert_eq!(ints(&tok_input[0]).unwrap(), [1, 32000, 2], "{file}");
+        assert_eq!(ints(&tok_input[2]).unwrap(), [1, -5, 70000], "{file}: a numpy array cell");
+        assert!(ints(&prompts[0]).unwrap_err().contains("a str, not a list of integers"));
+        assert_eq!(frame.column("tok_len").unwrap().iter().map(|v| v.as_int().unwrap()).collect::<Vec<_>>(), [3, 2, 3], "{file}");
+        assert!(matches!(frame.column("score").unwrap()[2], Value::Float(f) if f == -0.25), "{file}");
+        assert!(matches!(frame.column("flag").unwrap()[1], Value::Bool(true)), "{file}");
+        assert!(matches!(frame.column("question").unwrap()[2], Value::None), "{file}: a missing string");
+        assert_eq!(frame.column("ids").unwrap()[0].as_int(), Some(-(1 << 40)), "{file}");
+        let err = frame.column("missing").unwrap_err();
+        assert!(err.contains("no column \"missing\"") && err.contains("tok_input"), "{err}");
+    }
+
+    #[test]
+    fn pandas_1_2_and_3_pickles_read_alike() {
+        for file in ["frame_pandas1.pkl", "frame_pandas2.pkl", "frame_pandas3.pkl", "frame_pandas2_protocol4.pkl.gz"] {
+            let frame = read_pickle(&fixture(file)).unwrap_or_else(|e| panic!("{e}"));
+            assert_the_generated_frame(&frame, file);
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_dataframe_says_so() {
+        let dir = std::env::temp_dir().join(format!("mlperf-pandas-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("list.pkl");
+        std::fs::write(&path, b"\x80\x04]\x94.").unwrap();
+        let err = read_pickle(&path).unwrap_err();
+        assert!(err.contains("list.pkl: not a pandas DataFrame pickle") && err.contains("holds a list"), "{err}");
+        std::fs::write(&path, b"\x80\x04]\x94").unwrap();
+        let err = read_pickle(&path).unwrap_err();
+        assert!(err.contains("list.pkl: not a readable pickle") && err.contains("ends at byte 4"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,505 @@
+//! A reader of Python pickles (protocols 2 to 5) that builds values and never runs code: where
+//! Python would call a function (`REDUCE`, `NEWOBJ`) or set an object's state (`BUILD`), this
+//! reader records the call as an [`Value::Object`] for the caller to interpret ([`super::pandas`]
+//! reads DataFrames from them). Hand-written because no maintained crate reads the REDUCE / BUILD
+//! graph of pandas and numpy objects (serde-pickle refuses globals); it follows the opcode table of
+//! CPython's `pickletools`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// One value of the pickle. Containers are shared (`Rc`) because the memo refers to them, and a
+/// list is filled after it was memoized.
+#[derive(Debug, Clone)]
+pub enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    /// `bytes` or `bytearray`.
+    Bytes(Rc<[u8]>),
+    List(Rc<RefCell<Vec<Value>>>),
+    Tuple(Rc<[Value]>),
+    /// A dict's items in insertion order; sets are lists here.
+    Dict(Rc<RefCell<Vec<(Value, Value)>>>),
+    /// A name imported by the pickle (`module.name`), called or instantiated by [`Object`].
+    Global(Rc<Global>),
+    Object(Rc<RefCell<Object>>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Global {
+    pub module: String,
+    pub name: String,
+}
+
+/// What Python would have built by calling `callable(*args)` and then applying `state`.
+#[derive(Debug)]
+pub struct Object {
+    pub callable: Value,
+    pub args: Vec<Value>,
+    pub state: Option<Value>,
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        if let Value::Str(s) = self { Some(s) } else { None }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Bool(b) => Some(i64::from(*b)),
+            _ => None,
+        }
+    }
+
+    /// The items of a tuple or list.
+    pub fn items(&self) -> Option<Vec<Value>> {
+        match self {
+            Value::Tuple(items) => Some(items.to_vec()),
+            Value::List(items) => Some(items.borrow().clone()),
+            _ => None,
+        }
+    }
+
+    /// The value of string key `key` of a dict.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let Value::Dict(items) = self else { return None };
+        items.borrow().iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v.clone())
+    }
+
+    /// `module.name` when this is an object built by calling a global.
+    pub fn built_by(&self) -> Option<String> {
+        let Value::Object(object) = self else { return None };
+        match &object.borrow().callable {
+            Value::Global(g) => Some(format!("{}.{}", g.module, g.name)),
+            _ => None,
+        }
+    }
+
+    /// A short description for error messages.
+    pub fn kind(&self) -> String {
+        match self {
+            Value::None => "None".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Int(_) => "int".into(),
+            Value::Float(_) => "float".into(),
+            Value::Str(_) => "str".into(),
+            Value::Bytes(_) => "bytes".into(),
+            Value::List(_) => "list".into(),
+            Value::Tuple(_) => "tuple".into(),
+            Value::Dict(_) => "dict".into(),
+            Value::Global(g) => format!("{}.{}", g.module, g.name),
+            Value::Object(_) => format!("{} object", self.built_by().unwrap_or_else(|| "an".into())),
+        }
+    }
+}
+
+/// Reads the pickle in `data` and returns its one value. Errors give the byte offset.
+pub fn parse(data: &[u8]) -> Result<Value, String> {
+    Machine { data, at: 0, stack: Vec::new(), marks: Vec::new(), memo: HashMap::new() }.run()
+}
+
+struct Machine<'a> {
+    data: &'a [u8],
+    at: usize,
+    stack: Vec<Value>,
+    /// Stack depths at each MARK.
+    marks: Vec<usize>,
+    memo: HashMap<u32, Value>,
+}
+
+impl Machine<'_> {
+    fn run(mut self) -> Result<Value, String> {
+        loop {
+            let offset = self.at;
+            let op = self.take(1)?[0];
+            self.step(op).map_err(|e| format!("pickle opcode {:#04x} at byte {offset}: {e}", op))?;
+            if op == b'.' {
+                return self.pop();
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.data.len()).ok_or_else(|| format!("the file ends at byte {} inside a value", self.data.len()))?;
+        let bytes = &self.data[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn uint(&mut self, n: usize) -> Result<u64, String> {
+        let bytes = self.take(n)?;
+        Ok(bytes.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+
+    fn len(&mut self, n: usize) -> Result<usize, String> {
+        usize::try_from(self.uint(n)?).map_err(|_| "a length past this machine's address space".to_string())
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let rest = &self.data[self.at..];
+        let end = rest.iter().position(|&b| b == b'\n').ok_or("a text argument without its newline")?;
+        let text = std::str::from_utf8(&rest[..end]).map_err(|_| "a text argument that is not UTF-8")?.to_string();
+        self.at += end + 1;
+        Ok(text)
+    }
+
+    fn text(&mut self, n: usize) -> Result<Value, String> {
+        let bytes = self.take(n)?;
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("a str that is not UTF-8: {e}"))?;
+        Ok(Value::Str(text.into()))
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<Value, String> {
+        Ok(Value::Bytes(self.take(n)?.into()))
+    }
+
+    fn pop(&mut self) -> Result<Value, String> {
+        if self.marks.last().is_some_and(|&m| m >= self.stack.len()) {
+            return Err("pops past a MARK".into());
+        }
+        self.stack.pop().ok_or_else(|| "pops an empty stack".into())
+    }
+
+    fn top(&mut self) -> Result<&Value, String> {
+        self.stack.last().ok_or_else(|| "needs a value on the stack".into())
+    }
+
+    /// The values pushed since the last MARK, which is removed.
+    fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
+        let mark = self.marks.pop().ok_or("needs a MARK")?;
+        if mark > self.stack.len() {
+            return Err("a MARK above the stack".into());
+        }
+        Ok(self.stack.split_off(mark))
+    }
+
+    fn push(&mut self, value: Value) {
+        self.stack.push(value);
+    }
+
+    fn long(&mut self, n: usize) -> Result<Value, String> {
+        let bytes = self.take(n)?;
+        if bytes.len() > 8 {
+            return Err(format!("an integer of {} bytes (past 64 bits)", bytes.len()));
+        }
+        let negative = bytes.last().is_some_and(|&b| b & 0x80 != 0);
+        let mut raw = [if negative { 0xff } else { 0 }; 8];
+        raw[..bytes.len()].copy_from_slice(bytes);
+        Ok(Value::Int(i64::from_le_bytes(raw)))
+    }
+
+    fn memo_get(&self, key: u32) -> Result<Value, String> {
+        self.memo.get(&key).cloned().ok_or_else(|| format!("memo entry {key} was never stored"))
+    }
+
+    fn memo_put(&mut self, key: u32) -> Result<(), String> {
+        let value = self.top()?.clone();
+        self.memo.insert(key, value);
+        Ok(())
+    }
+
+    fn call(&mut self, callable: Value, args: Value) -> Result<(), String> {
+        let args = args.items().ok_or_else(|| format!("call arguments are a {}, not a tuple", args.kind()))?;
+        self.push(Value::Object(Rc::new(RefCell::new(Object { callable, args, state: None }))));
+        Ok(())
+    }
+
+    fn append(&mut self, items: Vec<Value>) -> Result<(), String> {
+        match self.top()? {
+            Value::List(list) => {
+                list.borrow_mut().extend(items);
+                Ok(())
+            }
+            other => Err(format!("appends to a {}", other.kind())),
+        }
+    }
+
+    fn set_items(&mut self, items: Vec<Value>) -> Result<(), String> {
+        if !items.len().is_multiple_of(2) {
+            return Err("an odd number of keys and values".into());
+        }
+        let dict = match self.top()? {
+            Value::Dict(dict) => dict.clone(),
+            other => return Err(format!("sets items of a {}", other.kind())),
+        };
+        let mut dict = dict.borrow_mut();
+        let mut items = items.into_iter();
+        while let (Some(key), Some(value)) = (items.next(), items.next()) {
+            match dict.iter_mut().find(|(k, _)| same_key(k, &key)) {
+                Some(entry) => entry.1 = value,
+                None => dict.push((key, value)),
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, op: u8) -> Result<(), String> {
+        match op {
+            0x80 => {
+                let protocol = self.uint(1)?;
+                if !(2..=5).contains(&protocol) {
+                    return Err(format!("pickle protocol {protocol}; this reader reads protocols 2 to 5"));
+                }
+            }
+            0x95 => {
+                self.uint(8)?; // FRAME: a length hint only
+            }
+            b'.' => {}
+            b'(' => self.marks.push(self.stack.len()),
+            b'0' => {
+                self.pop()?;
+            }
+            b'1' => {
+                self.pop_mark()?;
+            }
+            b'2' => {
+                let top = self.top()?.clone();
+                self.push(top);
+            }
+            b'N' => self.push(Value::None),
+            0x88 => self.push(Value::Bool(true)),
+            0x89 => self.push(Value::Bool(false)),
+            b'J' => {
+                let v = self.uint(4)? as u32 as i32;
+                self.push(Value::Int(i64::from(v)));
+            }
+            b'K' => {
+                let v = self.uint(1)?;
+                self.push(Value::Int(v as i64));
+            }
+            b'M' => {
+                let v = self.uint(2)?;
+                self.push(Value::Int(v as i64));
+            }
+            0x8a => {
+                let n = self.len(1)?;
+                let v = self.long(n)?;
+                self.push(v);
+            }
+            0x8b => {
+                let n = self.len(4)?;
+                let v = self.long(n)?;
+                self.push(v);
+            }
+            b'G' => {
+                let bits = self.take(8)?;
+                let v = f64::from_be_bytes(bits.try_into().expect("8 bytes"));
+                self.push(Value::Float(v));
+            }
+            0x8c => {
+                let n = self.len(1)?;
+                let v = self.text(n)?;
+                self.push(v);
+            }
+            b'X' => {
+                let n = self.len(4)?;
+                let v = self.text(n)?;
+                self.push(v);
+            }
+            0x8d => {
+                let n = self.len(8)?;
+                let v = self.text(n)?;
+                self.push(v);
+            }
+            b'C' => {
+                let n = self.len(1)?;
+                let v = self.bytes(n)?;
+                self.push(v);
+            }
+            b'B' => {
+                let n = self.len(4)?;
+                let v = self.bytes(n)?;
+                self.push(v);
+            }
+            0x8e | 0x96 => {
+                let n = self.len(8)?;
+                let v = self.bytes(n)?;
+                self.push(v);
+            }
+            b']' => self.push(Value::List(Rc::default())),
+            b'l' => {
+                let items = self.pop_mark()?;
+                self.push(Value::List(Rc::new(RefCell::new(items))));
+            }
+            b'a' => {
+                let item = self.pop()?;
+                self.append(vec![item])?;
+            }
+            b'e' => {
+                let items = self.pop_mark()?;
+                self.append(items)?;
+            }
+            b')' => self.push(Value::Tuple(Rc::new([]))),
+            b't' => {
+                let items = self.pop_mark()?;
+                self.push(Value::Tuple(items.into()));
+            }
+            0x85..=0x87 => {
+                let n = usize::from(op - 0x84);
+                if self.stack.len() < n + self.marks.last().copied().unwrap_or(0) {
+                    return Err(format!("a {n}-tuple of fewer values"));
+                }
+                let items = self.stack.split_off(self.stack.len() - n);
+                self.push(Value::Tuple(items.into()));
+            }
+            b'}' => self.push(Value::Dict(Rc::default())),
+            b'd' => {
+                let items = self.pop_mark()?;
+                self.push(Value::Dict(Rc::default()));
+                self.set_items(items)?;
+            }
+            b's' => {
+                let value = self.pop()?;
+                let key = self.pop()?;
+                self.set_items(vec![key, value])?;
+            }
+            b'u' => {
+                let items = self.pop_mark()?;
+                self.set_items(items)?;
+            }
+            0x8f => self.push(Value::List(Rc::default())),
+            0x90 => {
+                let items = self.pop_mark()?;
+                self.append(items)?;
+            }
+            0x91 => {
+                let items = self.pop_mark()?;
+                self.push(Value::List(Rc::new(RefCell::new(items))));
+            }
+            b'c' => {
+                let module = self.line()?;
+                let name = self.line()?;
+                self.push(Value::Global(Rc::new(Global { module, name })));
+            }
+            0x93 => {
+                let name = self.pop()?;
+                let module = self.pop()?;
+                let (Some(module), Some(name)) = (module.as_str(), name.as_str()) else {
+                    return Err("STACK_GLOBAL of values that are not strings".into());
+                };
+                self.push(Value::Global(Rc::new(Global { module: module.into(), name: name.into() })));
+            }
+            b'R' | 0x81 => {
+                let args = self.pop()?;
+                let callable = self.pop()?;
+                self.call(callable, args)?;
+            }
+            0x92 => {
+                let kwargs = self.pop()?;
+                let args = self.pop()?;
+                let callable = self.pop()?;
+                if !matches!(&kwargs, Value::Dict(d) if d.borrow().is_empty()) {
+                    return Err("NEWOBJ_EX with keyword arguments".into());
+                }
+                self.call(callable, args)?;
+            }
+            b'b' => {
+                let state = self.pop()?;
+                match self.top()? {
+                    Value::Object(object) => object.borrow_mut().state = Some(state),
+                    other => return Err(format!("sets the state of a {}", other.kind())),
+                }
+            }
+            0x94 => {
+                let key = u32::try_from(self.memo.len()).map_err(|_| "too many memo entries")?;
+                self.memo_put(key)?;
+            }
+            b'p' => {
+                let key = self.line()?.parse().map_err(|_| "a PUT key that is not a number")?;
+                self.memo_put(key)?;
+            }
+            b'q' => {
+                let key = self.uint(1)? as u32;
+                self.memo_put(key)?;
+            }
+            b'r' => {
+                let key = self.uint(4)? as u32;
+                self.memo_put(key)?;
+            }
+            b'g' => {
+                let key = self.line()?.parse().map_err(|_| "a GET key that is not a number")?;
+                let v = self.memo_get(key)?;
+                self.push(v);
+            }
+            b'h' => {
+                let key = self.uint(1)? as u32;
+                let v = self.memo_get(key)?;
+                self.push(v);
+            }
+            b'j' => {
+                let key = self.uint(4)? as u32;
+                let v = self.memo_get(key)?;
+                self.push(v);
+            }
+            0x97 | 0x98 => return Err("an out-of-band buffer (the pickle was written with a buffer_callback); write it again without one".into()),
+            b'P' | b'Q' => return Err("a persistent id (the pickle refers to objects stored outside it)".into()),
+            _ => return Err("an opcode this reader does not know (protocol 0 / 1 text opcodes are not read)".into()),
+        }
+        Ok(())
+    }
+}
+
+/// Dict keys compare by value for the scalar kinds pickles use as keys.
+fn same_key(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(a), Value::Str(b)) => a == b,
+        (Value::Int(a), Value::Int(b)) => a == b,
+        (Value::Bytes(a), Value::Bytes(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memoized_list_filled_later_is_the_same_list_through_the_memo() {
+        // pickle.dumps(([1, 2], "é"), protocol=4) with the list fetched again from the memo:
+        // PROTO 4, EMPTY_LIST, MEMOIZE, MARK, 1, 2, APPENDS, BINGET 0, SHORT_BINUNICODE "é", TUPLE3, STOP
+        let data = b"\x80\x04]\x94(K\x01K\x02eh\x00\x8c\x02\xc3\xa9\x87.";
+        let value = parse(data).unwrap();
+        let items = value.items().unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1].items().unwrap().iter().map(|v| v.as_int().unwrap()).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(items[2].as_str(), Some("é"));
+    }
+
+    #[test]
+    fn negative_and_long_integers_and_floats() {
+        // -1 as BININT, 2**40 as LONG1, 1.5 as BINFLOAT, in a TUPLE3.
+        let data = b"\x80\x02J\xff\xff\xff\xff\x8a\x06\x00\x00\x00\x00\x00\x01G?\xf8\x00\x00\x00\x00\x00\x00\x87.";
+        let items = parse(data).unwrap().items().unwrap();
+        assert_eq!(items[0].as_int(), Some(-1));
+        assert_eq!(items[1].as_int(), Some(1 << 40));
+        assert!(matches!(items[2], Value::Float(f) if f == 1.5));
+    }
+
+    #[test]
+    fn calls_and_state_are_recorded_not_run() {
+        // builtins.slice(0, 3, 1) with a BUILD state, protocol 2 GLOBAL.
+        let data = b"\x80\x02cbuiltins\nslice\nK\x00K\x03K\x01\x87R}b.";
+        let value = parse(data).unwrap();
+        assert_eq!(value.built_by().as_deref(), Some("builtins.slice"));
+        let Value::Object(object) = &value else { panic!() };
+        assert_eq!(object.borrow().args.len(), 3);
+        assert!(object.borrow().state.is_some());
+    }
+
+    #[test]
+    fn truncated_and_unknown_input_say_where() {
+        let err = parse(b"\x80\x05\x8c\x05ab").unwrap_err();
+        assert!(err.contains("at byte 2") && err.contains("ends at byte 6"), "{err}");
+        let err = parse(b"\x80\x05I1\n.").unwrap_err();
+        assert!(err.contains("opcode 0x49 at byte 2") && err.contains("does not know"), "{err}");
+        let err = parse(b"\x80\x01").unwrap_err();
+        assert!(err.contains("pickle protocol 1"), "{err}");
+        let err = parse(b"\x80\x05e.").unwrap_err();
+        assert!(err.contains("needs a MARK"), "{err}");
+    }
+}
