@@ -318,6 +318,12 @@ pub struct StandInArgs {
     /// Fault: /health never answers 200.
     #[arg(long = "never_ready")]
     pub never_ready: bool,
+    /// Answer this LLM dataset's prompts with its reference answers (needs --tokenizer).
+    #[arg(long = "reference_answers", requires = "tokenizer")]
+    pub reference_answers: Option<PathBuf>,
+    /// The model's tokenizer.json, which turns the reference answers into token ids.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
 }
 
 /// Flags of stage_results / stage_compliance.
@@ -421,6 +427,20 @@ pub enum BenchCommand {
     /// per token, the TTFT it adds at a paced load, and the highest VALID Server QPS under LoadGen;
     /// comparator in the same run: a Python client built like the MLCommons reference SUT.
     Llm(LlmBenchArgs),
+    /// Reading an LLM dataset pickle into prompts and references against pandas reading it in
+    /// Python: median time and peak memory of each.
+    Dataset {
+        /// The pickle (e.g. data/llama2-70b/open_orca_gpt4_tokenized_llama.sampled_24576.pkl).
+        file: PathBuf,
+        /// The column of reference answers.
+        #[arg(long = "reference_column", default_value = "output")]
+        reference_column: String,
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Python interpreter of the comparator (needs pandas).
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
 }
 
 /// Flags of bench llm.

@@ -5,11 +5,12 @@ use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs, StandI
 use super::resolve;
 use crate::TABLES;
 use mlperf_runtime::dataset::scratch::Scratch;
-use mlperf_runtime::engines::serving::stand_in::{Faults, StandInOptions};
+use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
 use mlperf_runtime::harness::report::{Outcome, RunStatus};
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Commands that take `--<config field>=<value>` overrides.
@@ -73,6 +74,9 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
             harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))?;
         }
         Command::ServeStandIn(args) => engines::serving::stand_in::serve(stand_in_options(&args)?)?,
+        Command::Bench { command: BenchCommand::Dataset { file, reference_column, repeats, python } } => {
+            print!("{}", bench::dataset::run(&bench::dataset::DatasetBenchOptions { file, reference_column, repeats, python })?);
+        }
         Command::Bench { command: BenchCommand::Llm(args) } => {
             for (flag, v) in [("--seconds", args.seconds), ("--warm_up", args.warm_up), ("--paced_token_ms", args.paced_token_ms)] {
                 if !(v.is_finite() && v > 0.0) {
@@ -231,6 +235,10 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
             die_after: args.die_after,
             ready_after: Duration::from_millis(args.ready_after_ms),
             never_ready: args.never_ready,
+        },
+        references: match (&args.reference_answers, &args.tokenizer) {
+            (Some(dataset), Some(tokenizer)) => Some(Arc::new(ReferenceAnswers::load(dataset, tokenizer).map_err(|e| format!("serve_stand_in --reference_answers: {e}"))?)),
+            _ => None,
         },
     };
     options.validate().map_err(|e| format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / --cpus / fault flags)"))?;

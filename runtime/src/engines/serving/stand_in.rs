@@ -6,9 +6,15 @@
 //! server that never becomes ready. Its first event carries `stand_in_ttft_us`, its own time from
 //! the request to the first token, so benches can tell what the client adds.
 //!
+//! Given a dataset and the model's tokenizer ([`ReferenceAnswers`]), it answers each of the
+//! dataset's prompts with its reference answer instead: a run then scores as a perfect model
+//! would, which rehearses the accuracy and submission chain end to end.
+//!
 //! Runs are never submittable: the stand-in's answers are not a model's.
 
 use super::api::clip;
+use crate::dataset::hf_tokenizer::HfTokenizer;
+use crate::dataset::llm::{read_cnn_dailymail_json, read_pandas_pickle};
 use bytes::Bytes;
 use futures_util::stream;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -20,8 +26,10 @@ use hyper_util::rt::TokioIo;
 use mlperf_config::ServingApi;
 use serde::Deserialize;
 use sse_stream::Sse;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -66,6 +74,29 @@ pub struct StandInOptions {
     /// CPUs `serve` keeps the process on (empty: anywhere).
     pub cpus: Vec<usize>,
     pub faults: Faults,
+    /// Answer the dataset's prompts with their references.
+    pub references: Option<Arc<ReferenceAnswers>>,
+}
+
+/// A dataset's reference answers as token ids, by prompt.
+#[derive(Debug, PartialEq)]
+pub struct ReferenceAnswers {
+    by_prompt: HashMap<Vec<i32>, Vec<i32>>,
+}
+
+impl ReferenceAnswers {
+    /// The references of an LLM dataset file (the CNN/DailyMail JSON, or a DataFrame pickle with an
+    /// `output` column), tokenized with the model's tokenizer.
+    pub fn load(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
+        let samples = if dataset.extension().is_some_and(|e| e == "json") { read_cnn_dailymail_json(dataset)? } else { read_pandas_pickle(dataset, "output")? };
+        let tokenizer = HfTokenizer::load(tokenizer)?;
+        let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
+        for (index, (prompt, reference)) in samples.prompts.into_iter().zip(samples.references).enumerate() {
+            let ids = tokenizer.ids(reference.as_str()).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
+            by_prompt.insert(prompt, ids);
+        }
+        Ok(ReferenceAnswers { by_prompt })
+    }
 }
 
 impl Default for StandInOptions {
@@ -83,6 +114,7 @@ impl Default for StandInOptions {
             threads: 2,
             cpus: Vec::new(),
             faults: Faults::default(),
+            references: None,
         }
     }
 }
@@ -101,6 +133,9 @@ impl StandInOptions {
         let every = [self.faults.http_500_every, self.faults.malformed_every, self.faults.drop_every, self.faults.stall_every, self.faults.die_after];
         if every.contains(&Some(0)) {
             return Err("fault intervals count requests from 1; 0 would never fire".into());
+        }
+        if self.references.is_some() && self.api.streams_text() {
+            return Err(format!("reference answers are token ids of the model's tokenizer; the {} dialect spells the stand-in's own tokens", self.api.name()));
         }
         Ok(())
     }
@@ -124,8 +159,11 @@ impl StandInOptions {
         .to_string()
     }
 
-    /// The deterministic answer to `prompt`, capped at `limit` tokens.
+    /// The reference answer to a dataset prompt, else a deterministic one; capped at `limit` tokens.
     pub fn answer(&self, prompt: &[i32], limit: u32) -> Vec<i32> {
+        if let Some(reference) = self.references.as_ref().and_then(|r| r.by_prompt.get(prompt)) {
+            return reference[..reference.len().min(limit.max(1) as usize)].to_vec();
+        }
         let seed = prompt.iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, &id| splitmix(h ^ id as u32 as u64));
         let span = u64::from(self.max_output_tokens - self.min_output_tokens) + 1;
         let len = (u64::from(self.min_output_tokens) + seed % span).min(u64::from(limit.max(1)));
@@ -428,6 +466,24 @@ mod tests {
         assert!(lengths.len() > 3, "lengths vary with the prompt: {lengths:?}");
         assert!(StandInOptions { min_output_tokens: 5, max_output_tokens: 4, ..o.clone() }.validate().is_err());
         assert!(StandInOptions { faults: Faults { drop_every: Some(0), ..Faults::default() }, ..o }.validate().is_err());
+    }
+
+    #[test]
+    fn reference_answers_replace_the_generated_ones_for_the_datasets_prompts() {
+        let dir = std::env::temp_dir().join(format!("mlperf-stand-in-references-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let own = StandInOptions { vocab: 50, ..StandInOptions::default() };
+        std::fs::write(dir.join("tokenizer.json"), own.tokenizer_json()).unwrap();
+        let dataset = dir.join("cnn_eval.json");
+        std::fs::write(&dataset, r#"[{"tok_input": [1, 2, 3], "output": "t5 t7 t9"}, {"tok_input": [4], "output": "t1"}]"#).unwrap();
+        let references = ReferenceAnswers::load(&dataset, &dir.join("tokenizer.json")).unwrap();
+        let o = StandInOptions { references: Some(Arc::new(references)), ..own.clone() };
+        assert_eq!(o.answer(&[1, 2, 3], 100), [5, 7, 9]);
+        assert_eq!(o.answer(&[1, 2, 3], 2), [5, 7], "the request's limit still caps it");
+        assert_eq!(o.answer(&[9, 9], 100), own.answer(&[9, 9], 100), "a prompt outside the dataset gets the generated answer");
+        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err();
+        assert!(err.contains("completions-text"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
