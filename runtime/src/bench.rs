@@ -5,7 +5,10 @@
 //!
 //! `mlperf bench engine` (module [`engine`]): the configured engines alone, through the batching
 //! SUT under LoadGen, and the harness's own ceiling with a null engine.
+//!
+//! `mlperf bench dataset` (module [`dataset`]): reading an LLM dataset pickle against pandas.
 
+pub mod dataset;
 pub mod engine;
 pub mod llm;
 
