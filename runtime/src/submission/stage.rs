@@ -15,6 +15,7 @@ use crate::harness::plan::{RunMode, RunPlan, read_plan};
 use crate::harness::report::{Outcome, RunStatus};
 use crate::select::Selected;
 use mlperf_config::render;
+use mlperf_config::round::system_type_key;
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::path::{Path, PathBuf};
 
@@ -205,6 +206,7 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
     let mut report = StageReport::default();
     let mut placements = Vec::new();
     let (targets, mut errors) = targets(req);
+    let staged_benchmarks: Vec<(&str, &str)> = targets.iter().map(|(c, _)| (c.system.as_ref(), c.benchmark.as_ref())).collect();
     for (config, target) in targets {
         let label = target.key.to_string();
         let runs: Vec<Run> = runs_of(req.logs, &target.key).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
@@ -220,6 +222,19 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
         }
         let [performance, accuracy] = chosen[..] else { continue };
         let mut files = generate::config_files(req.tables, req.round, config, mlperf_conf, &target.tree);
+        let system = req.tables.system(&config.system).expect("targets name compiled systems");
+        if system.development {
+            let benchmarks: Vec<&str> = staged_benchmarks.iter().filter(|(s, _)| *s == config.system.as_ref()).map(|(_, b)| *b).collect();
+            let description = target.tree.system_json(&target.key.system_name);
+            match development_system_type(req.round, &system.system_type, &benchmarks) {
+                Some(system_type) => {
+                    let mut value: serde_json::Value = serde_json::from_str(&files[&description]).expect("rendered JSON");
+                    value["system_type"] = serde_json::Value::String(system_type.to_string());
+                    files.insert(description, mlperf_config::system::canonical_json(&value));
+                }
+                None => errors.push(format!("{label}: no system type of round {} holds all of {} together; stage them separately", req.round.id, benchmarks.join(", "))),
+            }
+        }
         let user_conf = target.tree.user_conf(&target.key);
         let ran_with = std::fs::read_to_string(performance.dir.join("user.conf")).unwrap_or_default();
         if ran_with != files[&user_conf] {
@@ -254,6 +269,16 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
     }
     report.files = place_all(&placements, req.force, "mlperf stage_results")?;
     Ok(report)
+}
+
+/// The system type a development system's staged description names. Its runs are never
+/// submittable and it may hold benchmarks of any category (datacenter LLMs on an edge CPU box), so
+/// the description names the type whose scenario tables hold every benchmark staged for it: its
+/// own when that does, else edge, datacenter, or both; the checkers then read the tree as the
+/// round defines that type. None: no type holds them all.
+fn development_system_type(round: &Round, described: &str, benchmarks: &[&str]) -> Option<String> {
+    let holds_all = |system_type: &str| benchmarks.iter().all(|b| round.benchmark(b).is_some_and(|r| r.scenarios.get(system_type_key(system_type)).is_some()));
+    [described, "edge", "datacenter", "datacenter,edge"].into_iter().find(|t| holds_all(t)).map(str::to_string)
 }
 
 fn metric(outcome: &Outcome) -> String {
@@ -325,4 +350,19 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
     }
     report.files = place_all(&placements, req.force, "mlperf stage_compliance")?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_development_systems_description_names_the_type_that_holds_what_is_staged() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap();
+        let round: Round = toml::from_str(&text).unwrap();
+        assert_eq!(development_system_type(&round, "edge", &["resnet50"]).as_deref(), Some("edge"), "its own type when it holds them");
+        assert_eq!(development_system_type(&round, "edge", &["llama2-70b"]).as_deref(), Some("datacenter"));
+        assert_eq!(development_system_type(&round, "edge", &["resnet50", "llama2-70b"]).as_deref(), Some("datacenter,edge"));
+        assert_eq!(development_system_type(&round, "edge", &["no-such-benchmark"]), None);
+    }
 }
