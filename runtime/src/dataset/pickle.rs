@@ -136,10 +136,6 @@ impl Machine<'_> {
         Ok(bytes.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
-    fn len(&mut self, n: usize) -> Result<usize, String> {
-        usize::try_from(self.uint(n)?).map_err(|_| "a length past this machine's address space".to_string())
-    }
-
     fn line(&mut self) -> Result<String, String> {
         let rest = &self.data[self.at..];
         let end = rest.iter().position(|&b| b == b'\n').ok_or("a text argument without its newline")?;
@@ -148,13 +144,23 @@ impl Machine<'_> {
         Ok(text)
     }
 
-    fn text(&mut self, n: usize) -> Result<Value, String> {
+    /// Reads a `width`-byte little-endian argument and pushes what `build` makes of it.
+    fn sized(&mut self, width: usize, build: impl FnOnce(&mut Self, u64) -> Result<Value, String>) -> Result<(), String> {
+        let arg = self.uint(width)?;
+        let value = build(self, arg)?;
+        self.push(value);
+        Ok(())
+    }
+
+    fn text(&mut self, n: u64) -> Result<Value, String> {
+        let n = length(n)?;
         let bytes = self.take(n)?;
         let text = std::str::from_utf8(bytes).map_err(|e| format!("a str that is not UTF-8: {e}"))?;
         Ok(Value::Str(text.into()))
     }
 
-    fn bytes(&mut self, n: usize) -> Result<Value, String> {
+    fn bytes(&mut self, n: u64) -> Result<Value, String> {
+        let n = length(n)?;
         Ok(Value::Bytes(self.take(n)?.into()))
     }
 
@@ -182,8 +188,8 @@ impl Machine<'_> {
         self.stack.push(value);
     }
 
-    fn long(&mut self, n: usize) -> Result<Value, String> {
-        let bytes = self.take(n)?;
+    fn long(&mut self, n: u64) -> Result<Value, String> {
+        let bytes = self.take(length(n)?)?;
         if bytes.len() > 8 {
             return Err(format!("an integer of {} bytes (past 64 bits)", bytes.len()));
         }
@@ -268,59 +274,21 @@ impl Machine<'_> {
                 let v = self.uint(4)? as u32 as i32;
                 self.push(Value::Int(i64::from(v)));
             }
-            b'K' => {
-                let v = self.uint(1)?;
-                self.push(Value::Int(v as i64));
-            }
-            b'M' => {
-                let v = self.uint(2)?;
-                self.push(Value::Int(v as i64));
-            }
-            0x8a => {
-                let n = self.len(1)?;
-                let v = self.long(n)?;
-                self.push(v);
-            }
-            0x8b => {
-                let n = self.len(4)?;
-                let v = self.long(n)?;
-                self.push(v);
-            }
+            b'K' => self.sized(1, |_, v| Ok(Value::Int(v as i64)))?,
+            b'M' => self.sized(2, |_, v| Ok(Value::Int(v as i64)))?,
+            0x8a => self.sized(1, Self::long)?,
+            0x8b => self.sized(4, Self::long)?,
             b'G' => {
                 let bits = self.take(8)?;
                 let v = f64::from_be_bytes(bits.try_into().expect("8 bytes"));
                 self.push(Value::Float(v));
             }
-            0x8c => {
-                let n = self.len(1)?;
-                let v = self.text(n)?;
-                self.push(v);
-            }
-            b'X' => {
-                let n = self.len(4)?;
-                let v = self.text(n)?;
-                self.push(v);
-            }
-            0x8d => {
-                let n = self.len(8)?;
-                let v = self.text(n)?;
-                self.push(v);
-            }
-            b'C' => {
-                let n = self.len(1)?;
-                let v = self.bytes(n)?;
-                self.push(v);
-            }
-            b'B' => {
-                let n = self.len(4)?;
-                let v = self.bytes(n)?;
-                self.push(v);
-            }
-            0x8e | 0x96 => {
-                let n = self.len(8)?;
-                let v = self.bytes(n)?;
-                self.push(v);
-            }
+            0x8c => self.sized(1, Self::text)?,
+            b'X' => self.sized(4, Self::text)?,
+            0x8d => self.sized(8, Self::text)?,
+            b'C' => self.sized(1, Self::bytes)?,
+            b'B' => self.sized(4, Self::bytes)?,
+            0x8e | 0x96 => self.sized(8, Self::bytes)?,
             b']' => self.push(Value::List(Rc::default())),
             b'l' => {
                 let items = self.pop_mark()?;
@@ -426,22 +394,18 @@ impl Machine<'_> {
                 let v = self.memo_get(key)?;
                 self.push(v);
             }
-            b'h' => {
-                let key = self.uint(1)? as u32;
-                let v = self.memo_get(key)?;
-                self.push(v);
-            }
-            b'j' => {
-                let key = self.uint(4)? as u32;
-                let v = self.memo_get(key)?;
-                self.push(v);
-            }
+            b'h' => self.sized(1, |m, key| m.memo_get(key as u32))?,
+            b'j' => self.sized(4, |m, key| m.memo_get(key as u32))?,
             0x97 | 0x98 => return Err("an out-of-band buffer (the pickle was written with a buffer_callback); write it again without one".into()),
             b'P' | b'Q' => return Err("a persistent id (the pickle refers to objects stored outside it)".into()),
             _ => return Err("an opcode this reader does not know (protocol 0 / 1 text opcodes are not read)".into()),
         }
         Ok(())
     }
+}
+
+fn length(n: u64) -> Result<usize, String> {
+    usize::try_from(n).map_err(|_| "a length past this machine's address space".to_string())
 }
 
 /// Dict keys compare by value for the scalar kinds pickles use as keys.

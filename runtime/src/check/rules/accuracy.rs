@@ -61,6 +61,9 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
     }
 }
 
+/// What to do about a length metric out of its range.
+const OUTPUT_LENGTH_ADVICE: &str = "check the generation settings (the output limit max_tokens, stop tokens, answers cut short or run on) and rerun the accuracy run";
+
 /// accuracy.txt: every metric of the target matched by its pattern and meeting the target (and
 /// upper limit), plus the hash line. Lines are matched from their start, as Python's `re.match`.
 pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequirement], text: &str, path: &Path, f: &mut Findings) {
@@ -102,18 +105,12 @@ pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequireme
                     path,
                     Some(&req.metric),
                     format!("{} is {number}, below the target {}", req.metric, req.target),
-                    "fix the engine's accuracy (precision, calibration) and rerun the accuracy run",
+                    // A metric with a range is a length (tokens per sample): answers cut short, not wrong.
+                    if req.upper.is_some() { OUTPUT_LENGTH_ADVICE } else { "fix the engine's accuracy (precision, calibration) and rerun the accuracy run" },
                 );
             }
             if let Some(upper) = req.upper.filter(|u| number > *u) {
-                f.push(
-                    severity,
-                    Rule::AccuracyTarget,
-                    path,
-                    Some(&req.metric),
-                    format!("{} is {number}, above the upper limit {upper}", req.metric),
-                    "check the generation settings (output length) and rerun the accuracy run",
-                );
+                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} is {number}, above the upper limit {upper}", req.metric), OUTPUT_LENGTH_ADVICE);
             }
         }
     }
