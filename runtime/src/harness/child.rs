@@ -44,6 +44,16 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             mlperf_loadgen::LINKED_VERSION
         ));
     }
+    if plan.performance_sample_count > plan.total_sample_count {
+        // LoadGen would index past the sample library (a crash, not an error).
+        return Err(format!(
+            "performance_sample_count {} is more than the {} samples of {}'s {} set; lower performance_sample_count_override",
+            plan.performance_sample_count,
+            plan.total_sample_count,
+            plan.benchmark,
+            if plan.mode == RunMode::AccuracyOnly { "accuracy" } else { "performance" }
+        ));
+    }
     let audit = plan.audit_test.map(|_| dir.join(AUDIT_CONFIG));
     let run = LoadgenRun { dir, plan: &plan, audit: audit.as_deref() };
     let qsl = EmptyQsl { total: plan.total_sample_count as usize, performance: plan.performance_sample_count as usize };

@@ -267,7 +267,8 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         mode,
         backend: req.backend,
         devices: device_count(req.system),
-        total_sample_count: bench.accuracy_sample_count(),
+        // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396).
+        total_sample_count: if mode == RunMode::AccuracyOnly { bench.accuracy_sample_count() } else { bench.dataset_size },
         performance_sample_count: performance_sample_count(bench, settings),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
