@@ -24,7 +24,9 @@ pub mod table;
 pub mod types;
 
 // Baked tables name their types as `::mlperf_config::<Type>`.
-pub use round::{AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits};
+pub use round::{
+    AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, OutputTokenBounds, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits,
+};
 pub use schema::Settings;
 pub use serving::check_server_url;
 pub use system::{GpuIdentity, HardwareIdentity, SystemInfo};

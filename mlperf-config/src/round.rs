@@ -90,6 +90,15 @@ pub struct ComplianceSeeds {
     pub accuracy_log: u64,
 }
 
+/// TEST09's bounds on the mean output length of a performance-mode run, in tokens (its audit.config's
+/// `test09_min_output_tokens` / `test09_max_output_tokens`).
+#[derive(Debug, Clone, Copy, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct OutputTokenBounds {
+    pub min: f64,
+    pub max: f64,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, Bake)]
 #[serde(deny_unknown_fields)]
 pub struct TokenLimits {
@@ -228,6 +237,9 @@ pub struct BenchmarkRound {
     pub llm_latency_limits: Table<Str, TokenLimits>,
     #[serde(default)]
     pub use_token_latencies: Option<bool>,
+    /// TEST09's bounds (benchmarks that run it).
+    #[serde(default)]
+    pub test09_output_tokens: Option<OutputTokenBounds>,
     /// LLMs: the reference SUT's output-length limit in tokens (its `max_tokens` / `max_new_tokens` /
     /// `MAX_OSL`, as the round file's comment cites), which a serving harness passes as the request's
     /// maximum; for a benchmark with `accuracy_max_output_tokens`, the limit of performance runs.

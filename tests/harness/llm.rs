@@ -135,6 +135,31 @@ fn run_audit_harness_runs_and_verifies_test06_for_llama2_70b_server() {
     assert!(stdout.contains("TEST06  PASS") && stdout.contains("100 entries"), "{stdout}");
 }
 
+#[test]
+fn run_audit_harness_runs_and_verifies_test09_for_gpt_oss_offline() {
+    let cwd = scratch("llm-test09");
+    // Answers of 1,160 tokens: a mean inside the round's 1150.38..1406.02; every one of the 6,396
+    // samples is issued once and logged (the round's TEST09 settings).
+    let args = [
+        "run_audit_harness",
+        "--system_name=CPU-dev",
+        "--benchmarks=gpt-oss-120b",
+        "--scenarios=offline",
+        "--audit_tests=TEST09",
+        "--performance_sample_count_override=6396",
+        r#"--serving_args=["--min_output_tokens=1160", "--max_output_tokens=1160"]"#,
+    ];
+    let port = format!("--serving_port={}", free_port());
+    let out = mlperf(&cwd, &[&args[..], &[&port]].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let dir = cwd.join("build/compliance/CPU-dev_RS/gpt-oss-120b/Offline");
+    let verify = std::fs::read_to_string(dir.join("TEST09/verify_output_len.txt")).unwrap();
+    assert!(verify.contains("Total samples: 6396\nMean output tokens: 1160.00\n") && verify.ends_with("Min check pass: True\nMax check pass: True\n\nTEST PASS\n"), "{verify}");
+    assert!(dir.join("TEST09/accuracy/mlperf_log_accuracy.json").is_file(), "the log the checker's truncation walks");
+    assert!(stdout.contains("TEST09  PASS"), "{stdout}");
+}
+
 /// The stand-in of the scored llama3.1-8b run: 64 words, 8 to 16 of them per answer.
 fn summarising_stand_in() -> mlperf_runtime::engines::serving::stand_in::StandInOptions {
     mlperf_runtime::engines::serving::stand_in::StandInOptions { vocab: 64, min_output_tokens: 8, max_output_tokens: 16, ..Default::default() }

@@ -7,7 +7,7 @@
 
 use super::reference::{self, RunKey, RunKind};
 use super::test01;
-use super::{TestDir, Verification, test04, test06};
+use super::{TestDir, Verification, test04, test06, test09};
 use crate::benchmarks;
 use crate::harness::plan::{Backend, RunPlan, TestMode};
 use crate::harness::report::{Outcome, RunStatus};
@@ -19,7 +19,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The compliance tests this build verifies.
-pub const VERIFIED_TESTS: [AuditTest; 3] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06];
+pub const VERIFIED_TESTS: [AuditTest; 4] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06, AuditTest::Test09];
 
 fn verified_names() -> String {
     VERIFIED_TESTS.map(AuditTest::name).join(", ")
@@ -232,7 +232,8 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
 /// Verifies one audit run; the TEST directory is None when the run left no logs.
 fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), String> {
     let run = &outcome.dir;
-    if !run.join("mlperf_log_detail.txt").is_file() {
+    // A run that failed (crashed, aborted, an engine error) has no complete logs to verify.
+    if !run.join("mlperf_log_detail.txt").is_file() || outcome.status == RunStatus::Failed {
         let why = outcome.advice.clone().unwrap_or_else(|| format!("the audit run {} left no logs", run.display()));
         return Ok((Verification::text(false, String::new(), why), None));
     }
@@ -255,7 +256,14 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
             dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
             v
         }
-        AuditTest::Test07 | AuditTest::Test08 | AuditTest::Test09 => unreachable!("planned only for VERIFIED_TESTS"),
+        AuditTest::Test09 => {
+            let bounds = job.bench.test09_output_tokens.ok_or_else(|| format!("round has no test09_output_tokens for {}", job.selected.config.benchmark))?;
+            let v = test09::verify(&run.join("mlperf_log_accuracy.json"), bounds)?;
+            dir.text("verify_output_len.txt", v.report.clone());
+            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
+            v
+        }
+        AuditTest::Test07 | AuditTest::Test08 => unreachable!("planned only for VERIFIED_TESTS"),
     };
     Ok((verification, Some(dir)))
 }

@@ -5,7 +5,8 @@
 //! - [`test01`]: accuracy in performance mode (`verify_accuracy.txt`, `verify_performance.txt`,
 //!   and the automated non-deterministic fallback);
 //! - [`test04`]: sample caching (`verify_performance.txt`);
-//! - [`test06`]: LLM output consistency (`verify_accuracy.txt`).
+//! - [`test06`]: LLM output consistency (`verify_accuracy.txt`);
+//! - [`test09`]: LLM output length in performance mode (`verify_output_len.txt`).
 //!
 //! [`audit`] drives the runs and writes `build/compliance/<system_name>/<bench>/<Scenario>/<TEST>/`
 //! holding exactly what the checker wants in a TEST0x directory, pass or fail, with its
@@ -16,6 +17,7 @@ pub mod reference;
 pub mod test01;
 pub mod test04;
 pub mod test06;
+pub mod test09;
 #[cfg(test)]
 mod testlogs;
 
