@@ -32,18 +32,28 @@ fn cargo_build_reports_a_config_typo() {
     std::fs::write(&defaults, text).unwrap();
     let line = std::fs::read_to_string(&defaults).unwrap().lines().count();
 
-    // A target dir of its own: the test's own cargo holds the workspace's lock.
-    let output = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "--quiet"])
-        .current_dir(&copy)
-        .env("CARGO_TARGET_DIR", repo_root().join("target/cargo-build-test"))
-        .output()
-        .expect("cargo runs");
+    let output = nested_build(&copy).output().expect("cargo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the build must fail:\n{stderr}");
     assert!(stderr.contains("error[C0102]: unknown key `precison`"), "{stderr}");
     assert!(stderr.contains(&format!("--> configs/resnet50/defaults.toml:{line}:1")), "{stderr}");
     assert!(stderr.contains("help: did you mean `precision`?"), "{stderr}");
+}
+
+/// `cargo build` of the project at `root`, as lean as a build can be: these binaries only parse
+/// arguments and refuse, so nothing is optimised and no debug info is written (on a two-core CI
+/// machine this build of every dependency is the config tests' longest part). A target dir of its
+/// own: the test's own cargo holds the workspace's lock.
+fn nested_build(root: &Path) -> Command {
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", repo_root().join("target/cargo-build-test"))
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_PROFILE_DEV_OPT_LEVEL", "0")
+        .env("CARGO_INCREMENTAL", "0");
+    build
 }
 
 /// Where the test's own build left LoadGen's source packages, so the nested builds need no download.
@@ -62,11 +72,8 @@ fn loadgen_sdists() -> Option<std::path::PathBuf> {
 #[test]
 fn locked_builds_refuse_other_hardware_and_overrides() {
     let run = |feature: &str, args: &[&str]| {
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "--offline", "--quiet", "--bin", "mlperf", "--features", feature])
-            .current_dir(repo_root())
-            .env("CARGO_TARGET_DIR", repo_root().join("target/cargo-build-test"));
+        let mut build = nested_build(&repo_root());
+        build.args(["--bin", "mlperf", "--features", feature]);
         if let Some(dir) = loadgen_sdists() {
             build.env("MLPERF_LOADGEN_SDIST_DIR", dir);
         }
