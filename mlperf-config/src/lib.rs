@@ -25,7 +25,8 @@ pub mod types;
 
 // Baked tables name their types as `::mlperf_config::<Type>`.
 pub use round::{
-    AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, OutputTokenBounds, PerModel, Round, ScenarioSet, Seeds, Table, TokenLimits,
+    AccuracyRequirement, Audit, AuditTest, BenchmarkRound, ComplianceSeeds, Layout, LoadgenPin, OutputTokenBounds, PerModel, Round, ScenarioSet, Seeds, Table, Test07Set,
+    TokenLimits,
 };
 pub use schema::Settings;
 pub use serving::check_server_url;

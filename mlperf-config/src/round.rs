@@ -99,6 +99,15 @@ pub struct OutputTokenBounds {
     pub max: f64,
 }
 
+/// TEST07's compliance set (accuracy verified in performance mode on a set of its own): its size
+/// and the score the audit run must reach (the audit.config's `test07_accuracy_threshold`).
+#[derive(Debug, Clone, Copy, Deserialize, Bake)]
+#[serde(deny_unknown_fields)]
+pub struct Test07Set {
+    pub samples: u64,
+    pub accuracy_threshold: f64,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, Bake)]
 #[serde(deny_unknown_fields)]
 pub struct TokenLimits {
@@ -240,6 +249,9 @@ pub struct BenchmarkRound {
     /// TEST09's bounds (benchmarks that run it).
     #[serde(default)]
     pub test09_output_tokens: Option<OutputTokenBounds>,
+    /// TEST07's set (benchmarks that run it).
+    #[serde(default)]
+    pub test07: Option<Test07Set>,
     /// LLMs: the reference SUT's output-length limit in tokens (its `max_tokens` / `max_new_tokens` /
     /// `MAX_OSL`, as the round file's comment cites), which a serving harness passes as the request's
     /// maximum; for a benchmark with `accuracy_max_output_tokens`, the limit of performance runs.

@@ -20,6 +20,16 @@ pub struct AccuracyEntry {
     pub data: Vec<u8>,
 }
 
+impl AccuracyEntry {
+    /// `data` as the LLM SUTs log it: little-endian int32 token ids.
+    pub fn int32_ids(&self) -> Result<Vec<i32>, String> {
+        if !self.data.len().is_multiple_of(4) {
+            return Err(format!("{} bytes are not whole int32 token ids: was the log written with another dtype?", self.data.len()));
+        }
+        Ok(self.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+}
+
 /// Element types the official scripts decode `data` as (`np.frombuffer(..., dtype)`), little-endian.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LogDtype {

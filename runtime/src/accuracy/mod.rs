@@ -11,14 +11,22 @@
 //! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
 //!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]), on
 //!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
-//! - [`summarization::score`]: the llama2-70b and llama3.1-8b evaluations built from them.
+//! - [`summarization::score`]: the llama2-70b and llama3.1-8b evaluations built from them;
+//! - [`reasoning::evaluate`]: the exact-match evaluations of deepseek-r1 and gpt-oss-120b
+//!   (multiple choice, AIME, MATH500 through [`math_grader`], LiveCodeBench code through a
+//!   [`reasoning::CodeJudge`], LiveCodeBench's run by [`code_judge`]), answers parsed by
+//!   [`answers`].
 //!
 //! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
 
+pub mod answers;
+pub mod code_judge;
 pub mod imagenet;
 pub mod log;
+pub mod math_grader;
 pub mod porter;
 pub mod punkt;
+pub mod reasoning;
 pub mod rouge;
 pub mod squad;
 pub mod summarization;

@@ -3,7 +3,7 @@
 //! harnesses do: `pd.read_pickle`, then the `tok_input` lists and the reference column). Reported:
 //! the median time of the repeats and each process's peak resident memory.
 
-use crate::dataset::llm::read_pandas_pickle;
+use crate::dataset::llm::read_reference_texts;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -73,7 +73,7 @@ fn ours(options: &DatasetBenchOptions) -> Result<Side, String> {
     let mut counts = (0, 0);
     for _ in 0..options.repeats {
         let start = Instant::now();
-        let samples = read_pandas_pickle(&options.file, &options.reference_column)?;
+        let samples = read_reference_texts(&options.file, &options.reference_column)?;
         times.push(start.elapsed().as_secs_f64());
         counts = (samples.prompts.len(), samples.prompts.iter().map(Vec::len).sum());
     }

@@ -14,6 +14,7 @@
 use super::{highest_passing, server_settings};
 use crate::benchmarks::{self, WorkloadSpec};
 use crate::cpu::CpuClock;
+use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
@@ -91,6 +92,7 @@ pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, 
         plan: PlanIdentity { system: &config.system, scenario: config.scenario, workload: config.workload },
         total_samples: bench.accuracy_sample_count() as usize,
         performance_samples: performance,
+        set: SampleSet::Accuracy,
         devices: device_count(system),
         output_limit: None,
     };

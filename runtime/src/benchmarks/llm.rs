@@ -5,23 +5,27 @@
 //!
 //! Runs of `dataset = "synthetic"` send generated prompts (ids in a Llama-sized vocabulary, 128
 //! to 1,024 tokens, fixed per sample index) and are never submittable; `dataset = "real"` sends
-//! the official dataset's prompts ([`crate::dataset::llm`]; the CNN/DailyMail JSON of llama3.1-8b
-//! so far). llama2-70b and llama3.1-8b answers are scored as their reference evaluations do
-//! ([`crate::accuracy::summarization`]); the other LLMs' evaluations are not in this build yet.
+//! the official dataset's prompts ([`crate::dataset::llm`]: the run's sample set, read from the
+//! files MLCommons publishes). Answers are scored as the reference evaluations do: llama2-70b
+//! and llama3.1-8b by ROUGE ([`crate::accuracy::summarization`]), deepseek-r1 and gpt-oss-120b by
+//! exact match ([`crate::accuracy::reasoning`], LiveCodeBench code run by
+//! [`crate::accuracy::code_judge`]); llama3.1-405b's and mixtral-8x7b's are not in this build.
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
+use crate::accuracy::code_judge::LiveCodeBench;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
-use crate::accuracy::summarization::{self, Answer, ResultStyle};
+use crate::accuracy::reasoning::{self, Reference};
+use crate::accuracy::summarization::{self, ResultStyle};
+use crate::dataset::SampleSet;
 use crate::dataset::hf_tokenizer::HfTokenizer;
-use crate::dataset::llm::DatasetFile;
+use crate::dataset::llm::{DatasetFile, References};
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,7 +62,7 @@ impl Benchmark for Llm {
         let mut report = DataReport::new(scratch, self.id, settings);
         match (settings.dataset, DatasetFile::of(self.id)) {
             (Some(DatasetSource::Synthetic), _) => report.notes.push("synthetic prompts are generated from their index; no dataset file is read".into()),
-            (_, Some(file)) => report.items.push(file.item(scratch)),
+            (_, Some(file)) => report.items.extend(file.items(scratch)),
             (_, None) => report.notes.push(format!("this build knows no official dataset file of {}", self.id)),
         }
         report.items.extend(DataReport::model_items(scratch, settings));
@@ -78,53 +82,58 @@ impl Benchmark for Llm {
         let file = DatasetFile::of(self.id)
             .ok_or_else(|| format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id))?;
         let scratch = Scratch::from_env();
-        let samples = file.read(&scratch)?;
+        let samples = file.read(&scratch, spec.set)?;
         if samples.prompts.len() != spec.total_samples {
             return Err(format!(
-                "{}: {} samples, but the round's {} set has {}: is it the right file?",
-                file.path(&scratch).display(),
+                "{}: {} samples, but the round's {} {:?} set has {}: is it the right file?",
+                file.path(&scratch, spec.set).display(),
                 samples.prompts.len(),
                 self.id,
+                spec.set,
                 spec.total_samples
             ));
         }
         let prompts = Arc::new(samples.prompts);
-        let name = format!("{} {}", self.id, file.file);
+        let name = format!("{} {}", self.id, file.file_of(spec.set));
         let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, move |i| prompts[i].iter().flat_map(|id| id.to_le_bytes()).collect());
         Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false })
     }
 
-    /// The summarisation evaluations (llama2-70b, llama3.1-8b): answers decoded with the model's
-    /// tokenizer, scored against the dataset's references ([`crate::accuracy::summarization`]).
-    fn score(&self, settings: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
-        let style = match self.id {
-            "llama2-70b" => ResultStyle::Llama2,
-            "llama3.1-8b" | "llama3.1-8b-edge" => ResultStyle::Llama31,
-            _ => return Err(format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display())),
-        };
+    /// The reference evaluations: answers decoded with the model's tokenizer, scored against the
+    /// set's references ([`crate::accuracy::summarization`]) or questions
+    /// ([`crate::accuracy::reasoning`]).
+    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, String> {
+        let no_scorer = || format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display());
         let scratch = Scratch::from_env();
-        let file = DatasetFile::of(self.id).ok_or_else(|| format!("this build knows no official {} dataset to score against", self.id))?;
-        let references = file.read(&scratch)?.references;
+        let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
+        let references = file.read(&scratch, set)?.references;
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
         let tokenizer = HfTokenizer::load(&tokenizer)?;
-        let punkt = Punkt::load(&punkt::find_english_model()?)?;
-        let mut seen = HashSet::new();
-        let mut answers = Vec::new();
-        for entry in read_accuracy_log(accuracy_log)? {
-            // The reference scripts keep each sample's first answer.
-            if !seen.insert(entry.qsl_idx) {
-                continue;
+        let entries = read_accuracy_log(accuracy_log)?;
+        match references {
+            References::Texts(references) => {
+                let style = match self.id {
+                    "llama2-70b" => ResultStyle::Llama2,
+                    "llama3.1-8b" | "llama3.1-8b-edge" => ResultStyle::Llama31,
+                    _ => return Err(no_scorer()),
+                };
+                let answers = summarization::first_answers(entries, &references, &|ids| tokenizer.text(ids)).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
+                let punkt = Punkt::load(&punkt::find_english_model()?)?;
+                Ok(summarization::score(&punkt, &answers).scored(style))
             }
-            let at = |what: String| format!("{}: sample {}: {what}", accuracy_log.display(), entry.qsl_idx);
-            let reference = references.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", references.len())))?;
-            if entry.data.len() % 4 != 0 {
-                return Err(at(format!("{} bytes are not whole int32 token ids: was the log written with another dtype?", entry.data.len())));
+            References::Questions(questions) => {
+                let reference = match self.id {
+                    "deepseek-r1" => Reference::DeepSeekR1,
+                    "gpt-oss-120b" => Reference::GptOss120b,
+                    _ => return Err(no_scorer()),
+                };
+                // deepseek-r1's evaluation decodes without special tokens, gpt-oss's keeps its harmony markers.
+                let decode = |ids: &[i32]| tokenizer.decode(ids, reference == Reference::DeepSeekR1);
+                let judge = LiveCodeBench::new(&scratch, reference);
+                let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
+                Ok(evaluation.scored())
             }
-            let ids: Vec<i32> = entry.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            let text = tokenizer.text(&ids).map_err(at)?;
-            answers.push((Answer { tokens: ids.len(), text }, reference.as_str()));
         }
-        Ok(summarization::score(&punkt, &answers).scored(style))
     }
 }
 

@@ -18,6 +18,7 @@ pub mod llm;
 pub mod resnet50;
 
 use crate::accuracy::{LogDtype, Scored};
+use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
@@ -60,10 +61,10 @@ pub trait Benchmark: Sync {
     /// missing or stale engine is an error that says what to run.
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String>;
 
-    /// Scores an accuracy log as the benchmark's official accuracy script does; the text is what
-    /// that script prints into `accuracy.txt`.
-    fn score(&self, settings: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
-        let _ = (settings, accuracy_log);
+    /// Scores an accuracy log of a run over `set` as the benchmark's official accuracy script
+    /// does; the text is what that script prints into `accuracy.txt`.
+    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, String> {
+        let _ = (settings, accuracy_log, set);
         Err(format!("no accuracy scorer for {} in this build", self.id()))
     }
 
@@ -95,6 +96,7 @@ fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
         plan: PlanIdentity { system: &c.system, scenario: c.scenario, workload: c.workload },
         total_samples: 0,
         performance_samples: 0,
+        set: SampleSet::Performance,
         devices: 1,
         output_limit: None,
     }
@@ -165,6 +167,8 @@ pub struct WorkloadSpec<'a> {
     pub total_samples: usize,
     /// Samples held in memory during a performance run.
     pub performance_samples: usize,
+    /// The set the run reads (its size is `total_samples`).
+    pub set: SampleSet,
     pub devices: usize,
     /// LLMs: the round's output limit per sample (the reference SUT's `max_tokens`).
     pub output_limit: Option<u64>,
@@ -280,6 +284,7 @@ mod tests {
             plan: PlanIdentity { system: "CPU-dev", scenario: Scenario::Offline, workload: WorkloadSetting::default() },
             total_samples: 10,
             performance_samples: 10,
+            set: SampleSet::Performance,
             devices: 1,
             output_limit: None,
         };

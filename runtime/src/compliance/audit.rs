@@ -7,8 +7,9 @@
 
 use super::reference::{self, RunKey, RunKind};
 use super::test01;
-use super::{TestDir, Verification, test04, test06, test09};
+use super::{TestDir, Verification, test04, test06, test07, test09};
 use crate::benchmarks;
+use crate::dataset::SampleSet;
 use crate::harness::plan::{Backend, RunPlan, TestMode};
 use crate::harness::report::{Outcome, RunStatus};
 use crate::harness::{self, RunRequest};
@@ -19,7 +20,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The compliance tests this build verifies.
-pub const VERIFIED_TESTS: [AuditTest; 4] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06, AuditTest::Test09];
+pub const VERIFIED_TESTS: [AuditTest; 5] = [AuditTest::Test01, AuditTest::Test04, AuditTest::Test06, AuditTest::Test07, AuditTest::Test09];
 
 fn verified_names() -> String {
     VERIFIED_TESTS.map(AuditTest::name).join(", ")
@@ -263,7 +264,17 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
             dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
             v
         }
-        AuditTest::Test07 | AuditTest::Test08 => unreachable!("planned only for VERIFIED_TESTS"),
+        AuditTest::Test07 => {
+            let set = job.bench.test07.ok_or_else(|| format!("round has no test07 set for {}", job.selected.config.benchmark))?;
+            let log = run.join("mlperf_log_accuracy.json");
+            let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07)?;
+            let v = test07::verify(&scored, set.accuracy_threshold);
+            dir.text("verify_accuracy.txt", v.report.clone());
+            dir.copy("accuracy/mlperf_log_accuracy.json", &log);
+            copy_performance_logs(&mut dir, run);
+            v
+        }
+        AuditTest::Test08 => unreachable!("planned only for VERIFIED_TESTS"),
     };
     Ok((verification, Some(dir)))
 }
@@ -327,7 +338,7 @@ fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir:
 
 fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, String> {
     let family = benchmarks::family(&job.selected.config.benchmark);
-    let score = |log: &Path| family.score(settings, log);
+    let score = |log: &Path| family.score(settings, log, SampleSet::Performance);
     // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
     let baseline = run.join("mlperf_log_accuracy_baseline.json");
     test01::write_baseline_log(reference_log, audit_log, &baseline)?;

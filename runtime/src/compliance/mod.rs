@@ -6,6 +6,7 @@
 //!   and the automated non-deterministic fallback);
 //! - [`test04`]: sample caching (`verify_performance.txt`);
 //! - [`test06`]: LLM output consistency (`verify_accuracy.txt`);
+//! - [`test07`]: accuracy in performance mode over a compliance set (`verify_accuracy.txt`);
 //! - [`test09`]: LLM output length in performance mode (`verify_output_len.txt`).
 //!
 //! [`audit`] drives the runs and writes `build/compliance/<system_name>/<bench>/<Scenario>/<TEST>/`
@@ -17,6 +18,7 @@ pub mod reference;
 pub mod test01;
 pub mod test04;
 pub mod test06;
+pub mod test07;
 pub mod test09;
 #[cfg(test)]
 mod testlogs;

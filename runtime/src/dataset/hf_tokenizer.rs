@@ -39,11 +39,16 @@ impl HfTokenizer {
 
     /// The text of `ids` without special tokens (`batch_decode(..., skip_special_tokens=True)`).
     pub fn text(&self, ids: &[i32]) -> Result<String, String> {
+        self.decode(ids, true)
+    }
+
+    /// `decode(ids, skip_special_tokens=...)`: gpt-oss's evaluation keeps the harmony markers.
+    pub fn decode(&self, ids: &[i32], skip_special_tokens: bool) -> Result<String, String> {
         let ids = ids
             .iter()
             .map(|&id| u32::try_from(id).map_err(|_| format!("token id {id} is negative: is the accuracy log int32 token ids?")))
             .collect::<Result<Vec<u32>, String>>()?;
-        self.tokenizer.decode(&ids, true).map_err(|e| format!("{}: cannot decode: {e}", self.path.display()))
+        self.tokenizer.decode(&ids, skip_special_tokens).map_err(|e| format!("{}: cannot decode: {e}", self.path.display()))
     }
 
     /// The ids of `text`.

@@ -1,21 +1,27 @@
 //! The LLM benchmarks' official datasets, read as MLCommons publishes them (no preprocessing, no
 //! Python): each sample's prompt as token ids (the reference tokenized them; SUTs send them
-//! verbatim) and its reference answer, which the accuracy scorer compares with.
+//! verbatim) and what its answer is scored against: a reference text (summarisation, ROUGE) or a
+//! question's sub-benchmark and ground truth (the reasoning benchmarks, exact match).
 //!
-//! | benchmark | file under `data/<benchmark>/` | format | read here |
-//! |---|---|---|---|
-//! | llama3.1-8b | `cnn_eval.json` (13,368) | JSON array: `instruction`, `input`, `tok_input`, `output` | yes |
-//! | llama3.1-8b-edge | `sample_cnn_eval_5000.json` (5,000) | the same | yes |
-//! | llama2-70b | `open_orca_gpt4_tokenized_llama.sampled_24576.pkl` (24,576) | pandas pickle: `tok_input`, `output` | yes |
-//! | deepseek-r1 | `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl` (4,388) | pandas pickle: `tok_input`, `ground_truth` | yes |
-//! | gpt-oss-120b | `perf/perf_eval_ref.parquet` (6,396) | parquet | not yet |
+//! | benchmark | file under `data/<benchmark>/` | format |
+//! |---|---|---|
+//! | llama3.1-8b | `cnn_eval.json` (13,368) | JSON array: `instruction`, `input`, `tok_input`, `output` |
+//! | llama3.1-8b-edge | `sample_cnn_eval_5000.json` (5,000) | the same |
+//! | llama2-70b | `open_orca_gpt4_tokenized_llama.sampled_24576.pkl` (24,576) | pandas pickle: `tok_input`, `output` |
+//! | deepseek-r1 | `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl` (4,388) | pandas pickle: `tok_input`, `dataset`, `ground_truth` |
+//! | gpt-oss-120b | `perf/perf_eval_ref.parquet` (6,396), accuracy `acc/acc_eval_inputs.parquet` (4,395), TEST07 `acc/acc_eval_compliance_gpqa.parquet` (990) | parquet: `input_tokens` (or `tok_input`), `dataset`, `ground_truth` |
 //!
 //! MLCommons publishes no checksums beside the files: its downloader checks each file's MD5
 //! against a list kept in the same bucket. The data check prints each present file's SHA-256 so
-//! two machines can compare theirs. Pickles are read by [`super::pandas`] (gzip-compressed or not,
-//! so a `.pkl` left compressed by the download reads too).
+//! two machines can compare theirs. DataFrames are read by [`super::pandas`] (pickles,
+//! gzip-compressed or not, so a `.pkl` left compressed by the download reads too) or
+//! [`super::parquet`], told apart by their first bytes: the reference scripts accept either.
 
-use crate::dataset::pandas;
+use crate::accuracy::reasoning::Question;
+use crate::dataset::SampleSet;
+use crate::dataset::pandas::{self, DataFrame};
+use crate::dataset::parquet;
+use crate::dataset::pickle::Value;
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -28,53 +34,54 @@ const DOWNLOADER: &str = "bash <(curl -s https://raw.githubusercontent.com/mlcom
 pub enum Format {
     /// A JSON array of `{instruction, input, tok_input, output}` (CNN/DailyMail for Llama 3.1).
     CnnDailyMailJson,
-    /// A pandas DataFrame pickle: prompts in `tok_input`, references in column `reference`.
-    PandasPickle { reference: &'static str },
-    /// Parquet files.
-    Parquet,
+    /// A DataFrame: prompts in `tok_input`, reference texts in column `reference`.
+    ReferenceTexts { reference: &'static str },
+    /// A DataFrame of questions: prompts in `tok_input` (or gpt-oss's `input_tokens`), the
+    /// sub-benchmark in `dataset`, the answer in `ground_truth`.
+    Questions,
 }
 
-/// One benchmark's official dataset file.
+/// One benchmark's official dataset files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DatasetFile {
     pub benchmark: &'static str,
-    /// The file's name as published.
+    /// The performance set's file, as published; the accuracy set's too unless it has its own.
     pub file: &'static str,
+    /// The accuracy set's file, where it is not the performance set's.
+    pub accuracy_file: Option<&'static str>,
+    /// TEST07's compliance set, for a benchmark that audits with one.
+    pub test07_file: Option<&'static str>,
     pub format: Format,
-    /// The MLCommons metadata URI the downloader fetches it with.
+    /// The MLCommons metadata URI the downloader fetches them with.
     pub uri: &'static str,
+}
+
+const fn one_file(benchmark: &'static str, file: &'static str, format: Format, uri: &'static str) -> DatasetFile {
+    DatasetFile { benchmark, file, accuracy_file: None, test07_file: None, format, uri }
 }
 
 /// Every LLM dataset this tool knows, per benchmark.
 pub const FILES: [DatasetFile; 5] = [
-    DatasetFile {
-        benchmark: "llama3.1-8b",
-        file: "cnn_eval.json",
-        format: Format::CnnDailyMailJson,
-        uri: "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-cnn-eval.uri",
-    },
-    DatasetFile {
-        benchmark: "llama3.1-8b-edge",
-        file: "sample_cnn_eval_5000.json",
-        format: Format::CnnDailyMailJson,
-        uri: "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-sample-cnn-eval-5000.uri",
-    },
-    DatasetFile {
-        benchmark: "llama2-70b",
-        file: "open_orca_gpt4_tokenized_llama.sampled_24576.pkl",
-        format: Format::PandasPickle { reference: "output" },
-        uri: "https://inference.mlcommons-storage.org/metadata/llama-2-70b-open-orca-dataset.uri",
-    },
-    DatasetFile {
-        benchmark: "deepseek-r1",
-        file: "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl",
-        format: Format::PandasPickle { reference: "ground_truth" },
-        uri: "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
-    },
+    one_file("llama3.1-8b", "cnn_eval.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-cnn-eval.uri"),
+    one_file("llama3.1-8b-edge", "sample_cnn_eval_5000.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-sample-cnn-eval-5000.uri"),
+    one_file(
+        "llama2-70b",
+        "open_orca_gpt4_tokenized_llama.sampled_24576.pkl",
+        Format::ReferenceTexts { reference: "output" },
+        "https://inference.mlcommons-storage.org/metadata/llama-2-70b-open-orca-dataset.uri",
+    ),
+    one_file(
+        "deepseek-r1",
+        "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl",
+        Format::Questions,
+        "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
+    ),
     DatasetFile {
         benchmark: "gpt-oss-120b",
         file: "perf/perf_eval_ref.parquet",
-        format: Format::Parquet,
+        accuracy_file: Some("acc/acc_eval_inputs.parquet"),
+        test07_file: Some("acc/acc_eval_compliance_gpqa.parquet"),
+        format: Format::Questions,
         uri: "https://inference.mlcommons-storage.org/metadata/gpt-oss-data.uri",
     },
 ];
@@ -84,21 +91,36 @@ impl DatasetFile {
         FILES.iter().find(|f| f.benchmark == benchmark)
     }
 
-    /// Where the data check and the workload look for it.
-    pub fn path(&self, scratch: &Scratch) -> PathBuf {
-        scratch.data_dir().join(self.benchmark).join(self.file)
+    /// The file holding `set`.
+    pub fn file_of(&self, set: SampleSet) -> &'static str {
+        match set {
+            SampleSet::Performance => self.file,
+            SampleSet::Accuracy => self.accuracy_file.unwrap_or(self.file),
+            SampleSet::Test07 => self.test07_file.unwrap_or(self.file),
+        }
     }
 
-    /// The command that fetches it into its place.
+    /// Where the data check and the workload look for `set`.
+    pub fn path(&self, scratch: &Scratch, set: SampleSet) -> PathBuf {
+        scratch.data_dir().join(self.benchmark).join(self.file_of(set))
+    }
+
+    /// The command that fetches them into their place.
     pub fn fetch_command(&self, scratch: &Scratch) -> String {
         format!("{DOWNLOADER} -d {} {}", scratch.data_dir().join(self.benchmark).display(), self.uri)
     }
 
-    /// The data check's entry: present or not, its SHA-256 when present, and how to fetch it.
-    pub fn item(&self, scratch: &Scratch) -> Item {
-        let path = self.path(scratch);
+    /// The data check's entries, one per file: present or not, its SHA-256 when present, and how
+    /// to fetch it.
+    pub fn items(&self, scratch: &Scratch) -> Vec<Item> {
+        let files = [Some(self.file), self.accuracy_file, self.test07_file];
+        files.into_iter().flatten().map(|file| self.item(scratch, file)).collect()
+    }
+
+    fn item(&self, scratch: &Scratch, file: &str) -> Item {
+        let path = scratch.data_dir().join(self.benchmark).join(file);
         let remedy = format!("Fetch it with the MLCommons downloader (it checks the MD5s MLCommons publishes with it):\n  {}", self.fetch_command(scratch));
-        let mut item = Item::new(ItemKind::Dataset, &format!("{} dataset ({})", self.benchmark, self.file), path.clone(), remedy);
+        let mut item = Item::new(ItemKind::Dataset, &format!("{} dataset ({file})", self.benchmark), path.clone(), remedy);
         if path.is_file() {
             item.detail = Some(match crate::fsutil::sha256_file(&path) {
                 Ok((bytes, digest)) => format!("{bytes} bytes, sha256 {digest}"),
@@ -108,30 +130,60 @@ impl DatasetFile {
         item
     }
 
-    /// Reads the samples.
-    pub fn read(&self, scratch: &Scratch) -> Result<LlmSamples, String> {
-        let path = self.path(scratch);
+    /// Reads the samples of `set`.
+    pub fn read(&self, scratch: &Scratch, set: SampleSet) -> Result<LlmSamples, String> {
+        let path = self.path(scratch, set);
         if !path.is_file() {
             return Err(format!("{}: the {} dataset is missing; fetch it with\n  {}", path.display(), self.benchmark, self.fetch_command(scratch)));
         }
-        match self.format {
-            Format::CnnDailyMailJson => read_cnn_dailymail_json(&path),
-            Format::PandasPickle { reference } => read_pandas_pickle(&path, reference),
-            Format::Parquet => Err(format!(
-                "{}: this build cannot read the {} dataset's format (parquet) yet; run with --dataset=synthetic (generated prompts, never submittable)",
-                path.display(),
-                self.benchmark,
-            )),
-        }
+        read(&path, self.format)
     }
+}
+
+/// Reads the dataset file `path`, written in `format`.
+pub fn read(path: &Path, format: Format) -> Result<LlmSamples, String> {
+    match format {
+        Format::CnnDailyMailJson => read_cnn_dailymail_json(path),
+        Format::ReferenceTexts { reference } => read_reference_texts(path, reference),
+        Format::Questions => read_questions(path),
+    }
+}
+
+/// A summarisation dataset of either format (told apart by content: a JSON array, or a
+/// DataFrame with references in `output`).
+pub fn read_summaries(path: &Path) -> Result<LlmSamples, String> {
+    let mut first = [0u8; 1];
+    let json = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[';
+    read(path, if json { Format::CnnDailyMailJson } else { Format::ReferenceTexts { reference: "output" } })
 }
 
 /// A dataset's samples in order (index = LoadGen's sample index).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmSamples {
     pub prompts: Vec<Vec<i32>>,
-    /// The reference answer of each sample.
-    pub references: Vec<String>,
+    pub references: References,
+}
+
+/// What each sample's answer is scored against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum References {
+    /// Reference answers (summarisation).
+    Texts(Vec<String>),
+    /// Questions with their ground truths (exact match).
+    Questions(Vec<Question>),
+}
+
+impl References {
+    pub fn len(&self) -> usize {
+        match self {
+            References::Texts(t) => t.len(),
+            References::Questions(q) => q.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[derive(Deserialize)]
@@ -145,29 +197,76 @@ pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let entries: Vec<serde_json::Value> =
         serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: not the CNN/DailyMail dataset's JSON array: {e}", path.display(), e.line(), e.column()))?;
-    let mut samples = LlmSamples { prompts: Vec::with_capacity(entries.len()), references: Vec::with_capacity(entries.len()) };
+    let (mut prompts, mut references) = (Vec::with_capacity(entries.len()), Vec::with_capacity(entries.len()));
     for (index, value) in entries.into_iter().enumerate() {
         let entry: CnnEntry = serde_json::from_value(value)
             .map_err(|e| format!("{}: sample {index}: {e} (each entry needs tok_input, a list of token ids, and output, the reference summary)", path.display()))?;
-        samples.prompts.push(prompt_ids(&entry.tok_input).map_err(|e| format!("{}: sample {index}: {e}", path.display()))?);
-        samples.references.push(entry.output);
+        prompts.push(prompt_ids(&entry.tok_input).map_err(|e| format!("{}: sample {index}: {e}", path.display()))?);
+        references.push(entry.output);
     }
-    Ok(samples)
+    Ok(LlmSamples { prompts, references: References::Texts(references) })
 }
 
-/// A pickled DataFrame's `tok_input` (lists or numpy arrays of ids) and `reference` (strings).
-pub fn read_pandas_pickle(path: &Path, reference: &str) -> Result<LlmSamples, String> {
-    let frame = pandas::read_pickle(path)?;
+/// A DataFrame file: parquet when it starts with parquet's magic bytes, else a pandas pickle.
+pub fn read_frame(path: &Path) -> Result<DataFrame, String> {
+    let mut magic = [0u8; 4];
+    let is_parquet = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == parquet::MAGIC;
+    if is_parquet { parquet::read_parquet(path) } else { pandas::read_pickle(path) }
+}
+
+/// Each row's prompt ids from `column`; errors name the file and the sample.
+fn frame_prompts(path: &Path, frame: &DataFrame, column: &str) -> Result<Vec<Vec<i32>>, String> {
+    let cells = frame.column(column).map_err(|e| format!("{}: {e}", path.display()))?;
+    cells
+        .iter()
+        .enumerate()
+        .map(|(index, ids)| {
+            let at = |what: String| format!("{}: sample {index}: {what}", path.display());
+            prompt_ids(&pandas::ints(ids).map_err(|e| at(format!("{column} is {e}")))?).map_err(at)
+        })
+        .collect()
+}
+
+/// A DataFrame's `tok_input` (lists or numpy arrays of ids) and `reference` (strings).
+pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, String> {
+    let frame = read_frame(path)?;
+    let texts = frame.column(reference).map_err(|e| format!("{}: {e}", path.display()))?;
+    let prompts = frame_prompts(path, &frame, "tok_input")?;
+    let references = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| text.as_str().map(str::to_string).ok_or_else(|| format!("{}: sample {index}: {reference} is a {}, not a string", path.display(), text.kind())))
+        .collect::<Result<_, _>>()?;
+    Ok(LlmSamples { prompts, references: References::Texts(references) })
+}
+
+/// A DataFrame of questions: prompts (`tok_input`, else `input_tokens`, as the gpt-oss reference
+/// prefers), `dataset` and `ground_truth` (a string, or a number as Python's `str()` of it).
+pub fn read_questions(path: &Path) -> Result<LlmSamples, String> {
+    let frame = read_frame(path)?;
+    let prompt_column = if frame.column("tok_input").is_ok() { "tok_input" } else { "input_tokens" };
+    let prompts = frame_prompts(path, &frame, prompt_column)?;
     let column = |name: &str| frame.column(name).map_err(|e| format!("{}: {e}", path.display()));
-    let (tok_input, references) = (column("tok_input")?, column(reference)?);
-    let mut samples = LlmSamples { prompts: Vec::with_capacity(frame.rows), references: Vec::with_capacity(frame.rows) };
-    for (index, (ids, text)) in tok_input.iter().zip(references).enumerate() {
+    let (subsets, truths) = (column("dataset")?, column("ground_truth")?);
+    let mut questions = Vec::with_capacity(frame.rows);
+    for (index, (subset, truth)) in subsets.iter().zip(truths).enumerate() {
         let at = |what: String| format!("{}: sample {index}: {what}", path.display());
-        let ids = pandas::ints(ids).map_err(|e| at(format!("tok_input is {e}")))?;
-        samples.prompts.push(prompt_ids(&ids).map_err(at)?);
-        samples.references.push(text.as_str().ok_or_else(|| at(format!("{reference} is a {}, not a string", text.kind())))?.to_string());
+        let subset = match subset {
+            Value::None => None,
+            v => Some(v.as_str().ok_or_else(|| at(format!("dataset is a {}, not a sub-benchmark name", v.kind())))?.to_string()),
+        };
+        let ground_truth = match truth {
+            Value::None => None,
+            Value::Float(f) if f.is_nan() => None,
+            Value::Float(f) => Some(crate::accuracy::squad::python_float_repr(*f)),
+            v => Some(match v.as_int() {
+                Some(i) => i.to_string(),
+                None => v.as_str().ok_or_else(|| at(format!("ground_truth is a {}, not a string or a number", v.kind())))?.to_string(),
+            }),
+        };
+        questions.push(Question { subset, ground_truth });
     }
-    Ok(samples)
+    Ok(LlmSamples { prompts, references: References::Questions(questions) })
 }
 
 /// A prompt's token ids as the SUT sends them: not empty, each an int32.
@@ -190,9 +289,10 @@ mod tests {
     fn the_published_json_structure_reads_in_order() {
         let samples = read_cnn_dailymail_json(&fixture()).unwrap();
         assert_eq!(samples.prompts.len(), 4);
-        assert_eq!(samples.prompts.len(), samples.references.len());
+        let References::Texts(references) = samples.references else { panic!("reference texts") };
+        assert_eq!(samples.prompts.len(), references.len());
         assert_eq!(samples.prompts[0][0], 128000, "tok_input starts with Llama 3's <|begin_of_text|>");
-        assert!(samples.references[3].contains("ü"), "non-ASCII text survives");
+        assert!(references[3].contains("ü"), "non-ASCII text survives");
     }
 
     #[test]
@@ -200,26 +300,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mlperf-llm-dataset-{}", std::process::id()));
         let scratch = Scratch::new(&dir);
         let file = DatasetFile::of("llama3.1-8b").unwrap();
-        let missing = file.read(&scratch).unwrap_err();
+        let missing = file.read(&scratch, SampleSet::Performance).unwrap_err();
         assert!(missing.contains("data/llama3.1-8b/cnn_eval.json") && missing.contains("llama3-1-8b-cnn-eval.uri") && missing.contains("mlc-r2-downloader"), "{missing}");
-        assert!(!file.item(&scratch).present);
+        assert!(!file.items(&scratch)[0].present);
 
-        std::fs::create_dir_all(file.path(&scratch).parent().unwrap()).unwrap();
-        std::fs::write(file.path(&scratch), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1, 2]}]").unwrap();
-        let no_output = file.read(&scratch).unwrap_err();
+        std::fs::create_dir_all(file.path(&scratch, SampleSet::Performance).parent().unwrap()).unwrap();
+        std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1, 2]}]").unwrap();
+        let no_output = file.read(&scratch, SampleSet::Performance).unwrap_err();
         assert!(no_output.contains("sample 1: missing field `output`"), "{no_output}");
-        std::fs::write(file.path(&scratch), "[{\"tok_input\": [1, 99999999999], \"output\": \"a\"}]").unwrap();
-        assert!(file.read(&scratch).unwrap_err().contains("sample 0: token id 99999999999 does not fit int32"));
-        std::fs::write(file.path(&scratch), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1").unwrap();
-        let truncated = file.read(&scratch).unwrap_err();
+        std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 99999999999], \"output\": \"a\"}]").unwrap();
+        assert!(file.read(&scratch, SampleSet::Performance).unwrap_err().contains("sample 0: token id 99999999999 does not fit int32"));
+        std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1").unwrap();
+        let truncated = file.read(&scratch, SampleSet::Performance).unwrap_err();
         assert!(truncated.contains("cnn_eval.json:2:") && truncated.contains("not the CNN/DailyMail dataset's JSON array"), "{truncated}");
-        let item = file.item(&scratch);
+        let item = &file.items(&scratch)[0];
         assert!(item.present && item.detail.as_deref().unwrap().contains("sha256 "), "{item:?}");
 
         let pickle = DatasetFile::of("llama2-70b").unwrap();
-        std::fs::create_dir_all(pickle.path(&scratch).parent().unwrap()).unwrap();
-        std::fs::write(pickle.path(&scratch), b"\x80\x05").unwrap();
-        let err = pickle.read(&scratch).unwrap_err();
+        std::fs::create_dir_all(pickle.path(&scratch, SampleSet::Accuracy).parent().unwrap()).unwrap();
+        std::fs::write(pickle.path(&scratch, SampleSet::Accuracy), b"\x80\x05").unwrap();
+        let err = pickle.read(&scratch, SampleSet::Accuracy).unwrap_err();
         assert!(err.contains("open_orca_gpt4_tokenized_llama.sampled_24576.pkl: not a readable pickle"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -227,13 +327,37 @@ mod tests {
     #[test]
     fn the_open_orca_pickle_reads_its_prompts_and_references() {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets/open_orca_tiny.pkl");
-        let samples = read_pandas_pickle(&path, "output").unwrap();
+        let samples = read_reference_texts(&path, "output").unwrap();
         assert_eq!(samples.prompts.len(), 4);
         assert_eq!(samples.prompts[0][0], 1, "Llama 2's BOS first");
-        assert_eq!(samples.references[1], "Guten Morgen.");
-        let err = read_pandas_pickle(&path, "ground_truth").unwrap_err();
+        let References::Texts(references) = samples.references else { panic!("reference texts") };
+        assert_eq!(references[1], "Guten Morgen.");
+        let err = read_reference_texts(&path, "ground_truth").unwrap_err();
         assert!(err.contains("open_orca_tiny.pkl: no column \"ground_truth\"") && err.contains("tok_output"), "{err}");
-        let err = read_pandas_pickle(&path, "tok_output").unwrap_err();
+        let err = read_reference_texts(&path, "tok_output").unwrap_err();
         assert!(err.contains("open_orca_tiny.pkl: sample 0: tok_output is a list, not a string"), "{err}");
+    }
+
+    #[test]
+    fn question_frames_read_from_pickles_and_parquet_alike() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/accuracy/reasoning");
+        let deepseek = read_questions(&dir.join("deepseek_dataset.pkl")).unwrap();
+        let References::Questions(questions) = &deepseek.references else { panic!("questions") };
+        assert_eq!((deepseek.prompts.len(), questions.len()), (33, 33));
+        assert_eq!(deepseek.prompts[2], [1, 2, 5]);
+        assert_eq!(questions[0], Question { subset: Some("gpqa".into()), ground_truth: Some("B".into()) });
+        assert_eq!(questions[11].ground_truth.as_deref(), Some("70"), "an integer ground truth reads as Python's str() of it");
+        let gpt_oss = read_questions(&dir.join("gpt_oss_dataset.parquet")).unwrap();
+        let References::Questions(questions) = &gpt_oss.references else { panic!("questions") };
+        assert_eq!(gpt_oss.prompts[1], [5, 6, 8], "gpt-oss's input_tokens column");
+        assert_eq!(questions[8], Question { subset: Some("aime25".into()), ground_truth: Some("70".into()) });
+        let err = read_questions(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets/open_orca_tiny.pkl")).unwrap_err();
+        assert!(err.contains("open_orca_tiny.pkl: no column \"dataset\""), "{err}");
+        let truncated = std::env::temp_dir().join(format!("mlperf-truncated-{}.parquet", std::process::id()));
+        let bytes = std::fs::read(dir.join("gpt_oss_dataset.parquet")).unwrap();
+        std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+        let err = read_questions(&truncated).unwrap_err();
+        assert!(err.contains("not a readable parquet file"), "{err}");
+        std::fs::remove_file(truncated).unwrap();
     }
 }

@@ -19,8 +19,41 @@ pub mod imagenet;
 pub mod llm;
 pub mod npy;
 pub mod pandas;
+pub mod parquet;
 pub mod pickle;
 pub mod qsl;
 pub mod scratch;
 pub mod squad;
 pub mod wordpiece;
+
+use mlperf_config::{AuditTest, BenchmarkRound};
+
+/// Which of a benchmark's sample sets a run reads. Most benchmarks have one set (the accuracy set
+/// is all or part of it); gpt-oss-120b publishes three files: performance, accuracy and TEST07's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleSet {
+    Performance,
+    Accuracy,
+    /// TEST07's compliance set.
+    Test07,
+}
+
+impl SampleSet {
+    /// The set an accuracy run, or a performance run (perhaps an audit's), reads.
+    pub fn of_run(accuracy: bool, audit: Option<AuditTest>) -> SampleSet {
+        match (accuracy, audit) {
+            (true, _) => SampleSet::Accuracy,
+            (false, Some(AuditTest::Test07)) => SampleSet::Test07,
+            (false, _) => SampleSet::Performance,
+        }
+    }
+
+    /// Its number of samples in the round (LoadGen's total sample count).
+    pub fn size(self, bench: &BenchmarkRound) -> u64 {
+        match self {
+            SampleSet::Performance => bench.dataset_size,
+            SampleSet::Accuracy => bench.accuracy_sample_count(),
+            SampleSet::Test07 => bench.test07.map_or(bench.dataset_size, |t| t.samples),
+        }
+    }
+}

@@ -17,6 +17,11 @@ pub struct DataFrame {
 }
 
 impl DataFrame {
+    /// A frame of `columns`, each with the same number of rows.
+    pub fn new(columns: Vec<(String, Vec<Value>)>) -> DataFrame {
+        DataFrame { rows: columns.first().map_or(0, |(_, v)| v.len()), columns }
+    }
+
     pub fn column_names(&self) -> Vec<&str> {
         self.columns.iter().map(|(name, _)| name.as_str()).collect()
     }

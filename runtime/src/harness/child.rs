@@ -16,6 +16,7 @@ use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
 use crate::benchmarks::llm::prompt_ids;
 use crate::benchmarks::{self, Drive, WorkloadSpec};
+use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
@@ -76,6 +77,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
                 plan: PlanIdentity { system: &plan.system, scenario: plan.scenario, workload: plan.workload },
                 total_samples: plan.total_sample_count as usize,
                 performance_samples: plan.performance_sample_count as usize,
+                set: SampleSet::of_run(plan.mode == RunMode::AccuracyOnly, plan.audit_test),
                 devices: plan.devices,
                 output_limit: plan.output_limit,
             };
@@ -123,7 +125,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
         return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
     }
-    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"))?;
+    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"), SampleSet::of_run(plan.mode == RunMode::AccuracyOnly, plan.audit_test))?;
     crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
     if work.synthetic {
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";

@@ -23,6 +23,7 @@ pub mod serving_engines;
 pub mod serving_sut;
 pub mod signals;
 
+use crate::dataset::SampleSet;
 use crate::select::Selected;
 use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose};
@@ -234,6 +235,7 @@ pub fn mark_aborted(dir: &Path, signal: signals::Signal) {
 
 fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, system_name: &str, bench_dir: &str, mode: RunMode) -> RunPlan {
     let settings = &config.settings;
+    let set = SampleSet::of_run(mode == RunMode::AccuracyOnly, req.audit_test);
     let mut non_submittable = req.caveats.clone();
     if req.test_run {
         non_submittable.push(format!("--test_run: min_duration {} ms", req.round.test_run_min_duration_ms));
@@ -267,9 +269,10 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         mode,
         backend: req.backend,
         devices: device_count(req.system),
-        // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396).
-        total_sample_count: if mode == RunMode::AccuracyOnly { bench.accuracy_sample_count() } else { bench.dataset_size },
-        performance_sample_count: performance_sample_count(bench, settings),
+        // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396), nor TEST07's (990).
+        total_sample_count: set.size(bench),
+        // TEST07's set is loaded whole, as the reference QSL sizes itself by the file it reads.
+        performance_sample_count: if set == SampleSet::Test07 { set.size(bench) } else { performance_sample_count(bench, settings) },
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         output_limit: bench.max_output_tokens_for(mode == RunMode::AccuracyOnly),

@@ -16,6 +16,7 @@ pub mod workload;
 
 use super::{AuditSpecifics, Benchmark, Workload, WorkloadSpec};
 use crate::accuracy::{LogDtype, Scored, imagenet};
+use crate::dataset::SampleSet;
 use crate::dataset::scratch::{DataReport, Scratch};
 use mlperf_config::{DatasetSource, Settings};
 use std::path::Path;
@@ -53,7 +54,7 @@ impl Benchmark for ResNet50 {
         workload::open(spec)
     }
 
-    fn score(&self, settings: &Settings, accuracy_log: &Path) -> Result<Scored, String> {
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
         let val_map = workload::val_map(settings)?;
         Ok(imagenet::score_imagenet(accuracy_log, &val_map, imagenet::DEFAULT_DTYPE)?.scored())
     }

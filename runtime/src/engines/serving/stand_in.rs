@@ -14,7 +14,7 @@
 
 use super::api::clip;
 use crate::dataset::hf_tokenizer::HfTokenizer;
-use crate::dataset::llm::{read_cnn_dailymail_json, read_pandas_pickle};
+use crate::dataset::llm::{References, read_summaries};
 use bytes::Bytes;
 use futures_util::stream;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -85,13 +85,14 @@ pub struct ReferenceAnswers {
 }
 
 impl ReferenceAnswers {
-    /// The references of an LLM dataset file (the CNN/DailyMail JSON, or a DataFrame pickle with an
-    /// `output` column), tokenized with the model's tokenizer.
+    /// The references of a summarisation dataset file (the CNN/DailyMail JSON, or a DataFrame with
+    /// an `output` column), tokenized with the model's tokenizer.
     pub fn load(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
-        let samples = if dataset.extension().is_some_and(|e| e == "json") { read_cnn_dailymail_json(dataset)? } else { read_pandas_pickle(dataset, "output")? };
+        let samples = read_summaries(dataset)?;
+        let References::Texts(references) = samples.references else { unreachable!("summaries have reference texts") };
         let tokenizer = HfTokenizer::load(tokenizer)?;
         let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
-        for (index, (prompt, reference)) in samples.prompts.into_iter().zip(samples.references).enumerate() {
+        for (index, (prompt, reference)) in samples.prompts.into_iter().zip(references).enumerate() {
             let ids = tokenizer.ids(reference.as_str()).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
             by_prompt.insert(prompt, ids);
         }

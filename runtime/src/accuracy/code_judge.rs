@@ -1,0 +1,311 @@
+//! LiveCodeBench's code execution for the reasoning evaluations: each extracted program is run
+//! against every public and private test of its problem, as LiveCodeBench's runner does
+//! (deepseek-r1 grades against release v1, gpt-oss-120b against release v6), and passes when every
+//! test passes.
+//!
+//! The problems are LiveCodeBench's `code_generation_lite` files as Hugging Face publishes them
+//! (`test.jsonl`, `test2.jsonl`, ... `test6.jsonl`; release vN is the first N files), put under
+//! `<scratch>/data/livecodebench/code_generation_lite/`. Each program runs in a Python 3 process
+//! of its own ([`RUNNER`], LiveCodeBench's grading written for this tool: the import prelude,
+//! stdin or function-call tests, 60 s per test, first failure ends the run), without network (a
+//! network namespace of its own), killed after `61 s x tests + 5 s` as LiveCodeBench's pool does.
+//! Without Python 3, the problem files or network isolation the evaluation stops and names what
+//! is missing: a missing toolchain never scores zero silently.
+
+use super::reasoning::{CodeJudge, Reference};
+use crate::dataset::pickle::{self, Value};
+use crate::dataset::scratch::Scratch;
+use base64::Engine as _;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The test runner, run by `python3 -c`.
+pub const RUNNER: &str = include_str!("lcb_runner.py");
+/// LiveCodeBench's limit per test, in seconds.
+const TEST_TIMEOUT_S: u64 = 60;
+const RESULT_MARKER: &str = "mlperf-lcb-results ";
+/// How the problems are fetched.
+const FETCH: &str = "huggingface-cli download livecodebench/code_generation_lite --repo-type dataset --local-dir";
+
+/// The judge of one evaluation: where its problems are and which release it grades against.
+pub struct LiveCodeBench {
+    problems_dir: PathBuf,
+    /// Release vN: the first N problem files.
+    release: usize,
+    python: String,
+}
+
+/// One problem's tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    /// Function-call problems (LeetCode): the method to call; stdin problems have none.
+    pub fn_name: Option<String>,
+}
+
+impl LiveCodeBench {
+    pub fn new(scratch: &Scratch, reference: Reference) -> LiveCodeBench {
+        let release = match reference {
+            Reference::DeepSeekR1 => 1,
+            Reference::GptOss120b => 6,
+        };
+        LiveCodeBench { problems_dir: scratch.data_dir().join("livecodebench/code_generation_lite"), release, python: "python3".into() }
+    }
+
+    /// A judge reading release `release` from `problems_dir`, running `python`.
+    pub fn with(problems_dir: &Path, release: usize, python: &str) -> LiveCodeBench {
+        LiveCodeBench { problems_dir: problems_dir.to_path_buf(), release, python: python.into() }
+    }
+
+    /// The release's problems by `question_id`.
+    pub fn problems(&self) -> Result<HashMap<String, Problem>, String> {
+        let mut problems = HashMap::new();
+        for n in 1..=self.release {
+            let path = self.problems_dir.join(if n == 1 { "test.jsonl".to_string() } else { format!("test{n}.jsonl") });
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "{}: {e}: LiveCodeBench release v{} needs test.jsonl .. test{}.jsonl there; fetch them with\n  {FETCH} {}",
+                    path.display(),
+                    self.release,
+                    if self.release == 1 { String::new() } else { self.release.to_string() },
+                    self.problems_dir.display()
+                )
+            })?;
+            for (line_no, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let (id, problem) = parse_problem(line).map_err(|e| format!("{}:{}: {e}", path.display(), line_no + 1))?;
+                problems.insert(id, problem);
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Fails with what is missing when Python 3 cannot run here.
+    fn check_toolchain(&self) -> Result<(), String> {
+        let out = Command::new(&self.python).args(["-c", "import sys; assert sys.version_info >= (3, 11), sys.version"]).output();
+        match out {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!("LiveCodeBench's generated code runs under Python 3.11 or newer; `{}` is not: {}", self.python, String::from_utf8_lossy(&o.stderr).trim())),
+            Err(e) => Err(format!("LiveCodeBench's generated code runs under Python 3.11 or newer, and `{}` cannot be started ({e}): install python3", self.python)),
+        }
+    }
+
+    /// Runs `code` against `problem`: LiveCodeBench's per-test results (true, or -2 wrong answer,
+    /// -3 time limit, -4 error; -1 when the process gave none within its time).
+    pub fn run(&self, code: &str, problem: &Problem) -> Result<Vec<serde_json::Value>, String> {
+        let job = serde_json::json!({"code": code, "inputs": problem.inputs, "outputs": problem.outputs, "fn_name": problem.fn_name, "timeout": TEST_TIMEOUT_S});
+        let mut command = Command::new(&self.python);
+        command.args(["-c", RUNNER]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        // SAFETY: unshare(2) is async-signal-safe and touches only the child's own namespaces.
+        unsafe {
+            command.pre_exec(|| without_network().map_err(std::io::Error::other));
+        }
+        let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", self.python))?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let job = job.to_string();
+        // The runner reads the whole job before it runs anything, so writing cannot deadlock.
+        let writer = std::thread::spawn(move || stdin.write_all(job.as_bytes()));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.read_to_end(&mut out);
+            out
+        });
+        let limit = Duration::from_secs((TEST_TIMEOUT_S + 1) * problem.inputs.len() as u64 + 5);
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                break Some(status);
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let _ = writer.join();
+        let out = reader.join().unwrap_or_default();
+        let results = String::from_utf8_lossy(&out).lines().rev().find_map(|l| l.strip_prefix(RESULT_MARKER)).and_then(|json| {
+            #[derive(Deserialize)]
+            struct Results {
+                results: Vec<serde_json::Value>,
+            }
+            serde_json::from_str::<Results>(json).ok()
+        });
+        match (status, results) {
+            (Some(_), Some(r)) => Ok(r.results),
+            (Some(s), None) if s.code().is_some_and(|c| c != 0) && start.elapsed() < Duration::from_secs(1) && out.is_empty() => {
+                Err(format!("the LiveCodeBench runner failed at once ({s}) without a result: is {} Python 3.11 or newer, and may it create a network namespace?", self.python))
+            }
+            _ => Ok(vec![serde_json::Value::from(-1); problem.inputs.len()]),
+        }
+    }
+}
+
+impl CodeJudge for LiveCodeBench {
+    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String> {
+        self.check_toolchain()?;
+        without_network_here()?;
+        let problems = self.problems()?;
+        work.iter()
+            .map(|(id, code)| match problems.get(id) {
+                // A question outside the release is wrong, as in the reference.
+                None => Ok(false),
+                Some(problem) => Ok(self.run(code, problem)?.iter().all(|r| r.as_bool() == Some(true) || r.as_i64().is_some_and(|v| v > 0))),
+            })
+            .collect()
+    }
+}
+
+/// Puts the calling process in a network namespace of its own (loopback only, and down):
+/// as root a new network namespace; otherwise a user namespace with one.
+fn without_network() -> Result<(), String> {
+    // SAFETY: plain system calls on the calling process.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNET) == 0 || libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
+            return Ok(());
+        }
+    }
+    Err(format!("cannot cut the network of LiveCodeBench's generated code: unshare(CLONE_NEWNET) failed ({})", std::io::Error::last_os_error()))
+}
+
+/// Whether [`without_network`] works on this machine, tried in a short-lived child.
+fn without_network_here() -> Result<(), String> {
+    let mut probe = Command::new("true");
+    // SAFETY: as in `LiveCodeBench::run`.
+    unsafe {
+        probe.pre_exec(|| without_network().map_err(std::io::Error::other));
+    }
+    match probe.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("cannot cut the network of LiveCodeBench's generated code ({s}): run as root or allow unprivileged user namespaces")),
+        Err(e) => Err(format!("cannot cut the network of LiveCodeBench's generated code ({e}): run as root or allow unprivileged user namespaces")),
+    }
+}
+
+#[derive(Deserialize)]
+struct Line {
+    question_id: String,
+    public_test_cases: String,
+    private_test_cases: String,
+    #[serde(default)]
+    metadata: String,
+}
+
+#[derive(Deserialize)]
+struct Test {
+    input: String,
+    output: String,
+}
+
+/// One line of a problem file: its id, and its public then private tests. Private tests are JSON,
+/// or (most) base64 of zlib of a pickled JSON string.
+pub fn parse_problem(line: &str) -> Result<(String, Problem), String> {
+    let l: Line = serde_json::from_str(line).map_err(|e| format!("not a LiveCodeBench problem line: {e}"))?;
+    let at = |what: String| format!("problem {}: {what}", l.question_id);
+    let mut tests: Vec<Test> = serde_json::from_str(&l.public_test_cases).map_err(|e| at(format!("public_test_cases: {e}")))?;
+    let private = match serde_json::from_str::<Vec<Test>>(&l.private_test_cases) {
+        Ok(t) => t,
+        Err(_) => {
+            let packed =
+                base64::engine::general_purpose::STANDARD.decode(l.private_test_cases.trim()).map_err(|e| at(format!("private_test_cases: neither JSON nor base64: {e}")))?;
+            let mut pickled = Vec::new();
+            flate2::read::ZlibDecoder::new(packed.as_slice()).read_to_end(&mut pickled).map_err(|e| at(format!("private_test_cases: not zlib data: {e}")))?;
+            let json = match pickle::parse(&pickled).map_err(|e| at(format!("private_test_cases: {e}")))? {
+                Value::Str(s) => s,
+                other => return Err(at(format!("private_test_cases: a pickled {}, not a JSON string", other.kind()))),
+            };
+            serde_json::from_str(&json).map_err(|e| at(format!("private_test_cases: {e}")))?
+        }
+    };
+    tests.extend(private);
+    let fn_name = if l.metadata.trim().is_empty() {
+        None
+    } else {
+        let metadata: serde_json::Value = serde_json::from_str(&l.metadata).map_err(|e| at(format!("metadata: {e}")))?;
+        metadata.get("func_name").and_then(|v| v.as_str()).map(str::to_string)
+    };
+    let (inputs, outputs) = tests.into_iter().map(|t| (t.input, t.output)).unzip();
+    Ok((l.question_id, Problem { inputs, outputs, fn_name }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem_line(id: &str, public: &str, private: &str, metadata: &str) -> String {
+        serde_json::json!({"question_id": id, "public_test_cases": public, "private_test_cases": private, "metadata": metadata}).to_string()
+    }
+
+    /// The base64 / zlib / pickle packing of most private tests, made with Python.
+    fn packed(json: &str) -> Option<String> {
+        let script = "import base64, pickle, sys, zlib; print(base64.b64encode(zlib.compress(pickle.dumps(sys.argv[1]))).decode())";
+        let out = Command::new("python3").args(["-c", script, json]).output().ok()?;
+        Some(String::from_utf8(out.stdout).ok()?.trim().to_string())
+    }
+
+    #[test]
+    fn problems_read_public_then_private_tests() {
+        let private = r#"[{"input": "3\n", "output": "9\n", "testtype": "stdin"}]"#;
+        let packed = packed(private).expect("python3 runs (LoadGen's build needs it too)");
+        let line = problem_line("abc001", r#"[{"input": "2\n", "output": "4\n", "testtype": "stdin"}]"#, &packed, "{}");
+        let (id, p) = parse_problem(&line).unwrap();
+        assert_eq!((id.as_str(), p.inputs, p.outputs, p.fn_name), ("abc001", vec!["2\n".to_string(), "3\n".into()], vec!["4\n".to_string(), "9\n".into()], None));
+        let line = problem_line("lc7", "[]", r#"[{"input": "[1, 2]\n3", "output": "[4, 5]", "testtype": "functional"}]"#, r#"{"func_name": "add"}"#);
+        assert_eq!(parse_problem(&line).unwrap().1.fn_name.as_deref(), Some("add"));
+        let err = parse_problem(&problem_line("bad", "[]", "%%%", "{}")).unwrap_err();
+        assert!(err.contains("problem bad: private_test_cases: neither JSON nor base64"), "{err}");
+    }
+
+    fn judge_with(problems: &[String]) -> (LiveCodeBench, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("mlperf-lcb-{}-{}", std::process::id(), problems.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("test.jsonl"), problems.join("\n")).unwrap();
+        (LiveCodeBench::with(&dir, 1, "python3"), dir)
+    }
+
+    #[test]
+    fn programs_pass_only_when_every_test_passes() {
+        let stdin = problem_line("sq", r#"[{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "9.0\n"}]"#, "[]", "{}");
+        let calls = problem_line("lc", "[]", r#"[{"input": "[1, 2]\n3", "output": "[4, 5]"}, {"input": "[]\n1", "output": "[]"}]"#, r#"{"func_name": "add"}"#);
+        let (judge, dir) = judge_with(&[stdin, calls]);
+        let square = "n = int(input())\nprint(n * n)";
+        let main_guarded = "import sys\ndef main():\n    n = int(sys.stdin.readline())\n    print(n ** 2)\nif __name__ == '__main__':\n    main()";
+        let solution = "class Solution:\n    def add(self, xs: List[int], k: int) -> List[int]:\n        return tuple(x + k for x in xs)";
+        let work = [
+            ("sq", square),
+            ("sq", main_guarded),
+            ("sq", "print(4)"),
+            ("sq", "while True: pass"),
+            ("sq", "import socket\ns = socket.create_connection(('1.1.1.1', 80), timeout=5)\nprint(int(input()) ** 2)"),
+            ("lc", solution),
+            ("lc", "def add(xs, k):\n    return [x - k for x in xs]"),
+            ("unknown", square),
+        ];
+        let work: Vec<(String, String)> = work.iter().map(|(id, code)| (id.to_string(), code.to_string())).collect();
+        // The endless loop would take LiveCodeBench's 60 s; this test checks the verdicts of the
+        // quick ones and the time limit through `run` below.
+        let quick: Vec<(String, String)> = work.iter().filter(|(_, c)| !c.contains("while True")).cloned().collect();
+        assert_eq!(judge.judge(&quick).unwrap(), [true, true, false, false, true, false, false]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_toolchain_or_problem_file_names_what_is_missing() {
+        let (judge, dir) = judge_with(&[]);
+        let no_python = LiveCodeBench::with(&dir, 1, "/nonexistent/python3");
+        let err = no_python.judge(&[("x".into(), "print(1)".into())]).unwrap_err();
+        assert!(err.contains("/nonexistent/python3") && err.contains("install python3"), "{err}");
+        let v6 = LiveCodeBench::with(&dir, 6, "python3");
+        let err = v6.judge(&[("x".into(), "print(1)".into())]).unwrap_err();
+        assert!(err.contains("test2.jsonl") && err.contains("release v6") && err.contains("huggingface-cli download livecodebench/code_generation_lite"), "{err}");
+        assert_eq!(judge.judge(&[("x".into(), "print(1)".into())]).unwrap(), [false], "an id outside the release is wrong");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
