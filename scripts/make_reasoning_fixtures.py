@@ -198,6 +198,17 @@ def main():
     with open(os.path.join(out, "gpt_oss_accuracy.txt"), "w") as f:
         f.write(printed)
 
+    # A TEST07 compliance set of the published structure: 990 GPQA rows; 90 of them have a ground
+    # truth outside A..D, which no answer can match (a stand-in answering every question right
+    # then scores 900/990 = 90.909).
+    letters = ["A", "B", "C", "D"]
+    frame = pd.DataFrame({
+        "input_tokens": [np.array([7, 8, i], dtype=np.int64) for i in range(990)],
+        "dataset": ["gpqa_diamond"] * 990,
+        "ground_truth": ["E" if i % 11 == 10 else letters[i % 4] for i in range(990)],
+    })
+    frame.to_parquet(os.path.join(out, "gpt_oss_test07_set.parquet"))
+
     with open(os.path.join(out, "answers.json"), "w") as f:
         json.dump({"deepseek-r1": [t for _, t, _ in DEEPSEEK], "gpt-oss-120b": [t for _, t, _ in GPT_OSS]}, f, indent=1, ensure_ascii=False)
     shutil.rmtree(work)

@@ -160,6 +160,54 @@ fn run_audit_harness_runs_and_verifies_test09_for_gpt_oss_offline() {
     assert!(stdout.contains("TEST09  PASS"), "{stdout}");
 }
 
+#[test]
+fn run_audit_harness_runs_and_verifies_test07_for_gpt_oss_offline() {
+    let cwd = scratch("llm-test07");
+    // TEST07's compliance set (990 GPQA questions, 90 of them with a ground truth no answer can
+    // match), where the data check looks for it; a stand-in answering every question as its
+    // ground truth says, in words of a tokenizer that holds them.
+    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accuracy/reasoning");
+    let set = cwd.join("scratch/data/gpt-oss-120b/acc/acc_eval_compliance_gpqa.parquet");
+    std::fs::create_dir_all(set.parent().unwrap()).unwrap();
+    std::fs::copy(fixtures.join("gpt_oss_test07_set.parquet"), &set).unwrap();
+    let tokenizer = cwd.join("tokenizer.json");
+    std::fs::write(&tokenizer, answer_tokenizer_json()).unwrap();
+    let serving = format!(r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--reference_answers={}", "--tokenizer={}"]"#, set.display(), tokenizer.display());
+    let args = [
+        "run_audit_harness",
+        "--system_name=CPU-dev",
+        "--benchmarks=gpt-oss-120b",
+        "--scenarios=offline",
+        "--audit_tests=TEST07",
+        "--dataset=real",
+        &format!("--tokenizer_path={}", tokenizer.display()),
+        &serving,
+        &format!("--serving_port={}", free_port()),
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(&cwd).env("MLPERF_SCRATCH_PATH", cwd.join("scratch")).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let dir = cwd.join("build/compliance/CPU-dev_RS/gpt-oss-120b/Offline/TEST07");
+    let verify = std::fs::read_to_string(dir.join("verify_accuracy.txt")).unwrap();
+    assert!(verify.contains("gpqa_diamond                   900      990        5     180.00     90.91%\n"), "{verify}");
+    assert!(verify.contains("\n'exact_match': 90.909\n"), "{verify}");
+    assert!(verify.ends_with("Accuracy score: 90.909\nAccuracy threshold: 60.698\nAccuracy check pass: True\nTEST PASS\n"), "{verify}");
+    assert!(dir.join("accuracy/mlperf_log_accuracy.json").is_file() && dir.join("performance/run_1/mlperf_log_detail.txt").is_file(), "what the checker's TEST07 tree holds");
+    assert!(stdout.contains("TEST07  PASS"), "{stdout}");
+}
+
+/// A word-level tokenizer with the words of multiple-choice answers (`Answer : B`).
+fn answer_tokenizer_json() -> String {
+    let words = ["<unk>", "Answer", ":", "A", "B", "C", "D", "E"];
+    let vocab: serde_json::Map<String, serde_json::Value> = words.iter().enumerate().map(|(k, w)| (w.to_string(), serde_json::json!(k))).collect();
+    serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
+        "pre_tokenizer": { "type": "Whitespace" }, "post_processor": null, "decoder": null,
+        "model": { "type": "WordLevel", "vocab": vocab, "unk_token": "<unk>" }
+    })
+    .to_string()
+}
+
 /// The stand-in of the scored llama3.1-8b run: 64 words, 8 to 16 of them per answer.
 fn summarising_stand_in() -> mlperf_runtime::engines::serving::stand_in::StandInOptions {
     mlperf_runtime::engines::serving::stand_in::StandInOptions { vocab: 64, min_output_tokens: 8, max_output_tokens: 16, ..Default::default() }
@@ -247,7 +295,7 @@ fn llama3_1_8b_sends_the_official_datasets_prompts_is_scored_and_a_wrong_file_is
     write_cnn_eval(&data, 10);
     let (ok, stdout, stderr) = run(&[PACED]);
     assert!(!ok);
-    assert!(format!("{stdout}{stderr}").contains("cnn_eval.json: 10 samples, but the round's llama3.1-8b set has 13368"), "{stdout}\n{stderr}");
+    assert!(format!("{stdout}{stderr}").contains("cnn_eval.json: 10 samples, but the round's llama3.1-8b performance set has 13368"), "{stdout}\n{stderr}");
 }
 
 #[test]

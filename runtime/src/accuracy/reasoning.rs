@@ -73,6 +73,19 @@ pub trait CodeJudge {
     fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String>;
 }
 
+/// The shortest answer `question`'s grader counts right, for a stand-in playing a perfect model:
+/// `Answer: X` for multiple choice, `\boxed{N}` for AIME and MATH500; none for LiveCodeBench (a
+/// program, not a text) or a question without a sub-benchmark or ground truth.
+pub fn right_answer(question: &Question) -> Option<String> {
+    let truth = question.ground_truth.as_deref()?;
+    // Both evaluations pick the same grader for every sub-benchmark name but `mmlu`.
+    match Grader::of(&question.subset.as_deref()?.to_lowercase(), Reference::GptOss120b)? {
+        Grader::Gpqa | Grader::MmluPro | Grader::Mmlu => Some(format!("Answer: {truth}")),
+        Grader::Aime | Grader::Math500 => Some(format!("\\boxed{{{truth}}}")),
+        Grader::LiveCodeBench => None,
+    }
+}
+
 /// One graded answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Graded {

@@ -156,6 +156,20 @@ fn math_answers_grade_as_prm800k_does() {
     }
 }
 
+#[test]
+fn right_answers_are_graded_right_by_both_evaluations() {
+    let questions = [question("gpqa_diamond", "C"), question("MMLU_PRO", "J"), question("aime25", "70"), question("math500", "\\frac{1}{2}")];
+    for q in &questions {
+        let answer = right_answer(q).unwrap();
+        for reference in [Reference::DeepSeekR1, Reference::GptOss120b] {
+            let grader = Grader::of(&q.subset.as_deref().unwrap().to_lowercase(), reference).unwrap();
+            assert!(grade(reference, grader, &answer, q.ground_truth.as_deref().unwrap()), "{answer:?} under {reference:?}");
+        }
+    }
+    assert_eq!(right_answer(&question("livecodebench_v6", "abc001")), None);
+    assert_eq!(right_answer(&Question { subset: Some("gpqa".into()), ground_truth: None }), None);
+}
+
 struct NoCode;
 impl CodeJudge for NoCode {
     fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String> {

@@ -85,11 +85,11 @@ impl Benchmark for Llm {
         let samples = file.read(&scratch, spec.set)?;
         if samples.prompts.len() != spec.total_samples {
             return Err(format!(
-                "{}: {} samples, but the round's {} {:?} set has {}: is it the right file?",
+                "{}: {} samples, but the round's {} {} set has {}: is it the right file?",
                 file.path(&scratch, spec.set).display(),
                 samples.prompts.len(),
                 self.id,
-                spec.set,
+                spec.set.name(),
                 spec.total_samples
             ));
         }

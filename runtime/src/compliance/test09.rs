@@ -7,6 +7,7 @@
 
 use super::Verification;
 use crate::accuracy::log::decode_hex;
+use crate::accuracy::squad::python_float_repr;
 use mlperf_config::OutputTokenBounds;
 use serde::Deserialize;
 use std::fmt::Write;
@@ -50,7 +51,7 @@ pub fn verify(accuracy_log: &Path, bounds: OutputTokenBounds) -> Result<Verifica
     let stats = OutputLengths::of(&lengths);
     let (min_pass, max_pass) = (stats.mean >= bounds.min, stats.mean <= bounds.max);
     let passed = min_pass && max_pass;
-    let summary = format!("mean {:.2} output tokens over {} samples (bounds {} to {})", stats.mean, stats.samples, python_float(bounds.min), python_float(bounds.max));
+    let summary = format!("mean {:.2} output tokens over {} samples (bounds {} to {})", stats.mean, stats.samples, python_float_repr(bounds.min), python_float_repr(bounds.max));
     Ok(Verification::text(passed, report(&stats, bounds, min_pass, max_pass), summary))
 }
 
@@ -64,16 +65,10 @@ fn report(stats: &OutputLengths, bounds: OutputTokenBounds, min_pass: bool, max_
     let _ = writeln!(out, "Total samples: {}\nMean output tokens: {:.2}\nMin output tokens: {}\nMax output tokens: {}", stats.samples, stats.mean, stats.min, stats.max);
     let _ = writeln!(out, "Std deviation: {:.2}", stats.std_dev);
     let _ = writeln!(out, "\n{rule}\nVerification Results\n{rule}");
-    let _ = writeln!(out, "Mean output tokens: {:.2}\nMin threshold: {}\nMax threshold: {}", stats.mean, python_float(bounds.min), python_float(bounds.max));
+    let _ = writeln!(out, "Mean output tokens: {:.2}\nMin threshold: {}\nMax threshold: {}", stats.mean, python_float_repr(bounds.min), python_float_repr(bounds.max));
     let _ = writeln!(out, "Min check pass: {}\nMax check pass: {}", python_bool(min_pass), python_bool(max_pass));
     let _ = writeln!(out, "\n{}", if min_pass && max_pass { "TEST PASS" } else { "TEST FAIL" });
     out
-}
-
-/// A float as Python's `str()` prints it in the script's range (shortest round trip; `.0` on whole
-/// numbers).
-fn python_float(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e16 { format!("{v:.1}") } else { format!("{v}") }
 }
 
 #[cfg(test)]

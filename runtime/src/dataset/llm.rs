@@ -149,12 +149,14 @@ pub fn read(path: &Path, format: Format) -> Result<LlmSamples, String> {
     }
 }
 
-/// A summarisation dataset of either format (told apart by content: a JSON array, or a
-/// DataFrame with references in `output`).
-pub fn read_summaries(path: &Path) -> Result<LlmSamples, String> {
+/// Any LLM dataset file, its format told by its content: a JSON array (CNN/DailyMail), or a
+/// DataFrame with reference texts in `output` (OpenOrca), else one of questions.
+pub fn read_any(path: &Path) -> Result<LlmSamples, String> {
     let mut first = [0u8; 1];
-    let json = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[';
-    read(path, if json { Format::CnnDailyMailJson } else { Format::ReferenceTexts { reference: "output" } })
+    if std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[' {
+        return read_cnn_dailymail_json(path);
+    }
+    if read_frame(path)?.column("output").is_ok() { read_reference_texts(path, "output") } else { read_questions(path) }
 }
 
 /// A dataset's samples in order (index = LoadGen's sample index).

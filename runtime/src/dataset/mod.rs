@@ -48,6 +48,15 @@ impl SampleSet {
         }
     }
 
+    /// How messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleSet::Performance => "performance",
+            SampleSet::Accuracy => "accuracy",
+            SampleSet::Test07 => "TEST07",
+        }
+    }
+
     /// Its number of samples in the round (LoadGen's total sample count).
     pub fn size(self, bench: &BenchmarkRound) -> u64 {
         match self {

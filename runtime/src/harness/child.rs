@@ -16,7 +16,6 @@ use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
 use crate::benchmarks::llm::prompt_ids;
 use crate::benchmarks::{self, Drive, WorkloadSpec};
-use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
@@ -45,6 +44,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             mlperf_loadgen::LINKED_VERSION
         ));
     }
+    let set = plan.sample_set();
     if plan.performance_sample_count > plan.total_sample_count {
         // LoadGen would index past the sample library (a crash, not an error).
         return Err(format!(
@@ -52,7 +52,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
             plan.performance_sample_count,
             plan.total_sample_count,
             plan.benchmark,
-            if plan.mode == RunMode::AccuracyOnly { "accuracy" } else { "performance" }
+            set.name()
         ));
     }
     let audit = plan.audit_test.map(|_| dir.join(AUDIT_CONFIG));
@@ -77,7 +77,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
                 plan: PlanIdentity { system: &plan.system, scenario: plan.scenario, workload: plan.workload },
                 total_samples: plan.total_sample_count as usize,
                 performance_samples: plan.performance_sample_count as usize,
-                set: SampleSet::of_run(plan.mode == RunMode::AccuracyOnly, plan.audit_test),
+                set,
                 devices: plan.devices,
                 output_limit: plan.output_limit,
             };
@@ -125,7 +125,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
         return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
     }
-    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"), SampleSet::of_run(plan.mode == RunMode::AccuracyOnly, plan.audit_test))?;
+    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"), plan.sample_set())?;
     crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
     if work.synthetic {
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";

@@ -31,6 +31,7 @@ use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, En
 use plan::{Backend, RunMode, RunPlan, TestMode, prepare_dir};
 use report::{ABORTED_MARKER, FAILED_MARKER, Outcome, RunStatus};
 use serving_engines::ServingEngines;
+use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,7 +147,18 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
             }
             let dir = sub.map_or_else(|| scenario_dir.clone(), |s| scenario_dir.join(s));
             let plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
-            let user_conf = render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission });
+            let mut user_conf = render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission });
+            if plan.sample_set() == SampleSet::Test07 {
+                // LoadGen crashes on a performance sample count above the library's samples.
+                let _ = writeln!(
+                    user_conf,
+                    "# TEST07 loads its whole compliance set (rounds/{}.toml, test07.samples)\n{}.{}.performance_sample_count_override = {}",
+                    req.round.id,
+                    plan.loadgen_model,
+                    config.scenario.loadgen().name(),
+                    plan.performance_sample_count
+                );
+            }
             let audit = match req.audit_test {
                 Some(test) => Some(plan::audit_config(req.round, &plan.loadgen_model, config.scenario, test)?),
                 None => None,
@@ -234,8 +246,13 @@ pub fn mark_aborted(dir: &Path, signal: signals::Signal) {
 }
 
 fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, system_name: &str, bench_dir: &str, mode: RunMode) -> RunPlan {
-    let settings = &config.settings;
     let set = SampleSet::of_run(mode == RunMode::AccuracyOnly, req.audit_test);
+    let mut settings = config.settings.clone();
+    if set == SampleSet::Test07 {
+        // TEST07's set is loaded whole (the reference QSL is the file it reads), in user.conf too.
+        settings.performance_sample_count_override = Some(set.size(bench));
+    }
+    let settings = &settings;
     let mut non_submittable = req.caveats.clone();
     if req.test_run {
         non_submittable.push(format!("--test_run: min_duration {} ms", req.round.test_run_min_duration_ms));
@@ -271,8 +288,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         devices: device_count(req.system),
         // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396), nor TEST07's (990).
         total_sample_count: set.size(bench),
-        // TEST07's set is loaded whole, as the reference QSL sizes itself by the file it reads.
-        performance_sample_count: if set == SampleSet::Test07 { set.size(bench) } else { performance_sample_count(bench, settings) },
+        performance_sample_count: performance_sample_count(bench, settings),
         min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         output_limit: bench.max_output_tokens_for(mode == RunMode::AccuracyOnly),

@@ -2,6 +2,7 @@
 //! in `run_plan.json` (effective settings, mode, scenario, backend, sample counts, why the run is
 //! not submittable), next to the `user.conf` and `audit.config` LoadGen reads.
 
+use crate::dataset::SampleSet;
 use crate::fsutil::write_atomic;
 use mlperf_config::{AuditTest, Round, Scenario, Settings, Workload};
 use serde::{Deserialize, Serialize};
@@ -161,6 +162,11 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
+    /// The sample set the run reads.
+    pub fn sample_set(&self) -> SampleSet {
+        SampleSet::of_run(self.mode == RunMode::AccuracyOnly, self.audit_test)
+    }
+
     /// `benchmark scenario mode`, for progress lines and messages.
     pub fn label(&self) -> String {
         format!("{} {} {}", self.benchmark, self.scenario, self.mode)

@@ -13,8 +13,9 @@
 //! Runs are never submittable: the stand-in's answers are not a model's.
 
 use super::api::clip;
+use crate::accuracy::reasoning;
 use crate::dataset::hf_tokenizer::HfTokenizer;
-use crate::dataset::llm::{References, read_summaries};
+use crate::dataset::llm::{References, read_any};
 use bytes::Bytes;
 use futures_util::stream;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -85,16 +86,22 @@ pub struct ReferenceAnswers {
 }
 
 impl ReferenceAnswers {
-    /// The references of a summarisation dataset file (the CNN/DailyMail JSON, or a DataFrame with
-    /// an `output` column), tokenized with the model's tokenizer.
+    /// The reference answers of an LLM dataset file, tokenized with the model's tokenizer: a
+    /// summarisation set's reference texts, or for a set of questions the shortest answer its
+    /// grader counts right ([`reasoning::right_answer`]; LiveCodeBench's have none).
     pub fn load(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
-        let samples = read_summaries(dataset)?;
-        let References::Texts(references) = samples.references else { unreachable!("summaries have reference texts") };
+        let samples = read_any(dataset)?;
+        let answers: Vec<Option<String>> = match samples.references {
+            References::Texts(texts) => texts.into_iter().map(Some).collect(),
+            References::Questions(questions) => questions.iter().map(reasoning::right_answer).collect(),
+        };
         let tokenizer = HfTokenizer::load(tokenizer)?;
         let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
-        for (index, (prompt, reference)) in samples.prompts.into_iter().zip(references).enumerate() {
-            let ids = tokenizer.ids(reference.as_str()).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
-            by_prompt.insert(prompt, ids);
+        for (index, (prompt, answer)) in samples.prompts.into_iter().zip(answers).enumerate() {
+            if let Some(answer) = answer {
+                let ids = tokenizer.ids(&answer).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
+                by_prompt.insert(prompt, ids);
+            }
         }
         Ok(ReferenceAnswers { by_prompt })
     }
