@@ -110,6 +110,17 @@ def stub_transformers(texts):
     sys.modules["transformers"] = module
 
 
+def case_frame(cases, prompt_column, first_id):
+    """A dataset of `cases` in the published columns (prompts of three ids, distinct per row);
+    the stand-in tokenizer decodes each row's answer ids to the row's text."""
+    stub_transformers([t for _, t, _ in cases])
+    return pd.DataFrame({
+        prompt_column: [np.array([first_id - 2, first_id - 1, first_id + i], dtype=np.int64) for i in range(len(cases))],
+        "ground_truth": [g for _, _, g in cases],
+        "dataset": [d for d, _, _ in cases],
+    })
+
+
 def write_log(path, rows):
     """LoadGen's mlperf_log_accuracy.json: one entry per (qsl_idx, ids)."""
     with open(path, "w") as f:
@@ -162,14 +173,8 @@ def main():
     os.makedirs(os.path.join(ds_dir, "submodules"))
     shutil.copy(os.path.join(args.inference, "language/deepseek-r1/eval_accuracy.py"), ds_dir)
     shutil.copytree(args.prm800k, os.path.join(ds_dir, "submodules/prm800k"))
-    texts = [t for _, t, _ in DEEPSEEK]
-    stub_transformers(texts)
-    frame = pd.DataFrame({
-        "tok_input": [np.array([1, 2, 3 + i], dtype=np.int64) for i in range(len(DEEPSEEK))],
-        "ground_truth": [g for _, _, g in DEEPSEEK],
-        "dataset": [d for d, _, _ in DEEPSEEK],
-        "question": [f"question {i}" for i in range(len(DEEPSEEK))],
-    })
+    frame = case_frame(DEEPSEEK, "tok_input", 3)
+    frame["question"] = [f"question {i}" for i in range(len(DEEPSEEK))]
     frame.to_pickle(os.path.join(out, "deepseek_dataset.pkl"))
     write_log(os.path.join(out, "deepseek_log.json"), log_rows(len(DEEPSEEK)))
     printed = run_main(ds_dir, "eval_accuracy", ["--input-file", os.path.join(out, "deepseek_log.json"), "--dataset-file", os.path.join(out, "deepseek_dataset.pkl"), "--output-file", os.path.join(work, "ds_evaluated.pkl")])
@@ -185,14 +190,7 @@ def main():
     os.makedirs(go_dir)
     for name in ["eval_accuracy.py", "eval_mlperf_accuracy.py"]:
         shutil.copy(os.path.join(args.inference, "language/gpt-oss-120b", name), go_dir)
-    texts = [t for _, t, _ in GPT_OSS]
-    stub_transformers(texts)
-    frame = pd.DataFrame({
-        "input_tokens": [np.array([5, 6, 7 + i], dtype=np.int64) for i in range(len(GPT_OSS))],
-        "dataset": [d for d, _, _ in GPT_OSS],
-        "ground_truth": [g for _, _, g in GPT_OSS],
-    })
-    frame.to_parquet(os.path.join(out, "gpt_oss_dataset.parquet"))
+    case_frame(GPT_OSS, "input_tokens", 7).to_parquet(os.path.join(out, "gpt_oss_dataset.parquet"))
     write_log(os.path.join(out, "gpt_oss_log.json"), log_rows(len(GPT_OSS)))
     printed = run_main(go_dir, "eval_mlperf_accuracy", ["--mlperf-log", os.path.join(out, "gpt_oss_log.json"), "--reference-data", os.path.join(out, "gpt_oss_dataset.parquet"), "--tokenizer", "stand-in"])
     with open(os.path.join(out, "gpt_oss_accuracy.txt"), "w") as f:

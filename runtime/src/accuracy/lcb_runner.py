@@ -103,68 +103,58 @@ def same_output(got, want):
     return True
 
 
-def grade_stdin(code, inputs, outputs, timeout):
+def timed(timeout, call):
+    """call() under the alarm: (True, its value), or (False, -3 on time out, -4 on an error)."""
     signal.alarm(timeout)
     try:
-        function = load(stdin_program(code)).wrapped_function
+        return True, call()
     except BaseException as e:
-        return [failure(e)]
+        return False, failure(e)
     finally:
         signal.alarm(0)
+
+
+def grade(prepare, run, matches, inputs, outputs, timeout):
+    """The program prepared, then each test run and compared until the first failure."""
+    ok, program = timed(timeout, prepare)
+    if not ok:
+        return [program]
     results = []
     for given, wanted in zip(inputs, outputs):
-        captured = io.StringIO()
-        signal.alarm(timeout)
-        try:
-            with patch("builtins.open", mock_open(read_data=given)), patch("sys.stdin", Stdin(given)), patch("sys.stdout", captured):
-                try:
-                    function()
-                except SystemExit:
-                    pass
-        except BaseException as e:
-            results.append(failure(e))
-            return results
-        finally:
-            signal.alarm(0)
-        if not same_output(captured.getvalue(), wanted):
-            results.append(-2)
-            return results
+        ok, got = timed(timeout, lambda: run(program, given))
+        if not ok:
+            return results + [got]
+        if not matches(got, wanted):
+            return results + [-2]
         results.append(True)
     return results
+
+
+def run_stdin(function, given):
+    """The program's output with `given` as its standard input (and as any file it opens)."""
+    captured = io.StringIO()
+    with patch("builtins.open", mock_open(read_data=given)), patch("sys.stdin", Stdin(given)), patch("sys.stdout", captured):
+        try:
+            function()
+        except SystemExit:
+            pass
+    return captured.getvalue()
+
+
+def grade_stdin(code, inputs, outputs, timeout):
+    return grade(lambda: load(stdin_program(code)).wrapped_function, run_stdin, same_output, inputs, outputs, timeout)
 
 
 def grade_calls(code, inputs, outputs, fn_name, timeout):
-    signal.alarm(timeout)
-    try:
+    def prepare():
         module = load(PRELUDE + "\n\n" + code)
-        target = module.Solution() if "class Solution" in code else module
-        function = getattr(target, fn_name)
-    except BaseException as e:
-        return [failure(e)]
-    finally:
-        signal.alarm(0)
-    results = []
-    for given, wanted in zip(inputs, outputs):
-        try:
-            args = [json.loads(line) for line in given.split("\n")]
-            expected = json.loads(wanted)
-        except ValueError:
-            return results + [-4]
-        signal.alarm(timeout)
-        try:
-            got = function(*args)
-        except BaseException as e:
-            results.append(failure(e))
-            return results
-        finally:
-            signal.alarm(0)
-        if isinstance(got, tuple):
-            got = list(got)
-        if got != expected:
-            results.append(-2)
-            return results
-        results.append(True)
-    return results
+        return getattr(module.Solution() if "class Solution" in code else module, fn_name)
+
+    def call(function, given):
+        got = function(*[json.loads(line) for line in given.split("\n")])
+        return list(got) if isinstance(got, tuple) else got
+
+    return grade(prepare, call, lambda got, wanted: got == json.loads(wanted), inputs, outputs, timeout)
 
 
 def disable_destructive_calls():
