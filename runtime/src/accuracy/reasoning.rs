@@ -30,6 +30,14 @@ pub enum Reference {
     GptOss120b,
 }
 
+impl Reference {
+    /// deepseek-r1's evaluation decodes answers without special tokens; gpt-oss's keeps its
+    /// harmony markers, which its parsers look for.
+    pub fn skips_special_tokens(self) -> bool {
+        self == Reference::DeepSeekR1
+    }
+}
+
 /// One dataset row as the evaluations read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {

@@ -33,15 +33,27 @@ use std::time::Duration;
 /// One language model of the catalog.
 pub struct Llm {
     id: &'static str,
+    evaluation: Evaluation,
 }
 
-pub static LLAMA2_70B: Llm = Llm { id: "llama2-70b" };
-pub static LLAMA3_1_8B: Llm = Llm { id: "llama3.1-8b" };
-pub static LLAMA3_1_8B_EDGE: Llm = Llm { id: "llama3.1-8b-edge" };
-pub static LLAMA3_1_405B: Llm = Llm { id: "llama3.1-405b" };
-pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b" };
-pub static DEEPSEEK_R1: Llm = Llm { id: "deepseek-r1" };
-pub static GPT_OSS_120B: Llm = Llm { id: "gpt-oss-120b" };
+/// How a model's answers are scored: its reference evaluation.
+#[derive(Debug, Clone, Copy)]
+enum Evaluation {
+    /// ROUGE against reference texts, printed as the named script prints it.
+    Summaries(ResultStyle),
+    /// Exact match against questions' ground truths.
+    ExactMatch(Reference),
+    /// Not in this build.
+    NotBuilt,
+}
+
+pub static LLAMA2_70B: Llm = Llm { id: "llama2-70b", evaluation: Evaluation::Summaries(ResultStyle::Llama2) };
+pub static LLAMA3_1_8B: Llm = Llm { id: "llama3.1-8b", evaluation: Evaluation::Summaries(ResultStyle::Llama31) };
+pub static LLAMA3_1_8B_EDGE: Llm = Llm { id: "llama3.1-8b-edge", evaluation: Evaluation::Summaries(ResultStyle::Llama31) };
+pub static LLAMA3_1_405B: Llm = Llm { id: "llama3.1-405b", evaluation: Evaluation::NotBuilt };
+pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b", evaluation: Evaluation::NotBuilt };
+pub static DEEPSEEK_R1: Llm = Llm { id: "deepseek-r1", evaluation: Evaluation::ExactMatch(Reference::DeepSeekR1) };
+pub static GPT_OSS_120B: Llm = Llm { id: "gpt-oss-120b", evaluation: Evaluation::ExactMatch(Reference::GptOss120b) };
 
 /// Requests in flight per endpoint when the config does not say (`max_concurrency`).
 pub const DEFAULT_CONCURRENCY: u64 = 1024;
@@ -110,29 +122,19 @@ impl Benchmark for Llm {
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
         let tokenizer = HfTokenizer::load(&tokenizer)?;
         let entries = read_accuracy_log(accuracy_log)?;
-        match references {
-            References::Texts(references) => {
-                let style = match self.id {
-                    "llama2-70b" => ResultStyle::Llama2,
-                    "llama3.1-8b" | "llama3.1-8b-edge" => ResultStyle::Llama31,
-                    _ => return Err(no_scorer()),
-                };
+        match (references, self.evaluation) {
+            (References::Texts(references), Evaluation::Summaries(style)) => {
                 let answers = summarization::first_answers(entries, &references, &|ids| tokenizer.text(ids)).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
                 let punkt = Punkt::load(&punkt::find_english_model()?)?;
                 Ok(summarization::score(&punkt, &answers).scored(style))
             }
-            References::Questions(questions) => {
-                let reference = match self.id {
-                    "deepseek-r1" => Reference::DeepSeekR1,
-                    "gpt-oss-120b" => Reference::GptOss120b,
-                    _ => return Err(no_scorer()),
-                };
-                // deepseek-r1's evaluation decodes without special tokens, gpt-oss's keeps its harmony markers.
-                let decode = |ids: &[i32]| tokenizer.decode(ids, reference == Reference::DeepSeekR1);
+            (References::Questions(questions), Evaluation::ExactMatch(reference)) => {
+                let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens());
                 let judge = LiveCodeBench::new(&scratch, reference);
                 let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
                 Ok(evaluation.scored())
             }
+            _ => Err(no_scorer()),
         }
     }
 }
