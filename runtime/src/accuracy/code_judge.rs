@@ -14,7 +14,7 @@
 
 use super::reasoning::{CodeJudge, Reference};
 use crate::dataset::pickle::{self, Value};
-use crate::dataset::scratch::Scratch;
+use crate::dataset::scratch::{Item, ItemKind, Scratch};
 use base64::Engine as _;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -66,11 +66,21 @@ impl LiveCodeBench {
         LiveCodeBench { problems_dir: problems_dir.to_path_buf(), release, python: python.into(), test_timeout_s }
     }
 
+    /// The release's problem files, in order.
+    fn files(&self) -> Vec<PathBuf> {
+        (1..=self.release).map(|n| self.problems_dir.join(if n == 1 { "test.jsonl".to_string() } else { format!("test{n}.jsonl") })).collect()
+    }
+
+    /// The data check's entries: each problem file the evaluation reads, and how to fetch them.
+    pub fn items(&self) -> Vec<Item> {
+        let remedy = format!("The accuracy evaluation runs LiveCodeBench's tests from it; fetch the files with\n  {FETCH} {}", self.problems_dir.display());
+        self.files().into_iter().map(|path| Item::new(ItemKind::Dataset, &format!("LiveCodeBench release v{} problems", self.release), path, remedy.clone())).collect()
+    }
+
     /// The release's problems by `question_id`.
     pub fn problems(&self) -> Result<HashMap<String, Problem>, String> {
         let mut problems = HashMap::new();
-        for n in 1..=self.release {
-            let path = self.problems_dir.join(if n == 1 { "test.jsonl".to_string() } else { format!("test{n}.jsonl") });
+        for path in self.files() {
             let text = std::fs::read_to_string(&path).map_err(|e| {
                 format!(
                     "{}: {e}: LiveCodeBench release v{} needs test.jsonl .. test{}.jsonl there; fetch them with\n  {FETCH} {}",
@@ -305,6 +315,9 @@ mod tests {
         assert!(err.contains("/nonexistent/python3") && err.contains("install python3"), "{err}");
         let v6 = LiveCodeBench::with(&dir, 6, "python3", 1);
         let err = v6.judge(&[("x".into(), "print(1)".into())]).unwrap_err();
+        let items = v6.items();
+        assert_eq!(items.iter().map(|i| i.present).collect::<Vec<_>>(), [true, false, false, false, false, false], "the data check lists all six files");
+        assert!(items[5].path.ends_with("test6.jsonl") && items[5].remedy.contains("huggingface-cli download livecodebench/code_generation_lite"));
         assert!(err.contains("test2.jsonl") && err.contains("release v6") && err.contains("huggingface-cli download livecodebench/code_generation_lite"), "{err}");
         assert_eq!(judge.judge(&[("x".into(), "print(1)".into())]).unwrap(), [false], "an id outside the release is wrong");
         std::fs::remove_dir_all(dir).unwrap();

@@ -77,6 +77,9 @@ impl Benchmark for Llm {
             (_, Some(file)) => report.items.extend(file.items(scratch)),
             (_, None) => report.notes.push(format!("this build knows no official dataset file of {}", self.id)),
         }
+        if let (Some(DatasetSource::Real) | None, Evaluation::ExactMatch(reference)) = (settings.dataset, self.evaluation) {
+            report.items.extend(LiveCodeBench::new(scratch, reference).items());
+        }
         report.items.extend(DataReport::model_items(scratch, settings));
         report
     }
@@ -198,5 +201,20 @@ mod tests {
         let lengths: Vec<usize> = (0..100).map(|i| synthetic_prompt(i).len()).collect();
         assert!(lengths.iter().all(|&n| (128..=1024).contains(&n)) && lengths.iter().any(|&n| n != lengths[0]));
         assert!(a.iter().all(|&id| (0..32_000).contains(&id)));
+    }
+
+    #[test]
+    fn the_data_check_of_a_reasoning_model_lists_its_sets_and_livecodebench_problems() {
+        let scratch = Scratch::new("/nonexistent-scratch");
+        let settings = Settings { dataset: Some(DatasetSource::Real), ..Settings::default() };
+        let report = GPT_OSS_120B.data(&scratch, &settings);
+        let datasets: Vec<String> = report.items.iter().filter(|i| i.kind == crate::dataset::scratch::ItemKind::Dataset).map(|i| i.path.display().to_string()).collect();
+        assert_eq!(datasets.len(), 3 + 6, "{datasets:?}");
+        assert!(
+            datasets[2].ends_with("gpt-oss-120b/acc/acc_eval_compliance_gpqa.parquet") && datasets[8].ends_with("livecodebench/code_generation_lite/test6.jsonl"),
+            "{datasets:?}"
+        );
+        let deepseek = DEEPSEEK_R1.data(&scratch, &settings);
+        assert_eq!(deepseek.items.iter().filter(|i| i.path.to_string_lossy().contains("livecodebench")).count(), 1, "release v1: test.jsonl");
     }
 }
