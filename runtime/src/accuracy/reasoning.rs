@@ -134,7 +134,8 @@ pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
 pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[Question], decode: &Decode, judge: &dyn CodeJudge) -> Result<Evaluation, String> {
     let mut seen = HashSet::new();
     let mut graded: Vec<Graded> = Vec::new();
-    let mut code_work: Vec<(usize, String, String)> = Vec::new();
+    // LiveCodeBench answers, judged in one batch: their rows in `graded`, and (question id, code).
+    let (mut code_rows, mut code_work): (Vec<usize>, Vec<(String, String)>) = (Vec::new(), Vec::new());
     for entry in entries {
         // deepseek-r1 keeps each sample's first answer; gpt-oss grades every one.
         if reference == Reference::DeepSeekR1 && !seen.insert(entry.qsl_idx) {
@@ -166,7 +167,8 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
                     && !code.is_empty()
                     && !id.is_empty()
                 {
-                    code_work.push((graded.len(), id.to_string(), code));
+                    code_rows.push(graded.len());
+                    code_work.push((id.to_string(), code));
                 }
                 false
             }
@@ -175,9 +177,8 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
         graded.push(Graded { subset, correct, tokens: ids.len() });
     }
     if !code_work.is_empty() {
-        let work: Vec<(String, String)> = code_work.iter().map(|(_, id, code)| (id.clone(), code.clone())).collect();
-        for ((row, _, _), passed) in code_work.iter().zip(judge.judge(&work)?) {
-            graded[*row].correct = passed;
+        for (row, passed) in code_rows.into_iter().zip(judge.judge(&code_work)?) {
+            graded[row].correct = passed;
         }
     }
     let mut per_subset = BTreeMap::new();

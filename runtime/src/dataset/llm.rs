@@ -156,7 +156,8 @@ pub fn read_any(path: &Path) -> Result<LlmSamples, String> {
     if std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[' {
         return read_cnn_dailymail_json(path);
     }
-    if read_frame(path)?.column("output").is_ok() { read_reference_texts(path, "output") } else { read_questions(path) }
+    let frame = read_frame(path)?;
+    if frame.column("output").is_ok() { reference_texts(path, &frame, "output") } else { questions(path, &frame) }
 }
 
 /// A dataset's samples in order (index = LoadGen's sample index).
@@ -231,9 +232,13 @@ fn frame_prompts(path: &Path, frame: &DataFrame, column: &str) -> Result<Vec<Vec
 
 /// A DataFrame's `tok_input` (lists or numpy arrays of ids) and `reference` (strings).
 pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, String> {
-    let frame = read_frame(path)?;
+    reference_texts(path, &read_frame(path)?, reference)
+}
+
+/// [`read_reference_texts`] of a frame read from `path`.
+fn reference_texts(path: &Path, frame: &DataFrame, reference: &str) -> Result<LlmSamples, String> {
     let texts = frame.column(reference).map_err(|e| format!("{}: {e}", path.display()))?;
-    let prompts = frame_prompts(path, &frame, "tok_input")?;
+    let prompts = frame_prompts(path, frame, "tok_input")?;
     let references = texts
         .iter()
         .enumerate()
@@ -245,9 +250,13 @@ pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, 
 /// A DataFrame of questions: prompts (`tok_input`, else `input_tokens`, as the gpt-oss reference
 /// prefers), `dataset` and `ground_truth` (a string, or a number as Python's `str()` of it).
 pub fn read_questions(path: &Path) -> Result<LlmSamples, String> {
-    let frame = read_frame(path)?;
+    questions(path, &read_frame(path)?)
+}
+
+/// [`read_questions`] of a frame read from `path`.
+fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
     let prompt_column = if frame.column("tok_input").is_ok() { "tok_input" } else { "input_tokens" };
-    let prompts = frame_prompts(path, &frame, prompt_column)?;
+    let prompts = frame_prompts(path, frame, prompt_column)?;
     let column = |name: &str| frame.column(name).map_err(|e| format!("{}: {e}", path.display()));
     let (subsets, truths) = (column("dataset")?, column("ground_truth")?);
     let mut questions = Vec::with_capacity(frame.rows);
