@@ -180,21 +180,43 @@ pub fn aime_answer(text: &str) -> Option<u32> {
     python_int(digits).filter(|v| *v <= 999).map(|v| v as u32)
 }
 
-/// `int(s)` of a run of `\d` (any Unicode decimal digit): each digit's value is its offset in its
-/// script's run of ten, which Unicode keeps contiguous and starting at zero.
+/// `int(s)` of a run of `\d` (any Unicode decimal digit).
 fn python_int(digits: &str) -> Option<u64> {
+    digits.chars().try_fold(0u64, |acc, c| acc.checked_mul(10)?.checked_add(u64::from(digit_value(c)?)))
+}
+
+/// The value of a Unicode decimal digit (`\d`): its offset in its script's run of ten, which
+/// Unicode keeps contiguous and starting at zero.
+fn digit_value(c: char) -> Option<u32> {
     static DIGIT: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| regex_automata::meta::Regex::new(r"^\d$").unwrap());
     let is_digit = |c: char| {
         let mut buf = [0u8; 4];
         DIGIT.is_match(c.encode_utf8(&mut buf).as_bytes())
     };
-    digits.chars().try_fold(0u64, |acc, c| {
-        let value = match c.to_digit(10) {
-            Some(v) => v as u64,
-            None => (1..).take_while(|k| char::from_u32(c as u32 - k).is_some_and(is_digit)).count() as u64 % 10,
-        };
-        acc.checked_mul(10)?.checked_add(value)
-    })
+    match c.to_digit(10) {
+        Some(v) => Some(v),
+        None if is_digit(c) => Some((1..).take_while(|k| char::from_u32(c as u32 - k).is_some_and(is_digit)).count() as u32 % 10),
+        None => None,
+    }
+}
+
+/// Python's `float(str)`: surrounding white space, any Unicode decimal digits, single `_` between
+/// digits, and the forms Rust's parser shares with it (sign, exponent, `inf`, `nan`).
+pub fn python_float(text: &str) -> Option<f64> {
+    let t = py_strip(text);
+    let chars: Vec<char> = t.chars().collect();
+    let mut ascii = String::with_capacity(t.len());
+    let digit_at = |i: usize| chars.get(i).is_some_and(|&c| digit_value(c).is_some());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' {
+            if i == 0 || !digit_at(i - 1) || !digit_at(i + 1) {
+                return None;
+            }
+            continue;
+        }
+        ascii.push(digit_value(c).and_then(|v| char::from_digit(v, 10)).unwrap_or(c));
+    }
+    ascii.parse().ok()
 }
 
 /// `evaluate_aime`: `int(ground_truth) == parsed`; a ground truth `int()` refuses scores nothing.

@@ -7,22 +7,22 @@
 //! (`test.jsonl`, `test2.jsonl`, ... `test6.jsonl`; release vN is the first N files), put under
 //! `<scratch>/data/livecodebench/code_generation_lite/`. Each program runs in a Python 3 process
 //! of its own ([`RUNNER`], LiveCodeBench's grading written for this tool: the import prelude,
-//! stdin or function-call tests, 60 s per test, first failure ends the run), without network (a
-//! network namespace of its own), killed after `61 s x tests + 5 s` as LiveCodeBench's pool does.
+//! stdin or function-call tests, 60 s per test, first failure ends the run), in the
+//! [`super::sandbox`], killed after `61 s x tests + 5 s` as LiveCodeBench's pool does.
 //! Without Python 3, the problem files or network isolation the evaluation stops and names what
 //! is missing: a missing toolchain never scores zero silently.
 
 use super::reasoning::{CodeJudge, Reference};
+use super::sandbox;
 use crate::dataset::pickle::{self, Value};
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
 use base64::Engine as _;
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The test runner, run by `python3 -c`.
 pub const RUNNER: &str = include_str!("lcb_runner.py");
@@ -113,47 +113,19 @@ impl LiveCodeBench {
     pub fn run(&self, code: &str, problem: &Problem) -> Result<Vec<serde_json::Value>, String> {
         let job = serde_json::json!({"code": code, "inputs": problem.inputs, "outputs": problem.outputs, "fn_name": problem.fn_name, "timeout": self.test_timeout_s});
         let mut command = Command::new(&self.python);
-        command.args(["-c", RUNNER]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-        // SAFETY: unshare(2) is async-signal-safe and touches only the child's own namespaces.
-        unsafe {
-            command.pre_exec(|| without_network().map_err(std::io::Error::other));
-        }
-        let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", self.python))?;
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let job = job.to_string();
-        // The runner reads the whole job before it runs anything, so writing cannot deadlock.
-        let writer = std::thread::spawn(move || stdin.write_all(job.as_bytes()));
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let reader = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = stdout.read_to_end(&mut out);
-            out
-        });
+        command.args(["-c", RUNNER]);
         let limit = Duration::from_secs((self.test_timeout_s + 1) * problem.inputs.len() as u64 + 5);
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-                break Some(status);
-            }
-            if start.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let _ = writer.join();
-        let out = reader.join().unwrap_or_default();
-        let results = String::from_utf8_lossy(&out).lines().rev().find_map(|l| l.strip_prefix(RESULT_MARKER)).and_then(|json| {
+        let outcome = sandbox::run(&mut command, job.to_string().as_bytes(), limit).map_err(|e| format!("LiveCodeBench runner: {e}"))?;
+        let results = String::from_utf8_lossy(&outcome.stdout).lines().rev().find_map(|l| l.strip_prefix(RESULT_MARKER)).and_then(|json| {
             #[derive(Deserialize)]
             struct Results {
                 results: Vec<serde_json::Value>,
             }
             serde_json::from_str::<Results>(json).ok()
         });
-        match (status, results) {
+        match (outcome.status, results) {
             (Some(_), Some(r)) => Ok(r.results),
-            (Some(s), None) if s.code().is_some_and(|c| c != 0) && start.elapsed() < Duration::from_secs(1) && out.is_empty() => {
+            (Some(s), None) if s.code().is_some_and(|c| c != 0) && outcome.elapsed < Duration::from_secs(1) && outcome.stdout.is_empty() => {
                 Err(format!("the LiveCodeBench runner failed at once ({s}) without a result: is {} Python 3.11 or newer, and may it create a network namespace?", self.python))
             }
             _ => Ok(vec![serde_json::Value::from(-1); problem.inputs.len()]),
@@ -164,7 +136,7 @@ impl LiveCodeBench {
 impl CodeJudge for LiveCodeBench {
     fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String> {
         self.check_toolchain()?;
-        without_network_here()?;
+        sandbox::check_isolation("LiveCodeBench's generated code")?;
         let problems = self.problems()?;
         work.iter()
             .map(|(id, code)| match problems.get(id) {
@@ -173,32 +145,6 @@ impl CodeJudge for LiveCodeBench {
                 Some(problem) => Ok(self.run(code, problem)?.iter().all(|r| r.as_bool() == Some(true) || r.as_i64().is_some_and(|v| v > 0))),
             })
             .collect()
-    }
-}
-
-/// Puts the calling process in a network namespace of its own (loopback only, and down):
-/// as root a new network namespace; otherwise a user namespace with one.
-fn without_network() -> Result<(), String> {
-    // SAFETY: plain system calls on the calling process.
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNET) == 0 || libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
-            return Ok(());
-        }
-    }
-    Err(format!("cannot cut the network of LiveCodeBench's generated code: unshare(CLONE_NEWNET) failed ({})", std::io::Error::last_os_error()))
-}
-
-/// Whether [`without_network`] works on this machine, tried in a short-lived child.
-fn without_network_here() -> Result<(), String> {
-    let mut probe = Command::new("true");
-    // SAFETY: as in `LiveCodeBench::run`.
-    unsafe {
-        probe.pre_exec(|| without_network().map_err(std::io::Error::other));
-    }
-    match probe.status() {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("cannot cut the network of LiveCodeBench's generated code ({s}): run as root or allow unprivileged user namespaces")),
-        Err(e) => Err(format!("cannot cut the network of LiveCodeBench's generated code ({e}): run as root or allow unprivileged user namespaces")),
     }
 }
 

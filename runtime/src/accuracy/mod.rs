@@ -15,19 +15,28 @@
 //! - [`reasoning::evaluate`]: the exact-match evaluations of deepseek-r1 and gpt-oss-120b
 //!   (multiple choice, AIME, MATH500 through [`math_grader`], LiveCodeBench code through a
 //!   [`reasoning::CodeJudge`], LiveCodeBench's run by [`code_judge`]), answers parsed by
-//!   [`answers`].
+//!   [`answers`];
+//! - [`mixtral::evaluate`]: mixtral-8x7b's OpenOrca ROUGE, GSM8K answers and MBXP code (run by
+//!   [`mbxp`]);
+//! - [`llama3_405b::evaluate`]: llama3.1-405b's ROUGE-L, needle-in-a-haystack and QA matches.
+//!
+//! Generated code (LiveCodeBench, MBXP) runs in the [`sandbox`].
 //!
 //! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
 
 pub mod answers;
 pub mod code_judge;
 pub mod imagenet;
+pub mod llama3_405b;
 pub mod log;
 pub mod math_grader;
+pub mod mbxp;
+pub mod mixtral;
 pub mod porter;
 pub mod punkt;
 pub mod reasoning;
 pub mod rouge;
+pub mod sandbox;
 pub mod squad;
 pub mod summarization;
 

@@ -137,7 +137,7 @@ impl SummarizationScore {
 /// Python's `round(v, digits)` of a float: `v` correctly rounded to `digits` decimals (Rust's
 /// formatting rounds the exact binary value, as Python's does). `tokens_per_sample` is a Python
 /// float.
-fn python_round(v: f64, digits: usize) -> f64 {
+pub(super) fn python_round(v: f64, digits: usize) -> f64 {
     format!("{v:.digits$}").parse().expect("a formatted float parses")
 }
 
@@ -150,7 +150,7 @@ fn numpy_round(v: f64, digits: i32) -> f64 {
 
 /// NumPy's pairwise summation of float64 (`np.mean` of a 1-D array sums this way): blocks of up
 /// to 128 summed in eight interleaved lanes, larger arrays split in halves at a multiple of 8.
-fn pairwise_sum(a: &[f64]) -> f64 {
+pub(super) fn pairwise_sum(a: &[f64]) -> f64 {
     let n = a.len();
     if n < 8 {
         return a.iter().fold(0.0, |s, &x| s + x);

@@ -9,15 +9,19 @@
 //! files MLCommons publishes). Answers are scored as the reference evaluations do: llama2-70b
 //! and llama3.1-8b by ROUGE ([`crate::accuracy::summarization`]), deepseek-r1 and gpt-oss-120b by
 //! exact match ([`crate::accuracy::reasoning`], LiveCodeBench code run by
-//! [`crate::accuracy::code_judge`]); llama3.1-405b's and mixtral-8x7b's are not in this build.
+//! [`crate::accuracy::code_judge`]), mixtral-8x7b by ROUGE, GSM8K and MBXP code
+//! ([`crate::accuracy::mixtral`]) and llama3.1-405b by each row's metric
+//! ([`crate::accuracy::llama3_405b`]).
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::accuracy::code_judge::LiveCodeBench;
 use crate::accuracy::log::read_accuracy_log;
+use crate::accuracy::mbxp::Mbxp;
 use crate::accuracy::punkt::{self, Punkt};
 use crate::accuracy::reasoning::{self, Reference};
 use crate::accuracy::summarization::{self, ResultStyle};
+use crate::accuracy::{llama3_405b, mixtral};
 use crate::dataset::SampleSet;
 use crate::dataset::hf_tokenizer::HfTokenizer;
 use crate::dataset::llm::{DatasetFile, References};
@@ -43,15 +47,17 @@ enum Evaluation {
     Summaries(ResultStyle),
     /// Exact match against questions' ground truths.
     ExactMatch(Reference),
-    /// Not in this build.
-    NotBuilt,
+    /// mixtral-8x7b's OpenOrca, GSM8K and MBXP tasks.
+    Mixtral,
+    /// llama3.1-405b's per-row metrics.
+    LongContext,
 }
 
 pub static LLAMA2_70B: Llm = Llm { id: "llama2-70b", evaluation: Evaluation::Summaries(ResultStyle::Llama2) };
 pub static LLAMA3_1_8B: Llm = Llm { id: "llama3.1-8b", evaluation: Evaluation::Summaries(ResultStyle::Llama31) };
 pub static LLAMA3_1_8B_EDGE: Llm = Llm { id: "llama3.1-8b-edge", evaluation: Evaluation::Summaries(ResultStyle::Llama31) };
-pub static LLAMA3_1_405B: Llm = Llm { id: "llama3.1-405b", evaluation: Evaluation::NotBuilt };
-pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b", evaluation: Evaluation::NotBuilt };
+pub static LLAMA3_1_405B: Llm = Llm { id: "llama3.1-405b", evaluation: Evaluation::LongContext };
+pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b", evaluation: Evaluation::Mixtral };
 pub static DEEPSEEK_R1: Llm = Llm { id: "deepseek-r1", evaluation: Evaluation::ExactMatch(Reference::DeepSeekR1) };
 pub static GPT_OSS_120B: Llm = Llm { id: "gpt-oss-120b", evaluation: Evaluation::ExactMatch(Reference::GptOss120b) };
 
@@ -125,16 +131,20 @@ impl Benchmark for Llm {
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
         let tokenizer = HfTokenizer::load(&tokenizer)?;
         let entries = read_accuracy_log(accuracy_log)?;
+        let in_log = |e: String| format!("{}: {e}", accuracy_log.display());
+        let punkt = || Punkt::load(&punkt::find_english_model()?);
+        let text = |ids: &[i32]| tokenizer.text(ids);
         match (references, self.evaluation) {
             (References::Texts(references), Evaluation::Summaries(style)) => {
-                let answers = summarization::first_answers(entries, &references, &|ids| tokenizer.text(ids)).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
-                let punkt = Punkt::load(&punkt::find_english_model()?)?;
-                Ok(summarization::score(&punkt, &answers).scored(style))
+                let answers = summarization::first_answers(entries, &references, &text).map_err(in_log)?;
+                Ok(summarization::score(&punkt()?, &answers).scored(style))
             }
+            (References::Tasks(tasks), Evaluation::Mixtral) => Ok(mixtral::evaluate(entries, &tasks, &text, &punkt()?, &Mbxp::default()).map_err(in_log)?.scored()),
+            (References::Targets(targets), Evaluation::LongContext) => Ok(llama3_405b::evaluate(entries, &targets, &text, &punkt()?).map_err(in_log)?.scored()),
             (References::Questions(questions), Evaluation::ExactMatch(reference)) => {
                 let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens());
                 let judge = LiveCodeBench::new(&scratch, reference);
-                let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(|e| format!("{}: {e}", accuracy_log.display()))?;
+                let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(in_log)?;
                 Ok(evaluation.scored())
             }
             _ => Err(no_scorer()),

@@ -9,6 +9,8 @@
 //! | llama3.1-8b-edge | `sample_cnn_eval_5000.json` (5,000) | the same |
 //! | llama2-70b | `open_orca_gpt4_tokenized_llama.sampled_24576.pkl` (24,576) | pandas pickle: `tok_input`, `output` |
 //! | deepseek-r1 | `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl` (4,388) | pandas pickle: `tok_input`, `dataset`, `ground_truth` |
+//! | mixtral-8x7b | `09292024_mixtral_15k_mintoken2_v1.pkl` (15,000) | pandas pickle: `tok_input`, `dataset` (OpenOrca, GSM8K, MBXP), `id`, `gt_output` |
+//! | llama3.1-405b | `mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl` (8,313) | pandas pickle: `tok_input`, `metric`, `gt_output` |
 //! | gpt-oss-120b | `perf/perf_eval_ref.parquet` (6,396), accuracy `acc/acc_eval_inputs.parquet` (4,395), TEST07 `acc/acc_eval_compliance_gpqa.parquet` (990) | parquet: `input_tokens` (or `tok_input`), `dataset`, `ground_truth` |
 //!
 //! MLCommons publishes no checksums beside the files: its downloader checks each file's MD5
@@ -17,6 +19,8 @@
 //! gzip-compressed or not, so a `.pkl` left compressed by the download reads too) or
 //! [`super::parquet`], told apart by their first bytes: the reference scripts accept either.
 
+use crate::accuracy::llama3_405b::{Metric, Target};
+use crate::accuracy::mixtral::Task;
 use crate::accuracy::reasoning::Question;
 use crate::dataset::SampleSet;
 use crate::dataset::pandas::{self, DataFrame};
@@ -39,6 +43,12 @@ pub enum Format {
     /// A DataFrame of questions: prompts in `tok_input` (or gpt-oss's `input_tokens`), the
     /// sub-benchmark in `dataset`, the answer in `ground_truth`.
     Questions,
+    /// mixtral-8x7b's DataFrame: prompts in `tok_input`, the task in `dataset`, MBXP's language
+    /// and entry point in `id`, the reference, answer or test code in `gt_output`.
+    MixtralTasks,
+    /// llama3.1-405b's DataFrame: prompts in `tok_input`, each row's metric in `metric`, its
+    /// label in `gt_output`.
+    MetricTargets,
 }
 
 /// One benchmark's official dataset files.
@@ -61,7 +71,7 @@ const fn one_file(benchmark: &'static str, file: &'static str, format: Format, u
 }
 
 /// Every LLM dataset this tool knows, per benchmark.
-pub const FILES: [DatasetFile; 5] = [
+pub const FILES: [DatasetFile; 7] = [
     one_file("llama3.1-8b", "cnn_eval.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-cnn-eval.uri"),
     one_file("llama3.1-8b-edge", "sample_cnn_eval_5000.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-sample-cnn-eval-5000.uri"),
     one_file(
@@ -75,6 +85,13 @@ pub const FILES: [DatasetFile; 5] = [
         "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl",
         Format::Questions,
         "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
+    ),
+    one_file("mixtral-8x7b", "09292024_mixtral_15k_mintoken2_v1.pkl", Format::MixtralTasks, "https://inference.mlcommons-storage.org/metadata/mixtral-8x7b-validation-dataset.uri"),
+    one_file(
+        "llama3.1-405b",
+        "mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl",
+        Format::MetricTargets,
+        "https://inference.mlcommons-storage.org/metadata/llama3-1-405b-dataset-8313.uri",
     ),
     DatasetFile {
         benchmark: "gpt-oss-120b",
@@ -146,18 +163,27 @@ pub fn read(path: &Path, format: Format) -> Result<LlmSamples, String> {
         Format::CnnDailyMailJson => read_cnn_dailymail_json(path),
         Format::ReferenceTexts { reference } => read_reference_texts(path, reference),
         Format::Questions => read_questions(path),
+        Format::MixtralTasks => mixtral_tasks(path, &read_frame(path)?),
+        Format::MetricTargets => metric_targets(path, &read_frame(path)?),
     }
 }
 
 /// Any LLM dataset file, its format told by its content: a JSON array (CNN/DailyMail), or a
-/// DataFrame with reference texts in `output` (OpenOrca), else one of questions.
+/// DataFrame with reference texts in `output` (OpenOrca), metrics in `metric` (llama3.1-405b),
+/// labels in `gt_output` (mixtral-8x7b), else one of questions.
 pub fn read_any(path: &Path) -> Result<LlmSamples, String> {
     let mut first = [0u8; 1];
     if std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[' {
         return read_cnn_dailymail_json(path);
     }
     let frame = read_frame(path)?;
-    if frame.column("output").is_ok() { reference_texts(path, &frame, "output") } else { questions(path, &frame) }
+    let has = |column: &str| frame.column(column).is_ok();
+    match () {
+        _ if has("output") => reference_texts(path, &frame, "output"),
+        _ if has("metric") => metric_targets(path, &frame),
+        _ if has("gt_output") => mixtral_tasks(path, &frame),
+        _ => questions(path, &frame),
+    }
 }
 
 /// A dataset's samples in order (index = LoadGen's sample index).
@@ -174,6 +200,10 @@ pub enum References {
     Texts(Vec<String>),
     /// Questions with their ground truths (exact match).
     Questions(Vec<Question>),
+    /// mixtral-8x7b's OpenOrca, GSM8K and MBXP tasks.
+    Tasks(Vec<Task>),
+    /// llama3.1-405b's labels, each with its metric.
+    Targets(Vec<Target>),
 }
 
 impl References {
@@ -181,6 +211,8 @@ impl References {
         match self {
             References::Texts(t) => t.len(),
             References::Questions(q) => q.len(),
+            References::Tasks(t) => t.len(),
+            References::Targets(t) => t.len(),
         }
     }
 
@@ -237,13 +269,8 @@ pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, 
 
 /// [`read_reference_texts`] of a frame read from `path`.
 fn reference_texts(path: &Path, frame: &DataFrame, reference: &str) -> Result<LlmSamples, String> {
-    let texts = frame.column(reference).map_err(|e| format!("{}: {e}", path.display()))?;
+    let references = string_column(path, frame, reference)?;
     let prompts = frame_prompts(path, frame, "tok_input")?;
-    let references = texts
-        .iter()
-        .enumerate()
-        .map(|(index, text)| text.as_str().map(str::to_string).ok_or_else(|| format!("{}: sample {index}: {reference} is a {}, not a string", path.display(), text.kind())))
-        .collect::<Result<_, _>>()?;
     Ok(LlmSamples { prompts, references: References::Texts(references) })
 }
 
@@ -278,6 +305,54 @@ fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
         questions.push(Question { subset, ground_truth });
     }
     Ok(LlmSamples { prompts, references: References::Questions(questions) })
+}
+
+/// A DataFrame's string column `name`; errors name the file and the sample.
+fn string_column(path: &Path, frame: &DataFrame, name: &str) -> Result<Vec<String>, String> {
+    let cells = frame.column(name).map_err(|e| format!("{}: {e}", path.display()))?;
+    cells
+        .iter()
+        .enumerate()
+        .map(|(index, v)| v.as_str().map(str::to_string).ok_or_else(|| format!("{}: sample {index}: {name} is a {}, not a string", path.display(), v.kind())))
+        .collect()
+}
+
+/// mixtral-8x7b's tasks: `dataset` "OpenOrca" and "GSM8K" by name, any other MBXP, as its
+/// evaluation tells them apart.
+fn mixtral_tasks(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
+    let prompts = frame_prompts(path, frame, "tok_input")?;
+    let (kinds, ids, labels) = (string_column(path, frame, "dataset")?, string_column(path, frame, "id")?, string_column(path, frame, "gt_output")?);
+    let tasks = kinds
+        .into_iter()
+        .zip(ids)
+        .zip(labels)
+        .enumerate()
+        .map(|(index, ((kind, id), label))| match kind.as_str() {
+            "OpenOrca" => Ok(Task::OpenOrca { reference: label }),
+            "GSM8K" => Ok(Task::Gsm8k { answer: label }),
+            _ => match id.split_once('_') {
+                Some((language, entry_point)) => Ok(Task::Mbxp { language: language.into(), entry_point: entry_point.into(), test_code: label }),
+                None => Err(format!("{}: sample {index}: the MBXP id {id:?} is not <language>_<entry point>", path.display())),
+            },
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(LlmSamples { prompts, references: References::Tasks(tasks) })
+}
+
+/// llama3.1-405b's labels and metrics.
+fn metric_targets(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
+    let prompts = frame_prompts(path, frame, "tok_input")?;
+    let (metrics, labels) = (string_column(path, frame, "metric")?, string_column(path, frame, "gt_output")?);
+    let targets = metrics
+        .into_iter()
+        .zip(labels)
+        .enumerate()
+        .map(|(index, (metric, label))| {
+            let metric = Metric::of(&metric).ok_or_else(|| format!("{}: sample {index}: metric {metric:?} is none of rouge, niah_em, qa_em", path.display()))?;
+            Ok(Target { metric, label })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(LlmSamples { prompts, references: References::Targets(targets) })
 }
 
 /// A prompt's token ids as the SUT sends them: not empty, each an int32.

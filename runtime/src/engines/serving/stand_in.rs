@@ -13,7 +13,7 @@
 //! Runs are never submittable: the stand-in's answers are not a model's.
 
 use super::api::clip;
-use crate::accuracy::reasoning;
+use crate::accuracy::{llama3_405b, mixtral, reasoning};
 use crate::dataset::hf_tokenizer::HfTokenizer;
 use crate::dataset::llm::{References, read_any};
 use bytes::Bytes;
@@ -87,13 +87,16 @@ pub struct ReferenceAnswers {
 
 impl ReferenceAnswers {
     /// The reference answers of an LLM dataset file, tokenized with the model's tokenizer: a
-    /// summarisation set's reference texts, or for a set of questions the shortest answer its
-    /// grader counts right ([`reasoning::right_answer`]; LiveCodeBench's have none).
+    /// summarisation set's reference texts, or for a set of questions or tasks an answer its
+    /// evaluation counts right ([`reasoning::right_answer`], [`mixtral::right_answer`],
+    /// [`llama3_405b::right_answer`]; programs to write have none).
     pub fn load(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
         let samples = read_any(dataset)?;
         let answers: Vec<Option<String>> = match samples.references {
             References::Texts(texts) => texts.into_iter().map(Some).collect(),
             References::Questions(questions) => questions.iter().map(reasoning::right_answer).collect(),
+            References::Tasks(tasks) => tasks.iter().map(mixtral::right_answer).collect(),
+            References::Targets(targets) => targets.iter().map(llama3_405b::right_answer).collect(),
         };
         let tokenizer = HfTokenizer::load(tokenizer)?;
         let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
