@@ -33,9 +33,17 @@ pub fn walk_files(root: &Path) -> Vec<PathBuf> {
 
 /// The size and lower-case hex SHA-256 (as sha256sum prints it) of a file, read in a stream.
 pub fn sha256_file(path: &Path) -> Result<(u64, String), String> {
-    use sha2::{Digest, Sha256};
+    digest_file::<sha2::Sha256>(path)
+}
+
+/// The size and lower-case hex MD5 (as md5sum prints it) of a file, read in a stream.
+pub fn md5_file(path: &Path) -> Result<(u64, String), String> {
+    digest_file::<md5::Md5>(path)
+}
+
+fn digest_file<D: sha2::Digest + std::io::Write>(path: &Path) -> Result<(u64, String), String> {
     let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut hasher = Sha256::new();
+    let mut hasher = D::new();
     let bytes = std::io::copy(&mut file, &mut hasher).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }

@@ -98,12 +98,13 @@ impl Benchmark for Llm {
         let options = client_options(settings, self.id, spec.output_limit)?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
             let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
-            return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true });
+            return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
         }
         let file = DatasetFile::of(self.id)
             .ok_or_else(|| format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id))?;
         let scratch = Scratch::from_env();
         let samples = file.read(&scratch, spec.set)?;
+        let caveats: Vec<String> = file.unofficial(&scratch, spec.set)?.into_iter().collect();
         if samples.prompts.len() != spec.total_samples {
             return Err(format!(
                 "{}: {} samples, but the round's {} {} set has {}: is it the right file?",
@@ -117,7 +118,7 @@ impl Benchmark for Llm {
         let prompts = Arc::new(samples.prompts);
         let name = format!("{} {}", self.id, file.file_of(spec.set));
         let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, move |i| prompts[i].iter().flat_map(|id| id.to_le_bytes()).collect());
-        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false })
+        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false, caveats })
     }
 
     /// The reference evaluations: answers decoded with the model's tokenizer, scored against the

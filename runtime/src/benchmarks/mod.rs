@@ -189,6 +189,9 @@ pub struct Workload {
     /// Generated data and model (never submittable); accuracy measures agreement with the
     /// reference engine.
     pub synthetic: bool,
+    /// Why the run cannot be submitted, found while opening the workload (a dataset file that is
+    /// not the published one).
+    pub caveats: Vec<String>,
 }
 
 /// How a benchmark's responses are compared by the audits.

@@ -14,8 +14,10 @@
 //! | gpt-oss-120b | `perf/perf_eval_ref.parquet` (6,396), accuracy `acc/acc_eval_inputs.parquet` (4,395), TEST07 `acc/acc_eval_compliance_gpqa.parquet` (990) | parquet: `input_tokens` (or `tok_input`), `dataset`, `ground_truth` |
 //!
 //! MLCommons publishes no checksums beside the files: its downloader checks each file's MD5
-//! against a list kept in the same bucket. The data check prints each present file's SHA-256 so
-//! two machines can compare theirs. DataFrames are read by [`super::pandas`] (pickles,
+//! against a list kept in the same bucket. Where a file's MD5 is published elsewhere (llama2-70b,
+//! mixtral-8x7b, llama3.1-405b: [`DatasetFile::md5`]), the data check flags a file that differs
+//! and a run on it is marked non-submittable, naming the file; every present file's SHA-256 is
+//! printed so two machines can compare theirs. DataFrames are read by [`super::pandas`] (pickles,
 //! gzip-compressed or not, so a `.pkl` left compressed by the download reads too) or
 //! [`super::parquet`], told apart by their first bytes: the reference scripts accept either.
 
@@ -64,35 +66,53 @@ pub struct DatasetFile {
     pub format: Format,
     /// The MLCommons metadata URI the downloader fetches them with.
     pub uri: &'static str,
+    /// The performance file's MD5 as published, where known.
+    pub md5: Option<&'static str>,
 }
 
 const fn one_file(benchmark: &'static str, file: &'static str, format: Format, uri: &'static str) -> DatasetFile {
-    DatasetFile { benchmark, file, accuracy_file: None, test07_file: None, format, uri }
+    DatasetFile { benchmark, file, accuracy_file: None, test07_file: None, format, uri, md5: None }
 }
 
 /// Every LLM dataset this tool knows, per benchmark.
 pub const FILES: [DatasetFile; 7] = [
     one_file("llama3.1-8b", "cnn_eval.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-cnn-eval.uri"),
     one_file("llama3.1-8b-edge", "sample_cnn_eval_5000.json", Format::CnnDailyMailJson, "https://inference.mlcommons-storage.org/metadata/llama3-1-8b-sample-cnn-eval-5000.uri"),
-    one_file(
-        "llama2-70b",
-        "open_orca_gpt4_tokenized_llama.sampled_24576.pkl",
-        Format::ReferenceTexts { reference: "output" },
-        "https://inference.mlcommons-storage.org/metadata/llama-2-70b-open-orca-dataset.uri",
-    ),
+    // The MD5s of the uncompressed pickles, as submitters' harnesses check them (AMD's v5.x
+    // resource checker lists all three; the mixtral one also in a download script beside it).
+    DatasetFile {
+        md5: Some("5fe8be0a7ce5c3c9a028674fd24b00d5"),
+        ..one_file(
+            "llama2-70b",
+            "open_orca_gpt4_tokenized_llama.sampled_24576.pkl",
+            Format::ReferenceTexts { reference: "output" },
+            "https://inference.mlcommons-storage.org/metadata/llama-2-70b-open-orca-dataset.uri",
+        )
+    },
     one_file(
         "deepseek-r1",
         "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl",
         Format::Questions,
         "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
     ),
-    one_file("mixtral-8x7b", "09292024_mixtral_15k_mintoken2_v1.pkl", Format::MixtralTasks, "https://inference.mlcommons-storage.org/metadata/mixtral-8x7b-validation-dataset.uri"),
-    one_file(
-        "llama3.1-405b",
-        "mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl",
-        Format::MetricTargets,
-        "https://inference.mlcommons-storage.org/metadata/llama3-1-405b-dataset-8313.uri",
-    ),
+    DatasetFile {
+        md5: Some("ded6c711288c9bbca02929855557b8c1"),
+        ..one_file(
+            "mixtral-8x7b",
+            "09292024_mixtral_15k_mintoken2_v1.pkl",
+            Format::MixtralTasks,
+            "https://inference.mlcommons-storage.org/metadata/mixtral-8x7b-validation-dataset.uri",
+        )
+    },
+    DatasetFile {
+        md5: Some("25d9f2085bbcacb07554cd7f4af303c9"),
+        ..one_file(
+            "llama3.1-405b",
+            "mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl",
+            Format::MetricTargets,
+            "https://inference.mlcommons-storage.org/metadata/llama3-1-405b-dataset-8313.uri",
+        )
+    },
     DatasetFile {
         benchmark: "gpt-oss-120b",
         file: "perf/perf_eval_ref.parquet",
@@ -100,6 +120,7 @@ pub const FILES: [DatasetFile; 7] = [
         test07_file: Some("acc/acc_eval_compliance_gpqa.parquet"),
         format: Format::Questions,
         uri: "https://inference.mlcommons-storage.org/metadata/gpt-oss-data.uri",
+        md5: None,
     },
 ];
 
@@ -139,12 +160,27 @@ impl DatasetFile {
         let remedy = format!("Fetch it with the MLCommons downloader (it checks the MD5s MLCommons publishes with it):\n  {}", self.fetch_command(scratch));
         let mut item = Item::new(ItemKind::Dataset, &format!("{} dataset ({file})", self.benchmark), path.clone(), remedy);
         if path.is_file() {
-            item.detail = Some(match crate::fsutil::sha256_file(&path) {
-                Ok((bytes, digest)) => format!("{bytes} bytes, sha256 {digest}"),
-                Err(e) => e,
-            });
+            let published = if file == self.file { self.md5 } else { None };
+            let (present, detail) = match (crate::fsutil::sha256_file(&path), published.map(|md5| (md5, crate::fsutil::md5_file(&path)))) {
+                (Err(e), _) | (_, Some((_, Err(e)))) => (false, e),
+                (Ok((bytes, sha256)), None) => (true, format!("{bytes} bytes, sha256 {sha256}")),
+                (Ok((bytes, sha256)), Some((md5, Ok((_, actual))))) if actual == md5 => (true, format!("{bytes} bytes, sha256 {sha256}, md5 {md5} as published")),
+                (Ok((bytes, _)), Some((md5, Ok((_, actual))))) => {
+                    (false, format!("{bytes} bytes, md5 {actual}, but the published file's is {md5}: a partial download or another file"))
+                }
+            };
+            (item.present, item.detail) = (present, Some(detail));
         }
         item
+    }
+
+    /// Why `set`'s file is not the official one, when its published MD5 is known and differs:
+    /// the run goes on, marked non-submittable with this reason.
+    pub fn unofficial(&self, scratch: &Scratch, set: SampleSet) -> Result<Option<String>, String> {
+        let Some(md5) = self.md5.filter(|_| self.file_of(set) == self.file) else { return Ok(None) };
+        let path = self.path(scratch, set);
+        let (_, actual) = crate::fsutil::md5_file(&path)?;
+        Ok((actual != md5).then(|| format!("{}: md5 {actual}, not the published file's {md5}: not the official {} dataset", path.display(), self.benchmark)))
     }
 
     /// Reads the samples of `set`.
@@ -407,6 +443,25 @@ mod tests {
         std::fs::write(pickle.path(&scratch, SampleSet::Accuracy), b"\x80\x05").unwrap();
         let err = pickle.read(&scratch, SampleSet::Accuracy).unwrap_err();
         assert!(err.contains("open_orca_gpt4_tokenized_llama.sampled_24576.pkl: not a readable pickle"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_the_published_one_is_flagged_and_named() {
+        let dir = std::env::temp_dir().join(format!("mlperf-llm-md5-{}", std::process::id()));
+        let scratch = Scratch::new(&dir);
+        let mixtral = DatasetFile::of("mixtral-8x7b").unwrap();
+        let path = mixtral.path(&scratch, SampleSet::Accuracy);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/accuracy/mixed/mixtral_dataset.pkl"), &path).unwrap();
+        let item = &mixtral.items(&scratch)[0];
+        let detail = item.detail.as_deref().unwrap();
+        assert!(!item.present && detail.contains("but the published file's is ded6c711288c9bbca02929855557b8c1: a partial download or another file"), "{item:?}");
+        let caveat = mixtral.unofficial(&scratch, SampleSet::Performance).unwrap().unwrap();
+        assert!(caveat.contains("09292024_mixtral_15k_mintoken2_v1.pkl: md5 ") && caveat.contains("not the official mixtral-8x7b dataset"), "{caveat}");
+        assert_eq!(read(&path, mixtral.format).unwrap().prompts.len(), 37, "a generated file of the published structure still reads");
+        let gpt_oss = DatasetFile::of("gpt-oss-120b").unwrap();
+        assert_eq!(gpt_oss.unofficial(&scratch, SampleSet::Test07).unwrap(), None, "no MD5 known: nothing to compare");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -82,6 +82,9 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
                 output_limit: plan.output_limit,
             };
             let work = family.open(&spec)?;
+            if !work.caveats.is_empty() {
+                mark_non_submittable(dir, &work.caveats)?;
+            }
             let library = work.library.clone();
             let errors = match &work.drive {
                 Drive::Batched(devices) => {
@@ -114,6 +117,18 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
         return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]));
     }
     Ok(())
+}
+
+/// Adds `reasons` found while opening the workload to the run's `NON_SUBMITTABLE.txt` (its
+/// plan's reasons first), and says so.
+fn mark_non_submittable(dir: &Path, reasons: &[String]) -> Result<(), String> {
+    let path = dir.join(crate::submission::stage::NON_SUBMITTABLE);
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    for reason in reasons {
+        eprintln!("warning: not submittable: {reason}");
+        text += &format!("{reason}\n");
+    }
+    write_atomic(&path, text.as_bytes())
 }
 
 /// Scores an accuracy run into `accuracy.txt`. Synthetic workloads say what their score means

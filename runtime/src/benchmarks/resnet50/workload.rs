@@ -221,7 +221,7 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, String> {
             let gpu = gpu_spec(spec)?;
             let devices = gpu.open(spec.devices)?;
             let library = if synthetic(settings) { synthetic_samples("synthetic ImageNet", gpu.input, 0, total, performance) } else { real_samples(settings, performance)? };
-            Ok(Workload { drive: Drive::Batched(devices), library: Arc::new(library), synthetic: synthetic(settings) })
+            Ok(Workload { drive: Drive::Batched(devices), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Cpu => {
             let input = image_input(settings, batch_size(settings))?;
@@ -234,7 +234,7 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, String> {
                 (Scratch::from_env().model_path(settings).ok_or("resnet50 configs need model_path")?, input, real_samples(settings, performance)?)
             };
             let cpu = Arc::new(CpuEngine::load(&model, input)?);
-            Ok(Workload { drive: Drive::Batched(vec![cpu; spec.devices.max(1)]), library: Arc::new(library), synthetic: synthetic(settings) })
+            Ok(Workload { drive: Drive::Batched(vec![cpu; spec.devices.max(1)]), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Serving => Err(no_engine("resnet50", settings)),
     }
