@@ -19,12 +19,11 @@
 //! `gen_len` as a plain integer.
 
 use super::Scored;
-use super::log::AccuracyEntry;
+use super::log::{self, AccuracyEntry};
 use super::punkt::{Punkt, py_space};
 use super::rouge::RougeScorer;
 use super::squad::python_float_repr;
 use super::summarization::{one_sentence_per_line, pairwise_sum, python_round};
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 /// A row's metric.
@@ -94,20 +93,14 @@ pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
 /// Scores `entries` (the accuracy log, in file order) against `targets` (the dataset, by sample
 /// index); errors name the sample.
 pub fn evaluate(entries: Vec<AccuracyEntry>, targets: &[Target], decode: &Decode, punkt: &Punkt) -> Result<LongContextScore, String> {
-    let mut seen = HashSet::new();
+    let (answers, _) = log::first_answers(entries, targets)?;
     let mut scorer = RougeScorer::new();
-    let (mut gen_len, mut gen_tok_len) = (0, 0);
+    let (mut gen_len, gen_tok_len) = (0, answers.iter().map(|a| a.ids.len()).sum());
     // Each scored row's column and value, in log order.
     let mut rows: Vec<(Column, f64)> = Vec::new();
-    for entry in entries {
-        if !seen.insert(entry.qsl_idx) {
-            continue;
-        }
-        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
-        let target = targets.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", targets.len())))?;
-        let ids = entry.int32_ids().map_err(at)?;
-        gen_tok_len += ids.len();
-        let prediction = one_sentence_per_line(punkt, &decode(&ids).map_err(at)?);
+    for answer in &answers {
+        let target = answer.row;
+        let prediction = one_sentence_per_line(punkt, &decode(&answer.ids).map_err(|e| format!("sample {}: {e}", answer.qsl_idx))?);
         let label = one_sentence_per_line(punkt, &target.label);
         gen_len += prediction.chars().count();
         let value = match target.metric {
@@ -134,7 +127,7 @@ pub fn evaluate(entries: Vec<AccuracyEntry>, targets: &[Target], decode: &Decode
             (column, pairwise_sum(&values) / rows.iter().filter(|(c, _)| *c == column).count() as f64)
         })
         .collect();
-    Ok(LongContextScore { means, gen_len, gen_num: seen.len(), gen_tok_len })
+    Ok(LongContextScore { means, gen_len, gen_num: answers.len(), gen_tok_len })
 }
 
 /// An answer the evaluation counts right, for a stand-in playing a perfect model: the label

@@ -30,6 +30,31 @@ impl AccuracyEntry {
     }
 }
 
+/// One sample's first logged LLM answer: its index, its dataset row and its token ids.
+pub struct FirstAnswer<'r, T> {
+    pub qsl_idx: usize,
+    pub row: &'r T,
+    pub ids: Vec<i32>,
+}
+
+/// Each sample's first logged LLM answer in log order (the reference evaluations keep the first),
+/// with its row of `rows`, and how many answers were logged, repeats included. Errors name the
+/// sample: one past the dataset, or bytes that are not int32 ids.
+pub fn first_answers<T>(entries: Vec<AccuracyEntry>, rows: &[T]) -> Result<(Vec<FirstAnswer<'_, T>>, usize), String> {
+    let mut seen = std::collections::HashSet::new();
+    let logged = entries.len();
+    let mut answers = Vec::new();
+    for entry in entries {
+        if !seen.insert(entry.qsl_idx) {
+            continue;
+        }
+        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
+        let row = rows.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", rows.len())))?;
+        answers.push(FirstAnswer { qsl_idx: entry.qsl_idx, row, ids: entry.int32_ids().map_err(at)? });
+    }
+    Ok((answers, logged))
+}
+
 /// Element types the official scripts decode `data` as (`np.frombuffer(..., dtype)`), little-endian.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LogDtype {

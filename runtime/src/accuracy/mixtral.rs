@@ -21,12 +21,11 @@
 
 use super::Scored;
 use super::answers::python_float;
-use super::log::AccuracyEntry;
+use super::log::{self, AccuracyEntry};
 use super::mbxp::{self, Language, Mbxp};
 use super::punkt::Punkt;
 use super::squad::python_float_repr;
 use super::summarization::{self, Answer, SummarizationScore};
-use std::collections::HashSet;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -72,23 +71,15 @@ pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
 /// index). Errors name the sample, and stop where the script stops: a sample past the dataset,
 /// no GSM8K answer, or MBXP answers none of which is in a language it runs.
 pub fn evaluate(entries: Vec<AccuracyEntry>, tasks: &[Task], decode: &Decode, punkt: &Punkt, judge: &Mbxp) -> Result<MixtralScore, String> {
-    let mut seen = HashSet::new();
-    let (mut gen_num, mut gen_tok_len) = (0, 0);
+    let (answers, gen_num) = log::first_answers(entries, tasks)?;
+    let gen_tok_len = answers.iter().map(|a| a.ids.len()).sum();
     let mut open_orca: Vec<(Answer, &str)> = Vec::new();
     let mut gsm8k: Vec<(String, &str)> = Vec::new();
     let (mut mbxp_answers, mut mbxp_tasks) = (0, Vec::new());
-    for entry in entries {
-        gen_num += 1;
-        if !seen.insert(entry.qsl_idx) {
-            continue;
-        }
-        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
-        let task = tasks.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", tasks.len())))?;
-        let ids = entry.int32_ids().map_err(at)?;
-        gen_tok_len += ids.len();
-        let text = decode(&ids).map_err(at)?;
-        match task {
-            Task::OpenOrca { reference } => open_orca.push((Answer { tokens: ids.len(), text }, reference)),
+    for answer in answers {
+        let text = decode(&answer.ids).map_err(|e| format!("sample {}: {e}", answer.qsl_idx))?;
+        match answer.row {
+            Task::OpenOrca { reference } => open_orca.push((Answer { tokens: answer.ids.len(), text }, reference)),
             Task::Gsm8k { answer } => gsm8k.push((text, answer)),
             Task::Mbxp { language, entry_point, test_code } => {
                 mbxp_answers += 1;

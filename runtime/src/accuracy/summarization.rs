@@ -11,11 +11,10 @@
 //!
 //! `gen_len` counts characters of the processed answers, `gen_tok_len` the logged token ids.
 
-use super::log::AccuracyEntry;
+use super::log::{self, AccuracyEntry};
 use super::punkt::Punkt;
 use super::rouge::RougeScorer;
 use super::squad::python_float_repr;
-use std::collections::HashSet;
 
 /// Which reference script's result line to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,18 +46,8 @@ pub struct SummarizationScore {
 /// Each sample's first logged answer (the reference scripts keep the first), decoded, paired with
 /// its reference; errors name the sample.
 pub fn first_answers<'r>(entries: Vec<AccuracyEntry>, references: &'r [String], decode: &dyn Fn(&[i32]) -> Result<String, String>) -> Result<Vec<(Answer, &'r str)>, String> {
-    let mut seen = HashSet::new();
-    let mut answers = Vec::new();
-    for entry in entries {
-        if !seen.insert(entry.qsl_idx) {
-            continue;
-        }
-        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
-        let reference = references.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", references.len())))?;
-        let ids = entry.int32_ids().map_err(at)?;
-        answers.push((Answer { tokens: ids.len(), text: decode(&ids).map_err(at)? }, reference.as_str()));
-    }
-    Ok(answers)
+    let (answers, _) = log::first_answers(entries, references)?;
+    answers.into_iter().map(|a| Ok((Answer { tokens: a.ids.len(), text: decode(&a.ids).map_err(|e| format!("sample {}: {e}", a.qsl_idx))? }, a.row.as_str()))).collect()
 }
 
 /// `"\n".join(nltk.sent_tokenize(text.strip()))`.
