@@ -15,7 +15,7 @@ static TABLES: Tables = Tables { rounds: tables::ROUNDS, systems: tables::SYSTEM
 fn main() {
     let (args, overrides) = cli::split_overrides(std::env::args().collect());
     let cli = cli::Cli::parse_from(args);
-    if let Err(message) = cli::run(cli, overrides) {
+    if let Err(message) = cli::start_logging(&cli).and_then(|()| cli::run(cli, overrides)) {
         eprintln!("error: {message}");
         // A run stopped by a signal exits as the shell reports a process killed by it.
         let code = mlperf_runtime::harness::signals::received().map_or(1, |s| s.exit_code());

@@ -14,6 +14,7 @@ pub mod engines;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
+pub mod logging;
 pub mod scaffold;
 pub mod select;
 pub mod show;

@@ -15,6 +15,15 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// More diagnostics on stderr: -v debug, -vv trace (RUST_LOG, when set, decides instead).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Fewer: -q only errors (results still print on stdout), -qq none.
+    #[arg(short = 'q', long = "quiet", action = clap::ArgAction::Count, global = true)]
+    pub quiet: u8,
+    /// Seconds between progress lines when stderr is not a terminal (a terminal gets a bar).
+    #[arg(long = "progress_interval", default_value_t = 30.0, global = true, value_name = "SECONDS")]
+    pub progress_interval: f64,
 }
 
 /// Which configs a command works on (NVIDIA's RUN_ARGS selection flags).

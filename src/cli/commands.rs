@@ -13,6 +13,19 @@ use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, gene
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Starts logging as the global flags say; a run's child also logs into its run directory.
+pub fn start_logging(cli: &Cli) -> Result<(), String> {
+    if !(cli.progress_interval.is_finite() && cli.progress_interval > 0.0) {
+        return Err(format!("--progress_interval={}: give a positive number of seconds", cli.progress_interval));
+    }
+    let options = mlperf_runtime::logging::LogOptions { verbose: cli.verbose, quiet: cli.quiet, progress_interval: Duration::from_secs_f64(cli.progress_interval) };
+    let run_log = match &cli.command {
+        Command::RunLoadgenTest { dir } => Some(dir.join(mlperf_runtime::logging::RUN_LOG)),
+        _ => None,
+    };
+    mlperf_runtime::logging::init(options, run_log.as_deref())
+}
+
 /// Commands that take `--<config field>=<value>` overrides.
 fn takes_overrides(command: &Command) -> bool {
     matches!(
@@ -145,8 +158,12 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 println!("left out {}: {why}", path.display());
             }
             if !report.non_submittable.is_empty() {
-                eprintln!("WARNING: {} staged run(s) came from NON-SUBMITTABLE runs (their markers were left out, the results were not):", report.non_submittable.len());
-                report.non_submittable.iter().for_each(|p| eprintln!("  {}", p.display()));
+                let runs: Vec<String> = report.non_submittable.iter().map(|p| format!("\n  {}", p.display())).collect();
+                tracing::warn!(
+                    "{} staged run(s) came from NON-SUBMITTABLE runs (their markers were left out, the results were not):{}",
+                    report.non_submittable.len(),
+                    runs.concat()
+                );
             }
             println!("{}: {} files exported, {} left out", out.display(), report.copied, report.left_out.len());
         }
@@ -179,7 +196,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 if report.removed.is_empty() { String::new() } else { format!(", {} stale removed", report.removed.len()) }
             );
             if !report.stale.is_empty() {
-                eprintln!("warning: {} files no config produces any more (first: {}); rerun with --prune to delete them", report.stale.len(), report.stale[0].display());
+                tracing::warn!("{} files no config produces any more (first: {}); rerun with --prune to delete them", report.stale.len(), report.stale[0].display());
             }
         }
         Command::Config { command: ConfigCommand::Fields } => print!("{}", show::fields()),
@@ -198,7 +215,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
 fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Result<(), String> {
     let request = resolve::run_request(args, overrides)?;
     if prepare && args.backend.backend == BackendKind::Config {
-        benchmarks::prepare_all(&request.configs, &mut |line| eprintln!("{line}"))?;
+        benchmarks::prepare_all(&request.configs, &mut |line| tracing::info!("{line}"))?;
     }
     let outcomes: Vec<Outcome> = harness::run_all(&request)?;
     print!("{}", harness::report::table(&outcomes));
@@ -246,7 +263,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
 }
 
 fn print_stage(out: &std::path::Path, report: submission::stage::StageReport) {
-    report.warnings.iter().for_each(|w| eprintln!("WARNING: {w}"));
+    report.warnings.iter().for_each(|w| tracing::warn!("{w}"));
     report.staged.iter().for_each(|l| println!("staged {l}"));
     let files = &report.files;
     println!("{}: {} files written, {} replaced (--force), {} unchanged", out.display(), files.written.len(), files.replaced.len(), files.unchanged);

@@ -8,5 +8,5 @@ mod parsers;
 mod resolve;
 
 pub use args::Cli;
-pub use commands::run;
+pub use commands::{run, start_logging};
 pub use resolve::split_overrides;

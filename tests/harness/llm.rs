@@ -47,11 +47,17 @@ fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
             "--offline_expected_qps=150",
             "--server_target_qps=80",
             "--min_duration=7000",
+            "--progress_interval=1",
         ],
     );
     assert!(ok, "{stdout}\n{stderr}");
     let logs = detail_logs(&cwd);
     assert_eq!(logs.len(), 3, "{stdout}");
+    // Output piped: each run is announced, and says how far it is every second.
+    assert!(stderr.contains("[1/3] llama2-70b Offline PerformanceOnly") && stderr.contains("[3/3] llama2-70b Interactive PerformanceOnly"), "{stderr}");
+    assert!(stderr.contains(", about 1 min left"), "the time left once a run is done: {stderr}");
+    let progress = stderr.lines().filter(|l| l.starts_with("llama2-70b Server PerformanceOnly: ") && l.contains(" samples, ") && l.contains(" s of 7 s, ")).count();
+    assert!(progress >= 4, "a progress line a second through a 7 s run: {stderr}");
     for (path, log) in &logs {
         assert_eq!(log.str("result_validity"), Some("VALID"), "{}:\n{stdout}", path.display());
         assert_eq!(log.bool("requested_use_token_latencies"), Some(true));
@@ -62,6 +68,8 @@ fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
         assert_eq!(record[0]["failed"], 0, "{record}");
         assert!(record[0]["completed"].as_u64().unwrap() > 100, "{record}");
         assert!(std::fs::read_to_string(dir.join("NON_SUBMITTABLE.txt")).unwrap().contains("synthetic"));
+        let run_log = std::fs::read_to_string(dir.join("mlperf_run.log")).unwrap();
+        assert!(run_log.contains("serving client: output ids") && run_log.contains("PerformanceOnly: "), "the run's own log, progress included: {run_log}");
     }
     assert!(cwd.join("build/logs").exists());
     // The stand-in's own log sits with the runs.
@@ -304,8 +312,11 @@ fn the_other_llms_and_edge_singlestream_run_against_the_stand_in() {
     let (ok, stdout, stderr) = llm_run(&cwd, free_port(), &["--benchmarks=llama3.1-8b,deepseek-r1,gpt-oss-120b", "--scenarios=offline", PACED, "--offline_expected_qps=150"]);
     assert!(ok, "{stdout}\n{stderr}");
     let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16"]"#;
-    let (ok, stdout2, stderr) = llm_run(&cwd, free_port(), &["--benchmarks=llama3.1-8b-edge", "--scenarios=singlestream", fast, "--single_stream_expected_latency_ns=20000000"]);
+    let (ok, stdout2, stderr) =
+        llm_run(&cwd, free_port(), &["-q", "--benchmarks=llama3.1-8b-edge", "--scenarios=singlestream", fast, "--single_stream_expected_latency_ns=20000000"]);
     assert!(ok, "{stdout2}\n{stderr}");
+    assert_eq!(stderr, "", "-q: the result table only");
+    assert!(stdout2.contains("VALID"), "{stdout2}");
     let logs = detail_logs(&cwd);
     assert_eq!(logs.len(), 4, "{stdout}{stdout2}");
     for (path, log) in &logs {

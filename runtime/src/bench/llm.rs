@@ -96,12 +96,12 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     };
     let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
 
-    eprintln!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
+    tracing::info!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
     let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration))?;
-    eprintln!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
+    tracing::info!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
     let theirs = comparator(options, options.comparator_in_flight, &fast.1, None)?;
 
-    eprintln!("bench llm: (c) the serving SUT under LoadGen Offline");
+    tracing::info!("bench llm: (c) the serving SUT under LoadGen Offline");
     let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
     let mut runs = 0;
     let mut loadgen_run = |label: &str, settings: &TestSettings| -> Result<(Row, Option<Validity>), String> {
@@ -140,7 +140,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     offline.set_f64("offline_expected_qps", ours.samples_per_s() * 1.5).map_err(|e| e.to_string())?;
     let (under_loadgen, _) = loadgen_run("offline", &offline)?;
 
-    eprintln!("bench llm: (d) highest VALID Server QPS at {SERVER_BENCHMARK}'s token limits");
+    tracing::info!("bench llm: (d) highest VALID Server QPS at {SERVER_BENCHMARK}'s token limits");
     let server = match round.benchmark(SERVER_BENCHMARK).and_then(|b| b.llm_latency_limits.get("Server")) {
         None => Err(format!("round {} has no Server token limits for {SERVER_BENCHMARK}", round.id)),
         Some(limits) => {
@@ -162,7 +162,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     };
     drop(fast);
 
-    eprintln!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
+    tracing::info!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
     // With two CPUs or more the stand-in gets the last and the clients the rest, as if the engine
     // ran on a machine of its own: sharing cores, each process's wake-ups wait on the other's.
     let cpus = crate::cpu::allowed_cpus().map_err(|e| format!("cannot read this process's CPUs: {e}"))?;

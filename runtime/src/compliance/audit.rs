@@ -189,7 +189,7 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
                 return Err(format!("stopped during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()));
             }
             let (verification, dir) = verify(job, settings, &outcome)?;
-            eprintln!("{} {} attempt {attempt} of {tries}: {} ({})", job.test, job.label(), if verification.passed { "PASS" } else { "FAIL" }, verification.summary);
+            tracing::info!("{} {} attempt {attempt} of {tries}: {} ({})", job.test, job.label(), if verification.passed { "PASS" } else { "FAIL" }, verification.summary);
             attempts.push(Attempt { dir: outcome.dir.clone(), run: outcome.status, passed: verification.passed, summary: verification.summary.clone() });
             let passed = verification.passed;
             last = Some((verification, dir, outcome.plan));

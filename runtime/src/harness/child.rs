@@ -11,7 +11,7 @@ use super::backends::{EmptyQsl, NullSut};
 use super::batcher::{BatcherConfig, BatchingSut};
 use super::plan::{AUDIT_CONFIG, Backend, RunMode, RunPlan, read_plan};
 use super::probe::{EngineMeasure, Measure};
-use super::progress::Progress;
+use super::progress::{Progress, Work};
 use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
 use crate::benchmarks::llm::prompt_ids;
@@ -125,7 +125,7 @@ fn mark_non_submittable(dir: &Path, reasons: &[String]) -> Result<(), String> {
     let path = dir.join(crate::submission::stage::NON_SUBMITTABLE);
     let mut text = std::fs::read_to_string(&path).unwrap_or_default();
     for reason in reasons {
-        eprintln!("warning: not submittable: {reason}");
+        tracing::warn!("not submittable: {reason}");
         text += &format!("{reason}\n");
     }
     write_atomic(&path, text.as_bytes())
@@ -146,7 +146,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
         write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
     }
-    eprintln!("{}: {}", plan.benchmark, scored.text.trim());
+    tracing::info!("{}: {}", plan.benchmark, scored.text.trim());
     Ok(())
 }
 
@@ -164,7 +164,7 @@ fn stop_on_signal(dir: &Path) {
         mlperf_loadgen::abort_test();
         remove_empty_trace(&dir);
         mark_aborted(&dir, signal);
-        eprintln!("\n{}: run aborted, partial logs kept in {}", signal.name(), dir.display());
+        tracing::warn!("{}: run aborted, partial logs kept in {}", signal.name(), dir.display());
         // SAFETY: _exit ends the process without running exit handlers or destructors, which
         // other threads (LoadGen's, the engines') may still be using; the logs are flushed above.
         unsafe { libc::_exit(signal.exit_code()) }
@@ -199,7 +199,14 @@ impl LoadgenRun<'_> {
         let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join("user.conf"), &plan.loadgen_model, scenario).map_err(|e| e.to_string())?;
         settings.set_mode(plan.mode.loadgen());
         write_atomic(&self.dir.join("effective_settings.txt"), format!("{:#?}\n", settings.effective()).as_bytes())?;
-        let _progress = Progress::start(plan.label(), completed, Duration::from_millis(plan.min_duration_ms));
+        let accuracy = plan.mode == RunMode::AccuracyOnly;
+        let work = Work {
+            label: plan.label(),
+            unit: "samples",
+            expected: accuracy.then_some(plan.total_sample_count),
+            min_duration: (!accuracy).then(|| Duration::from_millis(plan.min_duration_ms)),
+        };
+        let _progress = Progress::start(work, completed);
         let log = mlperf_loadgen::LogSettings::in_dir(self.dir);
         mlperf_loadgen::start_test(sut, qsl, &settings, &log, self.audit).map_err(|e| e.to_string())
     }
@@ -226,7 +233,7 @@ impl LoadgenRun<'_> {
         let result = self.start(&sut, library.as_ref(), sut.completed());
         let stats = sut.finish()?;
         for s in stats.iter().filter(|s| s.down.is_some()) {
-            eprintln!("serving endpoint {} went down during the run: {}", s.url, s.down.as_deref().unwrap_or_default());
+            tracing::warn!("serving endpoint {} went down during the run: {}", s.url, s.down.as_deref().unwrap_or_default());
         }
         result
     }
@@ -278,7 +285,7 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &Sam
     let measured = probe_on(&loaded, &mut settings);
     library.unload_samples(&loaded);
     let line = measured?;
-    eprintln!("{}: {line}", plan.label());
+    tracing::info!("{}: {line}", plan.label());
     write_atomic(&dir.join("probe.txt"), format!("{line}\n").as_bytes())?;
     // user.conf then says where the value came from, as it does for configured values.
     let field = probe::rate_field(plan.scenario).expect("probed scenarios have a rate field");

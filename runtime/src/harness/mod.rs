@@ -55,21 +55,17 @@ pub struct RunRequest {
     pub timestamp: String,
 }
 
-/// NVIDIA's log timestamp format, `%Y.%m.%d-%H.%M.%S` (UTC).
+/// Now in NVIDIA's log timestamp format, `%Y.%m.%d-%H.%M.%S`, in local time as NVIDIA's run
+/// directories are (`TZ` applies).
 pub fn timestamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}.{month:02}.{day:02}-{:02}.{:02}.{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    // SAFETY: time(2) with no out-pointer, and localtime_r(3) writing into a zeroed tm we own.
+    let tm = unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&now, &mut tm);
+        tm
+    };
+    format!("{:04}.{:02}.{:02}-{:02}.{:02}.{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
 /// Samples the QSL holds in memory during a performance run: the config's override, else the round's.
@@ -115,6 +111,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     signals::install()?;
     let mut outcomes = Vec::new();
+    let (total, started) = (req.configs.len() * req.test_mode.runs().len(), Instant::now());
     for selected in &req.configs {
         let config = selected.config;
         let mut settings = selected.settings.clone();
@@ -135,7 +132,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
             match ServingEngines::start(&effective.settings, &config.benchmark, req.system, &scenario_dir) {
                 Ok(engines) => serving = Some(engines),
                 Err(e) if signals::received().is_some() => {
-                    eprintln!("{e}");
+                    tracing::warn!("{e}");
                     return Ok(outcomes);
                 }
                 Err(e) => return Err(format!("{}: {e}", selected.label())),
@@ -164,6 +161,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
                 None => None,
             };
             prepare_dir(&dir, &plan, &user_conf, audit.as_deref())?;
+            tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
             let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
             let outcome = Outcome::read(&dir, &plan, exit);
             let stopped = outcome.status == RunStatus::Aborted;
@@ -176,6 +174,15 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
     Ok(outcomes)
 }
 
+/// `, about N min left` once some runs are done: their mean time for each run still to come.
+fn time_left(elapsed: Duration, done: usize, total: usize) -> String {
+    if done == 0 {
+        return String::new();
+    }
+    let left = elapsed.as_secs_f64() / done as f64 * (total - done) as f64;
+    format!(", about {:.0} min left", (left / 60.0).ceil())
+}
+
 /// How long a child may take to flush its logs and leave after the parent forwarded a signal.
 const STOP_GRACE: Duration = Duration::from_secs(20);
 
@@ -186,7 +193,7 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 /// signal ended it).
 fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -> Result<Option<i32>, String> {
     let mut command = Command::new(exe);
-    command.arg("run_loadgen_test").arg(dir);
+    command.args(crate::logging::options().args()).arg("run_loadgen_test").arg(dir);
     // SAFETY: the closure runs in the forked child before exec and only makes one async-signal-safe
     // system call. PR_SET_PDEATHSIG makes the kernel send SIGTERM to the child if this process
     // dies without forwarding a signal (SIGKILL, a crash), so no run outlives its parent.
@@ -211,7 +218,7 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
             && let Some(why) = gone()
         {
             let _ = crate::fsutil::write_atomic(&dir.join(FAILED_MARKER), format!("{why}\n").as_bytes());
-            eprintln!("{why}");
+            tracing::error!("{why}");
             // SAFETY: plain kill(2) on the child we spawned and have not reaped yet.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait();
@@ -224,7 +231,7 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
                 stopping = Some((signal, Instant::now()));
             }
             (Some(_), Some((signal, since))) if since.elapsed() > STOP_GRACE => {
-                eprintln!("the run in {} did not stop within {} s of {}; killing it", dir.display(), STOP_GRACE.as_secs(), signal.name());
+                tracing::warn!("the run in {} did not stop within {} s of {}; killing it", dir.display(), STOP_GRACE.as_secs(), signal.name());
                 let _ = child.kill();
                 let _ = child.wait();
                 mark_aborted(dir, signal);
@@ -321,6 +328,13 @@ fn new_run_root(log_dir: &Path, timestamp: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_directories_are_named_in_local_time() {
+        let date = || String::from_utf8(Command::new("date").arg("+%Y.%m.%d-%H.%M").output().unwrap().stdout).unwrap().trim().to_string();
+        let (before, stamp, after) = (date(), timestamp(), date());
+        assert!(stamp.len() == 19 && (stamp.starts_with(&before) || stamp.starts_with(&after)), "{stamp} against date(1)'s {before} / {after}");
+    }
 
     #[test]
     fn invocations_in_the_same_second_get_their_own_log_directory_that_sorts_newest() {

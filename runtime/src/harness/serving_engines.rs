@@ -29,7 +29,7 @@ impl ServingEngines {
             None => None,
         };
         let timeout = settings.serving_ready_timeout.map_or(DEFAULT_READY_TIMEOUT, Duration::from_millis);
-        eprintln!("waiting up to {} s for {} serving endpoint(s): {}", timeout.as_secs(), endpoints.len(), endpoints.join(", "));
+        tracing::info!("waiting up to {} s for {} serving endpoint(s): {}", timeout.as_secs(), endpoints.len(), endpoints.join(", "));
         launch::wait_ready(&endpoints, timeout, || {
             if let Some(signal) = signals::received() {
                 return Err(format!("{} while waiting for the serving engine; stopped it", signal.name()));
@@ -64,7 +64,7 @@ pub fn serve_until_stopped(system: &SystemInfo, configs: &[Selected], log_dir: &
     println!("{}: serving at {}; logs in {}; stop with Ctrl-C", selected.label(), engines.endpoints.join(", "), log_dir.display());
     loop {
         if let Some(signal) = signals::received() {
-            eprintln!("{}: stopping the serving engine", signal.name());
+            tracing::info!("{}: stopping the serving engine", signal.name());
             return Ok(());
         }
         if let Some(exit) = engines.exited() {

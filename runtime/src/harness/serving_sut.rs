@@ -81,7 +81,7 @@ impl ServingSut {
             .spawn(move || reporter(rx, counter, token_latencies))
             .map_err(|e| format!("cannot start the reporter thread: {e}"))?;
         let output_ids = options.output_ids_source();
-        eprintln!("serving client: output ids {output_ids}");
+        tracing::info!("serving client: output ids {output_ids}");
         let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
         let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
@@ -132,7 +132,7 @@ impl Sink for LoadgenSink {
         if let Some(stats) = self.stats.get() {
             let _ = self.write_record(&stats.snapshot());
         }
-        eprintln!("\n{}", text.trim_end());
+        tracing::error!("{}", text.trim_end());
         // LoadGen cannot end a test early: flush its logs and leave (as a stop signal does).
         mlperf_loadgen::abort_test();
         // SAFETY: _exit ends the process without running exit handlers or destructors, which the

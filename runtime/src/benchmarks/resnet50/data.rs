@@ -3,8 +3,10 @@
 
 use crate::dataset::imagenet::{ImagenetOptions, preprocess_imagenet_with, read_val_map, sample_file_name};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
+use crate::harness::progress::{Progress, Work};
 use mlperf_config::Settings;
-use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 const BENCHMARK: &str = "resnet50";
 /// Where MLCommons publishes the model the configs name.
@@ -79,13 +81,13 @@ pub fn preprocess(scratch: &Scratch, settings: &Settings) -> Result<String, Stri
     let out = scratch.tensor_paths(settings).into_iter().next().ok_or("resnet50 configs need tensor_path")?;
     // A contiguous tensor names a file; per-sample output names a directory.
     let out_dir = if out.extension().is_some_and(|e| e == "npy") { out.parent().map(|p| p.to_path_buf()).unwrap_or(out) } else { out };
-    let tty = std::io::stderr().is_terminal();
-    let report = preprocess_imagenet_with(&scratch.data_dir().join("imagenet"), &map, &out_dir, &options, &|done, total| {
-        if tty && (done % 500 == 0 || done == total) {
-            eprint!("\rresnet50: {done}/{total} images");
-            let _ = std::io::stderr().flush();
-        }
+    let done = Arc::new(AtomicU64::new(0));
+    let progress = OnceLock::new();
+    let report = preprocess_imagenet_with(&scratch.data_dir().join("imagenet"), &map, &out_dir, &options, &|count, total| {
+        progress.get_or_init(|| Progress::start(Work { label: "resnet50 preprocessing".into(), unit: "images", expected: Some(total as u64), min_duration: None }, done.clone()));
+        done.store(count as u64, Ordering::Relaxed);
     })?;
+    drop(progress);
     Ok(format!("resnet50: {} images ({} written, {} kept) -> {} (sample shape {:?})", report.samples, report.written, report.skipped, report.output.display(), report.sample_shape))
 }
 

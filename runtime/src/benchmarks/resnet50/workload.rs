@@ -104,7 +104,7 @@ fn gpu_spec(spec: &WorkloadSpec) -> Result<GpuSpec, String> {
 fn ensure_model(settings: &Settings, gpu: &GpuSpec) -> Result<(), String> {
     if synthetic(settings) {
         let root = Scratch::from_env().models_dir();
-        synthetic::ensure_synthetic_resnet50_model(&root, gpu.input.height, SYNTHETIC_SEED, &mut |m| eprintln!("synthetic: {m}"))?;
+        synthetic::ensure_synthetic_resnet50_model(&root, gpu.input.height, SYNTHETIC_SEED, &mut |m| tracing::info!("synthetic: {m}"))?;
     } else if !gpu.model_path.exists() {
         return Err(format!("model {} not found: download the MLPerf ResNet50 ONNX model there (`mlperf info` lists every expected path)", gpu.model_path.display()));
     }
@@ -186,9 +186,9 @@ pub fn prepare(spec: &WorkloadSpec) -> Result<String, String> {
             mlperf_loadgen::Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
             let calibration = gpu_calibration(settings, &gpu, false)?;
             if let Some((_, line)) = &calibration {
-                eprintln!("  {line}");
+                tracing::info!("  {line}");
             }
-            gpu.generate(&library, checked, calibration.as_ref().map(|(c, _)| c), &mut |line| eprintln!("  {line}"))
+            gpu.generate(&library, checked, calibration.as_ref().map(|(c, _)| c), &mut |line| tracing::info!("  {line}"))
         }
         EngineKind::Cpu if synthetic(settings) => {
             let a = ensure_synthetic(settings)?;

@@ -246,7 +246,7 @@ impl Engines {
                 });
             }
             let child = cmd.spawn().map_err(|e| format!("cannot start the serving engine `{}`: {e}; is {} installed and on PATH?", command.display(), command.program))?;
-            eprintln!("started {} (pid {}): {}; log {}", command.name, child.id(), command.display(), log_path.display());
+            tracing::info!("started {} (pid {}): {}; log {}", command.name, child.id(), command.display(), log_path.display());
             engines.processes.push((command, child, log_path));
         }
         Ok(engines)
@@ -279,7 +279,7 @@ impl Engines {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if child.try_wait().ok().flatten().is_none() {
-                eprintln!("the serving engine's {} did not stop within {} s of SIGTERM; killing it", command.name, STOP_GRACE.as_secs());
+                tracing::warn!("the serving engine's {} did not stop within {} s of SIGTERM; killing it", command.name, STOP_GRACE.as_secs());
             }
             // SAFETY: as above; the group may still hold workers even when the leader has exited.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };

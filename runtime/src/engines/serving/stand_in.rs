@@ -235,7 +235,7 @@ pub fn serve(options: StandInOptions) -> Result<(), String> {
         crate::cpu::pin_current_thread(&options.cpus).map_err(|e| format!("serve_stand_in --cpus {:?}: {e}", options.cpus))?;
     }
     let server = start(options)?;
-    eprintln!("stand-in serving engine ({}) listening on {}", api.name(), server.endpoint());
+    tracing::info!("stand-in serving engine ({}) listening on {}", api.name(), server.endpoint());
     loop {
         std::thread::park();
     }
@@ -401,7 +401,7 @@ impl StreamPlan {
                 }
                 if i == 1 {
                     if plan.die {
-                        eprintln!("stand-in: exiting as asked (--die_after)");
+                        tracing::warn!("stand-in: exiting as asked (--die_after)");
                         std::process::exit(17);
                     }
                     if plan.drop {

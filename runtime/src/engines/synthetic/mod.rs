@@ -158,7 +158,7 @@ pub fn input_spec(size: usize, batch_size: usize, layout: Layout) -> InputSpec {
 /// documentation for the layout) unless matching files exist; progress goes to stderr, since the
 /// first generation takes minutes.
 pub fn ensure_synthetic_resnet50(root: &Path, size: usize, seed: u64) -> Result<SyntheticArtifacts, String> {
-    ensure_synthetic_resnet50_with(root, &SyntheticSpec::resnet50(size, seed), &mut |m| eprintln!("synthetic: {m}"))
+    ensure_synthetic_resnet50_with(root, &SyntheticSpec::resnet50(size, seed), &mut |m| tracing::info!("synthetic: {m}"))
 }
 
 /// Only the synthetic model (no labels): what a GPU engine build and performance runs need. An
