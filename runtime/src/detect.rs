@@ -1,7 +1,9 @@
 //! Hardware detection and matching against the compiled systems.
 //!
-//! Detection reads the CPU architecture and vendor, host memory (/proc/meminfo) and, when
-//! `nvidia-smi` is present, every GPU's name, PCI device id, memory and power limit. Matching follows
+//! Detection reads the CPU architecture and vendor, host memory (/proc/meminfo) and every GPU's
+//! name, PCI device id, memory and power limit: through NVML (`libnvidia-ml.so.1`, loaded at run
+//! time, so a machine without the driver builds and runs), else from `nvidia-smi` when NVML cannot
+//! be loaded; with neither, the machine has no GPU. Matching follows
 //! NVIDIA's rules (CPU architecture and vendor, >= 95 % of the memory floor, exact GPU count, PCI id,
 //! GPU memory and TDP within 5 %) but explains every mismatch instead of failing late.
 
@@ -62,10 +64,36 @@ pub fn detect() -> Result<DetectedHardware, String> {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kib| kib / (1024.0 * 1024.0));
-    Ok(DetectedHardware { cpu_arch: std::env::consts::ARCH.to_string(), cpu_vendor, host_memory_gib, gpus: probe_gpus()?, source: "probe (/proc, nvidia-smi)".to_string() })
+    let (gpus, how) = match nvml_gpus() {
+        Ok(gpus) => (gpus, "NVML"),
+        Err(e) => {
+            tracing::debug!("NVML unavailable ({e}); asking nvidia-smi");
+            (smi_gpus()?, "nvidia-smi")
+        }
+    };
+    Ok(DetectedHardware { cpu_arch: std::env::consts::ARCH.to_string(), cpu_vendor, host_memory_gib, gpus, source: format!("probe (/proc, {how})") })
 }
 
-fn probe_gpus() -> Result<Vec<DetectedGpu>, String> {
+/// The GPUs NVML reports; an error when NVML cannot be loaded or initialised.
+fn nvml_gpus() -> Result<Vec<DetectedGpu>, String> {
+    let nvml = nvml_wrapper::Nvml::init().map_err(|e| e.to_string())?;
+    let count = nvml.device_count().map_err(|e| e.to_string())?;
+    (0..count)
+        .map(|i| {
+            let device = nvml.device_by_index(i).map_err(|e| format!("GPU {i}: {e}"))?;
+            let pci = device.pci_info().map_err(|e| format!("GPU {i}: {e}"))?;
+            Ok(DetectedGpu {
+                name: device.name().map_err(|e| format!("GPU {i}: {e}"))?,
+                // The device id in the upper 16 bits, the vendor (10DE) in the lower, as nvidia-smi shows it.
+                pci_device_id: format!("{:04X}", pci.pci_device_id >> 16),
+                memory_gib: device.memory_info().map_err(|e| format!("GPU {i}: {e}"))?.total as f64 / (1u64 << 30) as f64,
+                max_power_w: device.power_management_limit_constraints().ok().map(|c| f64::from(c.max_limit) / 1000.0),
+            })
+        })
+        .collect()
+}
+
+fn smi_gpus() -> Result<Vec<DetectedGpu>, String> {
     let output = match Command::new("nvidia-smi").args(["--query-gpu=name,pci.device_id,memory.total,power.max_limit", "--format=csv,noheader,nounits"]).output() {
         Ok(o) => o,
         Err(_) => return Ok(Vec::new()), // no driver tools: a CPU-only machine

@@ -22,8 +22,9 @@ pub const SYSTEM_NAME_ENV: &str = "SYSTEM_NAME";
 /// Picks the system: a locked build uses its one system and refuses other hardware; a development
 /// build takes `--system_name` / `SYSTEM_NAME`, else the detected match.
 pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemChoice, String> {
-    let hw = detect::detect()?;
+    let detected = detect::detect();
     if let Some(locked) = tables.locked_system {
+        let hw = detected?;
         let system = tables.system(locked).expect("a locked build holds its system");
         if let Some(name) = requested.filter(|n| *n != locked) {
             return Err(format!("this binary is locked to {locked}; it cannot run as {name}. Build without system features for development use"));
@@ -42,8 +43,17 @@ pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemC
             format!("no system named {name}.{hint} Known systems: {}", known.join(", "))
         })?;
         let source = if requested.is_some() { "--system_name" } else { "SYSTEM_NAME" };
-        return Ok(SystemChoice { system, how: format!("chosen by {source}"), hardware_mismatch: detect::mismatches(&hw, system) });
+        // A named system runs even where detection fails, its runs marked as not matching.
+        let hardware_mismatch = match &detected {
+            Ok(hw) => detect::mismatches(hw, system),
+            Err(e) => {
+                tracing::warn!("hardware detection failed ({e}); running as {name}, as {source} says");
+                vec![format!("hardware not detected: {e}")]
+            }
+        };
+        return Ok(SystemChoice { system, how: format!("chosen by {source}"), hardware_mismatch });
     }
+    let hw = detected?;
     match detect::match_system(&hw, tables.systems) {
         SystemMatch::Matched(system) => Ok(SystemChoice { system, how: format!("detected ({})", hw.source), hardware_mismatch: vec![] }),
         SystemMatch::Unmatched { unregistered_id, nearest } => {

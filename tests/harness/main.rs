@@ -103,6 +103,30 @@ fn test_run_with_the_null_backend_writes_round_logs_for_every_scenario() {
 }
 
 #[test]
+fn a_failing_nvidia_smi_does_not_stop_a_named_system() {
+    let cwd = scratch("failing-nvidia-smi");
+    // An nvidia-smi that fails first on PATH (NVML is absent here, so detection asks it).
+    let bin = cwd.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("nvidia-smi"), "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2\nexit 9\n").unwrap();
+    std::fs::set_permissions(bin.join("nvidia-smi"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(&cwd).env("PATH", &path).env_remove("SYSTEM_NAME").output().unwrap();
+    let named = run(&["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--min_duration=100"]);
+    let stderr = String::from_utf8_lossy(&named.stderr);
+    assert!(named.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: hardware detection failed (nvidia-smi is installed but failed") && stderr.contains("running as CPU-dev, as --system_name says"), "{stderr}");
+    let (path, _) = detail_logs(&cwd).remove(0);
+    let reasons = std::fs::read_to_string(path.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
+    assert!(reasons.contains("system CPU-dev chosen against the hardware: hardware not detected"), "{reasons}");
+    let detected = run(&["run_harness", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--min_duration=100"]);
+    assert!(
+        !detected.status.success() && String::from_utf8_lossy(&detected.stderr).contains("could not communicate with the NVIDIA driver"),
+        "without a name, detection's error stops the run"
+    );
+}
+
+#[test]
 fn a_stale_audit_config_does_not_change_a_normal_run() {
     let cwd = scratch("stale-audit");
     std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();
