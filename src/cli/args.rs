@@ -236,6 +236,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print a completion script for a shell, e.g. `mlperf completions bash > /etc/bash_completion.d/mlperf`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// What answers the queries, for run_harness, run and run_audit_harness.

@@ -199,6 +199,11 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 tracing::warn!("{} files no config produces any more (first: {}); rerun with --prune to delete them", report.stale.len(), report.stale[0].display());
             }
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "mlperf", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| format!("cannot write the completion script: {e}"))?;
+        }
         Command::Config { command: ConfigCommand::Fields } => print!("{}", show::fields()),
         Command::Config { command: ConfigCommand::Show { selection, explain } } => {
             for selected in resolve::selection(&selection, &[])?.configs {

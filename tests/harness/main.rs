@@ -127,6 +127,35 @@ fn a_failing_nvidia_smi_does_not_stop_a_named_system() {
 }
 
 #[test]
+fn nvidias_make_targets_run_the_commands_of_the_same_name() {
+    let cwd = scratch("make-targets");
+    let makefile = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Makefile");
+    let out = Command::new("make")
+        .arg("-f")
+        .arg(&makefile)
+        .arg("run_harness")
+        .arg(format!("MLPERF={}", env!("CARGO_BIN_EXE_mlperf")))
+        .arg("RUN_ARGS=--system_name=CPU-dev --benchmarks=resnet50 --scenarios=singlestream --backend=null --min_duration=100")
+        .current_dir(&cwd)
+        .output()
+        .expect("make runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run_harness --system_name=CPU-dev"), "make echoes the command it maps to");
+    assert_eq!(detail_logs(&cwd).len(), 1);
+}
+
+#[test]
+fn shell_completions_know_the_commands_and_their_flags() {
+    let cwd = scratch("completions");
+    let bash = mlperf(&cwd, &["completions", "bash"]);
+    let script = String::from_utf8_lossy(&bash.stdout);
+    assert!(bash.status.success() && script.contains("run_harness") && script.contains("--benchmarks") && script.contains("--progress_interval"), "{script}");
+    let tcsh = mlperf(&cwd, &["completions", "tcsh"]);
+    assert_eq!(tcsh.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&tcsh.stderr).contains("possible values: bash, elvish, fish, powershell, zsh"), "{}", String::from_utf8_lossy(&tcsh.stderr));
+}
+
+#[test]
 fn a_stale_audit_config_does_not_change_a_normal_run() {
     let cwd = scratch("stale-audit");
     std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();
