@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use mlperf_config::benchmark::BenchmarkInfo;
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
+use mlperf_runtime::harness::results::Format;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -275,6 +276,9 @@ pub struct HarnessArgs {
     /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
     #[arg(long = "log_dir")]
     pub log_dir: Option<PathBuf>,
+    /// How the results print: table, json (docs/results.schema.json) or csv.
+    #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
+    pub format: Format,
 }
 
 /// Flags of serve_stand_in.
@@ -389,6 +393,9 @@ pub struct AuditArgs {
     /// Replace verified TEST directories that already exist.
     #[arg(long)]
     pub force: bool,
+    /// How the results print: table, json (docs/results.schema.json) or csv.
+    #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
+    pub format: Format,
 }
 
 /// Flags of the commands that work on a staged submission tree.

@@ -8,6 +8,7 @@ use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
 use mlperf_runtime::harness::report::{Outcome, RunStatus};
+use mlperf_runtime::harness::results::Format;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
 use std::sync::Arc;
@@ -53,7 +54,14 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
         Command::Run(args) => run_harness(&args, &overrides, true)?,
         Command::RunAuditHarness(args) => {
             let results = compliance::audit::run_audit_harness(&resolve::audit_request(&args, &overrides)?)?;
-            print!("{}", compliance::audit::table(&results));
+            print!(
+                "{}",
+                match args.format {
+                    Format::Table => compliance::audit::table(&results),
+                    Format::Json => harness::results::audits_json(&results),
+                    Format::Csv => harness::results::audits_csv(&results),
+                }
+            );
             let failed = results.iter().filter(|r| !r.passed).count();
             if failed > 0 {
                 return Err(format!("{failed} of {} audits failed verification; see the verify_*.txt files", results.len()));
@@ -223,7 +231,14 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
         benchmarks::prepare_all(&request.configs, &mut |line| tracing::info!("{line}"))?;
     }
     let outcomes: Vec<Outcome> = harness::run_all(&request)?;
-    print!("{}", harness::report::table(&outcomes));
+    print!(
+        "{}",
+        match args.format {
+            Format::Table => harness::report::table(&outcomes),
+            Format::Json => harness::results::runs_json(&outcomes),
+            Format::Csv => harness::results::runs_csv(&outcomes),
+        }
+    );
     match harness::signals::received() {
         Some(signal) => Err(format!("stopped by {}", signal.name())),
         None if outcomes.iter().any(|o| o.status == RunStatus::Aborted) => Err("a run was aborted".into()),

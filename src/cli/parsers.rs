@@ -9,6 +9,7 @@ use clap::{Arg, Command};
 use mlperf_config::benchmark::{self, BenchmarkInfo};
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi, Workload};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
+use mlperf_runtime::harness::results::Format;
 use mlperf_runtime::select::ConfigVer;
 use std::ffi::OsStr;
 use std::marker::PhantomData;
@@ -44,6 +45,15 @@ impl Named for TestMode {
     }
     fn name(self) -> &'static str {
         TestMode::name(self)
+    }
+}
+
+impl Named for Format {
+    fn all() -> Vec<Self> {
+        Format::ALL.to_vec()
+    }
+    fn name(self) -> &'static str {
+        Format::name(self)
     }
 }
 

@@ -8,6 +8,7 @@ mod check;
 mod cpu_engine;
 mod llm;
 mod llm_real_engine;
+mod results;
 mod signals;
 mod submission;
 
