@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod generate;
 pub mod harness;
 pub mod logging;
+pub mod results;
 pub mod scaffold;
 pub mod select;
 pub mod show;

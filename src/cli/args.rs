@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use mlperf_config::benchmark::BenchmarkInfo;
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
-use mlperf_runtime::harness::results::Format;
+use mlperf_runtime::results::Format;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -159,6 +159,9 @@ pub enum Command {
         /// Python interpreter for the official checker (needs PyYAML).
         #[arg(long, default_value = "python3")]
         python: String,
+        /// How the findings print: table, json (docs/results.schema.json) or csv.
+        #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
+        format: Format,
     },
     /// Collect the newest VALID performance and accuracy runs of the selected configs from build/logs
     /// into the round's submission layout, with their generated measurement files and system description.

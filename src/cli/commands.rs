@@ -8,7 +8,7 @@ use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
 use mlperf_runtime::harness::report::{Outcome, RunStatus};
-use mlperf_runtime::harness::results::Format;
+use mlperf_runtime::results::Format;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
 use std::sync::Arc;
@@ -58,8 +58,8 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 "{}",
                 match args.format {
                     Format::Table => compliance::audit::table(&results),
-                    Format::Json => harness::results::audits_json(&results),
-                    Format::Csv => harness::results::audits_csv(&results),
+                    Format::Json => mlperf_runtime::results::audits_json(&results),
+                    Format::Csv => mlperf_runtime::results::audits_csv(&results),
                 }
             );
             let failed = results.iter().filter(|r| !r.passed).count();
@@ -125,7 +125,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 print!("{}", benchmarks::data_reports(&scratch, TABLES.configs_for(&system.id)));
             }
         }
-        Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python } => {
+        Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python, format } => {
             let round = round.get();
             let checker_log = checker_log.unwrap_or_else(|| input.parent().unwrap_or(std::path::Path::new(".")).join("checker_log.txt"));
             let official = inference_repo.as_deref().map(|repo| check::official::OfficialRequest {
@@ -137,7 +137,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
                 force,
                 python: &python,
             });
-            check::command(round, &input, submitter.as_deref(), official.as_ref())?;
+            check::command(round, &input, submitter.as_deref(), official.as_ref(), format)?;
         }
         Command::StageResults(args) => print_stage(&args.out, submission::stage::stage_results(&resolve::stage_request(&args)?)?),
         Command::StageCompliance(args) => print_stage(&args.out, submission::stage::stage_compliance(&resolve::stage_request(&args)?)?),
@@ -235,8 +235,8 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
         "{}",
         match args.format {
             Format::Table => harness::report::table(&outcomes),
-            Format::Json => harness::results::runs_json(&outcomes),
-            Format::Csv => harness::results::runs_csv(&outcomes),
+            Format::Json => mlperf_runtime::results::runs_json(&outcomes),
+            Format::Csv => mlperf_runtime::results::runs_csv(&outcomes),
         }
     );
     match harness::signals::received() {

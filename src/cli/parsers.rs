@@ -9,7 +9,7 @@ use clap::{Arg, Command};
 use mlperf_config::benchmark::{self, BenchmarkInfo};
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi, Workload};
 use mlperf_runtime::harness::plan::{BackendKind, TestMode};
-use mlperf_runtime::harness::results::Format;
+use mlperf_runtime::results::Format;
 use mlperf_runtime::select::ConfigVer;
 use std::ffi::OsStr;
 use std::marker::PhantomData;

@@ -1,4 +1,4 @@
-//! Machine-readable results: `--format=json` validates against the documented schema
+//! Machine-readable results: `--format=json` of run_harness and check_submission validates against the documented schema
 //! (`docs/results.schema.json`), `--format=csv` has a row per run, and the log root holds NVIDIA's
 //! summaries.
 
@@ -84,6 +84,14 @@ fn json_results_follow_the_documented_schema_and_the_log_root_has_nvidias_summar
     let lines: Vec<&str> = csv.lines().collect();
     assert!(lines[0].starts_with("system,benchmark,scenario,workload,mode,status,metric,metric_value,") && lines.len() == 3, "{csv}");
     assert!(lines[2].starts_with("CPU-dev_RS,resnet,Offline,default,PerformanceOnly,"), "{csv}");
+
+    // check_submission on a tree with nothing staged: its findings, in the same schema.
+    std::fs::create_dir_all(cwd.join("empty/closed")).unwrap();
+    let check = mlperf(&cwd, &["check_submission", "--input=empty", "--format=json"]);
+    assert!(!check.status.success(), "findings fail the check");
+    let check: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(validate(&check, &schema, &schema, "$"), Vec::<String>::new(), "{check:#}");
+    assert!(check["check"]["errors"].as_u64().unwrap() > 0 && check["check"]["findings"][0]["fix"].is_string(), "{check:#}");
 
     let root = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("perf_harness_summary.json")).expect("a summary in the log root");
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(&root).unwrap()).unwrap();

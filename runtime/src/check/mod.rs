@@ -23,6 +23,7 @@ pub use rules::compliance::verify_problems;
 #[cfg(test)]
 mod tests;
 
+use crate::results::Format;
 use crate::submission::layout::{Division, ResultKey, SubmissionLayout};
 use mlperf_config::Round;
 use std::fmt;
@@ -338,16 +339,26 @@ pub fn check_submission(req: &CheckRequest) -> Report {
 }
 
 /// `mlperf check_submission`: prints the pre-flight's findings and summary and, when asked, the
-/// official checker's verdict and any disagreement. An error (non-zero exit) when either finds one.
-pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>) -> Result<(), String> {
+/// official checker's verdict and any disagreement (as a table, or as JSON or CSV). An error (non-zero exit) when either finds one.
+pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>, format: Format) -> Result<(), String> {
     if !input.is_dir() {
         return Err(format!("--input {}: no such directory; stage a submission first (`mlperf stage_results`) or point --input at one", input.display()));
     }
     let report = check_submission(&CheckRequest { round, input, submitter });
-    print!("{}", report.render());
+    if format == Format::Table {
+        print!("{}", report.render());
+    }
+    let verdict = official.map(official::run).transpose()?;
+    match format {
+        Format::Json => print!("{}", crate::results::check_json(&report, verdict.as_ref())),
+        Format::Csv => print!("{}", crate::results::check_csv(&report)),
+        Format::Table => {}
+    }
     let mut failed = report.error_count() > 0;
-    if let Some(req) = official {
-        let verdict = official::run(req)?;
+    if let Some(verdict) = verdict {
+        if format != Format::Table {
+            return if failed || !verdict.accepted { Err(format!("{} has errors", input.display())) } else { Ok(()) };
+        }
         println!(
             "official checker ({}): {} (exit {}); {} result(s) accepted, {} rejected; log: {}",
             round.checker_version,

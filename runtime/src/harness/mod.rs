@@ -19,7 +19,6 @@ pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod report;
-pub mod results;
 pub mod serving_engines;
 pub mod serving_sut;
 pub mod signals;
@@ -165,7 +164,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
             tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
             let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
             let outcome = Outcome::read(&dir, &plan, exit);
-            results::write_summaries(&root, std::slice::from_ref(&outcome))?;
+            crate::results::write_summaries(&root, std::slice::from_ref(&outcome))?;
             let stopped = outcome.status == RunStatus::Aborted;
             outcomes.push(outcome);
             if stopped {

@@ -1,14 +1,17 @@
-//! Results for machines: `--format json|csv` of `run_harness`, `run` and `run_audit_harness`, and
-//! the summaries NVIDIA's harness keeps in a run's log root (`perf_harness_summary.json`,
-//! `accuracy_summary.json`: `{"<system>-<workload>-<scenario>": {"<benchmark>": "<result>"}}`),
-//! which NVIDIA's and MLCFlow's result scripts read.
+//! Results for machines: `--format json|csv` of `run_harness`, `run`, `run_audit_harness` and
+//! `check_submission`, and the summaries NVIDIA's harness keeps in a run's log root
+//! (`perf_harness_summary.json`, `accuracy_summary.json`: `{"<system>-<workload>-<scenario>":
+//! {"<benchmark>": "<result>"}}`), which NVIDIA's and MLCFlow's result scripts read.
 //!
 //! The JSON shape is documented as a JSON Schema in `docs/results.schema.json`; a test validates
-//! the output against it. CSV has one header line and one row per run or audit (RFC 4180 quoting).
+//! the output against it. CSV has one header line and one row per run, audit or finding (RFC 4180 quoting).
 
-use super::report::{Outcome, RunStatus};
+use crate::check::official::OfficialVerdict;
+use crate::check::{Finding, Report, Severity};
 use crate::compliance::audit::AuditResult;
 use crate::fsutil::write_atomic;
+use crate::harness::report::{Outcome, RunStatus};
+use crate::submission::layout::ResultKey;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -178,6 +181,99 @@ pub fn audits_csv(results: &[AuditResult]) -> String {
             r.non_submittable.is_empty().to_string(),
             r.dir,
         ]
+    });
+    csv(&header, rows)
+}
+
+/// One finding of `check_submission`.
+#[derive(Debug, Serialize)]
+struct FindingRow<'a> {
+    severity: &'static str,
+    rule: &'static str,
+    path: String,
+    key: Option<&'a str>,
+    message: &'a str,
+    fix: &'a str,
+    result: Option<String>,
+}
+
+impl<'a> FindingRow<'a> {
+    fn of(f: &'a Finding) -> FindingRow<'a> {
+        FindingRow {
+            severity: match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            rule: f.rule.name(),
+            path: f.path.display().to_string(),
+            key: f.key.as_deref(),
+            message: &f.message,
+            fix: &f.fix,
+            result: f.result.as_ref().map(result_name),
+        }
+    }
+}
+
+/// `system/benchmark/Scenario`.
+fn result_name(key: &ResultKey) -> String {
+    format!("{}/{}/{}", key.system_name, key.bench_dir, key.scenario.name())
+}
+
+/// The official checker's verdict, when it ran.
+#[derive(Debug, Serialize)]
+struct OfficialRow<'a> {
+    accepted: bool,
+    summary: &'a str,
+    exit_code: Option<i32>,
+    accepted_results: Vec<String>,
+    rejected_results: Vec<String>,
+    log: String,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckDocument<'a> {
+    schema: &'static str,
+    check: CheckRow<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckRow<'a> {
+    round: &'a str,
+    results: Vec<String>,
+    passing: Vec<String>,
+    errors: usize,
+    warnings: usize,
+    findings: Vec<FindingRow<'a>>,
+    official: Option<OfficialRow<'a>>,
+}
+
+/// `check_submission` as JSON.
+pub fn check_json(report: &Report, official: Option<&OfficialVerdict>) -> String {
+    let check = CheckRow {
+        round: &report.round,
+        results: report.results.iter().map(result_name).collect(),
+        passing: report.passing_results().into_iter().map(result_name).collect(),
+        errors: report.error_count(),
+        warnings: report.warning_count(),
+        findings: report.findings.iter().map(FindingRow::of).collect(),
+        official: official.map(|v| OfficialRow {
+            accepted: v.accepted,
+            summary: &v.summary,
+            exit_code: v.exit_code,
+            accepted_results: v.accepted_results.iter().map(result_name).collect(),
+            rejected_results: v.rejected_results.iter().map(result_name).collect(),
+            log: v.log_path.display().to_string(),
+        }),
+    };
+    serde_json::to_string_pretty(&CheckDocument { schema: SCHEMA, check }).expect("results serialize") + "\n"
+}
+
+/// `check_submission`'s findings as CSV.
+pub fn check_csv(report: &Report) -> String {
+    let header = ["severity", "rule", "path", "key", "message", "fix", "result"];
+    let rows = report.findings.iter().map(|f| {
+        let r = FindingRow::of(f);
+        vec![r.severity.to_string(), r.rule.to_string(), r.path, r.key.unwrap_or_default().to_string(), r.message.to_string(), r.fix.to_string(), r.result.unwrap_or_default()]
     });
     csv(&header, rows)
 }
