@@ -279,6 +279,9 @@ pub struct HarnessArgs {
     /// Log directory (default build/logs, or build/compliance_logs/<TEST> with --audit_test).
     #[arg(long = "log_dir")]
     pub log_dir: Option<PathBuf>,
+    /// Print each run's mlperf_log_detail.txt on stdout before the result table (NVIDIA's flag).
+    #[arg(long = "log_copy_detail_to_stdout", conflicts_with = "format")]
+    pub log_copy_detail_to_stdout: bool,
     /// How the results print: table, json (docs/results.schema.json) or csv.
     #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
     pub format: Format,

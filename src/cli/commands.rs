@@ -231,6 +231,13 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
         benchmarks::prepare_all(&request.configs, &mut |line| tracing::info!("{line}"))?;
     }
     let outcomes: Vec<Outcome> = harness::run_all(&request)?;
+    if args.log_copy_detail_to_stdout {
+        for o in &outcomes {
+            let detail = o.dir.join("mlperf_log_detail.txt");
+            println!("==== {}", detail.display());
+            print!("{}", std::fs::read_to_string(&detail).unwrap_or_else(|e| format!("(not written: {e})\n")));
+        }
+    }
     print!(
         "{}",
         match args.format {

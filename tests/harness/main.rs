@@ -136,12 +136,14 @@ fn nvidias_make_targets_run_the_commands_of_the_same_name() {
         .arg(&makefile)
         .arg("run_harness")
         .arg(format!("MLPERF={}", env!("CARGO_BIN_EXE_mlperf")))
-        .arg("RUN_ARGS=--system_name=CPU-dev --benchmarks=resnet50 --scenarios=singlestream --backend=null --min_duration=100")
+        .arg("RUN_ARGS=--system_name=CPU-dev --benchmarks=resnet50 --scenarios=singlestream --backend=null --min_duration=100 --log_copy_detail_to_stdout")
         .current_dir(&cwd)
         .output()
         .expect("make runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("run_harness --system_name=CPU-dev"), "make echoes the command it maps to");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("run_harness --system_name=CPU-dev"), "make echoes the command it maps to");
+    assert!(stdout.contains("mlperf_log_detail.txt\n:::MLLOG {\"key\": \"loadgen_version\""), "NVIDIA's --log_copy_detail_to_stdout: {stdout}");
     assert_eq!(detail_logs(&cwd).len(), 1);
 }
 
