@@ -1,4 +1,4 @@
-//! Progress of long work (runs, preprocessing, engine building, scoring): a bar when stderr is a
+//! Progress of long work (LoadGen runs, ImageNet preprocessing): a bar when stderr is a
 //! terminal (indicatif), otherwise a plain log line every `--progress_interval` (30 s by default),
 //! so a run under `nohup`, `tee` or a batch scheduler still says how far it is.
 //!
