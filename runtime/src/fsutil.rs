@@ -41,9 +41,59 @@ pub fn md5_file(path: &Path) -> Result<(u64, String), String> {
     digest_file::<md5::Md5>(path)
 }
 
+/// A file's size, SHA-256 and MD5 (lower-case hex), read once.
+pub struct FileDigests {
+    pub bytes: u64,
+    pub sha256: String,
+    pub md5: String,
+}
+
+pub fn file_digests(path: &Path) -> Result<FileDigests, String> {
+    use sha2::Digest;
+    /// Feeds both hashers from one read.
+    struct Both(sha2::Sha256, md5::Md5);
+    impl std::io::Write for Both {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            self.1.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut both = Both(sha2::Sha256::new(), md5::Md5::new());
+    let bytes = copy_file(path, &mut both)?;
+    Ok(FileDigests { bytes, sha256: hex(&both.0.finalize()), md5: hex(&both.1.finalize()) })
+}
+
 fn digest_file<D: sha2::Digest + std::io::Write>(path: &Path) -> Result<(u64, String), String> {
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut hasher = D::new();
-    let bytes = std::io::copy(&mut file, &mut hasher).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    let bytes = copy_file(path, &mut hasher)?;
+    Ok((bytes, hex(&hasher.finalize())))
+}
+
+fn copy_file(path: &Path, to: &mut impl std::io::Write) -> Result<u64, String> {
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    std::io::copy(&mut file, to).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_read_gives_both_digests_as_sha256sum_and_md5sum_print_them() {
+        let path = std::env::temp_dir().join(format!("mlperf-digests-{}", std::process::id()));
+        std::fs::write(&path, "abc").unwrap();
+        let d = file_digests(&path).unwrap();
+        assert_eq!((d.bytes, d.md5.as_str()), (3, "900150983cd24fb0d6963f7d28e17f72"));
+        assert_eq!(d.sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!((sha256_file(&path).unwrap().1, md5_file(&path).unwrap().1), (d.sha256, d.md5));
+        std::fs::remove_file(path).unwrap();
+    }
 }

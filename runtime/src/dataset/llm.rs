@@ -161,13 +161,11 @@ impl DatasetFile {
         let mut item = Item::new(ItemKind::Dataset, &format!("{} dataset ({file})", self.benchmark), path.clone(), remedy);
         if path.is_file() {
             let published = if file == self.file { self.md5 } else { None };
-            let (present, detail) = match (crate::fsutil::sha256_file(&path), published.map(|md5| (md5, crate::fsutil::md5_file(&path)))) {
-                (Err(e), _) | (_, Some((_, Err(e)))) => (false, e),
-                (Ok((bytes, sha256)), None) => (true, format!("{bytes} bytes, sha256 {sha256}")),
-                (Ok((bytes, sha256)), Some((md5, Ok((_, actual))))) if actual == md5 => (true, format!("{bytes} bytes, sha256 {sha256}, md5 {md5} as published")),
-                (Ok((bytes, _)), Some((md5, Ok((_, actual))))) => {
-                    (false, format!("{bytes} bytes, md5 {actual}, but the published file's is {md5}: a partial download or another file"))
-                }
+            let (present, detail) = match (crate::fsutil::file_digests(&path), published) {
+                (Err(e), _) => (false, e),
+                (Ok(d), None) => (true, format!("{} bytes, sha256 {}", d.bytes, d.sha256)),
+                (Ok(d), Some(md5)) if d.md5 == md5 => (true, format!("{} bytes, sha256 {}, md5 {md5} as published", d.bytes, d.sha256)),
+                (Ok(d), Some(md5)) => (false, format!("{} bytes, md5 {}, but the published file's is {md5}: a partial download or another file", d.bytes, d.md5)),
             };
             (item.present, item.detail) = (present, Some(detail));
         }
