@@ -132,6 +132,11 @@ impl Outcome {
             tokens: None,
             endpoints: read_record(dir).map(|r| r.endpoints).unwrap_or_default(),
         };
+        // The run directory's record, which the child extends with what it found while opening
+        // the workload (a dataset file that is not the published one).
+        if let Ok(reasons) = std::fs::read_to_string(dir.join(crate::submission::stage::NON_SUBMITTABLE)) {
+            outcome.plan.non_submittable = reasons.lines().map(str::to_string).collect();
+        }
         if let Ok(signal) = std::fs::read_to_string(dir.join(ABORTED_MARKER)) {
             outcome.status = RunStatus::Aborted;
             outcome.advice = Some(format!("stopped by {}; partial LoadGen logs are kept in the run directory", signal.trim()));
