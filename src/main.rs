@@ -15,10 +15,11 @@ static TABLES: Tables = Tables { rounds: tables::ROUNDS, systems: tables::SYSTEM
 fn main() {
     let (args, overrides) = cli::split_overrides(std::env::args().collect());
     let cli = cli::Cli::parse_from(args);
-    if let Err(message) = cli::start_logging(&cli).and_then(|()| cli::run(cli, overrides)) {
-        eprintln!("error: {message}");
-        // A run stopped by a signal exits as the shell reports a process killed by it.
-        let code = mlperf_runtime::harness::signals::received().map_or(1, |s| s.exit_code());
+    if let Err(error) = cli::start_logging(&cli).and_then(|()| cli::run(cli, overrides)) {
+        eprintln!("error: {error}");
+        // Whatever failed on the way, a command stopped by a signal exits as the shell reports a
+        // process killed by it.
+        let code = mlperf_runtime::harness::signals::received().map_or_else(|| error.exit_code(), |s| s.exit_code());
         std::process::exit(code);
     }
 }

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod dataset;
 pub mod detect;
 pub mod engines;
+pub mod error;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
@@ -20,3 +21,5 @@ pub mod scaffold;
 pub mod select;
 pub mod show;
 pub mod submission;
+
+pub use error::Error;

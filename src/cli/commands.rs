@@ -4,10 +4,11 @@
 use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs, StandInArgs};
 use super::resolve;
 use crate::TABLES;
+use mlperf_runtime::Error;
 use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
-use mlperf_runtime::harness::report::{Outcome, RunStatus};
+use mlperf_runtime::harness::report::Outcome;
 use mlperf_runtime::results::Format;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
@@ -15,16 +16,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Starts logging as the global flags say; a run's child also logs into its run directory.
-pub fn start_logging(cli: &Cli) -> Result<(), String> {
+pub fn start_logging(cli: &Cli) -> Result<(), Error> {
     if !(cli.progress_interval.is_finite() && cli.progress_interval > 0.0) {
-        return Err(format!("--progress_interval={}: give a positive number of seconds", cli.progress_interval));
+        return Err(Error::Usage(format!("--progress_interval={}: give a positive number of seconds", cli.progress_interval)));
     }
     let options = mlperf_runtime::logging::LogOptions { verbose: cli.verbose, quiet: cli.quiet, progress_interval: Duration::from_secs_f64(cli.progress_interval) };
     let run_log = match &cli.command {
         Command::RunLoadgenTest { dir } => Some(dir.join(mlperf_runtime::logging::RUN_LOG)),
         _ => None,
     };
-    mlperf_runtime::logging::init(options, run_log.as_deref())
+    Ok(mlperf_runtime::logging::init(options, run_log.as_deref())?)
 }
 
 /// Commands that take `--<config field>=<value>` overrides.
@@ -41,12 +42,12 @@ fn takes_overrides(command: &Command) -> bool {
     )
 }
 
-pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
+pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
     if let (Some(first), false) = (overrides.first(), takes_overrides(&cli.command)) {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate, run_llm_server and bench engine",
             first.field
-        ));
+        )));
     }
     let say = &mut |line: &str| println!("{line}");
     match cli.command {
@@ -64,10 +65,11 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
             );
             let failed = results.iter().filter(|r| !r.passed).count();
             if failed > 0 {
-                return Err(format!("{failed} of {} audits failed verification; see the verify_*.txt files", results.len()));
+                return Err(Error::CheckFailed(format!("{failed} of {} audits failed verification; see the verify_*.txt files", results.len())));
             }
         }
-        Command::RunLoadgenTest { dir } => harness::child::run_one(&TABLES, &dir)?,
+        // The error also goes into the run's log (debug level: the terminal shows it once).
+        Command::RunLoadgenTest { dir } => harness::child::run_one(&TABLES, &dir).inspect_err(|e| tracing::debug!("the run ends: {e}"))?,
         Command::GenerateEngines { selection } => benchmarks::prepare_all(&resolve::selection(&selection, &overrides)?.configs, say)?,
         Command::Calibrate { selection, force } => benchmarks::calibrate_all(&resolve::selection(&selection, &overrides)?.configs, force, say)?,
         Command::PreprocessData { selection } => benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(&selection, &[])?.configs, say)?,
@@ -77,7 +79,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
         }
         Command::Bench { command: BenchCommand::Engine { mut selection, seconds, skip_server_search, out } } => {
             if !(seconds.is_finite() && seconds > 0.0) {
-                return Err(format!("--seconds={seconds}: give a positive number of seconds"));
+                return Err(Error::Usage(format!("--seconds={seconds}: give a positive number of seconds")));
             }
             selection.scenarios.get_or_insert_with(|| super::parsers::List(vec![mlperf_config::Scenario::Offline]));
             let resolved = resolve::selection(&selection, &overrides)?;
@@ -101,7 +103,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
         Command::Bench { command: BenchCommand::Llm(args) } => {
             for (flag, v) in [("--seconds", args.seconds), ("--warm_up", args.warm_up), ("--paced_token_ms", args.paced_token_ms)] {
                 if !(v.is_finite() && v > 0.0) {
-                    return Err(format!("{flag}={v}: give a positive number"));
+                    return Err(Error::Usage(format!("{flag}={v}: give a positive number")));
                 }
             }
             let options = bench::llm::LlmBenchOptions {
@@ -210,7 +212,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "mlperf", &mut script);
-            std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| format!("cannot write the completion script: {e}"))?;
+            std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| Error::Other(format!("cannot write the completion script: {e}")))?;
         }
         Command::Config { command: ConfigCommand::Fields } => print!("{}", show::fields()),
         Command::Config { command: ConfigCommand::Show { selection, explain } } => {
@@ -225,7 +227,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), String> {
 /// `run_harness`, or with `prepare` (`mlperf run`) the engines first (for the CPU system: the
 /// synthetic model and its labels, generated once before any timed run); then the result table.
 /// A run stopped by a signal is an error.
-fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Result<(), String> {
+fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Result<(), Error> {
     let request = resolve::run_request(args, overrides)?;
     if prepare && args.backend.backend == BackendKind::Config {
         benchmarks::prepare_all(&request.configs, &mut |line| tracing::info!("{line}"))?;
@@ -246,19 +248,13 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
             Format::Csv => mlperf_runtime::results::runs_csv(&outcomes),
         }
     );
-    match harness::signals::received() {
-        Some(signal) => Err(format!("stopped by {}", signal.name())),
-        None if outcomes.iter().any(|o| o.status == RunStatus::Aborted) => Err("a run was aborted".into()),
-        None if outcomes.iter().any(|o| o.status == RunStatus::Failed) => {
-            Err(format!("{} of {} runs FAILED; the table says why", outcomes.iter().filter(|o| o.status == RunStatus::Failed).count(), outcomes.len()))
-        }
-        None => Ok(()),
-    }
+    harness::report::verdict(&outcomes, harness::signals::received())
 }
 
-fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
-    let ms =
-        |flag: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(Duration::from_secs_f64(v / 1e3)) } else { Err(format!("--{flag}={v}: give a number of milliseconds, 0 or more")) };
+fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
+    let ms = |flag: &str, v: f64| {
+        if v.is_finite() && v >= 0.0 { Ok(Duration::from_secs_f64(v / 1e3)) } else { Err(Error::Usage(format!("--{flag}={v}: give a number of milliseconds, 0 or more"))) }
+    };
     let options = StandInOptions {
         host: args.host.clone(),
         port: args.port,
@@ -285,7 +281,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, String> {
             _ => None,
         },
     };
-    options.validate().map_err(|e| format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / --cpus / fault flags)"))?;
+    options.validate().map_err(|e| Error::Usage(format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / --cpus / fault flags)")))?;
     Ok(options)
 }
 

@@ -6,6 +6,7 @@
 use super::args::{AuditArgs, BackendArgs, HarnessArgs, RoundArg, Selection, StageArgs};
 use crate::TABLES;
 use mlperf_config::Round;
+use mlperf_runtime::Error;
 use mlperf_runtime::compliance::audit::AuditRequest;
 use mlperf_runtime::harness::plan::Backend;
 use mlperf_runtime::harness::{self, RunRequest};
@@ -40,15 +41,15 @@ fn selection_args(s: &Selection) -> SelectionArgs {
 }
 
 /// The selected configs of the chosen system with the overrides applied.
-pub fn selection(s: &Selection, overrides: &[Override]) -> Result<Resolved, String> {
-    select::resolve(&TABLES, &selection_args(s), overrides)
+pub fn selection(s: &Selection, overrides: &[Override]) -> Result<Resolved, Error> {
+    select::resolve(&TABLES, &selection_args(s), overrides).map_err(Error::Config)
 }
 
 /// The selection, every config of which must be valid in the round.
-fn selection_in_round(s: &Selection, round: &RoundArg, overrides: &[Override]) -> Result<(Resolved, &'static Round), String> {
+fn selection_in_round(s: &Selection, round: &RoundArg, overrides: &[Override]) -> Result<(Resolved, &'static Round), Error> {
     let resolved = selection(s, overrides)?;
     let round = round.get();
-    resolved.require_round(round)?;
+    resolved.require_round(round).map_err(Error::Config)?;
     Ok((resolved, round))
 }
 
@@ -58,7 +59,7 @@ fn backend(b: &BackendArgs) -> Backend {
 
 /// `run_harness` / `run`: the run request; logs go to `--log_dir`, else `build/logs` (or
 /// `build/compliance_logs/<TEST>` for an audit run).
-pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequest, String> {
+pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequest, Error> {
     let (resolved, round) = selection_in_round(&args.selection, &args.round, overrides)?;
     let log_dir = match (&args.log_dir, args.audit_test) {
         (Some(dir), _) => dir.clone(),
@@ -81,7 +82,7 @@ pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequ
 }
 
 /// `run_audit_harness`.
-pub fn audit_request<'a>(args: &'a AuditArgs, overrides: &[Override]) -> Result<AuditRequest<'a>, String> {
+pub fn audit_request<'a>(args: &'a AuditArgs, overrides: &[Override]) -> Result<AuditRequest<'a>, Error> {
     let (resolved, round) = selection_in_round(&args.selection, &args.round, overrides)?;
     Ok(AuditRequest {
         system: resolved.system.system,
@@ -98,10 +99,10 @@ pub fn audit_request<'a>(args: &'a AuditArgs, overrides: &[Override]) -> Result<
 }
 
 /// `stage_results` / `stage_compliance`: the selected configs valid in the round.
-pub fn stage_request(args: &StageArgs) -> Result<StageRequest<'_>, String> {
+pub fn stage_request(args: &StageArgs) -> Result<StageRequest<'_>, Error> {
     let mut resolved = selection(&args.selection, &[])?;
     let round = args.round.get();
-    resolved.keep_round(round)?;
+    resolved.keep_round(round).map_err(Error::Config)?;
     Ok(StageRequest {
         tables: &TABLES,
         round,

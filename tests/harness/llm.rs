@@ -23,13 +23,19 @@ fn free_port() -> u16 {
 const PACED: &str = r#"--serving_args=["--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192"]"#;
 
 fn llm_run(cwd: &Path, port: u16, extra: &[&str]) -> (bool, String, String) {
+    let (code, stdout, stderr) = llm_run_status(cwd, port, extra);
+    (code == Some(0), stdout, stderr)
+}
+
+/// [`llm_run`] with the exit status.
+fn llm_run_status(cwd: &Path, port: u16, extra: &[&str]) -> (Option<i32>, String, String) {
     let port_flag = format!("--serving_port={port}");
     // LLM runs issue in equal-issue mode: whole multiples of the loaded set, here 256 prompts.
     let mut args =
         vec!["run_harness", "--system_name=CPU-dev", "--max_concurrency=64", "--min_query_count=1", "--min_duration=3000", "--performance_sample_count_override=256", &port_flag];
     args.extend_from_slice(extra);
     let out = mlperf(cwd, &args);
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -327,12 +333,12 @@ fn the_other_llms_and_edge_singlestream_run_against_the_stand_in() {
     assert_eq!(edge.1.str("effective_scenario"), Some("SingleStream"));
 }
 
-/// A run against a stand-in with a fault: it must fail, saying where and what.
+/// A run against a stand-in with a fault: it must fail (exit status 6), saying where and what.
 fn fault(name: &str, extra: &[&str], expect: &[&str]) {
     let cwd = scratch(name);
-    let (ok, stdout, stderr) =
-        llm_run(&cwd, free_port(), &[&["--benchmarks=llama2-70b", "--accuracy_target=99.9", "--scenarios=offline", "--offline_expected_qps=150"], extra].concat());
-    assert!(!ok, "{name}: the run must fail\n{stdout}\n{stderr}");
+    let (code, stdout, stderr) =
+        llm_run_status(&cwd, free_port(), &[&["--benchmarks=llama2-70b", "--accuracy_target=99.9", "--scenarios=offline", "--offline_expected_qps=150"], extra].concat());
+    assert_eq!(code, Some(mlperf_runtime::error::exit::FAILED), "{name}: the run must fail\n{stdout}\n{stderr}");
     assert!(stdout.contains("FAILED") || stderr.contains("error:"), "{name}:\n{stdout}\n{stderr}");
     let all = format!("{stdout}\n{stderr}");
     for e in expect {

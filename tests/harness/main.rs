@@ -6,6 +6,7 @@
 mod alone;
 mod check;
 mod cpu_engine;
+mod exit_codes;
 mod llm;
 mod llm_real_engine;
 mod results;
@@ -68,6 +69,12 @@ fn scratch_alone(name: &str) -> Scratch {
     Scratch { dir: empty_dir(name), _machine: machine }
 }
 
+/// Asserts that the runs ran and LoadGen found them INVALID (exit status 5), as null-SUT runs are:
+/// they answer before `min_duration` or run out of generated queries.
+fn assert_ran_invalid(out: &Output) {
+    assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::INVALID), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
 fn mlperf(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(cwd).output().expect("mlperf runs")
 }
@@ -89,7 +96,7 @@ fn assert_round_logs(log: &DetailLog) {
 fn test_run_with_the_null_backend_writes_round_logs_for_every_scenario() {
     let cwd = scratch("null-test-run");
     let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline,singlestream,multistream", "--test_run", "--backend=null"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ran_invalid(&out);
     let logs = detail_logs(&cwd);
     assert_eq!(logs.len(), 3);
     for (path, log) in &logs {
@@ -115,7 +122,7 @@ fn a_failing_nvidia_smi_does_not_stop_a_named_system() {
     let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(&cwd).env("PATH", &path).env_remove("SYSTEM_NAME").output().unwrap();
     let named = run(&["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--min_duration=100"]);
     let stderr = String::from_utf8_lossy(&named.stderr);
-    assert!(named.status.success(), "{stderr}");
+    assert_ran_invalid(&named);
     assert!(stderr.contains("warning: hardware detection failed (nvidia-smi is installed but failed") && stderr.contains("running as CPU-dev, as --system_name says"), "{stderr}");
     let (path, _) = detail_logs(&cwd).remove(0);
     let reasons = std::fs::read_to_string(path.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
@@ -136,7 +143,8 @@ fn nvidias_make_targets_run_the_commands_of_the_same_name() {
         .arg(&makefile)
         .arg("run_harness")
         .arg(format!("MLPERF={}", env!("CARGO_BIN_EXE_mlperf")))
-        .arg("RUN_ARGS=--system_name=CPU-dev --benchmarks=resnet50 --scenarios=singlestream --backend=null --min_duration=100 --log_copy_detail_to_stdout")
+        // A VALID run (make stops on any other exit status): 1,024 queries of 1 ms.
+        .arg("RUN_ARGS=--system_name=CPU-dev --benchmarks=resnet50 --scenarios=singlestream --backend=fixed_latency --backend_latency_us=1000 --single_stream_expected_latency_ns=1000000 --min_duration=100 --log_copy_detail_to_stdout")
         .current_dir(&cwd)
         .output()
         .expect("make runs");
@@ -163,7 +171,7 @@ fn a_stale_audit_config_does_not_change_a_normal_run() {
     let cwd = scratch("stale-audit");
     std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();
     let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--min_duration=100"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ran_invalid(&out);
     let (_, log) = detail_logs(&cwd).remove(0);
     assert_eq!(log.str("effective_test_mode"), Some("PerformanceOnly"));
     assert_ne!(log.u64("effective_min_query_count"), Some(7));
@@ -174,7 +182,7 @@ fn audit_tests_use_the_rounds_audit_settings() {
     let cwd = scratch("audit-test04");
     let out =
         mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--audit_test=TEST04", "--min_duration=100"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ran_invalid(&out);
     let (path, log) = detail_logs(&cwd).remove(0);
     assert!(path.starts_with(cwd.join("build/compliance_logs/TEST04")), "{}", path.display());
     assert_eq!(log.bool("effective_performance_issue_same"), Some(true));

@@ -1,7 +1,7 @@
 //! From real LoadGen runs to a packed submission: staging (and its refusals), compliance staging,
 //! inferred results, truncation, export and pack, through the binary.
 
-use super::{detail_logs, mlperf, scratch};
+use super::{assert_ran_invalid, detail_logs, mlperf, scratch};
 use mlperf_runtime::fsutil::walk_files;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -221,7 +221,7 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
 fn staging_refuses_invalid_runs() {
     let cwd = scratch("submission-invalid");
     // A null SUT answers a one-minute run's queries in milliseconds: LoadGen calls it INVALID.
-    ok(&mlperf(&cwd, &with_selection("run_harness", &["--backend=null", "--test_run"])));
+    assert_ran_invalid(&mlperf(&cwd, &with_selection("run_harness", &["--backend=null", "--test_run"])));
     let (_, log) = detail_logs(&cwd).remove(0);
     assert_eq!(log.str("result_validity"), Some("INVALID"));
     let text = refused(&mlperf(&cwd, &with_selection("stage_results", &["--allow-non-submittable"])));

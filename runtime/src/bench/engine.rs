@@ -83,7 +83,7 @@ pub struct EngineBenchReport {
 
 /// Runs the benchmark for `selected` (its effective settings) on `system` (round `round`), LoadGen
 /// logs under `out`.
-pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, options: EngineBenchOptions) -> Result<EngineBenchReport, String> {
+pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, options: EngineBenchOptions) -> Result<EngineBenchReport, crate::Error> {
     let (config, settings) = (selected.config, &selected.settings);
     let bench = round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, config.benchmark))?;
     let performance = performance_sample_count(bench, settings) as usize;

@@ -75,7 +75,7 @@ impl Benchmark for Bert {
         Ok(format!("bert: {} questions -> {} features in {} ({:.1} s)", report.examples, report.features, report.out_dir.display(), report.elapsed.as_secs_f64()))
     }
 
-    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, crate::Error> {
         Err(no_engine(self.id(), spec.settings))
     }
 }

@@ -29,6 +29,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::launch;
+use crate::error::Error;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::path::Path;
 use std::sync::Arc;
@@ -90,30 +91,30 @@ impl Benchmark for Llm {
         report
     }
 
-    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
         let settings = spec.settings;
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id, settings));
         }
-        let options = client_options(settings, self.id, spec.output_limit)?;
+        let options = client_options(settings, self.id, spec.output_limit).map_err(Error::Config)?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
             let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
             return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
         }
         let file = DatasetFile::of(self.id)
-            .ok_or_else(|| format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id))?;
+            .ok_or_else(|| Error::Config(format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id)))?;
         let scratch = Scratch::from_env();
-        let samples = file.read(&scratch, spec.set)?;
-        let caveats: Vec<String> = file.unofficial(&scratch, spec.set)?.into_iter().collect();
+        let samples = file.read(&scratch, spec.set).map_err(Error::Data)?;
+        let caveats: Vec<String> = file.unofficial(&scratch, spec.set).map_err(Error::Data)?.into_iter().collect();
         if samples.prompts.len() != spec.total_samples {
-            return Err(format!(
+            return Err(Error::Data(format!(
                 "{}: {} samples, but the round's {} {} set has {}: is it the right file?",
                 file.path(&scratch, spec.set).display(),
                 samples.prompts.len(),
                 self.id,
                 spec.set.name(),
                 spec.total_samples
-            ));
+            )));
         }
         let prompts = Arc::new(samples.prompts);
         let name = format!("{} {}", self.id, file.file_of(spec.set));

@@ -24,6 +24,7 @@ use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
+use crate::error::Error;
 use crate::select::Selected;
 use mlperf_config::Settings;
 use std::path::Path;
@@ -46,20 +47,21 @@ pub trait Benchmark: Sync {
 
     /// What `generate_engines` does ahead of a run: build or reuse engine plans, generate
     /// synthetic models. A line for the user.
-    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, String> {
+    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, Error> {
         let _ = spec;
         Ok("no engine to build".into())
     }
 
     /// `calibrate`: measure or reuse an int8 calibration. A line for the user.
-    fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, String> {
+    fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, Error> {
         let _ = (spec, force);
         Ok("nothing to calibrate".into())
     }
 
     /// The configured engines (one per device) and the sample library of a run. Missing data or a
-    /// missing or stale engine is an error that says what to run.
-    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String>;
+    /// missing or stale engine is an [`Error::Data`] that says what to run; a config this family
+    /// cannot run, an [`Error::Config`].
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error>;
 
     /// Scores an accuracy log of a run over `set` as the benchmark's official accuracy script
     /// does; the text is what that script prints into `accuracy.txt`.
@@ -104,18 +106,18 @@ fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
 
 /// `generate_engines` (and the first step of `mlperf run`): each config's engines built or reused,
 /// a line per config to `report` as soon as it is done.
-pub fn prepare_all(configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn prepare_all(configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     for selected in configs {
-        let line = family(&selected.config.benchmark).prepare(&spec_of(selected)).map_err(|e| format!("{}: {e}", selected.label()))?;
+        let line = family(&selected.config.benchmark).prepare(&spec_of(selected)).map_err(|e| e.context(selected.label()))?;
         report(&format!("{}: {line}", selected.label()));
     }
     Ok(())
 }
 
 /// `calibrate`: each config's int8 calibration measured or reused (`force`: measured again).
-pub fn calibrate_all(configs: &[Selected], force: bool, report: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn calibrate_all(configs: &[Selected], force: bool, report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     for selected in configs {
-        let line = family(&selected.config.benchmark).calibrate(&spec_of(selected), force).map_err(|e| format!("{}: {e}", selected.label()))?;
+        let line = family(&selected.config.benchmark).calibrate(&spec_of(selected), force).map_err(|e| e.context(selected.label()))?;
         report(&format!("{}: {line}", selected.label()));
     }
     Ok(())
@@ -249,12 +251,12 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 }
 
 /// The error of a family that has no engine for a config (`engine` in its settings).
-pub fn no_engine(benchmark: &str, settings: &Settings) -> String {
+pub fn no_engine(benchmark: &str, settings: &Settings) -> Error {
     let engine = settings.engine.map_or("gpu", |e| e.name());
-    format!(
+    Error::Config(format!(
         "no {engine} engine for {benchmark} in this build: the CPU and GPU engines run resnet50, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
-    )
+    ))
 }
 
 impl Benchmark for Unsupported {
@@ -266,7 +268,7 @@ impl Benchmark for Unsupported {
         DataReport::from_config_paths(scratch, self.id, settings)
     }
 
-    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
         Err(no_engine(self.id, spec.settings))
     }
 }
@@ -292,9 +294,11 @@ mod tests {
             output_limit: None,
         };
         let e = family("llama2-70b").open(&spec).err().unwrap();
+        assert!(matches!(e, Error::Config(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("no cpu engine for llama2-70b") && e.contains("--backend=null"), "{e}");
-        assert!(family("whisper").open(&spec).err().unwrap().contains("no cpu engine for whisper"));
-        assert!(family("bert").open(&spec).err().unwrap().contains("no cpu engine for bert"));
+        assert!(family("whisper").open(&spec).err().unwrap().to_string().contains("no cpu engine for whisper"));
+        assert!(family("bert").open(&spec).err().unwrap().to_string().contains("no cpu engine for bert"));
         assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
     }
 }

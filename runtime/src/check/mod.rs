@@ -23,6 +23,7 @@ pub use rules::compliance::verify_problems;
 #[cfg(test)]
 mod tests;
 
+use crate::error::Error;
 use crate::results::Format;
 use crate::submission::layout::{Division, ResultKey, SubmissionLayout};
 use mlperf_config::Round;
@@ -339,10 +340,11 @@ pub fn check_submission(req: &CheckRequest) -> Report {
 }
 
 /// `mlperf check_submission`: prints the pre-flight's findings and summary and, when asked, the
-/// official checker's verdict and any disagreement (as a table, or as JSON or CSV). An error (non-zero exit) when either finds one.
-pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>, format: Format) -> Result<(), String> {
+/// official checker's verdict and any disagreement (as a table, or as JSON or CSV). [`Error::CheckFailed`]
+/// when either finds an error.
+pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>, format: Format) -> Result<(), Error> {
     if !input.is_dir() {
-        return Err(format!("--input {}: no such directory; stage a submission first (`mlperf stage_results`) or point --input at one", input.display()));
+        return Err(Error::Usage(format!("--input {}: no such directory; stage a submission first (`mlperf stage_results`) or point --input at one", input.display())));
     }
     let report = check_submission(&CheckRequest { round, input, submitter });
     if format == Format::Table {
@@ -357,7 +359,7 @@ pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: O
     let mut failed = report.error_count() > 0;
     if let Some(verdict) = verdict {
         if format != Format::Table {
-            return if failed || !verdict.accepted { Err(format!("{} has errors", input.display())) } else { Ok(()) };
+            return if failed || !verdict.accepted { Err(Error::CheckFailed(format!("{} has errors", input.display()))) } else { Ok(()) };
         }
         println!(
             "official checker ({}): {} (exit {}); {} result(s) accepted, {} rejected; log: {}",
@@ -374,7 +376,7 @@ pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: O
         failed |= !verdict.accepted;
     }
     if failed {
-        return Err(format!("{} has errors (see above)", input.display()));
+        return Err(Error::CheckFailed(format!("{} has errors (see above)", input.display())));
     }
     Ok(())
 }

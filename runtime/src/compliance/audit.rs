@@ -158,7 +158,7 @@ fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
 }
 
 /// Runs and verifies every audit; returns one result per (config, test).
-pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String> {
+pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, crate::Error> {
     let jobs = plan(req)?;
     let mut results = Vec::new();
     for job in &jobs {
@@ -183,10 +183,10 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, String>
                 timestamp,
             })?;
             let Some(outcome) = outcomes.into_iter().next() else {
-                return Err(format!("stopped by a signal before {} of {} ran", job.test, job.label()));
+                return Err(format!("stopped by a signal before {} of {} ran", job.test, job.label()).into());
             };
             if outcome.status == RunStatus::Aborted {
-                return Err(format!("stopped during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()));
+                return Err(format!("stopped during {} of {}; its partial logs are in {}", job.test, job.label(), outcome.dir.display()).into());
             }
             let (verification, dir) = verify(job, settings, &outcome)?;
             tracing::info!("{} {} attempt {attempt} of {tries}: {} ({})", job.test, job.label(), if verification.passed { "PASS" } else { "FAIL" }, verification.summary);

@@ -32,28 +32,28 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 /// One LoadGen test in `dir`, as its plan says.
-pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
+pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> {
     signals::install()?;
     stop_on_signal(dir);
     let plan = read_plan(dir)?;
     if mlperf_loadgen::LINKED_VERSION != plan.loadgen_version {
-        return Err(format!(
+        return Err(crate::Error::Config(format!(
             "round {} needs LoadGen {}, but this binary links {}; build with the round's LoadGen feature",
             plan.round,
             plan.loadgen_version,
             mlperf_loadgen::LINKED_VERSION
-        ));
+        )));
     }
     let set = plan.sample_set();
     if plan.performance_sample_count > plan.total_sample_count {
         // LoadGen would index past the sample library (a crash, not an error).
-        return Err(format!(
+        return Err(crate::Error::Config(format!(
             "performance_sample_count {} is more than the {} samples of {}'s {} set; lower performance_sample_count_override",
             plan.performance_sample_count,
             plan.total_sample_count,
             plan.benchmark,
             set.name()
-        ));
+        )));
     }
     let audit = plan.audit_test.map(|_| dir.join(AUDIT_CONFIG));
     let run = LoadgenRun { dir, plan: &plan, audit: audit.as_deref() };
@@ -114,7 +114,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), String> {
     };
     remove_empty_trace(dir);
     if !engine_errors.is_empty() {
-        return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]));
+        return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]).into());
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ pub mod serving_sut;
 pub mod signals;
 
 use crate::dataset::SampleSet;
+use crate::error::Error;
 use crate::select::Selected;
 use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose};
@@ -106,7 +107,7 @@ pub fn engine_batcher_config(settings: &Settings, benchmark: &str) -> BatcherCon
 
 /// Runs every planned test and returns the outcome rows. A stop signal ends the loop after the
 /// running child has stopped; its row says ABORTED.
-pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
+pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
     let root = new_run_root(&req.log_dir, &req.timestamp)?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     signals::install()?;
@@ -135,7 +136,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, String> {
                     tracing::warn!("{e}");
                     return Ok(outcomes);
                 }
-                Err(e) => return Err(format!("{}: {e}", selected.label())),
+                Err(e) => return Err(Error::EngineFailed(format!("{}: {e}", selected.label()))),
             }
         }
         for (mode, sub) in req.test_mode.runs() {

@@ -6,6 +6,8 @@ use super::RunPlan;
 use super::logs::{DetailLog, Validity};
 use super::plan::RunMode;
 use super::serving_sut::{EndpointRecord, read_record};
+use super::signals::Signal;
+use crate::error::{Error, exit};
 use mlperf_config::Scenario;
 use serde::Serialize;
 use std::fmt::Write;
@@ -105,6 +107,9 @@ pub struct Outcome {
     pub tokens: Option<TokenLatencies>,
     /// Serving runs: each endpoint's record (`serving.json`).
     pub endpoints: Vec<EndpointRecord>,
+    /// The run's exit status (None when a signal ended it); [`exit::DATA`] when its data was
+    /// missing.
+    pub exit: Option<i32>,
 }
 
 /// The scenario metric as the checker reads it: key, label, scale to the shown unit.
@@ -131,6 +136,7 @@ impl Outcome {
             advice: None,
             tokens: None,
             endpoints: read_record(dir).map(|r| r.endpoints).unwrap_or_default(),
+            exit,
         };
         // The run directory's record, which the child extends with what it found while opening
         // the workload (a dataset file that is not the published one).
@@ -149,7 +155,10 @@ impl Outcome {
         let log = match DetailLog::read(&dir.join("mlperf_log_detail.txt")) {
             Ok(log) => log,
             Err(e) => {
-                outcome.advice = Some(format!("no LoadGen log ({e}); exit code {exit:?}, see the output above"));
+                outcome.advice = Some(match exit.and_then(did_not_start) {
+                    Some(why) => format!("{why}: see the error above and {}", dir.join(crate::logging::RUN_LOG).display()),
+                    None => format!("no LoadGen log ({e}); exit code {exit:?}, see the output above"),
+                });
                 return outcome;
             }
         };
@@ -188,6 +197,41 @@ impl Outcome {
             outcome.advice = Some(format!("VALID, but LoadGen logged {} error(s), first: {}", log.errors.len(), log.errors[0].0));
         }
         outcome
+    }
+}
+
+/// Why a run's child stopped before LoadGen started, from its exit status.
+fn did_not_start(exit: i32) -> Option<&'static str> {
+    match exit {
+        exit::DATA => Some("its data is missing or unusable"),
+        exit::CONFIG => Some("its config cannot run here"),
+        _ => None,
+    }
+}
+
+/// The verdict over a command's runs, as its exit status reports it: stopped by a signal, then
+/// FAILED (when every failed run stopped for the same reason before it started, for want of data
+/// or a config that cannot run, that reason's kind), then INVALID.
+pub fn verdict(outcomes: &[Outcome], stopped_by: Option<Signal>) -> Result<(), Error> {
+    let total = outcomes.len();
+    if let Some(signal) = stopped_by {
+        return Err(Error::Stopped(signal));
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| matches!(o.status, RunStatus::Failed | RunStatus::Aborted)).collect();
+    if let Some(first) = failed.first() {
+        if let Some(code) = first.exit
+            && let Some(why) = did_not_start(code)
+            && failed.iter().all(|o| o.exit == first.exit)
+        {
+            let logs: Vec<String> = failed.iter().map(|o| o.dir.join(crate::logging::RUN_LOG).display().to_string()).collect();
+            let message = format!("{} of {total} runs did not start, {why}; the error above and {} say why", failed.len(), logs.join(", "));
+            return Err(if code == exit::DATA { Error::Data(message) } else { Error::Config(message) });
+        }
+        return Err(Error::RunsFailed { failed: failed.len(), total });
+    }
+    match outcomes.iter().filter(|o| o.status == RunStatus::Invalid).count() {
+        0 => Ok(()),
+        invalid => Err(Error::RunsInvalid { invalid, total }),
     }
 }
 

@@ -42,15 +42,15 @@ impl Benchmark for ResNet50 {
         }
     }
 
-    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, String> {
+    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, crate::Error> {
         workload::prepare(spec)
     }
 
-    fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, String> {
+    fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, crate::Error> {
         workload::calibrate(spec, force)
     }
 
-    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, String> {
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, crate::Error> {
         workload::open(spec)
     }
 

@@ -12,6 +12,7 @@ use crate::engines::gpu::exec::require_cuda;
 use crate::engines::gpu::spec::{CALIBRATION_ROOT, CHECK_SAMPLES, CalibrationSpec, GpuSpec};
 use crate::engines::synthetic::{self, SyntheticArtifacts};
 use crate::engines::{ElementType, InputSpec, Layout, SampleSource};
+use crate::error::Error;
 use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -101,12 +102,12 @@ fn gpu_spec(spec: &WorkloadSpec) -> Result<GpuSpec, String> {
 
 /// The model file of a GPU plan, generating the synthetic one (model only) when the config is
 /// synthetic.
-fn ensure_model(settings: &Settings, gpu: &GpuSpec) -> Result<(), String> {
+fn ensure_model(settings: &Settings, gpu: &GpuSpec) -> Result<(), Error> {
     if synthetic(settings) {
         let root = Scratch::from_env().models_dir();
         synthetic::ensure_synthetic_resnet50_model(&root, gpu.input.height, SYNTHETIC_SEED, &mut |m| tracing::info!("synthetic: {m}"))?;
     } else if !gpu.model_path.exists() {
-        return Err(format!("model {} not found: download the MLPerf ResNet50 ONNX model there (`mlperf info` lists every expected path)", gpu.model_path.display()));
+        return Err(Error::Data(format!("model {} not found: download the MLPerf ResNet50 ONNX model there (`mlperf info` lists every expected path)", gpu.model_path.display())));
     }
     Ok(())
 }
@@ -117,14 +118,14 @@ fn synthetic_samples(name: &str, input: InputSpec, first: usize, total: usize, p
 }
 
 /// The preprocessed samples of real ImageNet, or an error listing what is missing.
-fn real_samples(settings: &Settings, performance: usize) -> Result<SampleLibrary, String> {
+fn real_samples(settings: &Settings, performance: usize) -> Result<SampleLibrary, Error> {
     let scratch = Scratch::from_env();
     let report = super::data::report(&scratch, settings);
     if !report.ready() {
-        return Err(format!("the data of resnet50 is not ready:\n{}", report.render()));
+        return Err(Error::Data(format!("the data of resnet50 is not ready:\n{}", report.render())));
     }
-    let val_map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
-    SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance)
+    let val_map = scratch.map_path(settings).ok_or_else(|| Error::Config("resnet50 configs need map_path".into()))?;
+    SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance).map_err(Error::Data)
 }
 
 /// The real calibration images: the first `images` names of the calibration list, as a library
@@ -151,7 +152,7 @@ fn calibration_images(settings: &Settings, images: usize) -> Result<SampleLibrar
 }
 
 /// The int8 calibration of a GPU plan, measured on the calibration images or reused.
-fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Option<(crate::engines::gpu::calibration::Calibration, String)>, String> {
+fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Option<(crate::engines::gpu::calibration::Calibration, String)>, Error> {
     if gpu.precision != ElementType::I8 {
         return Ok(None);
     }
@@ -160,19 +161,19 @@ fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Op
     let library = if synthetic(settings) {
         synthetic_samples("synthetic calibration images", gpu.input, synthetic::CALIBRATION_FIRST_INDEX, images, images)
     } else {
-        calibration_images(settings, images)?
+        calibration_images(settings, images).map_err(Error::Data)?
     };
     mlperf_loadgen::Qsl::load_samples(&library, &(0..images).collect::<Vec<_>>());
-    gpu.calibrate(&library, force)
+    Ok(gpu.calibrate(&library, force)?)
 }
 
 /// `generate_engines`: the GPU plan built or reused; for the CPU engine's synthetic workload, the
 /// model and its labels (generated once, before any timed run).
-pub fn prepare(spec: &WorkloadSpec) -> Result<String, String> {
+pub fn prepare(spec: &WorkloadSpec) -> Result<String, Error> {
     let settings = spec.settings;
     match settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec)?;
+            let gpu = gpu_spec(spec).map_err(Error::Config)?;
             // Before generating any model: without a GPU nothing below can finish.
             require_cuda()?;
             ensure_model(settings, &gpu)?;
@@ -181,14 +182,14 @@ pub fn prepare(spec: &WorkloadSpec) -> Result<String, String> {
                 synthetic_samples("synthetic ImageNet", gpu.input, 0, checked, checked)
             } else {
                 let scratch = Scratch::from_env();
-                SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), scratch.map_path(settings).as_deref(), checked)?
+                SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), scratch.map_path(settings).as_deref(), checked).map_err(Error::Data)?
             };
             mlperf_loadgen::Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
             let calibration = gpu_calibration(settings, &gpu, false)?;
             if let Some((_, line)) = &calibration {
                 tracing::info!("  {line}");
             }
-            gpu.generate(&library, checked, calibration.as_ref().map(|(c, _)| c), &mut |line| tracing::info!("  {line}"))
+            Ok(gpu.generate(&library, checked, calibration.as_ref().map(|(c, _)| c), &mut |line| tracing::info!("  {line}"))?)
         }
         EngineKind::Cpu if synthetic(settings) => {
             let a = ensure_synthetic(settings)?;
@@ -199,10 +200,10 @@ pub fn prepare(spec: &WorkloadSpec) -> Result<String, String> {
 }
 
 /// `calibrate`: int8 GPU plans measure (or reuse) their calibration cache.
-pub fn calibrate(spec: &WorkloadSpec, force: bool) -> Result<String, String> {
+pub fn calibrate(spec: &WorkloadSpec, force: bool) -> Result<String, Error> {
     match spec.settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec)?;
+            let gpu = gpu_spec(spec).map_err(Error::Config)?;
             match gpu_calibration(spec.settings, &gpu, force)? {
                 Some((_, line)) => Ok(line),
                 None => Ok(format!("{} precision, nothing to calibrate", gpu.precision)),
@@ -213,27 +214,28 @@ pub fn calibrate(spec: &WorkloadSpec, force: bool) -> Result<String, String> {
 }
 
 /// One engine per device and the samples, as the config says.
-pub fn open(spec: &WorkloadSpec) -> Result<Workload, String> {
+pub fn open(spec: &WorkloadSpec) -> Result<Workload, Error> {
     let settings = spec.settings;
     let (total, performance) = (spec.total_samples, spec.performance_samples);
     match settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec)?;
+            let gpu = gpu_spec(spec).map_err(Error::Config)?;
             let devices = gpu.open(spec.devices)?;
             let library = if synthetic(settings) { synthetic_samples("synthetic ImageNet", gpu.input, 0, total, performance) } else { real_samples(settings, performance)? };
             Ok(Workload { drive: Drive::Batched(devices), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Cpu => {
-            let input = image_input(settings, batch_size(settings))?;
+            let input = image_input(settings, batch_size(settings)).map_err(Error::Config)?;
             let (model, input, library) = if synthetic(settings) {
                 // The synthetic model reads fp32 images of its own size.
                 let artifacts = ensure_synthetic(settings)?;
                 let input = synthetic::input_spec(artifacts.size, input.batch_size, input.layout);
                 (artifacts.model_path, input, synthetic_samples("synthetic ImageNet", input, 0, total, performance))
             } else {
-                (Scratch::from_env().model_path(settings).ok_or("resnet50 configs need model_path")?, input, real_samples(settings, performance)?)
+                let model = Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("resnet50 configs need model_path".into()))?;
+                (model, input, real_samples(settings, performance)?)
             };
-            let cpu = Arc::new(CpuEngine::load(&model, input)?);
+            let cpu = Arc::new(CpuEngine::load(&model, input).map_err(Error::Data)?);
             Ok(Workload { drive: Drive::Batched(vec![cpu; spec.devices.max(1)]), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Serving => Err(no_engine("resnet50", settings)),

@@ -115,11 +115,11 @@ impl GpuSpec {
 
     /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that names
     /// the command that rebuilds it: a run never builds or silently runs an outdated engine.
-    pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, String> {
-        let calibration = self.cached_calibration()?;
-        let key = builder::wanted_key(&self.request(None, calibration.as_ref()))?;
-        plan::require_fresh(&self.plan_path, &key)?;
-        let loaded = plan::Plan::load(&self.plan_path)?;
-        GpuEngine::open_all(devices, &loaded, self.input, self.options)
+    pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
+        let calibration = self.cached_calibration().map_err(crate::Error::Data)?;
+        let key = builder::wanted_key(&self.request(None, calibration.as_ref())).map_err(crate::Error::Data)?;
+        plan::require_fresh(&self.plan_path, &key).map_err(crate::Error::Data)?;
+        let loaded = plan::Plan::load(&self.plan_path).map_err(crate::Error::Data)?;
+        Ok(GpuEngine::open_all(devices, &loaded, self.input, self.options)?)
     }
 }
