@@ -5,7 +5,6 @@
 //! must guarantee. [`crate::safe`] upholds those contracts with owning types.
 
 use std::ffi::{CStr, c_char, c_int};
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::ptr::NonNull;
@@ -13,105 +12,78 @@ use std::ptr::NonNull;
 use crate::sys;
 
 /// Errors reported by this crate.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadgenError {
     /// `TestSettings::from_user_conf` was already called in this process.
+    #[error(
+        "TestSettings::from_user_conf may succeed only once per process: LoadGen applies \
+         mlperf.conf only on its first FromConfig call (a second call leaves the seeds at 0 and \
+         logs error_invalid_config); clone the settings of the first call, or run one test per \
+         process"
+    )]
     ConfigAlreadyLoaded,
     /// The user.conf could not be opened (checked before calling LoadGen).
+    #[error("cannot read user.conf {}: {source}", path.display())]
     ConfigUnreadable { path: PathBuf, source: io::Error },
     /// LoadGen could not open the user.conf (`FromConfig` returned -2).
+    #[error("LoadGen cannot open user.conf {}", path.display())]
     ConfigOpen { path: PathBuf },
     /// LoadGen rejected a line of the user.conf (`FromConfig` returned -22).
+    #[error(
+        "LoadGen rejected user.conf {} (syntax error; LoadGen also queued error_invalid_config \
+         into the next run's detail log, so end this process)",
+        path.display()
+    )]
     ConfigInvalid { path: PathBuf },
     /// The model name has no entry in the linked LoadGen's mlperf.conf.
+    #[error(
+        "model {model:?} is not in the linked LoadGen's mlperf.conf, so its settings would \
+         silently not apply; known models: {}",
+        known.join(", ")
+    )]
     UnknownModel { model: String, known: Vec<String> },
     /// No TestSettings field of this name (and type) exists in the linked LoadGen.
+    #[error("no TestSettings field {0:?} of this type")]
     UnknownField(String),
     /// A value LoadGen cannot represent (e.g. a bool field set to 2).
+    #[error("invalid value: {0}")]
     InvalidValue(String),
     /// A string argument contains a NUL byte.
+    #[error("{0} contains a NUL byte")]
     InteriorNul(String),
     /// The audit config passed explicitly does not exist.
+    #[error("audit config {} does not exist", .0.display())]
     AuditConfigMissing(PathBuf),
     /// The log directory could not be created, or a log file there not
     /// written (checked before LoadGen runs).
+    #[error("cannot write LoadGen log output {}: {source}", path.display())]
     LogOutput { path: PathBuf, source: io::Error },
     /// Another LoadGen test is running in this process.
+    #[error("another LoadGen test is running in this process")]
     TestAlreadyRunning,
     /// StartTest returned without loading any sample: LoadGen could not open
     /// its log files despite the pre-check (it then leaves its logger thread
     /// running, so end the process), or it rejected the settings.
+    #[error(
+        "LoadGen returned without running a test (it could not open its log files in {}, or \
+         rejected the settings: see stderr and the detail log)",
+        outdir.display()
+    )]
     NotRun { outdir: PathBuf },
     /// A C++ exception was caught in the shim.
+    #[error("C++ exception in LoadGen: {0}")]
     Cxx(String),
     /// A C++ allocation failed.
+    #[error("C++ allocation failed")]
     OutOfMemory,
     /// An unexpected status code from the shim.
+    #[error("{call} returned status {code}")]
     Status { call: &'static str, code: c_int },
 }
 
 /// `Result` with [`LoadgenError`].
 pub type Result<T, E = LoadgenError> = std::result::Result<T, E>;
-
-impl fmt::Display for LoadgenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ConfigAlreadyLoaded => f.write_str(
-                "TestSettings::from_user_conf may succeed only once per process: LoadGen \
-                 applies mlperf.conf only on its first FromConfig call (a second call leaves \
-                 the seeds at 0 and logs error_invalid_config); clone the settings of the \
-                 first call, or run one test per process",
-            ),
-            Self::ConfigUnreadable { path, source } => {
-                write!(f, "cannot read user.conf {}: {source}", path.display())
-            }
-            Self::ConfigOpen { path } => {
-                write!(f, "LoadGen cannot open user.conf {}", path.display())
-            }
-            Self::ConfigInvalid { path } => write!(
-                f,
-                "LoadGen rejected user.conf {} (syntax error; LoadGen also queued \
-                 error_invalid_config into the next run's detail log, so end this process)",
-                path.display()
-            ),
-            Self::UnknownModel { model, known } => write!(
-                f,
-                "model {model:?} is not in the linked LoadGen's mlperf.conf, so its settings would \
-                 silently not apply; known models: {}",
-                known.join(", ")
-            ),
-            Self::UnknownField(name) => write!(f, "no TestSettings field {name:?} of this type"),
-            Self::InvalidValue(what) => write!(f, "invalid value: {what}"),
-            Self::InteriorNul(what) => write!(f, "{what} contains a NUL byte"),
-            Self::AuditConfigMissing(path) => {
-                write!(f, "audit config {} does not exist", path.display())
-            }
-            Self::LogOutput { path, source } => {
-                write!(f, "cannot write LoadGen log output {}: {source}", path.display())
-            }
-            Self::TestAlreadyRunning => f.write_str("another LoadGen test is running in this process"),
-            Self::NotRun { outdir } => write!(
-                f,
-                "LoadGen returned without running a test (it could not open its log files in {}, \
-                 or rejected the settings: see stderr and the detail log)",
-                outdir.display()
-            ),
-            Self::Cxx(message) => write!(f, "C++ exception in LoadGen: {message}"),
-            Self::OutOfMemory => f.write_str("C++ allocation failed"),
-            Self::Status { call, code } => write!(f, "{call} returned status {code}"),
-        }
-    }
-}
-
-impl std::error::Error for LoadgenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::ConfigUnreadable { source, .. } | Self::LogOutput { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
 
 /// Maps a generic shim status to a `Result`.
 fn check(call: &'static str, code: c_int) -> Result<()> {
