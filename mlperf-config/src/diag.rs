@@ -1,7 +1,8 @@
 //! Diagnostics rendered like rustc's: code, message, `--> file:line:col`, the source line with the
-//! offending text underlined, then notes and a suggestion.
+//! offending text underlined, then notes and a suggestion. The rendering is annotate-snippets',
+//! the renderer rustc itself uses.
 
-use std::fmt::Write;
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
 /// Index of a file in [`Sources`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,12 +44,6 @@ impl Sources {
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         (line, text[line_start..offset].chars().count() + 1)
-    }
-
-    /// `path:line:col` of a span's start.
-    pub fn location(&self, span: Span) -> String {
-        let (line, col) = self.line_col(span.file, span.start);
-        format!("{}:{line}:{col}", self.path(span.file))
     }
 }
 
@@ -109,44 +104,46 @@ impl Diagnostic {
         self.severity == Severity::Error
     }
 
-    /// Renders the diagnostic as plain text (no colour: cargo captures build-script output).
+    /// Renders the diagnostic as rustc does, through annotate-snippets (plain: cargo captures
+    /// build-script output). Each file with a label is one snippet, the primary label's first;
+    /// a label is underlined on its first line only.
     pub fn render(&self, sources: &Sources) -> String {
-        let mut out = String::new();
-        let kind = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
+        let level = match self.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
         };
-        let _ = writeln!(out, "{kind}[{}]: {}", self.code, self.message);
-        let labels: Vec<&Label> = self.primary.iter().chain(self.secondary.iter()).collect();
-        let gutter = labels.iter().map(|l| sources.line_col(l.span.file, l.span.start).0.to_string().len()).max().unwrap_or(1);
-        let pad = " ".repeat(gutter);
-        for (i, label) in labels.iter().enumerate() {
-            let (line, col) = sources.line_col(label.span.file, label.span.start);
-            let arrow = if i == 0 { "-->" } else { ":::" };
-            let _ = writeln!(out, "{pad}{arrow} {}:{line}:{col}", sources.path(label.span.file));
-            let text = sources.text(label.span.file);
-            let src_line = text.lines().nth(line - 1).unwrap_or("");
-            let line_chars = src_line.chars().count();
-            let start_char = col - 1;
-            let span_text = &text[label.span.start.min(text.len())..label.span.end.min(text.len())];
-            let span_chars = span_text.split('\n').next().unwrap_or("").chars().count().max(1);
-            let width = span_chars.min(line_chars.saturating_sub(start_char).max(1));
-            let mark = if i == 0 { '^' } else { '-' };
-            let _ = writeln!(out, "{pad} |");
-            let _ = writeln!(out, "{line:>gutter$} | {src_line}");
-            let _ = writeln!(out, "{pad} | {}{} {}", " ".repeat(start_char), mark.to_string().repeat(width), label.text);
+        let labels: Vec<(&Label, AnnotationKind)> =
+            self.primary.iter().map(|l| (l, AnnotationKind::Primary)).chain(self.secondary.iter().map(|l| (l, AnnotationKind::Context))).collect();
+        let mut files: Vec<FileId> = Vec::new();
+        for (label, _) in &labels {
+            if !files.contains(&label.span.file) {
+                files.push(label.span.file);
+            }
         }
-        if !labels.is_empty() && (!self.notes.is_empty() || self.help.is_some()) {
-            let _ = writeln!(out, "{pad} |");
+        let mut group = Group::with_title(level.primary_title(&self.message).id(self.code));
+        for file in files {
+            let text = sources.text(file);
+            let mut snippet = Snippet::source(text).path(sources.path(file));
+            for (label, kind) in labels.iter().filter(|(l, _)| l.span.file == file) {
+                snippet = snippet.annotation(kind.span(first_line(text, label.span)).label(&label.text));
+            }
+            group = group.element(snippet);
         }
         for note in &self.notes {
-            let _ = writeln!(out, "{pad} = note: {note}");
+            group = group.element(Level::NOTE.message(note));
         }
         if let Some(help) = &self.help {
-            let _ = writeln!(out, "{pad} = help: {help}");
+            group = group.element(Level::HELP.message(help));
         }
-        out
+        Renderer::plain().render(&[group]) + "\n"
     }
+}
+
+/// The part of `span` on its first line (the whole span when it is on one line).
+fn first_line(text: &str, span: Span) -> std::ops::Range<usize> {
+    let start = span.start.min(text.len());
+    let end = span.end.clamp(start, text.len());
+    start..text[start..end].find('\n').map_or(end, |i| start + i)
 }
 
 /// The closest candidate by edit distance, if it is close enough to be a plausible typo.
