@@ -12,7 +12,16 @@ use mlperf_runtime::results::Format;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "mlperf", version, about = "Compiled MLPerf Inference submission system")]
+#[command(
+    name = "mlperf",
+    version,
+    about = "Compiled MLPerf Inference submission system",
+    after_help = "A submission, in order: info, preprocess_data, calibrate, generate_engines, run_harness (run = generate_engines + \
+                  run_harness), run_audit_harness, stage_results, stage_compliance, infer_results, truncate_results, check_submission, \
+                  export_submission, pack_submission.\n\
+                  Exit status: 0 done, 1 other error, 2 usage, 3 config, 4 data missing, 5 a run INVALID, 6 a run FAILED, 7 check \
+                  failed, 128+N stopped by signal N (README, \"Exit codes\")."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -68,47 +77,16 @@ impl RoundArg {
     }
 }
 
+/// The commands in the order of a submission's workflow, then the tools around it.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Detected hardware, the matching system (or the nearest and why not), and the build.
     Info,
     /// The systems this binary holds.
     Systems,
-    /// Scaffold systems/<id>.{toml,json} from this machine's hardware; prints the Cargo feature line.
-    #[command(name = "add_system", alias = "add-system")]
-    AddSystem {
-        /// New system id, e.g. MyBox_L40Sx4 (names files and config directories).
-        #[arg(long)]
-        id: String,
-        /// Cargo feature that locks a build to it, e.g. system-mybox.
-        #[arg(long)]
-        feature: String,
-        /// Project root (where systems/ and Cargo.toml are).
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
-    },
-    /// Write user.conf, measurements.json, README.md, mlperf.conf and system descriptions for every
-    /// compiled config into measurements/ (or --out), in each round's layout.
-    #[command(name = "generate_conf_files", alias = "generate-conf-files")]
-    GenerateConfFiles {
-        /// Output directory.
-        #[arg(long, default_value = "measurements")]
-        out: PathBuf,
-        /// Rounds to generate (comma-separated) or all.
-        #[arg(long, value_parser = List::<&'static Round>::parser(), default_value = "all")]
-        round: List<&'static Round>,
-        /// Delete files under the generated round directories that no config produces any more.
-        #[arg(long)]
-        prune: bool,
-    },
-    /// Run LoadGen tests of the selected configs and print a result table.
-    #[command(name = "run_harness", alias = "run-harness")]
-    RunHarness(HarnessArgs),
-    /// Prepare engines for the selected configs, then run them (generate_engines + run_harness).
-    Run(HarnessArgs),
-    /// Build (or reuse, when up to date) the engine plans of the selected configs under build/engines.
-    #[command(name = "generate_engines", alias = "generate-engines")]
-    GenerateEngines {
+    /// Preprocess raw datasets in $MLPERF_SCRATCH_PATH into the tensors the selected configs read.
+    #[command(name = "preprocess_data", alias = "preprocess-data")]
+    PreprocessData {
         #[command(flatten)]
         selection: Selection,
     },
@@ -122,6 +100,17 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Build (or reuse, when up to date) the engine plans of the selected configs under build/engines.
+    #[command(name = "generate_engines", alias = "generate-engines")]
+    GenerateEngines {
+        #[command(flatten)]
+        selection: Selection,
+    },
+    /// Run LoadGen tests of the selected configs and print a result table.
+    #[command(name = "run_harness", alias = "run-harness")]
+    RunHarness(HarnessArgs),
+    /// Prepare engines for the selected configs, then run them (generate_engines + run_harness).
+    Run(HarnessArgs),
     /// Run the round's compliance audits of the selected configs, verify them natively against the
     /// newest VALID reference runs, and write build/compliance/<system>/<bench>/<Scenario>/<TEST>/.
     #[command(name = "run_audit_harness", alias = "run-audit-harness")]
@@ -129,11 +118,26 @@ pub enum Command {
     /// One LoadGen test in a prepared run directory (started by run_harness; one per process).
     #[command(name = "run_loadgen_test", hide = true)]
     RunLoadgenTest { dir: PathBuf },
-    /// Preprocess raw datasets in $MLPERF_SCRATCH_PATH into the tensors the selected configs read.
-    #[command(name = "preprocess_data", alias = "preprocess-data")]
-    PreprocessData {
+    /// Collect the newest VALID performance and accuracy runs of the selected configs from build/logs
+    /// into the round's submission layout, with their generated measurement files and system description.
+    #[command(name = "stage_results", alias = "stage-results")]
+    StageResults(StageArgs),
+    /// Collect the verified audits (build/compliance) of the selected configs into the staged submission.
+    #[command(name = "stage_compliance", alias = "stage-compliance")]
+    StageCompliance(StageArgs),
+    /// Infer the MultiStream / Offline results of edge systems from staged SingleStream / MultiStream
+    /// ones, as the checker allows (after stage_compliance, before truncate_results).
+    #[command(name = "infer_results", alias = "infer-results")]
+    InferResults(TreeArgs),
+    /// Hash and truncate the staged accuracy logs as the official truncate_accuracy_log.py does,
+    /// after backing the full logs up (only once the round's audits are staged).
+    #[command(name = "truncate_results", alias = "truncate-results")]
+    TruncateResults {
         #[command(flatten)]
-        selection: Selection,
+        tree: TreeArgs,
+        /// Where the full accuracy logs are kept (same relative paths).
+        #[arg(long, default_value = "build/full_results")]
+        backup: PathBuf,
     },
     /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
     /// the fix); with --inference-repo also runs the official checker and compares verdicts.
@@ -162,27 +166,6 @@ pub enum Command {
         /// How the findings print: table, json (docs/results.schema.json) or csv.
         #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
         format: Format,
-    },
-    /// Collect the newest VALID performance and accuracy runs of the selected configs from build/logs
-    /// into the round's submission layout, with their generated measurement files and system description.
-    #[command(name = "stage_results", alias = "stage-results")]
-    StageResults(StageArgs),
-    /// Collect the verified audits (build/compliance) of the selected configs into the staged submission.
-    #[command(name = "stage_compliance", alias = "stage-compliance")]
-    StageCompliance(StageArgs),
-    /// Infer the MultiStream / Offline results of edge systems from staged SingleStream / MultiStream
-    /// ones, as the checker allows (after stage_compliance, before truncate_results).
-    #[command(name = "infer_results", alias = "infer-results")]
-    InferResults(TreeArgs),
-    /// Hash and truncate the staged accuracy logs as the official truncate_accuracy_log.py does,
-    /// after backing the full logs up (only once the round's audits are staged).
-    #[command(name = "truncate_results", alias = "truncate-results")]
-    TruncateResults {
-        #[command(flatten)]
-        tree: TreeArgs,
-        /// Where the full accuracy logs are kept (same relative paths).
-        #[arg(long, default_value = "build/full_results")]
-        backup: PathBuf,
     },
     /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
     #[command(name = "export_submission", alias = "export-submission")]
@@ -230,15 +213,42 @@ pub enum Command {
     /// output lengths and faults (what CPU-only development systems run their LLM configs against).
     #[command(name = "serve_stand_in", alias = "serve-stand-in")]
     ServeStandIn(StandInArgs),
-    /// Benchmarks that print a comparison table (ratio first).
-    Bench {
-        #[command(subcommand)]
-        command: BenchCommand,
+    /// Write user.conf, measurements.json, README.md, mlperf.conf and system descriptions for every
+    /// compiled config into measurements/ (or --out), in each round's layout.
+    #[command(name = "generate_conf_files", alias = "generate-conf-files")]
+    GenerateConfFiles {
+        /// Output directory.
+        #[arg(long, default_value = "measurements")]
+        out: PathBuf,
+        /// Rounds to generate (comma-separated) or all.
+        #[arg(long, value_parser = List::<&'static Round>::parser(), default_value = "all")]
+        round: List<&'static Round>,
+        /// Delete files under the generated round directories that no config produces any more.
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Scaffold systems/<id>.{toml,json} from this machine's hardware; prints the Cargo feature line.
+    #[command(name = "add_system", alias = "add-system")]
+    AddSystem {
+        /// New system id, e.g. MyBox_L40Sx4 (names files and config directories).
+        #[arg(long)]
+        id: String,
+        /// Cargo feature that locks a build to it, e.g. system-mybox.
+        #[arg(long)]
+        feature: String,
+        /// Project root (where systems/ and Cargo.toml are).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
     },
     /// Inspect the compiled configuration.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// Benchmarks that print a comparison table (ratio first).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
     },
     /// Print a completion script for a shell, e.g. `mlperf completions bash > /etc/bash_completion.d/mlperf`.
     Completions {
