@@ -105,6 +105,9 @@ pub enum Command {
     GenerateEngines {
         #[command(flatten)]
         selection: Selection,
+        /// Measure int8 calibrations again instead of reusing their caches (NVIDIA's flag).
+        #[arg(long = "force_calibration")]
+        force_calibration: bool,
     },
     /// Run LoadGen tests of the selected configs and print a result table.
     #[command(name = "run_harness", alias = "run-harness")]
@@ -295,6 +298,13 @@ pub struct HarnessArgs {
     /// How the results print: table, json (docs/results.schema.json) or csv.
     #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
     pub format: Format,
+    /// Run LoadGen with this user.conf instead of the one rendered from the config (NVIDIA's flag;
+    /// the runs are not submittable: the staged user.conf is the config's).
+    #[arg(long = "user_conf_path")]
+    pub user_conf_path: Option<PathBuf>,
+    /// `run` only: measure int8 calibrations again before building the engines (NVIDIA's flag).
+    #[arg(long = "force_calibration")]
+    pub force_calibration: bool,
 }
 
 /// Flags of serve_stand_in.

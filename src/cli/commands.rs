@@ -70,7 +70,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         }
         // The error also goes into the run's log (debug level: the terminal shows it once).
         Command::RunLoadgenTest { dir } => harness::child::run_one(&TABLES, &dir).inspect_err(|e| tracing::debug!("the run ends: {e}"))?,
-        Command::GenerateEngines { selection } => benchmarks::prepare_all(&resolve::selection(&selection, &overrides)?.configs, say)?,
+        Command::GenerateEngines { selection, force_calibration } => benchmarks::prepare_all(&resolve::selection(&selection, &overrides)?.configs, force_calibration, say)?,
         Command::Calibrate { selection, force } => benchmarks::calibrate_all(&resolve::selection(&selection, &overrides)?.configs, force, say)?,
         Command::PreprocessData { selection } => benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(&selection, &[])?.configs, say)?,
         Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
@@ -228,9 +228,12 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
 /// synthetic model and its labels, generated once before any timed run); then the result table.
 /// A run stopped by a signal is an error.
 fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Result<(), Error> {
+    if args.force_calibration && !prepare {
+        return Err(Error::Usage("--force_calibration applies to `run` and `generate_engines`, which build engines; run_harness only runs them".into()));
+    }
     let request = resolve::run_request(args, overrides)?;
     if prepare && args.backend.backend == BackendKind::Config {
-        benchmarks::prepare_all(&request.configs, &mut |line| tracing::info!("{line}"))?;
+        benchmarks::prepare_all(&request.configs, args.force_calibration, &mut |line| tracing::info!("{line}"))?;
     }
     let outcomes: Vec<Outcome> = harness::run_all(&request)?;
     if args.log_copy_detail_to_stdout {

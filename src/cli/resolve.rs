@@ -60,7 +60,15 @@ fn backend(b: &BackendArgs) -> Backend {
 /// `run_harness` / `run`: the run request; logs go to `--log_dir`, else `build/logs` (or
 /// `build/compliance_logs/<TEST>` for an audit run).
 pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequest, Error> {
-    let (resolved, round) = selection_in_round(&args.selection, &args.round, overrides)?;
+    let (mut resolved, round) = selection_in_round(&args.selection, &args.round, overrides)?;
+    let user_conf = match &args.user_conf_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("--user_conf_path {}: {e}", path.display())))?;
+            resolved.non_submittable.push(format!("user.conf from --user_conf_path {} instead of the config's", path.display()));
+            Some(text)
+        }
+        None => None,
+    };
     let log_dir = match (&args.log_dir, args.audit_test) {
         (Some(dir), _) => dir.clone(),
         (None, Some(test)) => PathBuf::from("build/compliance_logs").join(test.name()),
@@ -71,6 +79,7 @@ pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequ
         round,
         overrides: resolved.override_pairs(),
         caveats: resolved.non_submittable,
+        user_conf,
         configs: resolved.configs,
         test_mode: args.test_mode,
         test_run: args.test_run,

@@ -167,6 +167,23 @@ fn shell_completions_know_the_commands_and_their_flags() {
 }
 
 #[test]
+fn user_conf_path_replaces_the_rendered_user_conf_and_marks_the_run() {
+    let cwd = scratch("user-conf-path");
+    let given = "*.SingleStream.min_query_count = 77\n*.SingleStream.min_duration = 50\n";
+    std::fs::write(cwd.join("my_user.conf"), given).unwrap();
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=singlestream", "--backend=null", "--user_conf_path=my_user.conf"]);
+    assert_ran_invalid(&out);
+    let (path, log) = detail_logs(&cwd).remove(0);
+    assert_eq!(log.u64("requested_min_query_count"), Some(77));
+    let dir = path.parent().unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join("user.conf")).unwrap(), given);
+    let reasons = std::fs::read_to_string(dir.join("NON_SUBMITTABLE.txt")).unwrap();
+    assert!(reasons.contains("user.conf from --user_conf_path my_user.conf instead of the config's"), "{reasons}");
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--force_calibration"]);
+    assert_eq!(out.status.code(), Some(2), "run_harness builds no engine: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn a_stale_audit_config_does_not_change_a_normal_run() {
     let cwd = scratch("stale-audit");
     std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();

@@ -45,10 +45,11 @@ pub trait Benchmark: Sync {
         Err(format!("this tool does not preprocess {}; prepare it as its MLCommons reference implementation describes", self.id()))
     }
 
-    /// What `generate_engines` does ahead of a run: build or reuse engine plans, generate
-    /// synthetic models. A line for the user.
-    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, Error> {
-        let _ = spec;
+    /// What `generate_engines` does ahead of a run: build or reuse engine plans (their int8
+    /// calibration measured again with `force_calibration`), generate synthetic models. A line for
+    /// the user.
+    fn prepare(&self, spec: &WorkloadSpec, force_calibration: bool) -> Result<String, Error> {
+        let _ = (spec, force_calibration);
         Ok("no engine to build".into())
     }
 
@@ -106,9 +107,9 @@ fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
 
 /// `generate_engines` (and the first step of `mlperf run`): each config's engines built or reused,
 /// a line per config to `report` as soon as it is done.
-pub fn prepare_all(configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), Error> {
+pub fn prepare_all(configs: &[Selected], force_calibration: bool, report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     for selected in configs {
-        let line = family(&selected.config.benchmark).prepare(&spec_of(selected)).map_err(|e| e.context(selected.label()))?;
+        let line = family(&selected.config.benchmark).prepare(&spec_of(selected), force_calibration).map_err(|e| e.context(selected.label()))?;
         report(&format!("{}: {line}", selected.label()));
     }
     Ok(())

@@ -179,6 +179,7 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, crate::
                 backend: req.backend,
                 overrides: req.overrides.clone(),
                 caveats: req.caveats.clone(),
+                user_conf: None,
                 log_dir: req.build_dir.join("compliance_logs").join(job.test.name()),
                 timestamp,
             })?;

@@ -52,6 +52,8 @@ pub struct RunRequest {
     pub overrides: Vec<(String, String)>,
     /// Reasons that make every run non-submittable (overrides, a system chosen against the hardware).
     pub caveats: Vec<String>,
+    /// `--user_conf_path`: LoadGen's user.conf as given, instead of the config's (a caveat).
+    pub user_conf: Option<String>,
     pub log_dir: PathBuf,
     pub timestamp: String,
 }
@@ -145,7 +147,10 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
             }
             let dir = sub.map_or_else(|| scenario_dir.clone(), |s| scenario_dir.join(s));
             let plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
-            let mut user_conf = render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission });
+            let mut user_conf = match &req.user_conf {
+                Some(given) => given.clone(),
+                None => render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission }),
+            };
             if plan.sample_set() == SampleSet::Test07 {
                 // LoadGen crashes on a performance sample count above the library's samples.
                 let _ = writeln!(

@@ -42,8 +42,8 @@ impl Benchmark for ResNet50 {
         }
     }
 
-    fn prepare(&self, spec: &WorkloadSpec) -> Result<String, crate::Error> {
-        workload::prepare(spec)
+    fn prepare(&self, spec: &WorkloadSpec, force_calibration: bool) -> Result<String, crate::Error> {
+        workload::prepare(spec, force_calibration)
     }
 
     fn calibrate(&self, spec: &WorkloadSpec, force: bool) -> Result<String, crate::Error> {

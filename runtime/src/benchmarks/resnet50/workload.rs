@@ -169,7 +169,7 @@ fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Op
 
 /// `generate_engines`: the GPU plan built or reused; for the CPU engine's synthetic workload, the
 /// model and its labels (generated once, before any timed run).
-pub fn prepare(spec: &WorkloadSpec) -> Result<String, Error> {
+pub fn prepare(spec: &WorkloadSpec, force_calibration: bool) -> Result<String, Error> {
     let settings = spec.settings;
     match settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
@@ -185,7 +185,7 @@ pub fn prepare(spec: &WorkloadSpec) -> Result<String, Error> {
                 SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), scratch.map_path(settings).as_deref(), checked).map_err(Error::Data)?
             };
             mlperf_loadgen::Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
-            let calibration = gpu_calibration(settings, &gpu, false)?;
+            let calibration = gpu_calibration(settings, &gpu, force_calibration)?;
             if let Some((_, line)) = &calibration {
                 tracing::info!("  {line}");
             }
