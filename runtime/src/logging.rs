@@ -8,7 +8,9 @@
 //! not diagnostics: commands print them on stdout, which `-q` leaves alone.
 
 use std::fmt;
+use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tracing::{Event, Level, Subscriber};
@@ -128,4 +130,32 @@ mod tests {
         let child = LogOptions { quiet: 1, progress_interval: Duration::from_millis(1500), ..base };
         assert_eq!(child.args(), ["--progress_interval=1.5", "--quiet"]);
     }
+}
+
+/// Writes results on stdout ([`out!`](crate::out), [`outln!`](crate::outln)). When the reader
+/// has gone away (`mlperf ... | head`), the rest is dropped instead of panicking as `print!`
+/// does, and the command goes on: its logs and exit status stay those of its work.
+pub fn write_stdout(args: fmt::Arguments) {
+    static GONE: AtomicBool = AtomicBool::new(false);
+    if GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        GONE.store(true, Ordering::Relaxed);
+        tracing::debug!("stdout closed ({e}); results are no longer printed");
+    }
+}
+
+/// `print!` for results: see [`write_stdout`].
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::logging::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` for results: see [`write_stdout`].
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::logging::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::logging::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }

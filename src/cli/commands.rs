@@ -4,13 +4,13 @@
 use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs, StandInArgs};
 use super::resolve;
 use crate::TABLES;
-use mlperf_runtime::Error;
 use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
 use mlperf_runtime::harness::plan::BackendKind;
 use mlperf_runtime::harness::report::Outcome;
 use mlperf_runtime::results::Format;
 use mlperf_runtime::select::Override;
+use mlperf_runtime::{Error, out, outln};
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,13 +49,13 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
             first.field
         )));
     }
-    let say = &mut |line: &str| println!("{line}");
+    let say = &mut |line: &str| outln!("{line}");
     match cli.command {
         Command::RunHarness(args) => run_harness(&args, &overrides, false)?,
         Command::Run(args) => run_harness(&args, &overrides, true)?,
         Command::RunAuditHarness(args) => {
             let results = compliance::audit::run_audit_harness(&resolve::audit_request(&args, &overrides)?)?;
-            print!(
+            out!(
                 "{}",
                 match args.format {
                     Format::Table => compliance::audit::table(&results),
@@ -75,7 +75,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::PreprocessData { selection } => benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(&selection, &[])?.configs, say)?,
         Command::Bench { command: BenchCommand::Loadgen { repeats, duration_ms, threads, out } } => {
             let out = out.join(harness::timestamp());
-            print!("{}", bench::loadgen(&out, bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
+            out!("{}", bench::loadgen(&out, bench::LoadgenBenchOptions { repeats, duration_ms, threads })?);
         }
         Command::Bench { command: BenchCommand::Engine { mut selection, seconds, skip_server_search, out } } => {
             if !(seconds.is_finite() && seconds > 0.0) {
@@ -89,7 +89,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
                 let c = selected.config;
                 let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario, c.workload.section_name()));
                 let report = bench::engine::run(resolved.system.system, selected, TABLES.default_round(), &dir, options)?;
-                println!("{}", bench::engine::render(&report));
+                outln!("{}", bench::engine::render(&report));
             }
         }
         Command::RunLlmServer { selection, log_dir } => {
@@ -98,7 +98,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         }
         Command::ServeStandIn(args) => engines::serving::stand_in::serve(stand_in_options(&args)?)?,
         Command::Bench { command: BenchCommand::Dataset { file, reference_column, repeats, python } } => {
-            print!("{}", bench::dataset::run(&bench::dataset::DatasetBenchOptions { file, reference_column, repeats, python })?);
+            out!("{}", bench::dataset::run(&bench::dataset::DatasetBenchOptions { file, reference_column, repeats, python })?);
         }
         Command::Bench { command: BenchCommand::Llm(args) } => {
             for (flag, v) in [("--seconds", args.seconds), ("--warm_up", args.warm_up), ("--paced_token_ms", args.paced_token_ms)] {
@@ -116,15 +116,15 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
                 python: args.python.clone(),
             };
             let report = bench::llm::run(TABLES.default_round(), &args.out.join(harness::timestamp()), &options)?;
-            print!("{}", bench::llm::render(&report));
+            out!("{}", bench::llm::render(&report));
         }
         Command::Info => {
             let hw = detect::detect()?;
-            print!("{}", show::info(&TABLES, &hw));
+            out!("{}", show::info(&TABLES, &hw));
             if let detect::SystemMatch::Matched(system) = detect::match_system(&hw, TABLES.systems) {
                 let scratch = Scratch::from_env();
-                println!("\nScratch space {} (MLPERF_SCRATCH_PATH):", scratch.root.display());
-                print!("{}", benchmarks::data_reports(&scratch, TABLES.configs_for(&system.id)));
+                outln!("\nScratch space {} (MLPERF_SCRATCH_PATH):", scratch.root.display());
+                out!("{}", benchmarks::data_reports(&scratch, TABLES.configs_for(&system.id)));
             }
         }
         Command::CheckSubmission { input, round, submitter, inference_repo, checker_log, force, python, format } => {
@@ -145,15 +145,15 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::StageCompliance(args) => print_stage(&args.out, submission::stage::stage_compliance(&resolve::stage_request(&args)?)?),
         Command::InferResults(tree) => {
             let report = submission::infer::infer_results(&tree.out, tree.round.get(), tree.submitter.as_deref())?;
-            report.notes.iter().for_each(|n| println!("note: {n}"));
-            report.inferred.iter().for_each(|l| println!("{l}"));
-            println!("{}: {} results inferred, {} files written", tree.out.display(), report.inferred.len(), report.files.written.len());
+            report.notes.iter().for_each(|n| outln!("note: {n}"));
+            report.inferred.iter().for_each(|l| outln!("{l}"));
+            outln!("{}: {} results inferred, {} files written", tree.out.display(), report.inferred.len(), report.files.written.len());
         }
         Command::TruncateResults { tree, backup } => {
             let report = submission::truncate::truncate_results(&tree.out, tree.round.get(), tree.submitter.as_deref(), &backup)?;
-            report.truncated.iter().for_each(|p| println!("truncated {}", p.display()));
-            report.hashed_whole.iter().for_each(|p| println!("hashed (under 4096 bytes, kept whole) {}", p.display()));
-            println!(
+            report.truncated.iter().for_each(|p| outln!("truncated {}", p.display()));
+            report.hashed_whole.iter().for_each(|p| outln!("hashed (under 4096 bytes, kept whole) {}", p.display()));
+            outln!(
                 "{}: {} logs truncated, {} kept whole, {} already done; full logs in {}",
                 tree.out.display(),
                 report.truncated.len(),
@@ -165,7 +165,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::ExportSubmission { input, out, force } => {
             let report = submission::export::export(&input, &out, force)?;
             for (path, why) in &report.left_out {
-                println!("left out {}: {why}", path.display());
+                outln!("left out {}: {why}", path.display());
             }
             if !report.non_submittable.is_empty() {
                 let runs: Vec<String> = report.non_submittable.iter().map(|p| format!("\n  {}", p.display())).collect();
@@ -175,7 +175,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
                     runs.concat()
                 );
             }
-            println!("{}: {} files exported, {} left out", out.display(), report.copied, report.left_out.len());
+            outln!("{}: {} files exported, {} left out", out.display(), report.copied, report.left_out.len());
         }
         Command::PackSubmission { input, out, submitter, encrypt, force } => {
             let submitter = match submitter {
@@ -183,22 +183,22 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
                 None => submission::pack::only_submitter(&input)?,
             };
             let packed = submission::pack::pack(&submission::pack::PackRequest { input: &input, out_dir: &out, submitter: &submitter, encrypt, force })?;
-            println!("{} ({}{})", packed.tarball.display(), packed.divisions.join(", "), if packed.encrypted { ", encrypted with openssl enc -aes256" } else { "" });
-            println!("{}: sha256 {}", packed.checksum_file.display(), packed.sha256);
+            outln!("{} ({}{})", packed.tarball.display(), packed.divisions.join(", "), if packed.encrypted { ", encrypted with openssl enc -aes256" } else { "" });
+            outln!("{}: sha256 {}", packed.checksum_file.display(), packed.sha256);
         }
-        Command::Systems => print!("{}", show::systems(&TABLES)),
+        Command::Systems => out!("{}", show::systems(&TABLES)),
         Command::AddSystem { id, feature, root } => {
             let (files, line) = scaffold::add_system(&root, &id, &feature, &detect::detect()?)?;
             for f in files {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display());
             }
-            println!("Now: fill every empty field of the description (the build names each one), add `{line}`");
-            println!("under [features] in Cargo.toml, and add configs under configs/<benchmark>/{id}/<Scenario>.toml.");
+            outln!("Now: fill every empty field of the description (the build names each one), add `{line}`");
+            outln!("under [features] in Cargo.toml, and add configs under configs/<benchmark>/{id}/<Scenario>.toml.");
         }
         Command::GenerateConfFiles { out, round, prune } => {
             let rounds: Vec<_> = if round.0.is_empty() { TABLES.rounds.iter().collect() } else { round.0 };
             let report = generate::generate(&TABLES, &rounds, &out, prune)?;
-            println!(
+            outln!(
                 "{}: {} files written, {} unchanged{}",
                 out.display(),
                 report.written.len(),
@@ -212,12 +212,12 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "mlperf", &mut script);
-            std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| Error::Other(format!("cannot write the completion script: {e}")))?;
+            out!("{}", String::from_utf8_lossy(&script));
         }
-        Command::Config { command: ConfigCommand::Fields } => print!("{}", show::fields()),
+        Command::Config { command: ConfigCommand::Fields } => out!("{}", show::fields()),
         Command::Config { command: ConfigCommand::Show { selection, explain } } => {
             for selected in resolve::selection(&selection, &[])?.configs {
-                println!("{}", show::config(selected.config, explain));
+                outln!("{}", show::config(selected.config, explain));
             }
         }
     }
@@ -239,11 +239,11 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     if args.log_copy_detail_to_stdout {
         for o in &outcomes {
             let detail = o.dir.join("mlperf_log_detail.txt");
-            println!("==== {}", detail.display());
-            print!("{}", std::fs::read_to_string(&detail).unwrap_or_else(|e| format!("(not written: {e})\n")));
+            outln!("==== {}", detail.display());
+            out!("{}", std::fs::read_to_string(&detail).unwrap_or_else(|e| format!("(not written: {e})\n")));
         }
     }
-    print!(
+    out!(
         "{}",
         match args.format {
             Format::Table => harness::report::table(&outcomes),
@@ -290,7 +290,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
 
 fn print_stage(out: &std::path::Path, report: submission::stage::StageReport) {
     report.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-    report.staged.iter().for_each(|l| println!("staged {l}"));
+    report.staged.iter().for_each(|l| outln!("staged {l}"));
     let files = &report.files;
-    println!("{}: {} files written, {} replaced (--force), {} unchanged", out.display(), files.written.len(), files.replaced.len(), files.unchanged);
+    outln!("{}: {} files written, {} replaced (--force), {} unchanged", out.display(), files.written.len(), files.replaced.len(), files.unchanged);
 }

@@ -184,6 +184,23 @@ fn user_conf_path_replaces_the_rendered_user_conf_and_marks_the_run() {
 }
 
 #[test]
+fn a_closed_stdout_is_no_panic_and_keeps_the_exit_status() {
+    let cwd = scratch("closed-stdout");
+    let run = |args: &[&str]| {
+        // A pipe whose reader is gone before the command starts: every write fails (EPIPE).
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(&cwd).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap()
+    };
+    let systems = run(&["systems"]);
+    assert_eq!(systems.status.code(), Some(0), "{}", String::from_utf8_lossy(&systems.stderr));
+    let invalid = run(&["run_harness", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--backend=null", "--min_duration=100"]);
+    let stderr = String::from_utf8_lossy(&invalid.stderr);
+    assert_eq!(invalid.status.code(), Some(mlperf_runtime::error::exit::INVALID), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn a_stale_audit_config_does_not_change_a_normal_run() {
     let cwd = scratch("stale-audit");
     std::fs::write(cwd.join("audit.config"), "*.*.mode = 1\n*.*.min_query_count = 7\n").unwrap();

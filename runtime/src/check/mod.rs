@@ -26,6 +26,7 @@ mod tests;
 use crate::error::Error;
 use crate::results::Format;
 use crate::submission::layout::{Division, ResultKey, SubmissionLayout};
+use crate::{out, outln};
 use mlperf_config::Round;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -348,12 +349,12 @@ pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: O
     }
     let report = check_submission(&CheckRequest { round, input, submitter });
     if format == Format::Table {
-        print!("{}", report.render());
+        out!("{}", report.render());
     }
     let verdict = official.map(official::run).transpose()?;
     match format {
-        Format::Json => print!("{}", crate::results::check_json(&report, verdict.as_ref())),
-        Format::Csv => print!("{}", crate::results::check_csv(&report)),
+        Format::Json => out!("{}", crate::results::check_json(&report, verdict.as_ref())),
+        Format::Csv => out!("{}", crate::results::check_csv(&report)),
         Format::Table => {}
     }
     let mut failed = report.error_count() > 0;
@@ -361,7 +362,7 @@ pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: O
         if format != Format::Table {
             return if failed || !verdict.accepted { Err(Error::CheckFailed(format!("{} has errors", input.display()))) } else { Ok(()) };
         }
-        println!(
+        outln!(
             "official checker ({}): {} (exit {}); {} result(s) accepted, {} rejected; log: {}",
             round.checker_version,
             verdict.summary,
@@ -371,7 +372,7 @@ pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: O
             verdict.log_path.display()
         );
         for line in official::disagreements(&report, &verdict) {
-            println!("disagreement: {line}");
+            outln!("disagreement: {line}");
         }
         failed |= !verdict.accepted;
     }

@@ -61,7 +61,7 @@ pub fn serve_until_stopped(system: &SystemInfo, configs: &[Selected], log_dir: &
         return Err(format!("{} attaches to external endpoints ({}); whatever started them serves them", selected.label(), launch::endpoints(&selected.settings)?.join(", ")));
     }
     let mut engines = ServingEngines::start(&selected.settings, &selected.config.benchmark, system, log_dir)?;
-    println!("{}: serving at {}; logs in {}; stop with Ctrl-C", selected.label(), engines.endpoints.join(", "), log_dir.display());
+    crate::outln!("{}: serving at {}; logs in {}; stop with Ctrl-C", selected.label(), engines.endpoints.join(", "), log_dir.display());
     loop {
         if let Some(signal) = signals::received() {
             tracing::info!("{}: stopping the serving engine", signal.name());
