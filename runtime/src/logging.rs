@@ -115,23 +115,6 @@ where
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flags_choose_the_levels_and_pass_to_a_child() {
-        let base = LogOptions::default();
-        assert_eq!(base.directives(), "warn,mlperf=info,mlperf_runtime=info,mlperf_loadgen=info,mlperf_config=info");
-        assert_eq!(LogOptions { verbose: 1, ..base }.directives(), "warn,mlperf=debug,mlperf_runtime=debug,mlperf_loadgen=debug,mlperf_config=debug");
-        assert_eq!(LogOptions { verbose: 2, ..base }.directives(), "trace");
-        assert_eq!(LogOptions { quiet: 1, verbose: 2, ..base }.directives(), "error", "-q wins over -v");
-        assert_eq!(LogOptions { quiet: 2, ..base }.directives(), "off");
-        let child = LogOptions { quiet: 1, progress_interval: Duration::from_millis(1500), ..base };
-        assert_eq!(child.args(), ["--progress_interval=1.5", "--quiet"]);
-    }
-}
-
 /// Writes results on stdout ([`out!`](crate::out), [`outln!`](crate::outln)). When the reader
 /// has gone away (`mlperf ... | head`), the rest is dropped instead of panicking as `print!`
 /// does, and the command goes on: its logs and exit status stay those of its work.
@@ -158,4 +141,21 @@ macro_rules! out {
 macro_rules! outln {
     () => { $crate::logging::write_stdout(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::logging::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_choose_the_levels_and_pass_to_a_child() {
+        let base = LogOptions::default();
+        assert_eq!(base.directives(), "warn,mlperf=info,mlperf_runtime=info,mlperf_loadgen=info,mlperf_config=info");
+        assert_eq!(LogOptions { verbose: 1, ..base }.directives(), "warn,mlperf=debug,mlperf_runtime=debug,mlperf_loadgen=debug,mlperf_config=debug");
+        assert_eq!(LogOptions { verbose: 2, ..base }.directives(), "trace");
+        assert_eq!(LogOptions { quiet: 1, verbose: 2, ..base }.directives(), "error", "-q wins over -v");
+        assert_eq!(LogOptions { quiet: 2, ..base }.directives(), "off");
+        let child = LogOptions { quiet: 1, progress_interval: Duration::from_millis(1500), ..base };
+        assert_eq!(child.args(), ["--progress_interval=1.5", "--quiet"]);
+    }
 }
