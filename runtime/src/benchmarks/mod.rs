@@ -25,6 +25,7 @@ use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
 use crate::error::Error;
+use crate::harness::progress::Progress;
 use crate::select::Selected;
 use mlperf_config::Settings;
 use std::path::Path;
@@ -109,7 +110,9 @@ fn spec_of(selected: &Selected) -> WorkloadSpec<'_> {
 /// a line per config to `report` as soon as it is done.
 pub fn prepare_all(configs: &[Selected], force_calibration: bool, report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     for selected in configs {
+        let building = Progress::phase(format!("{}: generate_engines", selected.label()));
         let line = family(&selected.config.benchmark).prepare(&spec_of(selected), force_calibration).map_err(|e| e.context(selected.label()))?;
+        drop(building);
         report(&format!("{}: {line}", selected.label()));
     }
     Ok(())
@@ -118,7 +121,9 @@ pub fn prepare_all(configs: &[Selected], force_calibration: bool, report: &mut d
 /// `calibrate`: each config's int8 calibration measured or reused (`force`: measured again).
 pub fn calibrate_all(configs: &[Selected], force: bool, report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     for selected in configs {
+        let calibrating = Progress::phase(format!("{}: calibration", selected.label()));
         let line = family(&selected.config.benchmark).calibrate(&spec_of(selected), force).map_err(|e| e.context(selected.label()))?;
+        drop(calibrating);
         report(&format!("{}: {line}", selected.label()));
     }
     Ok(())

@@ -140,7 +140,9 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
         return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
     }
+    let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
     let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"), plan.sample_set())?;
+    drop(scoring);
     crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
     if work.synthetic {
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
@@ -202,7 +204,7 @@ impl LoadgenRun<'_> {
         let accuracy = plan.mode == RunMode::AccuracyOnly;
         let work = Work {
             label: plan.label(),
-            unit: "samples",
+            unit: Some("samples"),
             expected: accuracy.then_some(plan.total_sample_count),
             min_duration: (!accuracy).then(|| Duration::from_millis(plan.min_duration_ms)),
         };

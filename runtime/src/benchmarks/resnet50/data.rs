@@ -84,7 +84,8 @@ pub fn preprocess(scratch: &Scratch, settings: &Settings) -> Result<String, Stri
     let done = Arc::new(AtomicU64::new(0));
     let progress = OnceLock::new();
     let report = preprocess_imagenet_with(&scratch.data_dir().join("imagenet"), &map, &out_dir, &options, &|count, total| {
-        progress.get_or_init(|| Progress::start(Work { label: "resnet50 preprocessing".into(), unit: "images", expected: Some(total as u64), min_duration: None }, done.clone()));
+        progress
+            .get_or_init(|| Progress::start(Work { label: "resnet50 preprocessing".into(), unit: Some("images"), expected: Some(total as u64), min_duration: None }, done.clone()));
         done.store(count as u64, Ordering::Relaxed);
     })?;
     drop(progress);
