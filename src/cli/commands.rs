@@ -280,7 +280,9 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             never_ready: args.never_ready,
         },
         references: match (&args.reference_answers, &args.tokenizer) {
-            (Some(dataset), Some(tokenizer)) => Some(Arc::new(ReferenceAnswers::load(dataset, tokenizer).map_err(|e| format!("serve_stand_in --reference_answers: {e}"))?)),
+            (Some(dataset), Some(tokenizer)) => {
+                Some(Arc::new(ReferenceAnswers::load(dataset, tokenizer).map_err(|e| Error::Data(e).context("serve_stand_in --reference_answers"))?))
+            }
             _ => None,
         },
     };
