@@ -82,7 +82,7 @@ pub fn init(options: LogOptions, run_log: Option<&Path>) -> Result<(), String> {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives).map_err(|e| format!("RUST_LOG={directives:?}: {e}"))?,
         _ => EnvFilter::new(options.directives()),
     };
-    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).event_format(Plain).with_filter(filter);
+    let stderr = tracing_subscriber::fmt::layer().with_writer(|| StderrBesideBars).event_format(Plain).with_filter(filter);
     let file = match run_log {
         Some(path) => {
             let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("cannot write the run's log {}: {e}", path.display()))?;
@@ -92,6 +92,19 @@ pub fn init(options: LogOptions, run_log: Option<&Path>) -> Result<(), String> {
         None => None,
     };
     tracing_subscriber::registry().with(stderr).with(file).try_init().map_err(|e| format!("cannot start logging: {e}"))
+}
+
+/// Stderr for log lines, written with the progress bars cleared and drawn again after.
+struct StderrBesideBars;
+
+impl std::io::Write for StderrBesideBars {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        crate::harness::progress::suspend(|| std::io::stderr().write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// The stderr format: info as the message alone, warnings and errors prefixed as compilers do.

@@ -16,12 +16,15 @@ use super::reasoning::{CodeJudge, Reference};
 use super::sandbox;
 use crate::dataset::pickle::{self, Value};
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
+use crate::harness::progress::{Progress, Work};
 use base64::Engine as _;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The test runner, run by `python3 -c`.
@@ -138,11 +141,17 @@ impl CodeJudge for LiveCodeBench {
         self.check_toolchain()?;
         sandbox::check_isolation("LiveCodeBench's generated code")?;
         let problems = self.problems()?;
+        let judged = Arc::new(AtomicU64::new(0));
+        let _progress = Progress::start(Work { label: "LiveCodeBench".into(), unit: Some("programs"), expected: Some(work.len() as u64), min_duration: None }, judged.clone());
         work.iter()
-            .map(|(id, code)| match problems.get(id) {
-                // A question outside the release is wrong, as in the reference.
-                None => Ok(false),
-                Some(problem) => Ok(self.run(code, problem)?.iter().all(|r| r.as_bool() == Some(true) || r.as_i64().is_some_and(|v| v > 0))),
+            .map(|(id, code)| {
+                let passed = match problems.get(id) {
+                    // A question outside the release is wrong, as in the reference.
+                    None => false,
+                    Some(problem) => self.run(code, problem)?.iter().all(|r| r.as_bool() == Some(true) || r.as_i64().is_some_and(|v| v > 0)),
+                };
+                judged.fetch_add(1, Ordering::Relaxed);
+                Ok(passed)
             })
             .collect()
     }

@@ -18,10 +18,12 @@
 
 use super::punkt::py_space;
 use super::sandbox;
+use crate::harness::progress::{Progress, Work};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The Python test runner, run by `python3 -c`.
@@ -146,6 +148,8 @@ impl Mbxp {
             self.require_lodash()?;
         }
         sandbox::check_isolation("MBXP's generated code")?;
+        let judged = Arc::new(AtomicU64::new(0));
+        let _progress = Progress::start(Work { label: "MBXP".into(), unit: Some("programs"), expected: Some(tasks.len() as u64), min_duration: None }, judged.clone());
         let next = AtomicUsize::new(0);
         let mut verdicts: Vec<Option<Result<bool, String>>> = vec![None; tasks.len()];
         std::thread::scope(|scope| {
@@ -158,6 +162,7 @@ impl Mbxp {
                             let Some(task) = tasks.get(i) else { break done };
                             let dir = self.work_dir.join(format!("mlperf-mbxp-{}-{i}", std::process::id()));
                             done.push((i, self.run(task, &dir)));
+                            judged.fetch_add(1, Ordering::Relaxed);
                         }
                     })
                 })

@@ -9,12 +9,21 @@
 //! ([`Progress::phase`]) reads `<label>: <elapsed> s`.
 
 use crate::logging;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Every bar on the terminal, stacked (a phase and the work inside it show together).
+static BARS: LazyLock<MultiProgress> = LazyLock::new(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+
+/// Runs `write` with the bars cleared and draws them again after it: log lines written through it
+/// do not interleave with a bar.
+pub fn suspend<R>(write: impl FnOnce() -> R) -> R {
+    BARS.suspend(write)
+}
 
 /// What is being counted.
 #[derive(Debug, Clone)]
@@ -88,7 +97,7 @@ impl Drop for Progress {
 }
 
 fn bar(work: &Work) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(work.expected, ProgressDrawTarget::stderr());
+    let bar = BARS.add(work.expected.map_or_else(ProgressBar::no_length, ProgressBar::new));
     let template = match (work.unit, work.expected) {
         (None, _) => "{prefix}: {msg} {spinner}".to_string(),
         (Some(unit), Some(_)) => format!("{{prefix}}: {{pos}}/{{len}} {unit} {{msg}}"),
