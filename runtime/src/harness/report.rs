@@ -107,8 +107,8 @@ pub struct Outcome {
     pub tokens: Option<TokenLatencies>,
     /// Serving runs: each endpoint's record (`serving.json`).
     pub endpoints: Vec<EndpointRecord>,
-    /// The run's exit status (None when a signal ended it); [`exit::DATA`] when its data was
-    /// missing.
+    /// The run's exit status (None when a signal ended it): [`exit::DATA`] or [`exit::CONFIG`]
+    /// when it stopped before LoadGen started.
     pub exit: Option<i32>,
 }
 
@@ -156,7 +156,7 @@ impl Outcome {
             Ok(log) => log,
             Err(e) => {
                 outcome.advice = Some(match exit.and_then(did_not_start) {
-                    Some(why) => format!("{why}: see the error above and {}", dir.join(crate::logging::RUN_LOG).display()),
+                    Some((why, _)) => format!("{why}: see the error above and {}", dir.join(crate::logging::RUN_LOG).display()),
                     None => format!("no LoadGen log ({e}); exit code {exit:?}, see the output above"),
                 });
                 return outcome;
@@ -200,11 +200,15 @@ impl Outcome {
     }
 }
 
-/// Why a run's child stopped before LoadGen started, from its exit status.
-fn did_not_start(exit: i32) -> Option<&'static str> {
+/// The error kind a message becomes (`Error::Data`, `Error::Config`).
+type ErrorKind = fn(String) -> Error;
+
+/// Why a run's child stopped before LoadGen started, from its exit status, and the error kind
+/// that reports it.
+fn did_not_start(exit: i32) -> Option<(&'static str, ErrorKind)> {
     match exit {
-        exit::DATA => Some("its data is missing or unusable"),
-        exit::CONFIG => Some("its config cannot run here"),
+        exit::DATA => Some(("its data is missing or unusable", Error::Data)),
+        exit::CONFIG => Some(("its config cannot run here", Error::Config)),
         _ => None,
     }
 }
@@ -220,12 +224,11 @@ pub fn verdict(outcomes: &[Outcome], stopped_by: Option<Signal>) -> Result<(), E
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| matches!(o.status, RunStatus::Failed | RunStatus::Aborted)).collect();
     if let Some(first) = failed.first() {
         if let Some(code) = first.exit
-            && let Some(why) = did_not_start(code)
+            && let Some((why, kind)) = did_not_start(code)
             && failed.iter().all(|o| o.exit == first.exit)
         {
             let logs: Vec<String> = failed.iter().map(|o| o.dir.join(crate::logging::RUN_LOG).display().to_string()).collect();
-            let message = format!("{} of {total} runs did not start, {why}; the error above and {} say why", failed.len(), logs.join(", "));
-            return Err(if code == exit::DATA { Error::Data(message) } else { Error::Config(message) });
+            return Err(kind(format!("{} of {total} runs did not start, {why}; the error above and {} say why", failed.len(), logs.join(", "))));
         }
         return Err(Error::RunsFailed { failed: failed.len(), total });
     }
