@@ -1,9 +1,10 @@
 //! The runtime through the real LoadGen: every scenario plus Interactive with the test backends
 //! ([`alone`], the timing-bound runs), audit settings, a stale audit.config, an unwritable log
-//! directory, bad flags, stop signals ([`signals`]), the CPU engine's runs and audits
-//! ([`cpu_engine`]), LLMs against the stand-in serving engine ([`llm`]) and the submission chain.
+//! directory, bad flags, stop signals ([`signals`]), the CPU engines' runs and audits
+//! ([`cpu_engine`], [`bert`]), LLMs against the stand-in serving engine ([`llm`]) and the submission chain.
 
 mod alone;
+mod bert;
 mod check;
 mod cpu_engine;
 mod exit_codes;

@@ -76,6 +76,12 @@ impl SquadScore {
         format!("{}\n", self.accuracy_line())
     }
 
+    /// The text and the `F1` metric the checker reads back (Python's `repr` of a float parses
+    /// back to the same float).
+    pub fn scored(&self) -> super::Scored {
+        super::Scored { text: self.accuracy_txt(), metrics: vec![("F1".to_string(), self.f1)] }
+    }
+
     /// predictions.json as the script writes it (`json.dumps(all_predictions, indent=4)`).
     pub fn predictions_json(&self) -> String {
         if self.predictions.is_empty() {
@@ -111,7 +117,7 @@ pub fn score_squad_meta(acc_log: &Path, meta: &SquadFeatures, opts: &SquadScoreO
 }
 
 /// One feature's start and end logits, padded to `seq` positions.
-fn decode_logits(data: &[u8], seq: usize, opts: &SquadScoreOptions) -> Result<(Vec<f64>, Vec<f64>), String> {
+pub(crate) fn decode_logits(data: &[u8], seq: usize, opts: &SquadScoreOptions) -> Result<(Vec<f64>, Vec<f64>), String> {
     let size = opts.dtype.size();
     if !data.len().is_multiple_of(2 * size) {
         return Err(format!("{} bytes are not pairs of {} logits", data.len(), opts.dtype));
@@ -139,7 +145,7 @@ fn best_indexes(logits: &[f64], n: usize) -> Vec<usize> {
 }
 
 /// `write_predictions`: the best answer text per question, in example order.
-fn predict(meta: &SquadFeatures, logits: &[Option<(Vec<f64>, Vec<f64>)>], opts: &SquadScoreOptions) -> Vec<(String, String)> {
+pub(crate) fn predict(meta: &SquadFeatures, logits: &[Option<(Vec<f64>, Vec<f64>)>], opts: &SquadScoreOptions) -> Vec<(String, String)> {
     let basic = BasicTokenizer::google(true);
     let by_example = meta.features_by_example();
     let mut out = Vec::with_capacity(meta.examples.len());

@@ -8,7 +8,8 @@
 //!
 //! - [`resnet50`]: ImageNet classification on the CPU engine (tract) or the GPU engine (cuDNN),
 //!   with a synthetic workload for machines without the dataset.
-//! - [`bert`]: SQuAD v1.1 data checks and preprocessing (no engine yet).
+//! - [`bert`]: SQuAD v1.1 question answering on the CPU engine (tract), with a synthetic workload
+//!   for machines without the dataset.
 //! - [`llm`]: the language models, driven through serving engines over HTTP.
 //! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
 //!   paths; runs need a test backend (`--backend=null|fixed_latency`).
@@ -260,7 +261,7 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 pub fn no_engine(benchmark: &str, settings: &Settings) -> Error {
     let engine = settings.engine.map_or("gpu", |e| e.name());
     Error::Config(format!(
-        "no {engine} engine for {benchmark} in this build: the CPU and GPU engines run resnet50, serving engines the LLMs. \
+        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50 and bert, the GPU engine resnet50, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
     ))
 }
@@ -304,7 +305,8 @@ mod tests {
         let e = e.to_string();
         assert!(e.contains("no cpu engine for llama2-70b") && e.contains("--backend=null"), "{e}");
         assert!(family("whisper").open(&spec).err().unwrap().to_string().contains("no cpu engine for whisper"));
-        assert!(family("bert").open(&spec).err().unwrap().to_string().contains("no cpu engine for bert"));
+        let gpu = Settings { engine: Some(EngineKind::Gpu), ..Settings::default() };
+        assert!(family("bert").open(&WorkloadSpec { settings: &gpu, ..spec }).err().unwrap().to_string().contains("no gpu engine for bert"));
         assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
     }
 }

@@ -33,8 +33,9 @@ use tract_onnx::tract_hir::infer::Factoid;
 
 use crate::engines::{Engine, InputSpec, Layout, SampleSource};
 
-/// One optimised plan for one batch size, with its pool of idle run states.
-struct Plan {
+/// One optimised plan for one input shape, with its pool of idle run states (the BERT engine's
+/// plans too, one per sequence-length bucket).
+pub(crate) struct Plan {
     batch: usize,
     plan: Arc<TypedSimplePlan>,
     /// States not in use. A state holds per-run scratch; taking one out of the pool (rather than
@@ -43,18 +44,22 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(model: TypedModel, batch: usize) -> TractResult<Plan> {
+    pub(crate) fn new(model: TypedModel, batch: usize) -> TractResult<Plan> {
         let plan = model.into_optimized()?.into_runnable()?;
         Ok(Plan { batch, plan, idle: Mutex::new(Vec::new()) })
     }
 
     fn run(&self, input: Tensor) -> TractResult<TVec<TValue>> {
+        self.run_inputs(tvec!(input.into_tvalue()))
+    }
+
+    pub(crate) fn run_inputs(&self, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut state = match pooled {
             Some(state) => state,
             None => self.plan.spawn()?,
         };
-        let out = state.run(tvec!(input.into_tvalue()))?;
+        let out = state.run(inputs)?;
         // A state whose run failed is dropped rather than reused: its turn may be half reset.
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(state);
         Ok(out)

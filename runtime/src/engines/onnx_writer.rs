@@ -1,5 +1,5 @@
 //! Writing ONNX models as protobuf messages, for the models this crate generates: the synthetic
-//! ResNet50 and the GPU builder's CPU reference of an int8 plan (`gpu::export`).
+//! ResNet50 and BERT, and the GPU builder's CPU reference of an int8 plan (`gpu::export`).
 
 use tract_onnx::pb;
 use tract_onnx::pb::attribute_proto::AttributeType;
@@ -10,7 +10,7 @@ pub const OPSET: i64 = 13;
 /// ONNX IR version of the generated models.
 const IR_VERSION: i64 = 7;
 
-/// A graph under construction: nodes in topological order and their f32 initializers.
+/// A graph under construction: nodes in topological order and their initializers.
 #[derive(Default)]
 pub struct GraphWriter {
     pub nodes: Vec<pb::NodeProto>,
@@ -44,10 +44,22 @@ impl GraphWriter {
         name.to_string()
     }
 
-    /// The finished model: one f32 input and one f32 output.
-    pub fn into_model(self, graph_name: String, doc_string: String, input: pb::ValueInfoProto, output: pb::ValueInfoProto) -> pb::ModelProto {
-        let graph =
-            pb::GraphProto { node: self.nodes, name: graph_name, initializer: self.initializers, doc_string, input: vec![input], output: vec![output], ..Default::default() };
+    /// Adds an int64 initializer of shape `dims` (shapes, axes, indices); returns its name.
+    pub fn constant_i64(&mut self, name: &str, dims: &[usize], values: &[i64]) -> String {
+        debug_assert_eq!(values.len(), dims.iter().product::<usize>());
+        self.initializers.push(pb::TensorProto {
+            dims: dims.iter().map(|&d| d as i64).collect(),
+            data_type: DataType::Int64 as i32,
+            name: name.to_string(),
+            raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ..Default::default()
+        });
+        name.to_string()
+    }
+
+    /// The finished model with its graph inputs and outputs.
+    pub fn into_model(self, graph_name: String, doc_string: String, input: Vec<pb::ValueInfoProto>, output: Vec<pb::ValueInfoProto>) -> pb::ModelProto {
+        let graph = pb::GraphProto { node: self.nodes, name: graph_name, initializer: self.initializers, doc_string, input, output, ..Default::default() };
         pb::ModelProto {
             ir_version: IR_VERSION,
             opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: OPSET }],
@@ -67,6 +79,11 @@ pub enum Dim {
 
 /// An f32 tensor's name and shape, as a graph input or output.
 pub fn value_info(name: &str, dims: Vec<Dim>) -> pb::ValueInfoProto {
+    typed_value_info(name, DataType::Float, dims)
+}
+
+/// A tensor's name, element type and shape, as a graph input or output.
+pub fn typed_value_info(name: &str, elem_type: DataType, dims: Vec<Dim>) -> pb::ValueInfoProto {
     use pb::tensor_shape_proto::{Dimension, dimension::Value};
     let dim = dims
         .into_iter()
@@ -81,7 +98,7 @@ pub fn value_info(name: &str, dims: Vec<Dim>) -> pb::ValueInfoProto {
     pb::ValueInfoProto {
         name: name.to_string(),
         r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type: DataType::Float as i32, shape: Some(pb::TensorShapeProto { dim }) })),
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor { elem_type: elem_type as i32, shape: Some(pb::TensorShapeProto { dim }) })),
             ..Default::default()
         }),
         ..Default::default()

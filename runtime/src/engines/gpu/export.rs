@@ -67,8 +67,8 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
     let model = g.into_model(
         "mlperf-gpu-plan-reference".into(),
         "what a GPU plan computes, int8 rounding included, for the CPU engine".into(),
-        value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(net.channels), Dim::Value(net.height), Dim::Value(net.width)]),
-        value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(net.classes)]),
+        vec![value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(net.channels), Dim::Value(net.height), Dim::Value(net.width)])],
+        vec![value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(net.classes)])],
     );
     Ok(Exported { model, values: names })
 }

@@ -38,6 +38,7 @@
 //! images/s with two workers (about 2 minutes for 50,000); at 64 px about 115 images/s (over 7
 //! minutes), which is why 32 px is the size meant for the CPU-only system.
 
+pub mod bert_model;
 pub mod image;
 pub mod model;
 pub mod rng;
@@ -368,7 +369,7 @@ pub fn read_labels(path: &Path) -> Result<Vec<i32>, String> {
 
 /// A 64-bit content hash for detecting changed or truncated files (integrity, not security):
 /// FNV-1a-style mixing over 8-byte words, then the tail bytes and the length.
-fn content_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut words = bytes.chunks_exact(8);

@@ -101,8 +101,8 @@ fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelPro
             "ResNet50 v1.5 topology with seeded random weights (seed {seed}) for {size}x{size} inputs; \
              synthetic, never submittable"
         ),
-        value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(3), Dim::Value(size), Dim::Value(size)]),
-        value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(CLASSES)]),
+        vec![value_info(INPUT_NAME, vec![Dim::Param("N"), Dim::Value(3), Dim::Value(size), Dim::Value(size)])],
+        vec![value_info(OUTPUT_NAME, vec![Dim::Param("N"), Dim::Value(CLASSES)])],
     );
     model.producer_name = "mlperf-runtime synthetic".into();
     model.producer_version = super::GENERATOR_VERSION.to_string();

@@ -1,0 +1,235 @@
+//! BERT-Large on SQuAD v1.1: the data a run needs (dev set, vocabulary, tokenized tensors, feature
+//! metadata, model), `preprocess_data` (tokenizing the dev set as the reference does), the CPU
+//! engine (tract) on the MLPerf model or on the synthetic workload ([`synthetic`]: a generated
+//! dev set, vocabulary and small BERT of the same interface; never submittable), and accuracy as
+//! `accuracy-squad.py` scores it. Responses are each feature's start and end logits, f32
+//! `[length, 2]`. No GPU engine runs BERT in this build yet.
+
+pub mod synthetic;
+
+use super::{AuditSpecifics, Benchmark, Drive, Workload, WorkloadSpec, no_engine};
+use crate::accuracy::{LogDtype, Scored, SquadScoreOptions, score_squad};
+use crate::dataset::SampleSet;
+use crate::dataset::qsl::SampleLibrary;
+use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
+use crate::dataset::squad::{FEATURES_FILE, SquadOptions, preprocess_squad};
+use crate::engines::cpu_bert::CpuBertEngine;
+use crate::error::Error;
+use mlperf_config::{DatasetSource, EngineKind, Settings};
+use mlperf_loadgen::Qsl;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use synthetic::{SyntheticSpec, SyntheticSquad};
+
+pub struct Bert;
+
+/// What the engines answer: f32 logits (`accuracy-squad.py`'s default `--output_dtype`).
+const RESPONSE_DTYPE: LogDtype = LogDtype::Float32;
+
+/// Where MLCommons publishes the files the configs name, by file name.
+fn model_download(file: &str) -> Option<&'static str> {
+    match file {
+        "bert_large_v1_1_fake_quant.onnx" => Some("https://zenodo.org/record/3750364/files/bert_large_v1_1_fake_quant.onnx (MLCommons BERT-Large, int8 fake-quantized ONNX)"),
+        "bert_large_v1_1.onnx" | "model.onnx" => Some("https://zenodo.org/record/3733910/files/model.onnx (MLCommons BERT-Large, fp32 ONNX)"),
+        _ => None,
+    }
+}
+
+/// The vocabulary: next to the model, as MLCommons ships it.
+fn vocab_path(scratch: &Scratch, settings: &Settings) -> PathBuf {
+    scratch.model_path(settings).and_then(|m| m.parent().map(|d| d.join("vocab.txt"))).unwrap_or_else(|| scratch.models_dir().join("bert/vocab.txt"))
+}
+
+fn is_synthetic(settings: &Settings) -> bool {
+    settings.dataset == Some(DatasetSource::Synthetic)
+}
+
+/// The synthetic set of a config: the directory of its `model_path` (under the models directory).
+fn synthetic_set(scratch: &Scratch, settings: &Settings) -> Result<SyntheticSquad, Error> {
+    let model = scratch.model_path(settings).ok_or_else(|| Error::Config("synthetic bert configs need model_path (the generated model, e.g. synthetic/squad/bert.onnx)".into()))?;
+    Ok(SyntheticSquad::in_dir(model.parent().unwrap_or(Path::new("."))))
+}
+
+/// The synthetic set, generated on first use.
+fn ensure_synthetic(settings: &Settings) -> Result<SyntheticSquad, Error> {
+    let set = synthetic_set(&Scratch::from_env(), settings)?;
+    synthetic::ensure(&set, &SyntheticSpec::standard(), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
+    Ok(set)
+}
+
+/// The tensors and feature metadata a config reads: the synthetic set's, or the preprocessed ones.
+fn tensors_and_features(scratch: &Scratch, settings: &Settings, set: Option<&SyntheticSquad>) -> Result<(Vec<PathBuf>, PathBuf), Error> {
+    if let Some(set) = set {
+        return Ok((set.tensors(), set.features()));
+    }
+    let tensors = scratch.tensor_paths(settings);
+    let features = tensors.first().and_then(|p| p.parent()).map(|d| d.join(FEATURES_FILE)).ok_or_else(|| Error::Config("bert configs need tensor_path".into()))?;
+    Ok((tensors, features))
+}
+
+impl Benchmark for Bert {
+    fn id(&self) -> &'static str {
+        "bert"
+    }
+
+    fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
+        let mut report = DataReport::new(scratch, self.id(), settings);
+        if is_synthetic(settings) {
+            let remedy = "Generated automatically by the synthetic workload on first use (never submittable)".to_string();
+            let generated = |kind, what: &str, path: PathBuf| Item { generated_on_demand: true, ..Item::new(kind, what, path, remedy.clone()) };
+            if let Ok(set) = synthetic_set(scratch, settings) {
+                report.items.push(generated(ItemKind::Dataset, "synthetic SQuAD dev set", set.dev_set()));
+                report.items.push(generated(ItemKind::Vocab, "synthetic vocabulary", set.vocab()));
+                report.items.extend(set.tensors().into_iter().map(|p| generated(ItemKind::Preprocessed, "tokenized synthetic SQuAD tensor", p)));
+                report.items.push(generated(ItemKind::Metadata, "synthetic SQuAD feature metadata", set.features()));
+                report.items.push(generated(ItemKind::Model, "synthetic BERT model", set.model()));
+            }
+            return report;
+        }
+        let dev = scratch.data_dir().join("squad/dev-v1.1.json");
+        let vocab = vocab_path(scratch, settings);
+        let raw = Item::new(
+            ItemKind::Dataset,
+            "SQuAD v1.1 dev set",
+            dev.clone(),
+            format!("Download https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json\nand save it as {}", dev.display()),
+        );
+        let vocab_item = Item::new(
+            ItemKind::Vocab,
+            "BERT vocabulary",
+            vocab.clone(),
+            format!("Download https://zenodo.org/record/3733910/files/vocab.txt (MLCommons BERT-Large, uncased)\nand save it as {}", vocab.display()),
+        );
+        let preprocess = if raw.present && vocab_item.present {
+            format!("Run `{}`", preprocess_command(self.id()))
+        } else {
+            format!("Get the SQuAD dev set and the vocabulary (above), then run `{}`", preprocess_command(self.id()))
+        };
+        report.items.push(raw);
+        report.items.push(vocab_item);
+        let tensors = scratch.tensor_paths(settings);
+        for path in &tensors {
+            report.items.push(Item::new(ItemKind::Preprocessed, "tokenized SQuAD tensor", path.clone(), preprocess.clone()));
+        }
+        if let Some(dir) = tensors.first().and_then(|p| p.parent()) {
+            report.items.push(Item::new(ItemKind::Metadata, "SQuAD feature metadata (for scoring)", dir.join(FEATURES_FILE), preprocess.clone()));
+        }
+        if let Some(model) = scratch.model_path(settings) {
+            let download = model.file_name().and_then(|f| f.to_str()).and_then(model_download);
+            report.items.push(Item::model("BERT-Large model", model, download));
+        }
+        report
+    }
+
+    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+        if is_synthetic(settings) {
+            let set = ensure_synthetic(settings).map_err(|e| e.to_string())?;
+            return Ok(format!("bert: synthetic SQuAD set ready in {}", set.dir.display()));
+        }
+        let tensors = scratch.tensor_paths(settings);
+        let out_dir = tensors.first().and_then(|p| p.parent()).ok_or("bert configs need tensor_path")?.to_path_buf();
+        // MLPerf's features are 384 tokens whatever the engine: `bert_opt_seqlen` only tunes
+        // NVIDIA's engines.
+        let report = preprocess_squad(&scratch.data_dir().join("squad/dev-v1.1.json"), &vocab_path(scratch, settings), &out_dir, &SquadOptions::default())?;
+        Ok(format!("bert: {} questions -> {} features in {} ({:.1} s)", report.examples, report.features, report.out_dir.display(), report.elapsed.as_secs_f64()))
+    }
+
+    fn prepare(&self, spec: &WorkloadSpec, _force_calibration: bool) -> Result<String, Error> {
+        match spec.settings.engine.unwrap_or(EngineKind::Gpu) {
+            EngineKind::Cpu if is_synthetic(spec.settings) => {
+                let set = ensure_synthetic(spec.settings)?;
+                Ok(format!("synthetic SQuAD set and model in {}", set.dir.display()))
+            }
+            EngineKind::Cpu => Ok("cpu engine, nothing to build".into()),
+            EngineKind::Gpu | EngineKind::Serving => Err(no_engine(self.id(), spec.settings)),
+        }
+    }
+
+    fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
+        let settings = spec.settings;
+        if settings.engine.unwrap_or(EngineKind::Gpu) != EngineKind::Cpu {
+            return Err(no_engine(self.id(), settings));
+        }
+        let scratch = Scratch::from_env();
+        let set = if is_synthetic(settings) { Some(ensure_synthetic(settings)?) } else { None };
+        if set.is_none() {
+            let report = self.data(&scratch, settings);
+            if !report.ready() {
+                return Err(Error::Data(format!("the data of bert is not ready:\n{}", report.render())));
+            }
+        }
+        let (tensors, _) = tensors_and_features(&scratch, settings, set.as_ref())?;
+        let library = SampleLibrary::open("SQuAD", &tensors, None, spec.performance_samples).map_err(Error::Data)?;
+        if library.total_sample_count() != spec.total_samples {
+            return Err(Error::Data(format!(
+                "{} holds {} features; the round's SQuAD v1.1 dev set has {}: run `{}` again",
+                tensors[0].display(),
+                library.total_sample_count(),
+                spec.total_samples,
+                preprocess_command(self.id())
+            )));
+        }
+        let seq = library.inputs()[0].shape.first().copied().unwrap_or(0);
+        let model = match &set {
+            Some(set) => set.model(),
+            None => scratch.model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+        };
+        let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
+        Ok(Workload { drive: Drive::Batched(vec![engine; spec.devices.max(1)]), library: Arc::new(library), synthetic: set.is_some(), caveats: Vec::new() })
+    }
+
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
+        let scratch = Scratch::from_env();
+        let set = if is_synthetic(settings) { Some(synthetic_set(&scratch, settings).map_err(|e| e.to_string())?) } else { None };
+        let (_, features) = tensors_and_features(&scratch, settings, set.as_ref()).map_err(|e| e.to_string())?;
+        let options = SquadScoreOptions { dtype: RESPONSE_DTYPE, ..SquadScoreOptions::default() };
+        Ok(score_squad(accuracy_log, &features, &options)?.scored())
+    }
+
+    fn audit(&self) -> AuditSpecifics {
+        // TEST01 compares the logits as logged; TEST06 does not apply to BERT.
+        AuditSpecifics { test01_dtype: RESPONSE_DTYPE, ..AuditSpecifics::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_every_file() {
+        let r = std::env::temp_dir().join(format!("mlperf-bert-data-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&r);
+        let s = Scratch::new(&r);
+        let settings = Settings {
+            model_path: Some("bert/bert_large_v1_1_fake_quant.onnx".into()),
+            tensor_path: Some("squad_tokenized/input_ids.npy,squad_tokenized/segment_ids.npy,squad_tokenized/input_mask.npy".into()),
+            ..Settings::default()
+        };
+        let report = Bert.data(&s, &settings);
+        let paths: Vec<String> = report.items.iter().map(|i| i.path.strip_prefix(&r).unwrap().display().to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "data/squad/dev-v1.1.json",
+                "models/bert/vocab.txt",
+                "preprocessed_data/squad_tokenized/input_ids.npy",
+                "preprocessed_data/squad_tokenized/segment_ids.npy",
+                "preprocessed_data/squad_tokenized/input_mask.npy",
+                "preprocessed_data/squad_tokenized/squad_features.json",
+                "models/bert/bert_large_v1_1_fake_quant.onnx"
+            ]
+        );
+        let text = report.render();
+        assert!(text.contains("rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json"));
+        assert!(text.contains("zenodo.org/record/3750364/files/bert_large_v1_1_fake_quant.onnx"));
+        assert!(text.contains("zenodo.org/record/3733910/files/vocab.txt"));
+        std::fs::create_dir_all(r.join("data/squad")).unwrap();
+        std::fs::write(r.join("data/squad/dev-v1.1.json"), "{}").unwrap();
+        std::fs::create_dir_all(r.join("models/bert")).unwrap();
+        std::fs::write(r.join("models/bert/vocab.txt"), "[UNK]\n").unwrap();
+        let report = Bert.data(&s, &settings);
+        assert_eq!(report.items[2].remedy, "Run `mlperf preprocess_data --benchmarks=bert`");
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+}

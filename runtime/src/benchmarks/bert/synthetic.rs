@@ -1,0 +1,380 @@
+//! The synthetic BERT workload of the CPU-only development system (never submittable): a generated
+//! SQuAD-format dev set, vocabulary and BERT model, run through the same tokenizer, tensors, QSL,
+//! engine and scorer as the real data.
+//!
+//! - **Vocabulary**: BERT's special tokens, punctuation, generated words, and each syllable as a
+//!   word start and as a `##` continuation, so every generated word tokenizes, the rarer ones into
+//!   several WordPieces.
+//! - **Dev set**: articles of paragraphs of generated sentences, each paragraph with a few
+//!   questions; most paragraphs fit one feature, some are long enough to be split into windows
+//!   (the doc-stride path). Questions are added until the set has exactly the round's feature
+//!   count, so LoadGen's sample counts are the real ones.
+//! - **Model**: [`crate::engines::synthetic::bert_model`], MLPerf BERT's interface at a small size.
+//! - **Answers**: what the CPU engine predicts for each question (through the scorer's own
+//!   `write_predictions`), written into the dev set as its ground truth. F1 on synthetic data thus
+//!   measures agreement with the CPU engine, the oracle other engines are checked against: the CPU
+//!   engine itself has an exact match of 100 and an F1 just under it (an answer of punctuation
+//!   alone normalises to nothing, which `evaluate_v1.1.py`'s F1 counts as 0).
+//!
+//! Files, in one directory (`<models>/synthetic/squad/`): `vocab.txt`, `dev-v1.1.json`,
+//! `bert.onnx`, the three tensors and `squad_features.json` that `preprocess_data` writes for real
+//! data, and `manifest.json`. [`ensure`] creates them on first use and reuses them while the
+//! manifest matches the generator version, seed, sizes and feature count and every file matches its
+//! recorded hash. Everything is a pure function of the seed, except the answers, which come from
+//! tract's arithmetic (its kernels differ in the last bits between CPU families).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use prost::Message;
+use serde_json::json;
+
+use crate::accuracy::squad::{SquadScoreOptions, decode_logits, predict};
+use crate::dataset::squad::{FEATURES_FILE, SquadOptions, TENSOR_FILES, convert_examples_to_features, doc_spans, doc_tokens, parse_squad, preprocess_squad};
+use crate::dataset::wordpiece::{BertTokenizer, Vocab};
+use crate::engines::cpu::parallel_chunks;
+use crate::engines::cpu_bert::{CpuBertEngine, response_bytes};
+use crate::engines::synthetic::bert_model::{BertShape, bert};
+use crate::engines::synthetic::content_hash;
+use crate::engines::synthetic::rng::SplitMix64;
+
+/// Bumped whenever anything generated changes: a manifest of another version regenerates.
+pub const GENERATOR_VERSION: u32 = 1;
+/// Seed of the words, texts and weights: fixed, so every machine generates the same workload.
+pub const SEED: u64 = 20_261_126;
+/// Features of SQuAD v1.1's dev set at MLPerf's parameters (every round's `dataset_size`), which
+/// the synthetic set mirrors.
+pub const DEV_FEATURES: usize = 10_833;
+/// The model's sizes, apart from the vocabulary (which the generated vocabulary fixes).
+const LAYERS: usize = 2;
+const HIDDEN: usize = 64;
+const HEADS: usize = 4;
+const INTERMEDIATE: usize = 256;
+const MAX_POSITIONS: usize = 512;
+/// Generated words in the vocabulary, and how many more appear in texts (tokenized into pieces).
+const VOCAB_WORDS: usize = 2_000;
+const TEXT_WORDS: usize = 3_000;
+const CONSONANTS: &[u8] = b"bdfgklmnprstvz";
+const VOWELS: &[u8] = b"aeiou";
+const QUESTION_WORDS: [&str; 6] = ["what", "who", "where", "when", "which", "how"];
+/// Features per parallel labelling work item.
+const LABEL_CHUNK: usize = 64;
+
+/// The files of the synthetic set, all in one directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyntheticSquad {
+    pub dir: PathBuf,
+}
+
+impl SyntheticSquad {
+    pub fn in_dir(dir: &Path) -> SyntheticSquad {
+        SyntheticSquad { dir: dir.to_path_buf() }
+    }
+    pub fn vocab(&self) -> PathBuf {
+        self.dir.join("vocab.txt")
+    }
+    pub fn dev_set(&self) -> PathBuf {
+        self.dir.join("dev-v1.1.json")
+    }
+    pub fn model(&self) -> PathBuf {
+        self.dir.join("bert.onnx")
+    }
+    pub fn tensors(&self) -> Vec<PathBuf> {
+        TENSOR_FILES.iter().map(|f| self.dir.join(f)).collect()
+    }
+    pub fn features(&self) -> PathBuf {
+        self.dir.join(FEATURES_FILE)
+    }
+    fn manifest(&self) -> PathBuf {
+        self.dir.join("manifest.json")
+    }
+    /// Every generated file, manifest excepted, with its manifest key.
+    fn hashed(&self) -> Vec<(PathBuf, String)> {
+        let mut files = vec![self.vocab(), self.dev_set(), self.model(), self.features()];
+        files.extend(self.tensors());
+        files.into_iter().map(|p| (p.clone(), p.file_name().unwrap().to_string_lossy().into_owned())).collect()
+    }
+}
+
+/// What to generate: [`SyntheticSpec::standard`] for runs; tests shrink `features`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyntheticSpec {
+    pub seed: u64,
+    /// Features (QSL samples) in the set.
+    pub features: usize,
+    pub options: SquadOptions,
+    /// Threads for labelling (0: one per available core).
+    pub threads: usize,
+}
+
+impl SyntheticSpec {
+    /// The standard set: the dev set's feature count, MLPerf's feature parameters.
+    pub fn standard() -> SyntheticSpec {
+        SyntheticSpec { seed: SEED, features: DEV_FEATURES, options: SquadOptions::default(), threads: 0 }
+    }
+}
+
+/// Creates the synthetic set in `set.dir` unless a matching one is there; progress to `log`.
+pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<(), String> {
+    match check_existing(set, spec) {
+        Ok(()) => return Ok(()),
+        Err(why) => log(&format!("generating the synthetic SQuAD set in {} ({why})", set.dir.display())),
+    }
+    // The manifest goes first and comes back last: files half-replaced by an interrupted
+    // generation are never taken for valid ones.
+    match std::fs::remove_file(set.manifest()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("cannot remove stale {}: {e}", set.manifest().display())),
+        _ => {}
+    }
+    let started = Instant::now();
+    let words = Words::new(spec.seed);
+    let vocab = words.vocab();
+    crate::fsutil::write_atomic(&set.vocab(), (vocab.join("\n") + "\n").as_bytes())?;
+    let tokenizer = BertTokenizer::new(Vocab::from_tokens(vocab.iter().cloned()))?;
+    let articles = generate_articles(&words, &tokenizer, spec);
+    let shape = BertShape { vocab: vocab.len(), hidden: HIDDEN, heads: HEADS, layers: LAYERS, intermediate: INTERMEDIATE, max_positions: MAX_POSITIONS };
+    let model = bert(&shape, spec.seed).encode_to_vec();
+    crate::fsutil::write_atomic(&set.model(), &model)?;
+
+    // Label: the CPU engine's answer to each question becomes its ground truth.
+    let unanswered = render_dev_set(&articles, &[]);
+    let ds = parse_squad(&unanswered)?;
+    let (meta, tensors) = convert_examples_to_features(&ds, &tokenizer, &spec.options)?;
+    if meta.features.len() != spec.features {
+        return Err(format!("synthetic SQuAD: generated {} features, wanted {} (a generator bug)", meta.features.len(), spec.features));
+    }
+    let engine = CpuBertEngine::load(&set.model(), spec.options.max_seq_length)?;
+    let threads = if spec.threads > 0 { spec.threads } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) };
+    let options = SquadScoreOptions::default();
+    let logits = parallel_chunks(0..meta.features.len(), threads, LABEL_CHUNK, |chunk| {
+        chunk
+            .map(|i| {
+                let (ids, segments, mask) = tensors.row(i);
+                let sample: Vec<u8> = ids.iter().chain(segments).chain(mask).flat_map(|v| v.to_le_bytes()).collect();
+                let (start, end) = engine.logits(&sample)?;
+                decode_logits(&response_bytes(&start, &end), spec.options.max_seq_length, &options).map(Some)
+            })
+            .collect()
+    })?;
+    let answers: Vec<String> = predict(&meta, &logits, &options).into_iter().map(|(_, text)| text).collect();
+    crate::fsutil::write_atomic(&set.dev_set(), render_dev_set(&articles, &answers).as_bytes())?;
+    let report = preprocess_squad(&set.dev_set(), &set.vocab(), &set.dir, &spec.options)?;
+    if report.features != spec.features {
+        return Err(format!("synthetic SQuAD: {} features after labelling, {} before (a generator bug)", report.features, spec.features));
+    }
+    log(&format!("{} questions, {} features, {} WordPieces in the vocabulary ({:.1} s)", report.examples, report.features, vocab.len(), started.elapsed().as_secs_f64()));
+
+    let mut manifest = json!({
+        "generator": "mlperf-runtime synthetic SQuAD v1.1 + BERT",
+        "generator_version": GENERATOR_VERSION,
+        "seed": spec.seed,
+        "features": spec.features,
+        "options": spec.options,
+        "model": format!("{shape:?}"),
+    });
+    for (path, key) in set.hashed() {
+        manifest[key] = json!(format!("{:016x}", content_hash(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?)));
+    }
+    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
+    crate::fsutil::write_atomic(&set.manifest(), text.as_bytes())
+}
+
+/// Reuse check: the manifest matches `spec` and this generator, and every file its hash.
+fn check_existing(set: &SyntheticSquad, spec: &SyntheticSpec) -> Result<(), String> {
+    let text = std::fs::read_to_string(set.manifest()).map_err(|_| "no manifest".to_string())?;
+    let m: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("unreadable manifest: {e}"))?;
+    let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(spec.seed)), ("features", json!(spec.features)), ("options", json!(spec.options))];
+    for (key, value) in wanted {
+        if m[key] != value {
+            return Err(format!("manifest has {key} {}, wanted {value}", m[key]));
+        }
+    }
+    for (path, key) in set.hashed() {
+        let bytes = std::fs::read(&path).map_err(|_| format!("{} is missing", path.display()))?;
+        if m[&key].as_str() != Some(format!("{:016x}", content_hash(&bytes)).as_str()) {
+            return Err(format!("{} differs from the manifest", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The generated words: the first [`VOCAB_WORDS`] are in the vocabulary.
+struct Words {
+    words: Vec<String>,
+    seed: u64,
+}
+
+impl Words {
+    fn new(seed: u64) -> Words {
+        let mut rng = SplitMix64::derive(seed, "words", 0);
+        let mut seen = std::collections::HashSet::new();
+        let mut words = Vec::with_capacity(TEXT_WORDS);
+        while words.len() < TEXT_WORDS {
+            let syllables = rng.range(2, 4) as usize;
+            let word: String = (0..syllables).map(|_| syllable(&mut rng)).collect();
+            if seen.insert(word.clone()) {
+                words.push(word);
+            }
+        }
+        Words { words, seed }
+    }
+
+    /// The vocabulary file's tokens, in id order ([PAD] is 0, as BERT's).
+    fn vocab(&self) -> Vec<String> {
+        let mut v: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?"].iter().map(|s| s.to_string()).collect();
+        v.extend(QUESTION_WORDS.iter().map(|s| s.to_string()));
+        for &c in CONSONANTS {
+            for &vowel in VOWELS {
+                let s = String::from_utf8(vec![c, vowel]).unwrap();
+                v.push(format!("##{s}"));
+                v.push(s);
+            }
+        }
+        let known: std::collections::HashSet<String> = v.iter().cloned().collect();
+        v.extend(self.words[..VOCAB_WORDS].iter().filter(|w| !known.contains(*w)).cloned());
+        v
+    }
+
+    /// A word of text: common words (the vocabulary's) four times as often as rare ones.
+    fn pick(&self, rng: &mut SplitMix64) -> &str {
+        let pool = if rng.range(0, 4) == 0 { TEXT_WORDS } else { VOCAB_WORDS };
+        &self.words[rng.range(0, pool as u32 - 1) as usize]
+    }
+
+    /// A sentence of `lo..=hi` words, capitalised, ending in `end`.
+    fn sentence(&self, rng: &mut SplitMix64, lo: u32, hi: u32, end: &str) -> String {
+        let n = rng.range(lo, hi) as usize;
+        let mut s: Vec<String> = (0..n).map(|_| self.pick(rng).to_string()).collect();
+        if rng.range(0, 3) == 0 && n > 4 {
+            s[n / 2].push(',');
+        }
+        let mut text = s.join(" ");
+        text[..1].make_ascii_uppercase();
+        text + end
+    }
+}
+
+fn syllable(rng: &mut SplitMix64) -> String {
+    let c = CONSONANTS[rng.range(0, CONSONANTS.len() as u32 - 1) as usize];
+    let v = VOWELS[rng.range(0, VOWELS.len() as u32 - 1) as usize];
+    String::from_utf8(vec![c, v]).unwrap()
+}
+
+struct Paragraph {
+    context: String,
+    /// `(id, question)`.
+    questions: Vec<(String, String)>,
+}
+
+/// Paragraphs (grouped in articles of up to 8) with questions, exactly `spec.features` features.
+fn generate_articles(words: &Words, tokenizer: &BertTokenizer, spec: &SyntheticSpec) -> Vec<Vec<Paragraph>> {
+    let mut rng = SplitMix64::derive(words.seed, "squad", 0);
+    let opts = &spec.options;
+    let mut remaining = spec.features;
+    let mut paragraphs: Vec<Paragraph> = Vec::new();
+    let mut question_id = 0u64;
+    while remaining > 0 {
+        // One paragraph in ten is long enough to need several windows.
+        let sentences = if rng.range(0, 9) == 0 { rng.range(30, 45) } else { rng.range(2, 10) };
+        let context = (0..sentences).map(|_| words.sentence(&mut rng, 5, 14, ".")).collect::<Vec<_>>().join(" ");
+        let doc_len: usize = doc_tokens(&context).iter().map(|w| tokenizer.tokenize(w).len()).sum();
+        let mut p = Paragraph { context, questions: Vec::new() };
+        for _ in 0..rng.range(1, 5) {
+            let wh = QUESTION_WORDS[rng.range(0, QUESTION_WORDS.len() as u32 - 1) as usize];
+            let question = format!("{} {}", wh, words.sentence(&mut rng, 3, 9, "?").to_ascii_lowercase());
+            let query = tokenizer.tokenize(&question).len().min(opts.max_query_length);
+            let windows = doc_spans(doc_len, opts.max_seq_length - query - 3, opts.doc_stride).len();
+            if windows > remaining {
+                break;
+            }
+            remaining -= windows;
+            question_id += 1;
+            p.questions.push((format!("{:024x}", SplitMix64::derive(words.seed, "id", question_id).next_u64()), question));
+        }
+        if !p.questions.is_empty() {
+            paragraphs.push(p);
+        }
+    }
+    let mut articles = Vec::new();
+    let mut rest = paragraphs.into_iter().peekable();
+    while rest.peek().is_some() {
+        articles.push(rest.by_ref().take(8).collect());
+    }
+    articles
+}
+
+/// The dev set as SQuAD v1.1 JSON; `answers[i]` is question `i`'s (in file order), none if empty.
+fn render_dev_set(articles: &[Vec<Paragraph>], answers: &[String]) -> String {
+    let mut next = 0;
+    let data: Vec<serde_json::Value> = articles
+        .iter()
+        .enumerate()
+        .map(|(a, paragraphs)| {
+            let paragraphs: Vec<serde_json::Value> = paragraphs
+                .iter()
+                .map(|p| {
+                    let qas: Vec<serde_json::Value> = p
+                        .questions
+                        .iter()
+                        .map(|(id, question)| {
+                            let answer = answers.get(next).map(|text| json!({"text": text, "answer_start": p.context.find(text.as_str()).map_or(-1, |i| i as i64)}));
+                            next += 1;
+                            json!({"id": id, "question": question, "answers": answer.into_iter().collect::<Vec<_>>()})
+                        })
+                        .collect();
+                    json!({"context": p.context, "qas": qas})
+                })
+                .collect();
+            json!({"title": format!("Synthetic_{a}"), "paragraphs": paragraphs})
+        })
+        .collect();
+    json!({"version": "1.1", "data": data}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accuracy::squad::score_squad;
+    use crate::dataset::npy::read_npy;
+
+    #[test]
+    fn a_small_set_has_its_feature_count_and_the_cpu_engine_agrees_with_its_answers() {
+        let dir = std::env::temp_dir().join(format!("mlperf-synthetic-squad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let set = SyntheticSquad::in_dir(&dir);
+        let spec = SyntheticSpec { features: 60, threads: 2, ..SyntheticSpec::standard() };
+        let mut lines = Vec::new();
+        ensure(&set, &spec, &mut |l| lines.push(l.to_string())).unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let ids = read_npy(&set.tensors()[0]).unwrap();
+        assert_eq!(ids.header.shape, [60, 384]);
+        let meta = crate::dataset::squad::SquadFeatures::load(&set.features()).unwrap();
+        assert!(meta.examples.len() < 60, "some paragraphs are split into several windows");
+        assert!(meta.examples.iter().all(|e| e.answers.len() == 1 && !e.answers[0].is_empty()));
+        // Reused while it matches; regenerated when a file changes.
+        ensure(&set, &spec, &mut |l| lines.push(l.to_string())).unwrap();
+        assert_eq!(lines.len(), 2);
+        std::fs::write(set.vocab(), "[PAD]\n").unwrap();
+        ensure(&set, &spec, &mut |l| lines.push(l.to_string())).unwrap();
+        assert!(lines[2].contains("vocab.txt differs from the manifest"), "{lines:?}");
+
+        // The CPU engine's answers, logged as a run logs them, score 100.
+        let engine = CpuBertEngine::load(&set.model(), 384).unwrap();
+        let log = dir.join("mlperf_log_accuracy.json");
+        let mut entries = Vec::new();
+        let rows = |name: &PathBuf| read_npy(name).unwrap().data().to_vec();
+        let (i, s, m) = (rows(&set.tensors()[0]), rows(&set.tensors()[1]), rows(&set.tensors()[2]));
+        for f in 0..60 {
+            let r = f * 384 * 4..(f + 1) * 384 * 4;
+            let sample: Vec<u8> = [&i[r.clone()], &s[r.clone()], &m[r]].concat();
+            let (start, end) = engine.logits(&sample).unwrap();
+            let hex: String = response_bytes(&start, &end).iter().map(|b| format!("{b:02X}")).collect();
+            entries.push(format!("{{\"seq_id\": {f}, \"qsl_idx\": {f}, \"data\": \"{hex}\"}}"));
+        }
+        std::fs::write(&log, format!("[\n{}\n]\n", entries.join(",\n"))).unwrap();
+        let score = score_squad(&log, &set.features(), &SquadScoreOptions::default()).unwrap();
+        assert_eq!((score.exact_match, score.features_logged), (100.0, 60));
+        assert!(score.f1 > 90.0, "{score:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

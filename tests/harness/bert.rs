@@ -1,0 +1,53 @@
+//! BERT on the CPU-only system through the real LoadGen: `generate_engines` makes the synthetic
+//! SQuAD set, the accuracy run is scored as `accuracy-squad.py` scores it, short Offline and
+//! SingleStream runs are VALID, and TEST01 passes against them.
+
+use super::{detail_logs, empty_dir, scratch_alone};
+use std::process::{Command, Output};
+
+#[test]
+fn bert_on_the_cpu_engine_scores_runs_valid_and_passes_test01() {
+    // Alone: TEST01 compares the audit run's throughput with the reference run's within 10 %.
+    let cwd = scratch_alone("bert-cpu");
+    let space = empty_dir("bert-scratch-space");
+    let run = |args: &[&str]| -> Output {
+        let select = ["--system_name=CPU-dev", "--benchmarks=bert"];
+        Command::new(env!("CARGO_BIN_EXE_mlperf")).env("MLPERF_SCRATCH_PATH", &space).args(&args[..1]).args(select).args(&args[1..]).current_dir(&*cwd).output().unwrap()
+    };
+    let shown = |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    let out = run(&["generate_engines", "--scenarios=offline"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let set = space.join("models/synthetic/squad");
+    for file in ["bert.onnx", "vocab.txt", "dev-v1.1.json", "input_ids.npy", "segment_ids.npy", "input_mask.npy", "squad_features.json", "manifest.json"] {
+        assert!(set.join(file).is_file(), "{file}");
+    }
+
+    // Every feature answered and scored; the CPU engine agrees with its own answers (F1 counts an
+    // answer of punctuation alone as 0, as evaluate_v1.1.py does).
+    let out = run(&["run_harness", "--scenarios=offline", "--test_mode=AccuracyOnly"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
+    let text = std::fs::read_to_string(accuracy).unwrap();
+    assert!(text.starts_with("{\"exact_match\": 100.0, \"f1\": "), "{text}");
+    let f1: f64 = text.trim_end().trim_end_matches('}').rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(f1 > 99.0, "{text}");
+    assert!(shown(&out).contains("10833.000 samples"), "{}", shown(&out));
+
+    // Short performance runs: an expected rate above the CPU's, so Offline lasts min_duration.
+    let out = run(&["run_harness", "--scenarios=offline,singlestream", "--min_duration=1000", "--offline_expected_qps=5000"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs.len(), 3, "the accuracy run and two performance runs");
+    for (path, log) in &logs {
+        assert!(matches!(log.str("result_validity"), Some("VALID") | None), "{}: {:?}", path.display(), log.str("result_validity"));
+    }
+
+    // TEST01: the logged logits of the audit run equal the accuracy run's.
+    let out = run(&["run_audit_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000", "--audit_tests=TEST01"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(stdout.lines().any(|l| l.contains("TEST01") && l.contains("PASS") && l.contains(", 0 differ")), "{stdout}");
+    let verify = std::fs::read_to_string(cwd.join("build/compliance/CPU-dev_RS/bert-99/Offline/TEST01/verify_accuracy.txt")).unwrap();
+    assert!(verify.contains("num_perf_log_data_mismatch = 0\n") && verify.ends_with("TEST PASS\n\n"), "{verify}");
+}
