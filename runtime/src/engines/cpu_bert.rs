@@ -34,7 +34,7 @@ pub const BUCKET: usize = 64;
 
 /// The three tensors of a sample, in NVIDIA's `tensor_path` order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     InputIds,
     SegmentIds,
     InputMask,
@@ -43,7 +43,7 @@ enum Role {
 impl Role {
     /// Which tensor a model input of this name is (`input_ids`, `input_ids:0`, `segment_ids`,
     /// `token_type_ids`, `input_mask`, `attention_mask`).
-    fn of(name: &str) -> Option<Role> {
+    pub(crate) fn of(name: &str) -> Option<Role> {
         let n = name.to_ascii_lowercase();
         if n.contains("input_ids") {
             Some(Role::InputIds)

@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod cpu_bert;
 pub mod gpu;
 pub mod io;
+pub mod onnx_reader;
 pub mod onnx_writer;
 pub mod serving;
 pub mod synthetic;

@@ -2,6 +2,8 @@
 //!
 //! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
 //!   fusion, int8 quantisation). CPU only, tested in CI.
+//! - [`bert_import`]: BERT question-answering models from ONNX into typed weights (by dataflow,
+//!   not names), for the GPU BERT engine to come. CPU only, tested in CI.
 //! - [`calibration`]: int8 ranges measured on the CPU (tract) over calibration images, and their
 //!   cache file. CPU only.
 //! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
@@ -17,6 +19,7 @@
 //! [`GpuEngine`] is one GPU behind the harness's `Engine` trait; the batching SUT gives it batches
 //! from as many workers as the config has inference streams, each on its own stream slot.
 
+pub mod bert_import;
 pub mod builder;
 pub mod calibration;
 pub mod cudnn;

@@ -14,8 +14,8 @@
 //!
 //! [`space_to_depth`] is a layout rewrite the lowering applies afterwards (the stem's input).
 
+use crate::engines::onnx_reader::{attr_float, attr_int, attr_ints, f32_values};
 use tract_onnx::pb;
-use tract_onnx::pb::tensor_proto::DataType;
 
 /// A value in the network: 0 is the input image, `i + 1` is the output of node `i`.
 pub type ValueId = usize;
@@ -563,32 +563,6 @@ fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, String> {
         [_, Some(c), Some(h), Some(w)] => Ok(vec![0, c, h, w]),
         _ => Err(format!("input {:?} must be NCHW with fixed C, H and W (any batch), not {dims:?}", input.name)),
     }
-}
-
-fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, String> {
-    if t.data_type != DataType::Float as i32 {
-        return Err(format!("initializer {:?} is not float32 (type {})", t.name, t.data_type));
-    }
-    if !t.raw_data.is_empty() {
-        return Ok(t.raw_data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect());
-    }
-    Ok(t.float_data.clone())
-}
-
-fn attr<'a>(node: &'a pb::NodeProto, key: &str) -> Option<&'a pb::AttributeProto> {
-    node.attribute.iter().find(|a| a.name == key)
-}
-
-fn attr_ints(node: &pb::NodeProto, key: &str) -> Option<Vec<i64>> {
-    attr(node, key).map(|a| a.ints.clone())
-}
-
-fn attr_int(node: &pb::NodeProto, key: &str) -> Option<i64> {
-    attr(node, key).map(|a| a.i)
-}
-
-fn attr_float(node: &pb::NodeProto, key: &str) -> Option<f32> {
-    attr(node, key).map(|a| a.f)
 }
 
 /// Which buffer each value lives in while a batch runs: values whose last reader has run give

@@ -1,0 +1,43 @@
+//! Reading ONNX protobuf messages: initializer values and node attributes, for the importers of
+//! the GPU engine (image classifiers in `gpu::network`, BERT encoders in `gpu::bert_import`).
+
+use tract_onnx::pb;
+use tract_onnx::pb::tensor_proto::DataType;
+
+/// The values of a float32 initializer (raw little-endian data or `float_data`).
+pub fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, String> {
+    if t.data_type != DataType::Float as i32 {
+        return Err(format!("initializer {:?} is not float32 (type {})", t.name, t.data_type));
+    }
+    if !t.raw_data.is_empty() {
+        return Ok(t.raw_data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect());
+    }
+    Ok(t.float_data.clone())
+}
+
+/// The values of an int64 initializer (shapes, axes, indices).
+pub fn i64_values(t: &pb::TensorProto) -> Result<Vec<i64>, String> {
+    if t.data_type != DataType::Int64 as i32 {
+        return Err(format!("initializer {:?} is not int64 (type {})", t.name, t.data_type));
+    }
+    if !t.raw_data.is_empty() {
+        return Ok(t.raw_data.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect());
+    }
+    Ok(t.int64_data.clone())
+}
+
+pub fn attr<'a>(node: &'a pb::NodeProto, key: &str) -> Option<&'a pb::AttributeProto> {
+    node.attribute.iter().find(|a| a.name == key)
+}
+
+pub fn attr_ints(node: &pb::NodeProto, key: &str) -> Option<Vec<i64>> {
+    attr(node, key).map(|a| a.ints.clone())
+}
+
+pub fn attr_int(node: &pb::NodeProto, key: &str) -> Option<i64> {
+    attr(node, key).map(|a| a.i)
+}
+
+pub fn attr_float(node: &pb::NodeProto, key: &str) -> Option<f32> {
+    attr(node, key).map(|a| a.f)
+}
