@@ -1,0 +1,9 @@
+//! cuDNN 9's backend (graph) API, for the fused kernels the legacy API cannot express: an int8
+//! convolution with its whole epilogue (per-channel scale, bias, residual, ReLU, int8 out) and a
+//! matmul with bias and GELU. docs/cudnn-graph-api.md holds the facts this follows.
+//!
+//! Layered as cudarc is (sys, result, safe), so that what cuDNN is asked can be tested without it:
+//! - [`spec`]: the pure description, typed tensors and operations, the two patterns, and the
+//!   checks of cuDNN's rules that otherwise surface only as a bare NOT_SUPPORTED. No FFI.
+
+pub mod spec;
