@@ -5,5 +5,13 @@
 //! Layered as cudarc is (sys, result, safe), so that what cuDNN is asked can be tested without it:
 //! - [`spec`]: the pure description, typed tensors and operations, the two patterns, and the
 //!   checks of cuDNN's rules that otherwise surface only as a bare NOT_SUPPORTED. No FFI.
+//! - [`lowering`]: the description as Create / SetAttribute / Finalize calls on a [`Backend`]
+//!   trait; CI checks the exact sequence with a recording backend.
+//!
+//! [`Backend`]: lowering::Backend
 
+pub mod error;
+pub mod lowering;
 pub mod spec;
+
+pub use error::GraphError;
