@@ -7,9 +7,12 @@
 //!   checks of cuDNN's rules that otherwise surface only as a bare NOT_SUPPORTED. No FFI.
 //! - [`lowering`]: the description as Create / SetAttribute / Finalize calls on a [`Backend`]
 //!   trait; CI checks the exact sequence with a recording backend.
+//! - [`checked`]: the real backend, cudarc's `sys` calls with statuses as [`GraphError`]s carrying
+//!   cuDNN's reason, and descriptors destroyed on drop.
 //!
 //! [`Backend`]: lowering::Backend
 
+pub mod checked;
 pub mod error;
 pub mod lowering;
 pub mod spec;
