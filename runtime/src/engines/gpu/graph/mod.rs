@@ -9,12 +9,15 @@
 //!   trait; CI checks the exact sequence with a recording backend.
 //! - [`checked`]: the real backend, cudarc's `sys` calls with statuses as [`GraphError`]s carrying
 //!   cuDNN's reason, and descriptors destroyed on drop.
+//! - [`plan`]: the safe layer: graphs on a handle, plans from heuristics (autotuned if wanted),
+//!   plans to and from cuDNN's JSON for our plan files, and execution.
 //!
 //! [`Backend`]: lowering::Backend
 
 pub mod checked;
 pub mod error;
 pub mod lowering;
+pub mod plan;
 pub mod spec;
 
 pub use error::GraphError;
