@@ -11,6 +11,7 @@
 //!   cuDNN's reason, and descriptors destroyed on drop.
 //! - [`plan`]: the safe layer: graphs on a handle, plans from heuristics (autotuned if wanted),
 //!   plans to and from cuDNN's JSON for our plan files, and execution.
+//! - [`self_check`]: both patterns run on a GPU against CPU references, timed (opt-in).
 //!
 //! [`Backend`]: lowering::Backend
 
@@ -18,6 +19,7 @@ pub mod checked;
 pub mod error;
 pub mod lowering;
 pub mod plan;
+pub mod self_check;
 pub mod spec;
 
 pub use error::GraphError;
