@@ -39,6 +39,11 @@ impl Handle {
         check("set stream", unsafe { cr::set_stream(raw, stream.cu_stream() as sys::cudaStream_t) })?;
         Ok(h)
     }
+
+    /// The raw handle, for the graph layer's backend calls (`graph::checked`).
+    pub(super) fn raw(&self) -> sys::cudnnHandle_t {
+        self.raw
+    }
 }
 
 impl Drop for Handle {

@@ -15,6 +15,8 @@
 //!   write the plan.
 //! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
 //!   buffers, CUDA graphs, the device-resident sample pool.
+//! - [`graph`]: cuDNN's backend (graph) API for fused epilogues: int8 convolution + scale + bias +
+//!   residual + ReLU, matmul + bias + GELU; descriptions checked in CI, plans, a GPU self-check.
 //!
 //! [`GpuEngine`] is one GPU behind the harness's `Engine` trait; the batching SUT gives it batches
 //! from as many workers as the config has inference streams, each on its own stream slot.
@@ -25,6 +27,7 @@ pub mod calibration;
 pub mod cudnn;
 pub mod exec;
 pub mod export;
+pub mod graph;
 pub mod lower;
 pub mod network;
 pub mod plan;
