@@ -474,6 +474,18 @@ pub enum BenchCommand {
     /// per token, the TTFT it adds at a paced load, and the highest VALID Server QPS under LoadGen;
     /// comparator in the same run: a Python client built like the MLCommons reference SUT.
     Llm(LlmBenchArgs),
+    /// cuDNN's graph API (the int8 convolution with its whole epilogue fused) against the legacy
+    /// fused convolution the ResNet50 engine runs today, on ResNet50's layer shapes, each checked
+    /// against a CPU reference; then the self-check of both graph patterns. Needs a GPU.
+    #[command(name = "cudnn_graph", alias = "cudnn-graph")]
+    CudnnGraph {
+        /// Images per convolution.
+        #[arg(long, default_value_t = 256)]
+        batch: u32,
+        /// The GPU (CUDA ordinal).
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
     /// Reading an LLM dataset pickle into prompts and references against pandas reading it in
     /// Python: median time and peak memory of each.
     Dataset {

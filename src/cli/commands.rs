@@ -97,6 +97,17 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
             harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))?;
         }
         Command::ServeStandIn(args) => engines::serving::stand_in::serve(stand_in_options(&args)?)?,
+        Command::Bench { command: BenchCommand::CudnnGraph { batch, device } } => {
+            use engines::gpu::graph::self_check;
+            let gpu_error = |e: engines::gpu::graph::GraphError| Error::EngineFailed(e.to_string());
+            let layers = self_check::bench_resnet50(device, i64::from(batch.max(1))).map_err(gpu_error)?;
+            outln!("ResNet50 int8 convolutions at batch {batch}, graph (per-channel scale) vs legacy (per-tensor scale), both with bias, residual and ReLU fused:\n{layers}");
+            let patterns = self_check::run(device).map_err(gpu_error)?;
+            outln!("{patterns}");
+            if !(layers.passed() && patterns.passed()) {
+                return Err(Error::CheckFailed("a graph's output differs from its CPU reference (see FAIL above)".into()));
+            }
+        }
         Command::Bench { command: BenchCommand::Dataset { file, reference_column, repeats, python } } => {
             out!("{}", bench::dataset::run(&bench::dataset::DatasetBenchOptions { file, reference_column, repeats, python })?);
         }

@@ -2,6 +2,10 @@
 //! and a BERT-shaped problem, autotuned, compared with references computed here on the CPU (on a
 //! slice of the output), timed, and their plans sent through cuDNN's JSON and run again. The
 //! ignored test `gpu_self_check` runs it from `cargo test`.
+//!
+//! [`bench_resnet50`] (`mlperf bench cudnn_graph`) runs the convolution pattern on ResNet50's
+//! layer shapes, each timed against the legacy API's fused convolution that the ResNet50 engine
+//! runs today (per-tensor scale, bias, residual and ReLU, int8 in and out) on the same buffers.
 
 use super::checked::cudnn_version;
 use super::error::{GraphError, cuda};
@@ -51,6 +55,8 @@ pub struct Measurement {
     /// The largest difference that passes.
     pub tolerance: f64,
     pub json: JsonRoundTrip,
+    /// The legacy API's time for the same layer (convolutions compared in [`bench_resnet50`]).
+    pub legacy_us: Option<Result<f64, GraphError>>,
 }
 
 /// The fastest plan sent through [`SerializedPlan`] and run again.
@@ -80,8 +86,8 @@ impl fmt::Display for Report {
         writeln!(f, "cuDNN graph layer self-check: cuDNN {} on {}", self.cudnn_version, self.gpu)?;
         writeln!(
             f,
-            "{:<34} {:<30} {:>6} {:>5} {:>11} {:>9} {:>7} {:>9} {:>9} {:>13}  {:<10} result",
-            "graph", "shape", "engine", "timed", "workspace", "mean us", "TOPS", "compared", "differing", "max diff/tol", "plan JSON"
+            "{:>10} {:<34} {:<30} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7} {:>9} {:>9} {:>13}  {:<10} result",
+            "legacy/us", "graph", "shape", "engine", "timed", "workspace", "mean us", "legacy us", "TOPS", "compared", "differing", "max diff/tol", "plan JSON"
         )?;
         for row in &self.rows {
             match &row.result {
@@ -93,13 +99,21 @@ impl fmt::Display for Report {
                     };
                     let verdict = if m.passed() { "pass" } else { "FAIL" };
                     let difference = format!("{:.3}/{:.3}", m.max_difference, m.tolerance);
+                    let (ratio, legacy) = match &m.legacy_us {
+                        Some(Ok(us)) => (format!("{:.2}", us / m.mean_us), format!("{us:.1}")),
+                        Some(Err(_)) => ("-".into(), "failed".into()),
+                        None => ("-".into(), "-".into()),
+                    };
                     writeln!(
                         f,
-                        "{:<34} {:<30} {:>6} {:>5} {:>11} {:>9.1} {:>7.1} {:>9} {:>9} {:>13}  {json:<10} {verdict}",
+                        "{ratio:>10} {:<34} {:<30} {:>6} {:>5} {:>11} {:>9.1} {legacy:>9} {:>7.1} {:>9} {:>9} {:>13}  {json:<10} {verdict}",
                         row.graph, row.shape, m.engine, m.candidates, m.workspace_bytes, m.mean_us, m.tera_ops, m.compared, m.differing, difference
                     )?;
                     if let JsonRoundTrip::Failed(e) = &m.json {
                         writeln!(f, "  plan JSON: {e}")?;
+                    }
+                    if let Some(Err(e)) = &m.legacy_us {
+                        writeln!(f, "  legacy: {e}")?;
                     }
                 }
                 Err(e) => writeln!(f, "{:<34} {:<30} FAIL: {e}", row.graph, row.shape)?,
@@ -112,6 +126,36 @@ impl fmt::Display for Report {
 /// Runs the check on GPU `ordinal`. An error here is one of the set-up (no CUDA, no cuDNN 9);
 /// each graph's own failure is in its row.
 pub fn run(ordinal: usize) -> Result<Report, GraphError> {
+    run_cases(ordinal, || Ok(vec![conv_case(&resnet_layer(), false)?, gemm_case(&bert_gemm())?]))
+}
+
+/// ResNet50 v1.5's convolutions that carry a residual (each stage's last 1x1) and its 3x3s, at
+/// `batch` images, graph against legacy. Residual layers are the ones the graph can improve most.
+pub fn bench_resnet50(ordinal: usize, batch: i64) -> Result<Report, GraphError> {
+    let layer = |c: i64, size: i64, k: i64, kernel: i64| ConvLayer {
+        batch,
+        in_channels: c,
+        height: size,
+        width: size,
+        out_channels: k,
+        kernel: [kernel; 2],
+        padding: [kernel / 2; 2],
+        ..resnet_layer()
+    };
+    let layers = [
+        layer(64, 56, 64, 3),
+        layer(64, 56, 256, 1),
+        layer(128, 28, 128, 3),
+        layer(128, 28, 512, 1),
+        layer(256, 14, 256, 3),
+        layer(256, 14, 1024, 1),
+        layer(512, 7, 512, 3),
+        layer(512, 7, 2048, 1),
+    ];
+    run_cases(ordinal, || layers.iter().map(|l| conv_case(l, true)).collect())
+}
+
+fn run_cases(ordinal: usize, cases: impl FnOnce() -> Result<Vec<Case>, GraphError>) -> Result<Report, GraphError> {
     exec::require_cuda().map_err(GraphError::Device)?;
     let ctx = CudaContext::new(ordinal).map_err(cuda("open the device"))?;
     ctx.bind_to_thread().map_err(cuda("bind the device"))?;
@@ -119,7 +163,7 @@ pub fn run(ordinal: usize) -> Result<Report, GraphError> {
     let handle = Handle::new(&stream).map_err(GraphError::Device)?;
     let device = Device { gpu: ctx.name().map_err(cuda("read the device name"))?, stream, handle };
     let cudnn_version = cudnn_version()?;
-    let rows = [conv_case(&resnet_layer())?, gemm_case(&bert_gemm())?].into_iter().map(|case| case.run(&device)).collect();
+    let rows = cases()?.into_iter().map(|case| case.run(&device)).collect();
     Ok(Report { cudnn_version, gpu: device.gpu, rows })
 }
 
@@ -155,6 +199,8 @@ struct Case {
     expected: Vec<f64>,
     decode: fn(&[u8]) -> Vec<f64>,
     tolerance: Tolerance,
+    /// Also time the legacy API's fused convolution of this layer.
+    legacy: Option<ConvLayer>,
 }
 
 impl Case {
@@ -201,6 +247,7 @@ impl Case {
             }
             Err(e) => JsonRoundTrip::Failed(e),
         };
+        let legacy_us = self.legacy.as_ref().map(|layer| legacy_conv_us(device, layer, &buffer, &workspace));
         Ok(Measurement {
             engine: tuned.plan.engine(),
             candidates: tuned.timings.len(),
@@ -212,6 +259,7 @@ impl Case {
             max_difference,
             tolerance: self.tolerance.limit,
             json,
+            legacy_us,
         })
     }
 
@@ -245,7 +293,52 @@ fn bytes<T: Copy, const N: usize>(values: &[T], to_bytes: fn(T) -> [u8; N]) -> V
     values.iter().flat_map(|&v| to_bytes(v)).collect()
 }
 
-fn conv_case(layer: &ConvLayer) -> Result<Case, GraphError> {
+/// The legacy API's fused int8 convolution, as the ResNet50 engine runs it, on the graph's buffers:
+/// `relu(alpha1 * conv(x, w) + alpha2 * residual + bias)` to int8 with a per-tensor scale, the
+/// fastest of cuDNN's algorithms within the workspace; mean microseconds over [`TIMED_RUNS`].
+fn legacy_conv_us<'a>(device: &Device, layer: &ConvLayer, buffer: &dyn Fn(Uid) -> &'a DeviceBuffer, workspace: &DeviceBuffer) -> Result<f64, GraphError> {
+    use crate::engines::gpu::cudnn::{Activation, Convolution, DataType, Filter, FusedConv, Operand, Tensor, candidate_algorithms};
+    let [n, k, p, q] = layer.output_dims().map(|d| d as usize);
+    let (c, h, w, r) = (layer.in_channels as usize, layer.height as usize, layer.width as usize, layer.kernel[0] as usize);
+    let (x, y) = (Tensor::nhwc(DataType::Int8, n, c, h, w).map_err(GraphError::Device)?, Tensor::nhwc(DataType::Int8, n, k, p, q).map_err(GraphError::Device)?);
+    let filter = Filter::krsc(DataType::Int8, k, c, r, r).map_err(GraphError::Device)?;
+    let conv = Convolution::new(layer.padding[0] as usize, layer.stride[0] as usize, DataType::Int32).map_err(GraphError::Device)?;
+    let act = Activation::new(true).map_err(GraphError::Device)?;
+    let bias = Tensor::nhwc(DataType::Float, 1, k, 1, 1).map_err(GraphError::Device)?;
+    let op = FusedConv {
+        x: Operand { desc: &x, ptr: buffer(ConvLayer::X).ptr() },
+        w: Operand { desc: &filter, ptr: buffer(ConvLayer::W).ptr() },
+        conv: &conv,
+        act: &act,
+        bias: Operand { desc: &bias, ptr: buffer(ConvLayer::BIAS).ptr() },
+        z: Some(buffer(ConvLayer::RESIDUAL).ptr()),
+        y: Operand { desc: &y, ptr: buffer(ConvLayer::Y).ptr() },
+        alphas: (1.0 / 4096.0, 1.0),
+    };
+    let time = |algo, runs: usize| -> Result<f64, GraphError> {
+        let started = std::time::Instant::now();
+        for _ in 0..runs {
+            // SAFETY: every operand is a live buffer of the graph's tensor of the same shape and
+            // type, the workspace is at least the algorithm's need (filtered below), and the stream
+            // is synchronized before the buffers can go.
+            unsafe { op.launch(&device.handle, algo, workspace) }.map_err(GraphError::Device)?;
+        }
+        device.stream.synchronize().map_err(cuda("run the legacy convolution"))?;
+        Ok(started.elapsed().as_secs_f64() * 1e6 / runs as f64)
+    };
+    let algorithms = candidate_algorithms(&device.handle, &x, &filter, &conv, &y).map_err(GraphError::Device)?;
+    let mut best: Option<(f64, _)> = None;
+    for (algo, _) in algorithms.into_iter().filter(|(_, bytes)| *bytes <= workspace.bytes) {
+        // An algorithm that cannot run this configuration fails at once: the next one is tried.
+        if let Ok(us) = time(algo, 1).and_then(|_| time(algo, AUTOTUNE.runs)) {
+            best = best.filter(|(b, _)| *b <= us).or(Some((us, algo)));
+        }
+    }
+    let (_, algo) = best.ok_or_else(|| GraphError::Device(format!("no legacy algorithm runs this int8 convolution within {} bytes of workspace", workspace.bytes)))?;
+    time(algo, TIMED_RUNS)
+}
+
+fn conv_case(layer: &ConvLayer, legacy: bool) -> Result<Case, GraphError> {
     let spec = conv_scale_bias_residual_relu(layer)?;
     let [n, k, p, q] = layer.output_dims().map(|d| d as usize);
     let (c, h, w) = (layer.in_channels as usize, layer.height as usize, layer.width as usize);
@@ -281,6 +374,7 @@ fn conv_case(layer: &ConvLayer) -> Result<Case, GraphError> {
         // (fused multiply-adds or not) can move a value across a rounding boundary.
         tolerance: Tolerance { rounding: 0.0, limit: 1.0, relative: false },
         spec,
+        legacy: legacy.then(|| layer.clone()),
     })
 }
 
@@ -353,6 +447,7 @@ fn gemm_case(gemm: &Gemm) -> Result<Case, GraphError> {
         // fp16's spacing is 2^-10 relative: a result rounded once differs by half of it; allow a
         // few (float sums in another order, cuDNN's erf).
         tolerance: Tolerance { rounding: 1.0 / 1024.0, limit: 4.0 / 1024.0, relative: true },
+        legacy: None,
         spec,
     })
 }
