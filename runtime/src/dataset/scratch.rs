@@ -180,6 +180,12 @@ impl Item {
         Item { kind, what: what.to_string(), path, present, detail: None, remedy, generated_on_demand: false }
     }
 
+    /// A file the synthetic workload writes on first use: missing is not a problem.
+    pub fn generated(kind: ItemKind, what: &str, path: PathBuf) -> Item {
+        let remedy = "Generated automatically by the synthetic workload on first use (never submittable)".to_string();
+        Item { generated_on_demand: true, ..Item::new(kind, what, path, remedy) }
+    }
+
     /// A model file; `download` names where MLCommons publishes it, when known.
     pub fn model(what: &str, path: PathBuf, download: Option<&str>) -> Item {
         let remedy = match download {
@@ -199,13 +205,11 @@ impl DataReport {
     /// on first use and the samples generated from their index, so nothing needs downloading.
     pub fn synthetic(scratch: &Scratch, benchmark: &str, settings: &Settings) -> DataReport {
         let mut report = DataReport::new(scratch, benchmark, settings);
-        let remedy = "Generated automatically by the synthetic workload on first use (never submittable)".to_string();
-        let generated = |kind, what: &str, path: PathBuf| Item { generated_on_demand: true, ..Item::new(kind, what, path, remedy.clone()) };
         if let Some(model) = scratch.model_path(settings) {
-            report.items.push(generated(ItemKind::Model, "synthetic model", model));
+            report.items.push(Item::generated(ItemKind::Model, "synthetic model", model));
         }
         if let Some(map) = settings.map_path.as_deref() {
-            report.items.push(generated(ItemKind::Map, "synthetic val map", scratch.models_dir().join(map)));
+            report.items.push(Item::generated(ItemKind::Map, "synthetic val map", scratch.models_dir().join(map)));
         }
         report.notes.push("synthetic samples are generated from their index when loaded; no preprocessed tensors are read".into());
         report

@@ -57,13 +57,18 @@ fn ensure_synthetic(settings: &Settings) -> Result<SyntheticSquad, Error> {
     Ok(set)
 }
 
+/// The directory of the preprocessed tensors, where the feature metadata goes too.
+fn tensor_dir(tensors: &[PathBuf]) -> Option<&Path> {
+    tensors.first().and_then(|p| p.parent())
+}
+
 /// The tensors and feature metadata a config reads: the synthetic set's, or the preprocessed ones.
 fn tensors_and_features(scratch: &Scratch, settings: &Settings, set: Option<&SyntheticSquad>) -> Result<(Vec<PathBuf>, PathBuf), Error> {
     if let Some(set) = set {
         return Ok((set.tensors(), set.features()));
     }
     let tensors = scratch.tensor_paths(settings);
-    let features = tensors.first().and_then(|p| p.parent()).map(|d| d.join(FEATURES_FILE)).ok_or_else(|| Error::Config("bert configs need tensor_path".into()))?;
+    let features = tensor_dir(&tensors).map(|d| d.join(FEATURES_FILE)).ok_or_else(|| Error::Config("bert configs need tensor_path".into()))?;
     Ok((tensors, features))
 }
 
@@ -75,14 +80,12 @@ impl Benchmark for Bert {
     fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
         let mut report = DataReport::new(scratch, self.id(), settings);
         if is_synthetic(settings) {
-            let remedy = "Generated automatically by the synthetic workload on first use (never submittable)".to_string();
-            let generated = |kind, what: &str, path: PathBuf| Item { generated_on_demand: true, ..Item::new(kind, what, path, remedy.clone()) };
             if let Ok(set) = synthetic_set(scratch, settings) {
-                report.items.push(generated(ItemKind::Dataset, "synthetic SQuAD dev set", set.dev_set()));
-                report.items.push(generated(ItemKind::Vocab, "synthetic vocabulary", set.vocab()));
-                report.items.extend(set.tensors().into_iter().map(|p| generated(ItemKind::Preprocessed, "tokenized synthetic SQuAD tensor", p)));
-                report.items.push(generated(ItemKind::Metadata, "synthetic SQuAD feature metadata", set.features()));
-                report.items.push(generated(ItemKind::Model, "synthetic BERT model", set.model()));
+                report.items.push(Item::generated(ItemKind::Dataset, "synthetic SQuAD dev set", set.dev_set()));
+                report.items.push(Item::generated(ItemKind::Vocab, "synthetic vocabulary", set.vocab()));
+                report.items.extend(set.tensors().into_iter().map(|p| Item::generated(ItemKind::Preprocessed, "tokenized synthetic SQuAD tensor", p)));
+                report.items.push(Item::generated(ItemKind::Metadata, "synthetic SQuAD feature metadata", set.features()));
+                report.items.push(Item::generated(ItemKind::Model, "synthetic BERT model", set.model()));
             }
             return report;
         }
@@ -111,7 +114,7 @@ impl Benchmark for Bert {
         for path in &tensors {
             report.items.push(Item::new(ItemKind::Preprocessed, "tokenized SQuAD tensor", path.clone(), preprocess.clone()));
         }
-        if let Some(dir) = tensors.first().and_then(|p| p.parent()) {
+        if let Some(dir) = tensor_dir(&tensors) {
             report.items.push(Item::new(ItemKind::Metadata, "SQuAD feature metadata (for scoring)", dir.join(FEATURES_FILE), preprocess.clone()));
         }
         if let Some(model) = scratch.model_path(settings) {
@@ -127,7 +130,7 @@ impl Benchmark for Bert {
             return Ok(format!("bert: synthetic SQuAD set ready in {}", set.dir.display()));
         }
         let tensors = scratch.tensor_paths(settings);
-        let out_dir = tensors.first().and_then(|p| p.parent()).ok_or("bert configs need tensor_path")?.to_path_buf();
+        let out_dir = tensor_dir(&tensors).ok_or("bert configs need tensor_path")?.to_path_buf();
         // MLPerf's features are 384 tokens whatever the engine: `bert_opt_seqlen` only tunes
         // NVIDIA's engines.
         let report = preprocess_squad(&scratch.data_dir().join("squad/dev-v1.1.json"), &vocab_path(scratch, settings), &out_dir, &SquadOptions::default())?;
