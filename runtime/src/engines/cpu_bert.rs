@@ -91,6 +91,14 @@ impl Feature {
         let length = rows[Role::InputMask.row()].iter().take_while(|&&m| m != 0).count();
         Ok(Feature { rows, length })
     }
+
+    pub fn ids(&self) -> &[i32] {
+        &self.rows[Role::InputIds.row()]
+    }
+
+    pub fn segments(&self) -> &[i32] {
+        &self.rows[Role::SegmentIds.row()]
+    }
 }
 
 /// A BERT question-answering model on the CPU. See the module documentation.

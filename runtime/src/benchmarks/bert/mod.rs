@@ -2,8 +2,10 @@
 //! metadata, model), `preprocess_data` (tokenizing the dev set as the reference does), the CPU
 //! engine (tract) on the MLPerf model or on the synthetic workload ([`synthetic`]: a generated
 //! dev set, vocabulary and small BERT of the same interface; never submittable), and accuracy as
-//! `accuracy-squad.py` scores it. Responses are each feature's start and end logits, f32
-//! `[length, 2]`. No GPU engine runs BERT in this build yet.
+//! `accuracy-squad.py` scores it, and the GPU engine (fp16, packed sequences:
+//! [`crate::engines::gpu::bert`]) on GPU systems; synthetic GPU configs run a BERT-Large-shaped
+//! model of the synthetic set ([`synthetic::ensure_large_model`]). Responses are each feature's
+//! start and end logits, f32 `[length, 2]`.
 
 pub mod synthetic;
 
@@ -13,7 +15,11 @@ use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
 use crate::dataset::squad::{FEATURES_FILE, SquadOptions, preprocess_squad};
+use crate::engines::ElementType;
 use crate::engines::cpu_bert::CpuBertEngine;
+use crate::engines::gpu::bert::RunOptions;
+use crate::engines::gpu::bert::builder::BertGpuSpec;
+use crate::engines::gpu::exec::require_cuda;
 use crate::error::Error;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use mlperf_loadgen::Qsl;
@@ -44,17 +50,42 @@ fn is_synthetic(settings: &Settings) -> bool {
     settings.dataset == Some(DatasetSource::Synthetic)
 }
 
-/// The synthetic set of a config: the directory of its `model_path` (under the models directory).
-fn synthetic_set(scratch: &Scratch, settings: &Settings) -> Result<SyntheticSquad, Error> {
-    let model = scratch.model_path(settings).ok_or_else(|| Error::Config("synthetic bert configs need model_path (the generated model, e.g. synthetic/squad/bert.onnx)".into()))?;
-    Ok(SyntheticSquad::in_dir(model.parent().unwrap_or(Path::new("."))))
+/// The synthetic set: one per scratch space, whatever the config's `model_path` (a GPU system's
+/// names the real model, whose directory must not receive generated files).
+fn synthetic_set(scratch: &Scratch) -> SyntheticSquad {
+    SyntheticSquad::in_dir(&scratch.models_dir().join("synthetic/squad"))
 }
 
 /// The synthetic set, generated on first use.
-fn ensure_synthetic(settings: &Settings) -> Result<SyntheticSquad, Error> {
-    let set = synthetic_set(&Scratch::from_env(), settings)?;
+fn ensure_synthetic() -> Result<SyntheticSquad, Error> {
+    let set = synthetic_set(&Scratch::from_env());
     synthetic::ensure(&set, &SyntheticSpec::standard(), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
     Ok(set)
+}
+
+/// Features the GPU plan is checked against the CPU engine on when it is built.
+const CHECK_FEATURES: usize = 16;
+
+/// The GPU plan a config describes, the synthetic BERT-Large-shaped model generated on first use.
+fn gpu_spec(spec: &WorkloadSpec) -> Result<BertGpuSpec, Error> {
+    let settings = spec.settings;
+    match settings.precision.map(ElementType::from_config) {
+        None | Some(Some(ElementType::F16)) => {}
+        _ => {
+            let asked = settings.precision.map_or("?", |p| p.name());
+            return Err(Error::Config(format!("the GPU BERT engine runs fp16; this config asks for {asked}: pass --precision=fp16")));
+        }
+    }
+    let model_path = match is_synthetic(settings) {
+        true => synthetic::ensure_large_model(&ensure_synthetic()?, &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?,
+        false => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+    };
+    if !model_path.is_file() {
+        return Err(Error::Data(format!("model {} not found: download the MLPerf BERT-Large ONNX model there (`mlperf info` lists every expected path)", model_path.display())));
+    }
+    let batch_size = settings.batch_size("bert").unwrap_or(1).max(1) as usize;
+    let options = RunOptions { batch_size, seq: SquadOptions::default().max_seq_length, streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize };
+    Ok(BertGpuSpec { model_path, plan_path: spec.plan.plan_path("bert", ElementType::F16, batch_size), options })
 }
 
 /// The directory of the preprocessed tensors, where the feature metadata goes too.
@@ -72,6 +103,42 @@ fn tensors_and_features(scratch: &Scratch, settings: &Settings, set: Option<&Syn
     Ok((tensors, features))
 }
 
+impl Bert {
+    /// The tokenized features a config reads, holding up to `resident` in memory; real data must
+    /// be ready, synthetic data is generated on first use. Runs pass the round's set size as
+    /// `expected`.
+    fn samples(&self, settings: &Settings, resident: usize, expected: Option<usize>) -> Result<SampleLibrary, Error> {
+        let scratch = Scratch::from_env();
+        let set = if is_synthetic(settings) { Some(ensure_synthetic()?) } else { None };
+        if set.is_none() {
+            let report = self.data(&scratch, settings);
+            if !report.ready() {
+                return Err(Error::Data(format!("the data of bert is not ready:\n{}", report.render())));
+            }
+        }
+        let (tensors, _) = tensors_and_features(&scratch, settings, set.as_ref())?;
+        let library = SampleLibrary::open("SQuAD", &tensors, None, resident).map_err(Error::Data)?;
+        if let Some(expected) = expected.filter(|&e| e != library.total_sample_count()) {
+            return Err(Error::Data(format!(
+                "{} holds {} features; the round's SQuAD v1.1 dev set has {expected}: run `{}` again",
+                tensors[0].display(),
+                library.total_sample_count(),
+                preprocess_command(self.id())
+            )));
+        }
+        let seq = library.inputs()[0].shape.first().copied().unwrap_or(0);
+        if seq != SquadOptions::default().max_seq_length {
+            return Err(Error::Data(format!(
+                "{} holds features of {seq} tokens; MLPerf's are {}: run `{}` again",
+                tensors[0].display(),
+                SquadOptions::default().max_seq_length,
+                preprocess_command(self.id())
+            )));
+        }
+        Ok(library)
+    }
+}
+
 impl Benchmark for Bert {
     fn id(&self) -> &'static str {
         "bert"
@@ -80,12 +147,16 @@ impl Benchmark for Bert {
     fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport {
         let mut report = DataReport::new(scratch, self.id(), settings);
         if is_synthetic(settings) {
-            if let Ok(set) = synthetic_set(scratch, settings) {
+            {
+                let set = synthetic_set(scratch);
                 report.items.push(Item::generated(ItemKind::Dataset, "synthetic SQuAD dev set", set.dev_set()));
                 report.items.push(Item::generated(ItemKind::Vocab, "synthetic vocabulary", set.vocab()));
                 report.items.extend(set.tensors().into_iter().map(|p| Item::generated(ItemKind::Preprocessed, "tokenized synthetic SQuAD tensor", p)));
                 report.items.push(Item::generated(ItemKind::Metadata, "synthetic SQuAD feature metadata", set.features()));
-                report.items.push(Item::generated(ItemKind::Model, "synthetic BERT model", set.model()));
+                report.items.push(match settings.engine.unwrap_or(EngineKind::Gpu) {
+                    EngineKind::Gpu => Item::generated(ItemKind::Model, "synthetic BERT-Large-shaped model", set.large_model()),
+                    _ => Item::generated(ItemKind::Model, "synthetic BERT model", set.model()),
+                });
             }
             return report;
         }
@@ -126,7 +197,7 @@ impl Benchmark for Bert {
 
     fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
         if is_synthetic(settings) {
-            let set = ensure_synthetic(settings).map_err(|e| e.to_string())?;
+            let set = ensure_synthetic().map_err(|e| e.to_string())?;
             return Ok(format!("bert: synthetic SQuAD set ready in {}", set.dir.display()));
         }
         let tensors = scratch.tensor_paths(settings);
@@ -140,52 +211,47 @@ impl Benchmark for Bert {
     fn prepare(&self, spec: &WorkloadSpec, _force_calibration: bool) -> Result<String, Error> {
         match spec.settings.engine.unwrap_or(EngineKind::Gpu) {
             EngineKind::Cpu if is_synthetic(spec.settings) => {
-                let set = ensure_synthetic(spec.settings)?;
+                let set = ensure_synthetic()?;
                 Ok(format!("synthetic SQuAD set and model in {}", set.dir.display()))
             }
             EngineKind::Cpu => Ok("cpu engine, nothing to build".into()),
-            // Not an error: `generate_engines` over a GPU system's benchmarks goes on to the others;
+            EngineKind::Gpu => {
+                // Before generating any model: without a GPU nothing below can finish.
+                require_cuda().map_err(Error::Config)?;
+                let gpu = gpu_spec(spec)?;
+                let library = self.samples(spec.settings, CHECK_FEATURES, None)?;
+                let checked = CHECK_FEATURES.min(library.total_sample_count());
+                Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
+                Ok(gpu.generate(&library, checked, &mut |line| tracing::info!("  {line}"))?)
+            }
+            // Not an error: `generate_engines` over a system's benchmarks goes on to the others;
             // a run of this config says why it cannot run.
-            kind @ (EngineKind::Gpu | EngineKind::Serving) => Ok(format!("no {} engine for bert in this build, nothing to build", kind.name())),
+            EngineKind::Serving => Ok("no serving engine for bert, nothing to build".into()),
         }
     }
 
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
         let settings = spec.settings;
-        if settings.engine.unwrap_or(EngineKind::Gpu) != EngineKind::Cpu {
-            return Err(no_engine(self.id(), settings));
-        }
-        let scratch = Scratch::from_env();
-        let set = if is_synthetic(settings) { Some(ensure_synthetic(settings)?) } else { None };
-        if set.is_none() {
-            let report = self.data(&scratch, settings);
-            if !report.ready() {
-                return Err(Error::Data(format!("the data of bert is not ready:\n{}", report.render())));
+        let engines = match settings.engine.unwrap_or(EngineKind::Gpu) {
+            EngineKind::Gpu => gpu_spec(spec)?.open(spec.devices)?,
+            EngineKind::Cpu => {
+                let model = match is_synthetic(settings) {
+                    true => ensure_synthetic()?.model(),
+                    false => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+                };
+                let seq = SquadOptions::default().max_seq_length;
+                let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
+                vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
             }
-        }
-        let (tensors, _) = tensors_and_features(&scratch, settings, set.as_ref())?;
-        let library = SampleLibrary::open("SQuAD", &tensors, None, spec.performance_samples).map_err(Error::Data)?;
-        if library.total_sample_count() != spec.total_samples {
-            return Err(Error::Data(format!(
-                "{} holds {} features; the round's SQuAD v1.1 dev set has {}: run `{}` again",
-                tensors[0].display(),
-                library.total_sample_count(),
-                spec.total_samples,
-                preprocess_command(self.id())
-            )));
-        }
-        let seq = library.inputs()[0].shape.first().copied().unwrap_or(0);
-        let model = match &set {
-            Some(set) => set.model(),
-            None => scratch.model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+            EngineKind::Serving => return Err(no_engine(self.id(), settings)),
         };
-        let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
-        Ok(Workload { drive: Drive::Batched(vec![engine; spec.devices.max(1)]), library: Arc::new(library), synthetic: set.is_some(), caveats: Vec::new() })
+        let library = self.samples(settings, spec.performance_samples, Some(spec.total_samples))?;
+        Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(settings), caveats: Vec::new() })
     }
 
     fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
         let scratch = Scratch::from_env();
-        let set = if is_synthetic(settings) { Some(synthetic_set(&scratch, settings).map_err(|e| e.to_string())?) } else { None };
+        let set = if is_synthetic(settings) { Some(synthetic_set(&scratch)) } else { None };
         let (_, features) = tensors_and_features(&scratch, settings, set.as_ref()).map_err(|e| e.to_string())?;
         let options = SquadScoreOptions { dtype: RESPONSE_DTYPE, ..SquadScoreOptions::default() };
         Ok(score_squad(accuracy_log, &features, &options)?.scored())

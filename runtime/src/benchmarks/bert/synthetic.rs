@@ -39,7 +39,7 @@ use crate::engines::synthetic::content_hash;
 use crate::engines::synthetic::rng::SplitMix64;
 
 /// Bumped whenever anything generated changes: a manifest of another version regenerates.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 /// Seed of the words, texts and weights: fixed, so every machine generates the same workload.
 pub const SEED: u64 = 20_261_126;
 /// Features of SQuAD v1.1's dev set at MLPerf's parameters (every round's `dataset_size`), which
@@ -79,6 +79,10 @@ impl SyntheticSquad {
     pub fn model(&self) -> PathBuf {
         self.dir.join("bert.onnx")
     }
+    /// The BERT-Large-shaped model GPU engines run (see [`ensure_large_model`]).
+    pub fn large_model(&self) -> PathBuf {
+        self.dir.join(format!("bert-large-shape.g{GENERATOR_VERSION}.onnx"))
+    }
     pub fn tensors(&self) -> Vec<PathBuf> {
         TENSOR_FILES.iter().map(|f| self.dir.join(f)).collect()
     }
@@ -94,6 +98,26 @@ impl SyntheticSquad {
         files.extend(self.tensors());
         files.into_iter().map(|p| (p.clone(), p.file_name().unwrap().to_string_lossy().into_owned())).collect()
     }
+}
+
+/// BERT-Large's dimensions (24 layers, 1024 wide, 16 heads, 4096 intermediate, 512 positions).
+pub const LARGE: BertShape = BertShape { vocab: 0, hidden: 1024, heads: 16, layers: 24, intermediate: 4096, max_positions: 512 };
+
+/// The BERT-Large-shaped model of the set, generated on first use: MLPerf BERT's interface and
+/// size, the set's vocabulary, seeded weights. GPU engines run it so that their speed is BERT-
+/// Large's; its answers are not the set's ground truth (the 2-layer model's are), so its accuracy
+/// runs fail their target: it is for performance and for checking an engine against the CPU
+/// engine on the same model.
+pub fn ensure_large_model(set: &SyntheticSquad, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    let path = set.large_model();
+    if path.is_file() {
+        return Ok(path);
+    }
+    let vocab = std::fs::read_to_string(set.vocab()).map_err(|e| format!("{}: {e} (generate the synthetic set first)", set.vocab().display()))?;
+    let shape = BertShape { vocab: vocab.lines().count(), ..LARGE };
+    log(&format!("generating {} ({shape:?})", path.display()));
+    crate::fsutil::write_atomic(&path, &bert(&shape, SEED).encode_to_vec())?;
+    Ok(path)
 }
 
 /// What to generate: [`SyntheticSpec::standard`] for runs; tests shrink `features`.

@@ -52,6 +52,7 @@ pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
         compute_capability,
         cuda_driver_version,
         cudnn_version: super::cudnn::version(),
+        cublaslt_version: 0,
         batch_size: spec.batch_size(),
         precision: spec.precision,
         input: input_description(&spec.input),

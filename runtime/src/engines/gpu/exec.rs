@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 pub type Result<T> = std::result::Result<T, String>;
 
-fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
+pub(super) fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
     r.map_err(|e| format!("CUDA {what}: {e:?}"))
 }
 

@@ -1,9 +1,12 @@
-//! The GPU engine: our own replacement for a TensorRT engine, for image classifiers (ResNet50).
+//! The GPU engines: our own replacements for TensorRT engines, for image classifiers (ResNet50,
+//! below) and BERT ([`bert`]).
 //!
 //! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
 //!   fusion, int8 quantisation). CPU only, tested in CI.
 //! - [`bert_import`]: BERT question-answering models from ONNX into typed weights (by dataflow,
-//!   not names), for the GPU BERT engine to come. CPU only, tested in CI.
+//!   not names). CPU only, tested in CI.
+//! - [`bert`]: the GPU BERT engine (fp16, packed sequences, cuBLASLt and NVRTC kernels), its plan
+//!   and builder.
 //! - [`calibration`]: int8 ranges measured on the CPU (tract) over calibration images, and their
 //!   cache file. CPU only.
 //! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
@@ -21,6 +24,7 @@
 //! [`GpuEngine`] is one GPU behind the harness's `Engine` trait; the batching SUT gives it batches
 //! from as many workers as the config has inference streams, each on its own stream slot.
 
+pub mod bert;
 pub mod bert_import;
 pub mod builder;
 pub mod calibration;
@@ -52,13 +56,41 @@ pub struct RunOptions {
     pub workspace_bytes: usize,
 }
 
+/// An engine's per-stream slots: a batch takes one (waiting while all are busy) and puts it back.
+pub struct SlotPool<S> {
+    idle: Mutex<Vec<S>>,
+    returned: Condvar,
+}
+
+impl<S> SlotPool<S> {
+    pub fn new(slots: Vec<S>) -> SlotPool<S> {
+        SlotPool { idle: Mutex::new(slots), returned: Condvar::new() }
+    }
+
+    /// Runs `f` on a free slot.
+    pub fn with<T>(&self, f: impl FnOnce(&mut S) -> T) -> T {
+        let mut slot = {
+            let mut idle = self.idle.lock().expect("slot pool");
+            loop {
+                if let Some(slot) = idle.pop() {
+                    break slot;
+                }
+                idle = self.returned.wait(idle).expect("slot pool");
+            }
+        };
+        let out = f(&mut slot);
+        self.idle.lock().expect("slot pool").push(slot);
+        self.returned.notify_one();
+        out
+    }
+}
+
 /// One GPU running a plan.
 pub struct GpuEngine {
     name: String,
     model: Arc<DeviceModel>,
-    idle: Mutex<Vec<Slot>>,
-    returned: Condvar,
-    /// Declared after `idle`, so dropped after the slots (whose graphs hold its address); a slot in
+    slots: SlotPool<Slot>,
+    /// Declared after `slots`, so dropped after the slots (whose graphs hold its address); a slot in
     /// use is put back before `classify` returns, while the engine is borrowed.
     resident: Option<ResidentPool>,
 }
@@ -76,40 +108,18 @@ impl GpuEngine {
             0 => None,
             n => Some(ResidentPool { buffer: DeviceBuffer::new(n * input.sample_bytes())?, capacity: n, sample_bytes: input.sample_bytes(), slots: Mutex::new(HashMap::new()) }),
         };
-        Ok(GpuEngine { name: format!("gpu{ordinal}"), model, idle: Mutex::new(slots), returned: Condvar::new(), resident })
+        Ok(GpuEngine { name: format!("gpu{ordinal}"), model, slots: SlotPool::new(slots), resident })
     }
 
     /// Every GPU of the machine, each with the same plan.
     pub fn open_all(devices: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, String> {
-        let present = exec::device_count()?;
-        if present < devices {
-            return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
-        }
-        (0..devices).map(|d| GpuEngine::open(d, plan, input, options).map(|e| Arc::new(e) as Arc<dyn Engine>)).collect()
-    }
-
-    fn take_slot(&self) -> Slot {
-        let mut idle = self.idle.lock().expect("slot pool");
-        loop {
-            if let Some(slot) = idle.pop() {
-                return slot;
-            }
-            idle = self.returned.wait(idle).expect("slot pool");
-        }
-    }
-
-    fn put_back(&self, slot: Slot) {
-        self.idle.lock().expect("slot pool").push(slot);
-        self.returned.notify_one();
+        open_each(devices, |d| GpuEngine::open(d, plan, input, options))
     }
 
     /// Runs one batch (at most the plan's batch size) and returns the top-1 classes; with
     /// `logits`, also the fp32 logits (correctness checks).
     pub fn classify(&self, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
-        let mut slot = self.take_slot();
-        let result = self.classify_on(&mut slot, indices, source, logits);
-        self.put_back(slot);
-        result
+        self.slots.with(|slot| self.classify_on(slot, indices, source, logits))
     }
 
     fn classify_on(&self, slot: &mut Slot, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
@@ -154,6 +164,15 @@ impl Engine for GpuEngine {
         }
         Ok(())
     }
+}
+
+/// An engine on each of the system's `devices` GPUs, which this machine must have.
+pub fn open_each<E: Engine + 'static>(devices: usize, open: impl Fn(usize) -> Result<E, String>) -> Result<Vec<Arc<dyn Engine>>, String> {
+    let present = exec::device_count()?;
+    if present < devices {
+        return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
+    }
+    (0..devices).map(|d| open(d).map(|e| Arc::new(e) as Arc<dyn Engine>)).collect()
 }
 
 /// Sample `index`, which must have the size the plan's input format gives.

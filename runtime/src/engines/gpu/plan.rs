@@ -10,6 +10,7 @@
 //! the header alone is enough to decide whether a plan is up to date ([`check`]).
 
 use super::network::SpaceToDepth;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -29,6 +30,9 @@ pub struct PlanKey {
     pub compute_capability: String,
     pub cuda_driver_version: i32,
     pub cudnn_version: usize,
+    /// 0 for engines that do not use cuBLASLt (plans from before it was keyed have none).
+    #[serde(default)]
+    pub cublaslt_version: usize,
     pub batch_size: usize,
     pub precision: crate::engines::ElementType,
     /// Sample element type and layout as the QSL delivers them, e.g. "int8 NCHW 3x224x224 scale 1".
@@ -135,9 +139,24 @@ pub struct PlanHeader {
     pub verification: String,
 }
 
+/// What the file framing needs of a plan's header (ResNet50's [`PlanHeader`], BERT's).
+pub trait Header: Serialize + DeserializeOwned {
+    fn blob_len(&self) -> usize;
+    fn blob_sha256(&self) -> &str;
+}
+
+impl Header for PlanHeader {
+    fn blob_len(&self) -> usize {
+        self.blob_len
+    }
+    fn blob_sha256(&self) -> &str {
+        &self.blob_sha256
+    }
+}
+
 #[derive(Debug)]
-pub struct Plan {
-    pub header: PlanHeader,
+pub struct Plan<H = PlanHeader> {
+    pub header: H,
     pub blob: Vec<u8>,
 }
 
@@ -174,7 +193,7 @@ pub fn file_sha256(path: &Path) -> Result<String, String> {
     Ok(hex(&hasher.finalize()))
 }
 
-impl Plan {
+impl<H: Header> Plan<H> {
     pub fn to_bytes(&self) -> Vec<u8> {
         let header = serde_json::to_vec_pretty(&self.header).expect("headers serialize");
         let mut out = Vec::with_capacity(20 + header.len() + self.blob.len());
@@ -187,26 +206,26 @@ impl Plan {
     }
 
     /// Parses and verifies a whole plan (header and weights).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Plan, String> {
-        let (header, start) = parse_header(bytes)?;
+    pub fn from_bytes(bytes: &[u8]) -> Result<Plan<H>, String> {
+        let (header, start) = parse_header::<H>(bytes)?;
         let blob = &bytes[start..];
-        if blob.len() != header.blob_len {
-            return Err(format!("weights are {} bytes, the header says {} (truncated file?)", blob.len(), header.blob_len));
+        if blob.len() != header.blob_len() {
+            return Err(format!("weights are {} bytes, the header says {} (truncated file?)", blob.len(), header.blob_len()));
         }
         let digest = sha256_hex(blob);
-        if digest != header.blob_sha256 {
-            return Err(format!("weights checksum {digest} does not match the header's {}", header.blob_sha256));
+        if digest != header.blob_sha256() {
+            return Err(format!("weights checksum {digest} does not match the header's {}", header.blob_sha256()));
         }
         Ok(Plan { header, blob: blob.to_vec() })
     }
 
-    pub fn load(path: &Path) -> Result<Plan, String> {
+    pub fn load(path: &Path) -> Result<Plan<H>, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read engine plan {}: {e}", path.display()))?;
         Plan::from_bytes(&bytes).map_err(|e| format!("engine plan {} is corrupt: {e}; rebuild it with `mlperf generate_engines`", path.display()))
     }
 }
 
-fn parse_header(bytes: &[u8]) -> Result<(PlanHeader, usize), String> {
+fn parse_header<H: DeserializeOwned>(bytes: &[u8]) -> Result<(H, usize), String> {
     if bytes.len() < 20 || &bytes[..8] != MAGIC {
         return Err("not an engine plan (bad magic)".into());
     }
@@ -220,8 +239,14 @@ fn parse_header(bytes: &[u8]) -> Result<(PlanHeader, usize), String> {
     Ok((header, end))
 }
 
-/// Reads only a plan's header (cheap: no weights are hashed).
-pub fn read_header(path: &Path) -> Result<PlanHeader, String> {
+/// The part of any plan's header that says what it was built from.
+#[derive(Deserialize)]
+struct Keyed {
+    key: PlanKey,
+}
+
+/// Reads only a plan's key (cheap: no weights are hashed), whatever the engine's header.
+fn read_key(path: &Path) -> Result<PlanKey, String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut prefix = [0u8; 20];
@@ -233,7 +258,7 @@ pub fn read_header(path: &Path) -> Result<PlanHeader, String> {
     let mut bytes = prefix.to_vec();
     bytes.resize(20 + len, 0);
     file.read_exact(&mut bytes[20..]).map_err(|_| "header runs past the end of the file".to_string())?;
-    parse_header(&bytes).map(|(h, _)| h)
+    parse_header::<Keyed>(&bytes).map(|(h, _)| h.key)
 }
 
 /// Compares the plan at `path` with what is wanted now.
@@ -241,9 +266,9 @@ pub fn check(path: &Path, wanted: &PlanKey) -> PlanStatus {
     if !path.exists() {
         return PlanStatus::Missing;
     }
-    match read_header(path) {
+    match read_key(path) {
         Err(e) => PlanStatus::Corrupt(e),
-        Ok(h) => match h.key.differences(wanted) {
+        Ok(key) => match key.differences(wanted) {
             d if d.is_empty() => PlanStatus::Fresh,
             d => PlanStatus::Stale(d),
         },
@@ -279,6 +304,7 @@ mod tests {
             compute_capability: "9.0".into(),
             cuda_driver_version: 13000,
             cudnn_version: 91400,
+            cublaslt_version: 0,
             batch_size: 256,
             precision: crate::engines::ElementType::F16,
             input: "int8 NCHW 3x224x224 scale 1".into(),
@@ -331,18 +357,18 @@ mod tests {
     fn plans_round_trip_and_reject_corruption() {
         let p = plan();
         let bytes = p.to_bytes();
-        let back = Plan::from_bytes(&bytes).unwrap();
+        let back: Plan = Plan::from_bytes(&bytes).unwrap();
         assert_eq!(back.header, p.header);
         assert_eq!(back.blob, p.blob);
 
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert!(Plan::from_bytes(&flipped).unwrap_err().contains("checksum"));
-        assert!(Plan::from_bytes(&bytes[..bytes.len() - 10]).unwrap_err().contains("truncated"));
-        assert!(Plan::from_bytes(b"not a plan at all, really").unwrap_err().contains("magic"));
+        assert!(Plan::<PlanHeader>::from_bytes(&flipped).unwrap_err().contains("checksum"));
+        assert!(Plan::<PlanHeader>::from_bytes(&bytes[..bytes.len() - 10]).unwrap_err().contains("truncated"));
+        assert!(Plan::<PlanHeader>::from_bytes(b"not a plan at all, really").unwrap_err().contains("magic"));
         let mut future = bytes.clone();
         future[8] = 99;
-        assert!(Plan::from_bytes(&future).unwrap_err().contains("plan format 99"));
+        assert!(Plan::<PlanHeader>::from_bytes(&future).unwrap_err().contains("plan format 99"));
     }
 
     #[test]

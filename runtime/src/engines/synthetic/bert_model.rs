@@ -12,8 +12,11 @@
 //! Only the sizes differ (a few narrow layers), so the CPU engine runs it fast enough for CI, and
 //! it reads any sequence length up to `max_positions` (the position table is sliced to the input's
 //! length, as the exported model does). Weights are uniform with variance `1 / fan_in`, which keeps
-//! activations O(1) through the layers; the question-answering head gives logits of unit scale, so
-//! answers are well separated and an engine's rounding rarely changes one.
+//! activations O(1) through the layers, except the two projections back into the residual stream,
+//! scaled by [`RESIDUAL_BRANCH_GAIN`]: with full-size branches a deep random BERT collapses every
+//! token onto the same vector (at 24 layers its logits differed between tokens by 3e-4, below
+//! fp16 rounding), where a trained one keeps tokens apart. The question-answering head gives
+//! logits of unit scale, so answers are well separated and an engine's rounding rarely changes one.
 
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_proto::DataType;
@@ -29,6 +32,8 @@ pub const OUTPUT_NAMES: [&str; 2] = ["output_start_logits", "output_end_logits"]
 const LAYER_NORM_EPSILON: f32 = 1e-12;
 /// What the attention mask adds to the scores of padding positions (BERT's).
 const MASKED_SCORE: f32 = -10_000.0;
+/// Scale of the attention-output and FFN-output weights (see the module notes).
+const RESIDUAL_BRANCH_GAIN: f32 = 0.2;
 
 /// The sizes of a BERT model (BERT-Large: 30522, 1024, 16, 24, 4096, 512).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +124,12 @@ impl Builder {
 
     /// `x @ W + b` with `W: [inputs, outputs]` of variance `1 / inputs`.
     fn linear(&mut self, name: &str, x: &str, inputs: usize, outputs: usize) -> String {
-        let w = self.weight(&format!("{name}.weight"), &[inputs, outputs], (inputs as f32).recip().sqrt());
+        self.scaled_linear(name, x, inputs, outputs, 1.0)
+    }
+
+    /// `x @ W + b` with `W` of standard deviation `gain / sqrt(inputs)`.
+    fn scaled_linear(&mut self, name: &str, x: &str, inputs: usize, outputs: usize, gain: f32) -> String {
+        let w = self.weight(&format!("{name}.weight"), &[inputs, outputs], gain * (inputs as f32).recip().sqrt());
         let b = self.weight(&format!("{name}.bias"), &[outputs], 0.1);
         let y = self.node("MatMul", &format!("{name}.matmul"), &[x, &w], vec![]);
         self.node("Add", &format!("{name}.add"), &[&y, &b], vec![])
@@ -180,12 +190,12 @@ impl Builder {
         let context = self.node("Transpose", &format!("{p}.context.transpose"), &[&context], vec![attr_ints("perm", &[0, 2, 1, 3])]);
         let merged = self.onnx.constant_i64(&format!("{p}.context.shape"), &[3], &[0, 0, h as i64]);
         let context = self.node("Reshape", &format!("{p}.context.reshape"), &[&context, &merged], vec![]);
-        let attended = self.linear(&format!("{p}.attention.output.dense"), &context, h, h);
+        let attended = self.scaled_linear(&format!("{p}.attention.output.dense"), &context, h, h, RESIDUAL_BRANCH_GAIN);
         let attended = self.node("Add", &format!("{p}.attention.residual"), &[&attended, x], vec![]);
         let attended = self.layer_norm(&format!("{p}.attention.output.LayerNorm"), &attended, h);
         let inner = self.linear(&format!("{p}.intermediate.dense"), &attended, h, shape.intermediate);
         let inner = self.gelu(&format!("{p}.intermediate.gelu"), &inner);
-        let out = self.linear(&format!("{p}.output.dense"), &inner, shape.intermediate, h);
+        let out = self.scaled_linear(&format!("{p}.output.dense"), &inner, shape.intermediate, h, RESIDUAL_BRANCH_GAIN);
         let out = self.node("Add", &format!("{p}.output.residual"), &[&out, &attended], vec![]);
         self.layer_norm(&format!("{p}.output.LayerNorm"), &out, h)
     }

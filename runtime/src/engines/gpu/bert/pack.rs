@@ -1,0 +1,137 @@
+//! A batch of features packed without padding: their real tokens one after another, with each
+//! sequence's first row (`starts`) and the attention kernel's work list (`tiles`: 64 query rows of
+//! one sequence each). CPU only, tested in CI.
+
+use crate::engines::cpu_bert::Feature;
+
+/// Query rows per attention block (4 warps of 16).
+pub const TILE_ROWS: usize = 64;
+/// Token counts are rounded up to this for the products: fewer shapes to prepare, and the rows
+/// past the last token are never read back.
+pub const TOKEN_ROUNDING: usize = 64;
+
+/// What the model accepts, for checking samples before they reach the GPU (an index past a
+/// table would read outside it).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub vocab: usize,
+    pub token_types: usize,
+    pub max_positions: usize,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub struct Packed {
+    pub ids: Vec<i32>,
+    pub segments: Vec<i32>,
+    pub positions: Vec<i32>,
+    pub starts: Vec<i32>,
+    pub tiles: Vec<i32>,
+}
+
+impl Packed {
+    pub fn tokens(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The token count the products run on.
+    pub fn padded_tokens(&self) -> usize {
+        self.tokens().next_multiple_of(TOKEN_ROUNDING).max(TOKEN_ROUNDING)
+    }
+
+    pub fn tile_count(&self) -> usize {
+        self.tiles.len() / 2
+    }
+
+    /// Packs `features` (each a sample index and its decoded feature).
+    pub fn new(features: &[(usize, Feature)], limits: Limits) -> Result<Packed, String> {
+        let mut p = Packed { starts: vec![0], ..Packed::default() };
+        for (s, (index, f)) in features.iter().enumerate() {
+            let len = f.length.max(1);
+            if len > limits.max_positions {
+                return Err(format!("sample {index} has {len} tokens; the model has {} positions", limits.max_positions));
+            }
+            let (ids, segments) = (&f.ids()[..len], &f.segments()[..len]);
+            if let Some(id) = ids.iter().find(|&&i| i < 0 || i as usize >= limits.vocab) {
+                return Err(format!("sample {index} has token id {id}; the model's vocabulary has {} (was the set tokenized with another vocabulary?)", limits.vocab));
+            }
+            if let Some(t) = segments.iter().find(|&&t| t < 0 || t as usize >= limits.token_types) {
+                return Err(format!("sample {index} has segment id {t}; the model has {} token types", limits.token_types));
+            }
+            p.ids.extend_from_slice(ids);
+            p.segments.extend_from_slice(segments);
+            p.positions.extend(0..len as i32);
+            p.starts.push(p.ids.len() as i32);
+            for first in (0..len).step_by(TILE_ROWS) {
+                p.tiles.extend([s as i32, first as i32]);
+            }
+        }
+        Ok(p)
+    }
+
+    /// The int32 upload, in the order the device buffer holds it: ids, segments, positions,
+    /// starts, tiles.
+    pub fn write(&self, out: &mut [u8]) -> usize {
+        let mut at = 0;
+        for part in [&self.ids, &self.segments, &self.positions, &self.starts, &self.tiles] {
+            for v in part.iter() {
+                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                at += 4;
+            }
+        }
+        at
+    }
+
+    /// Byte offsets of the parts in [`Packed::write`]'s layout.
+    pub fn offsets(&self) -> [usize; 5] {
+        let t = 4 * self.tokens();
+        [0, t, 2 * t, 3 * t, 3 * t + 4 * self.starts.len()]
+    }
+}
+
+/// The bytes the upload of a batch of `features` features of at most `seq` tokens needs at most.
+pub fn upload_capacity(features: usize, seq: usize) -> usize {
+    4 * (3 * features * seq + features + 1 + 2 * features * seq.div_ceil(TILE_ROWS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feature(len: usize, seq: usize) -> Feature {
+        let ids: Vec<i32> = (0..seq).map(|i| if i < len { 5 + i as i32 } else { 0 }).collect();
+        let segs: Vec<i32> = (0..seq).map(|i| i32::from(i >= 2 && i < len)).collect();
+        let mask: Vec<i32> = (0..seq).map(|i| i32::from(i < len)).collect();
+        let bytes: Vec<u8> = ids.iter().chain(&segs).chain(&mask).flat_map(|v| v.to_le_bytes()).collect();
+        Feature::decode(&bytes, seq).unwrap()
+    }
+
+    const LIMITS: Limits = Limits { vocab: 400, token_types: 2, max_positions: 384 };
+
+    #[test]
+    fn features_pack_back_to_back_with_their_starts_and_tiles() {
+        let p = Packed::new(&[(7, feature(3, 384)), (8, feature(130, 384)), (9, feature(64, 384))], LIMITS).unwrap();
+        assert_eq!(p.tokens(), 197);
+        assert_eq!(p.padded_tokens(), 256);
+        assert_eq!(p.starts, [0, 3, 133, 197]);
+        assert_eq!(p.tiles, [0, 0, 1, 0, 1, 64, 1, 128, 2, 0]);
+        assert_eq!(&p.ids[..4], [5, 6, 7, 5]);
+        assert_eq!(&p.positions[..5], [0, 1, 2, 0, 1]);
+        assert_eq!(&p.segments[..4], [0, 0, 1, 0]);
+        let mut out = vec![0u8; upload_capacity(3, 384)];
+        let n = p.write(&mut out);
+        let o = p.offsets();
+        assert_eq!(n, o[4] + 4 * p.tiles.len());
+        assert_eq!(i32::from_le_bytes(out[o[3] + 4..o[3] + 8].try_into().unwrap()), 3);
+        assert_eq!(i32::from_le_bytes(out[o[2] + 12..o[2] + 16].try_into().unwrap()), 0);
+    }
+
+    #[test]
+    fn samples_outside_the_model_are_refused_with_the_sample() {
+        let small = Limits { vocab: 50, ..LIMITS };
+        let err = Packed::new(&[(3, feature(10, 384)), (4, feature(60, 384))], small).unwrap_err();
+        assert!(err.contains("sample 4 has token id 50") && err.contains("vocabulary has 50"), "{err}");
+        let short = Limits { max_positions: 128, ..LIMITS };
+        let err = Packed::new(&[(5, feature(200, 384))], short).unwrap_err();
+        assert!(err.contains("sample 5 has 200 tokens; the model has 128 positions"), "{err}");
+    }
+}
