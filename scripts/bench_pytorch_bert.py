@@ -7,6 +7,8 @@ Modes (each over the whole feature set, repeated for --seconds):
   padded  batches as MLPerf stores them, every feature padded to 384 tokens (the issue's 1,844)
   sorted  features sorted by length, each batch padded only to its longest feature
   compile padded, through torch.compile (the compile time is printed; skipped with --no-compile)
+  linears the 24 layers' linears alone (F.linear, GELU fused by PyTorch where it can) on the batch's
+          packed tokens, no padding: the cuBLAS ceiling of a packed engine, not a BERT
 
 Usage: bench_pytorch_bert.py --tensors DIR [--onnx model.onnx] [--batch 256] [--seconds 10]
 """
@@ -120,6 +122,25 @@ def main():
         compile_s = time.perf_counter() - started
         full = [b for b in padded if b[0].shape[0] == a.batch]
         rows.append((f"torch.compile, padded to 384 (compiled in {compile_s:.0f} s)", measure(forward(compiled), full, a.seconds)))
+    # The linears alone on packed tokens: batches of --batch features, back to back.
+    packed_tokens = [int(lengths[i:i + a.batch].sum()) for i in range(0, len(ids), a.batch)]
+    layer = model.bert.encoder.layer[0]
+    mats = [layer.attention.self.query, layer.attention.output.dense, layer.intermediate.dense, layer.output.dense]
+    qkv_w = torch.cat([layer.attention.self.query.weight, layer.attention.self.key.weight, layer.attention.self.value.weight])
+    qkv_b = torch.cat([layer.attention.self.query.bias, layer.attention.self.key.bias, layer.attention.self.value.bias])
+    x = torch.randn(max(packed_tokens), 1024, device="cuda", dtype=torch.half)
+    h = torch.randn(max(packed_tokens), 4096, device="cuda", dtype=torch.half)
+    def linears(b):
+        t = b[0].shape[0]
+        with torch.inference_mode():
+            for _ in range(config.num_hidden_layers):
+                torch.nn.functional.linear(x[:t], qkv_w, qkv_b)
+                mats[1](x[:t])
+                torch.nn.functional.gelu(mats[2](x[:t]), approximate="tanh")
+                mats[3](h[:t])
+    # `measure` counts rows of its batches: here tokens, turned into features at the set's mean length.
+    tokens_per_s = measure(linears, [(torch.empty(t, 0),) for t in packed_tokens], a.seconds)
+    rows.append(("linears alone on packed tokens (cuBLAS ceiling, not a BERT)", tokens_per_s / lengths.mean()))
     print("| PyTorch fp16 SDPA | samples/s |")
     print("|---|---:|")
     for name, rate in rows:

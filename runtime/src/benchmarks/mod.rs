@@ -306,7 +306,18 @@ mod tests {
         assert!(e.contains("no cpu engine for llama2-70b") && e.contains("--backend=null"), "{e}");
         assert!(family("whisper").open(&spec).err().unwrap().to_string().contains("no cpu engine for whisper"));
         let gpu = Settings { engine: Some(EngineKind::Gpu), ..Settings::default() };
-        assert!(family("bert").open(&WorkloadSpec { settings: &gpu, ..spec }).err().unwrap().to_string().contains("no gpu engine for bert"));
+        assert!(
+            family("whisper")
+                .open(&WorkloadSpec { settings: &gpu, plan: PlanIdentity { system: "CPU-dev", scenario: Scenario::Offline, workload: WorkloadSetting::default() }, ..spec })
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("no gpu engine for whisper")
+        );
+        // The GPU BERT engine says what it runs before it looks for a GPU or a model.
+        let int8 = Settings { engine: Some(EngineKind::Gpu), precision: Some(mlperf_config::DataType::Int8), ..Settings::default() };
+        let e = family("bert").open(&WorkloadSpec { settings: &int8, ..spec }).err().unwrap();
+        assert!(matches!(e, Error::Config(_)) && e.to_string().contains("the GPU BERT engine runs fp16; this config asks for int8: pass --precision=fp16"), "{e:?}");
         assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
     }
 }

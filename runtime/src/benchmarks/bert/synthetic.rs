@@ -21,7 +21,8 @@
 //! data, and `manifest.json`. [`ensure`] creates them on first use and reuses them while the
 //! manifest matches the generator version, seed, sizes and feature count and every file matches its
 //! recorded hash. Everything is a pure function of the seed, except the answers, which come from
-//! tract's arithmetic (its kernels differ in the last bits between CPU families).
+//! tract's arithmetic (its kernels differ in the last bits between CPU families). GPU configs add
+//! `bert-large-shape.g<version>.onnx` ([`ensure_large_model`]), outside the manifest.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

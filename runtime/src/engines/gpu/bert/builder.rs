@@ -79,7 +79,6 @@ impl BertGpuSpec {
             blob.len() as f64 / 1e6
         ));
         let mut plan = Plan { header, blob };
-        let checked = checked.min(self.options.batch_size);
         plan.header.verification = self.verify(&plan, source, checked)?;
         progress(&plan.header.verification);
         write_atomic(&self.plan_path, &plan.to_bytes())?;
@@ -89,7 +88,8 @@ impl BertGpuSpec {
     /// The GPU's logits against the CPU engine's on samples `0..checked`.
     fn verify(&self, plan: &Plan<BertPlanHeader>, source: &dyn SampleSource, checked: usize) -> Result<String> {
         let indices: Vec<usize> = (0..checked).collect();
-        let gpu = GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.answer(&indices, source)?;
+        let mut gpu = Vec::new();
+        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.infer(&indices, source, &mut gpu)?;
         let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq)?);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(checked.max(1));
         let reference = parallel_chunks(0..checked, threads, checked.div_ceil(threads).max(1), |range| {

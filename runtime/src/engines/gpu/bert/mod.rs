@@ -275,7 +275,7 @@ impl GpuBertEngine {
     }
 
     /// The responses to `indices` (at most a batch), in order.
-    pub fn answer(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Vec<Vec<u8>>> {
+    fn answer(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Vec<Vec<u8>>> {
         let features =
             indices.iter().map(|&i| Feature::decode(&source.sample(i), self.options.seq).map(|f| (i, f)).map_err(|e| format!("sample {i}: {e}"))).collect::<Result<Vec<_>>>()?;
         self.slots.with(|slot| slot.run(&self.model, &features))
