@@ -84,7 +84,12 @@ fn gpu_spec(spec: &WorkloadSpec) -> Result<BertGpuSpec, Error> {
         return Err(Error::Data(format!("model {} not found: download the MLPerf BERT-Large ONNX model there (`mlperf info` lists every expected path)", model_path.display())));
     }
     let batch_size = settings.batch_size("bert").unwrap_or(1).max(1) as usize;
-    let options = RunOptions { batch_size, seq: SquadOptions::default().max_seq_length, streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize };
+    let options = RunOptions {
+        batch_size,
+        seq: SquadOptions::default().max_seq_length,
+        streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
+        use_graphs: settings.use_graphs.unwrap_or(false),
+    };
     Ok(BertGpuSpec { model_path, plan_path: spec.plan.plan_path("bert", ElementType::F16, batch_size), options })
 }
 

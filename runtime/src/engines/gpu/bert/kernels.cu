@@ -1,6 +1,8 @@
 // The GPU BERT engine's own kernels, compiled by NVRTC when a plan is loaded, with HIDDEN and
 // HEAD_DIM defined for the model. Everything else runs in cuBLASLt (the linears, their bias and
-// GELU epilogues). Activations are fp16 row-major [tokens, width]; arithmetic is fp32.
+// GELU epilogues). Activations are fp16 row-major [tokens, width]; arithmetic is fp32. The
+// per-token kernels read the token count from device memory (`total`), so one captured launch
+// serves every batch its grid covers.
 //
 // No headers: NVRTC ships none by default, so fp16 conversions and tensor-core products are
 // spelled in PTX (sm_80 and later).
@@ -51,9 +53,9 @@ __device__ __forceinline__ void layer_norm_store(float (*v)[2], half_t* out, con
 
 // x[t] = LayerNorm(words[ids[t]] + positions[pos[t]] + types[segs[t]]), one warp per token.
 extern "C" __global__ void embed_layernorm(half_t* x, const int* ids, const int* segs, const int* pos, const half_t* words, const half_t* positions,
-                                           const half_t* types, const float* gamma, const float* beta, int tokens, float eps) {
+                                           const half_t* types, const float* gamma, const float* beta, const int* total, float eps) {
     int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (t >= tokens) return;
+    if (t >= *total) return;
     const half_t* w = words + (size_t)ids[t] * HIDDEN;
     const half_t* p = positions + (size_t)pos[t] * HIDDEN;
     const half_t* y = types + (size_t)segs[t] * HIDDEN;
@@ -68,9 +70,9 @@ extern "C" __global__ void embed_layernorm(half_t* x, const int* ids, const int*
 }
 
 // x[t] = LayerNorm(x[t] + y[t]) (y already carries its linear's bias), one warp per token.
-extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const float* gamma, const float* beta, int tokens, float eps) {
+extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const float* gamma, const float* beta, const int* total, float eps) {
     int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (t >= tokens) return;
+    if (t >= *total) return;
     half_t* xr = x + (size_t)t * HIDDEN;
     const half_t* yr = y + (size_t)t * HIDDEN;
     float v[PAIRS][2];
@@ -85,9 +87,9 @@ extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const 
 
 // logits[t] = (x[t] . w[0] + b[0], x[t] . w[1] + b[1]) in fp32: the question-answering head,
 // `w` [2, HIDDEN] fp16. One warp per token.
-extern "C" __global__ void qa_head(const half_t* x, const half_t* w, const float* b, float* logits, int tokens) {
+extern "C" __global__ void qa_head(const half_t* x, const half_t* w, const float* b, float* logits, const int* total) {
     int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (t >= tokens) return;
+    if (t >= *total) return;
     const half_t* xr = x + (size_t)t * HIDDEN;
     float s0 = 0.f, s1 = 0.f;
     for (int k = 0; k < PAIRS; k++) {
@@ -120,6 +122,9 @@ extern "C" __global__ void __launch_bounds__(128) attention(const half_t* qkv, h
     const half_t* K = Q + HIDDEN;
     const half_t* V = Q + 2 * HIDDEN;
     const int r0 = first + warp * 16 + g, r1 = r0 + 8;
+    // A warp whose 16 rows all lie past the sequence (the last tile of most sequences) only helps
+    // load keys and values.
+    const bool active = first + warp * 16 < len;
 
     unsigned qa[HEAD_DIM / 16][4];
     for (int k = 0; k < HEAD_DIM / 16; k++) {
@@ -146,6 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) attention(const half_t* qkv, h
             *(u4*)(vs + row * ROW + col) = vv;
         }
         __syncthreads();
+        if (!active) continue;
 
         float s[KEYS / 8][4];
         for (int j = 0; j < KEYS / 8; j++) {

@@ -22,10 +22,11 @@ use super::plan::Plan;
 use super::{SlotPool, open_each};
 use crate::engines::cpu_bert::Feature;
 use crate::engines::{Engine, SampleSource};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result as dr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use layout::{BertPlanHeader, LinearAt, NormAt};
 use matmul::{Epilogue, Linear, Matmuls};
-use pack::{Limits, Packed, TILE_ROWS};
+use pack::{Limits, Packed, TILE_ROWS, Upload};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, String>;
@@ -50,6 +51,9 @@ pub struct RunOptions {
     pub seq: usize,
     /// Batches in flight on the GPU (`gpu_inference_streams`), each with its own buffers.
     pub streams: usize,
+    /// Replay a captured CUDA graph for batches of one feature (`use_graphs`; SingleStream's
+    /// latency is mostly launches), one graph per 64-token length bucket.
+    pub use_graphs: bool,
 }
 
 /// A plan's weights on one GPU, and the kernels compiled for its shape.
@@ -121,6 +125,10 @@ struct Slot {
     inputs: DeviceBuffer,
     host_inputs: PinnedBuffer,
     host_logits: PinnedBuffer,
+    upload: Upload,
+    use_graphs: bool,
+    /// Captured one-feature batches by padded token count.
+    graphs: HashMap<usize, CudaGraph>,
 }
 
 // SAFETY: a slot is used by one thread at a time (taken out of the engine's pool while in use);
@@ -158,7 +166,7 @@ impl Slot {
                 ])
             })
             .collect::<Result<Vec<_>>>()?;
-        let upload = pack::upload_capacity(options.batch_size, options.seq);
+        let upload = Upload::new(options.batch_size, options.seq);
         Ok(Slot {
             stream: cu("create stream", model.ctx.new_stream())?,
             matmuls: Matmuls::new(WORKSPACE_BYTES)?,
@@ -169,38 +177,45 @@ impl Slot {
             projected: zeroed(tokens * s.hidden * 2)?,
             intermediate: zeroed(tokens * s.intermediate * 2)?,
             logits: zeroed(tokens * 2 * 4)?,
-            inputs: zeroed(upload)?,
-            host_inputs: PinnedBuffer::new(upload)?,
+            inputs: zeroed(upload.bytes())?,
+            host_inputs: PinnedBuffer::new(upload.bytes())?,
             host_logits: PinnedBuffer::new(tokens * 2 * 4)?,
+            upload,
+            use_graphs: options.use_graphs,
+            graphs: HashMap::new(),
         })
     }
 
-    /// Enqueues `x = LayerNorm(x + projected)` over `tokens` rows.
-    fn residual_norm(&self, model: &DeviceBert, norm: &NormAt, tokens: usize) -> Result<()> {
+    /// Enqueues `x = LayerNorm(x + projected)` over the batch's rows (`total` of them, within
+    /// `padded`).
+    fn residual_norm(&self, model: &DeviceBert, norm: &NormAt, total: u64, padded: usize) -> Result<()> {
         let (x, y, gamma, beta) = (self.x.ptr().raw(), self.projected.ptr().raw(), model.at(norm.gamma).raw(), model.at(norm.beta).raw());
-        let t = tokens as i32;
         let mut launch = self.stream.launch_builder(&model.residual_norm);
-        launch.arg(&x).arg(&y).arg(&gamma).arg(&beta).arg(&t).arg(&norm.epsilon);
-        // SAFETY: residual_layernorm's parameters in order and type (4 pointers, an int, a float);
-        // both values hold `tokens` rows of `hidden` (a slot is sized for a full batch), the
-        // layer norm's parameters `hidden` floats each.
-        cu("residual + layer norm", unsafe { launch.launch(per_token(tokens)) }).map(|_| ())
+        launch.arg(&x).arg(&y).arg(&gamma).arg(&beta).arg(&total).arg(&norm.epsilon);
+        // SAFETY: residual_layernorm's parameters in order and type (5 pointers, a float); both
+        // values hold `padded` rows of `hidden` (a slot is sized for a full batch), the layer
+        // norm's parameters `hidden` floats each, `total` the uploaded token count.
+        cu("residual + layer norm", unsafe { launch.launch(per_token(padded)) }).map(|_| ())
     }
 
-    /// Runs one batch and returns each feature's response.
-    fn run(&mut self, model: &DeviceBert, features: &[(usize, Feature)]) -> Result<Vec<Vec<u8>>> {
-        model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
-        let packed = Packed::new(features, model.limits())?;
+    /// Enqueues a whole batch already written to `host_inputs`: its upload, every layer, and the
+    /// download of `padded` tokens' logits. Everything it enqueues depends only on `padded` and
+    /// `tiles`, never on the batch's contents, so it can be captured and replayed.
+    ///
+    /// # Safety
+    /// `host_inputs` holds a batch of at most `padded` tokens and `tiles` attention tiles, written
+    /// by `Packed::write` with this slot's upload layout, whose token count is at `total_at`; the
+    /// linears' shapes at `padded` tokens were prepared before any capture.
+    unsafe fn enqueue(&mut self, model: &DeviceBert, padded: usize, tiles: usize, total_at: usize) -> Result<()> {
         let shape = model.header.shape;
-        let (tokens, padded) = (packed.tokens(), packed.padded_tokens());
-        let bytes = packed.write(self.host_inputs.as_mut_slice());
         let s = self.stream.cu_stream();
-        // SAFETY: `bytes` fit the device buffer (both sized by `upload_capacity` for a full batch);
-        // the source is this slot's pinned memory, untouched until the stream is synchronized below.
-        cu("upload tokens", unsafe { dr::memcpy_htod_async(self.inputs.ptr().raw(), &self.host_inputs.as_slice()[..bytes], s) })?;
-        let [ids, segments, positions, starts, tiles] = packed.offsets().map(|o| self.inputs.ptr().offset(o).raw());
+        // SAFETY: the span fits both buffers (both `Upload::bytes` long); the source is this slot's
+        // pinned memory, which its owner changes only between batches.
+        cu("upload tokens", unsafe { dr::memcpy_htod_async(self.inputs.ptr().raw(), &self.host_inputs.as_slice()[..self.upload.bytes()], s) })?;
+        let [ids, segments, positions, starts, tile_list] = self.upload.offsets().map(|o| self.inputs.ptr().offset(o).raw());
+        let total = self.inputs.ptr().offset(total_at).raw();
         let (x, qkv, context, projected, intermediate) = (self.x.ptr(), self.qkv.ptr(), self.context.ptr(), self.projected.ptr(), self.intermediate.ptr());
-        let (xr, t) = (x.raw(), tokens as i32);
+        let xr = x.raw();
 
         let e = &model.header.embeddings;
         let tables = [e.words, e.positions, e.token_types, e.norm.gamma, e.norm.beta].map(|o| model.at(o).raw());
@@ -209,47 +224,82 @@ impl Slot {
         for table in &tables {
             launch.arg(table);
         }
-        launch.arg(&t).arg(&e.norm.epsilon);
+        launch.arg(&total).arg(&e.norm.epsilon);
         // SAFETY: embed_layernorm's parameters in order and type (4 pointers, 3 fp16 tables, 2 fp32
-        // vectors, an int, a float); `tokens` ids, segments and positions were uploaded and checked
-        // against the tables' sizes by `Packed::new`; `x` holds a full batch.
-        cu("embeddings + layer norm", unsafe { launch.launch(per_token(tokens)) })?;
+        // vectors, the token count's address, a float); the ids, segments and positions of the
+        // batch were checked against the tables' sizes by `Packed::new`; `x` holds `padded` rows.
+        cu("embeddings + layer norm", unsafe { launch.launch(per_token(padded)) })?;
 
         let scale = 1.0 / (shape.head_size() as f32).sqrt();
-        let attention = LaunchConfig { grid_dim: (packed.tile_count() as u32, shape.heads as u32, 1), block_dim: (2 * TILE_ROWS as u32, 1, 1), shared_mem_bytes: 0 };
+        let attention = LaunchConfig { grid_dim: (tiles as u32, shape.heads as u32, 1), block_dim: (2 * TILE_ROWS as u32, 1, 1), shared_mem_bytes: 0 };
         let (q, c) = (qkv.raw(), context.raw());
         for (layer, [qkv_linear, attention_output, up, down]) in model.header.layers.iter().zip(&self.linears) {
             // SAFETY (the products): each buffer holds `padded` rows of the linear's width
             // (slots are sized for a full batch, rounded up as `padded_tokens` rounds).
             unsafe { self.matmuls.run(qkv_linear, x, qkv, padded, s) }?;
             let mut launch = self.stream.launch_builder(&model.attention);
-            launch.arg(&q).arg(&c).arg(&starts).arg(&tiles).arg(&scale);
-            // SAFETY: attention's parameters in order and type (4 pointers, a float); each tile
-            // names a packed sequence whose rows lie within `tokens` of `qkv` and `context`.
+            launch.arg(&q).arg(&c).arg(&starts).arg(&tile_list).arg(&scale);
+            // SAFETY: attention's parameters in order and type (4 pointers, a float); each of the
+            // `tiles` tiles names a packed sequence whose rows lie within `qkv` and `context`.
             cu("attention", unsafe { launch.launch(attention) })?;
             // SAFETY: as for the first product.
             unsafe { self.matmuls.run(attention_output, context, projected, padded, s) }?;
-            self.residual_norm(model, &layer.attention_norm, tokens)?;
+            self.residual_norm(model, &layer.attention_norm, total, padded)?;
             // SAFETY: as for the first product.
             unsafe { self.matmuls.run(up, x, intermediate, padded, s) }?;
             // SAFETY: as for the first product.
             unsafe { self.matmuls.run(down, intermediate, projected, padded, s) }?;
-            self.residual_norm(model, &layer.output_norm, tokens)?;
+            self.residual_norm(model, &layer.output_norm, total, padded)?;
         }
 
         let (w, b, logits) = (model.at(model.header.qa.weight).raw(), model.at(model.header.qa.bias).raw(), self.logits.ptr().raw());
         let mut launch = self.stream.launch_builder(&model.answer);
-        launch.arg(&xr).arg(&w).arg(&b).arg(&logits).arg(&t);
-        // SAFETY: qa_head's parameters (4 pointers, an int); the head is [2, hidden] fp16 and its
-        // bias 2 floats; `logits` holds 2 floats per token.
-        cu("answer head", unsafe { launch.launch(per_token(tokens)) })?;
-        let out = &mut self.host_logits.as_mut_slice()[..tokens * 8];
-        // SAFETY: `tokens` pairs of floats from the device into this slot's pinned memory, read
-        // only after the synchronization below.
-        cu("download logits", unsafe { dr::memcpy_dtoh_async(out, logits, s) })?;
+        launch.arg(&xr).arg(&w).arg(&b).arg(&logits).arg(&total);
+        // SAFETY: qa_head's parameters (5 pointers); the head is [2, hidden] fp16 and its bias 2
+        // floats; `logits` holds 2 floats per row for `padded` rows.
+        cu("answer head", unsafe { launch.launch(per_token(padded)) })?;
+        let out = &mut self.host_logits.as_mut_slice()[..padded * 8];
+        // SAFETY: `padded` pairs of floats from the device into this slot's pinned memory, read
+        // only after the stream is synchronized.
+        cu("download logits", unsafe { dr::memcpy_dtoh_async(out, logits, s) }).map(|_| ())
+    }
+
+    /// Runs one batch and returns each feature's response.
+    fn run(&mut self, model: &DeviceBert, features: &[(usize, Feature)]) -> Result<Vec<Vec<u8>>> {
+        model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        let packed = Packed::new(features, model.limits())?;
+        packed.write(&self.upload, self.host_inputs.as_mut_slice());
+        let (padded, tiles, total_at) = (packed.padded_tokens(), packed.tile_count(), packed.total_at(&self.upload));
+        // A one-feature batch's tile count and token-count address follow from `padded`.
+        let replayable = self.use_graphs && features.len() == 1;
+        match self.graphs.get(&padded) {
+            Some(graph) if replayable => cu("launch graph", graph.launch())?,
+            _ => {
+                // SAFETY: the batch was just written with this slot's layout; a plain run prepares
+                // the linears' shapes before any capture below.
+                unsafe { self.enqueue(model, padded, tiles, total_at) }?;
+                if replayable {
+                    cu("synchronize", self.stream.synchronize())?;
+                    // SAFETY: as above; the capture records the same work without running it.
+                    let graph = unsafe { self.capture(model, padded, tiles, total_at) }?;
+                    self.graphs.insert(padded, graph);
+                }
+            }
+        }
         cu("run BERT batch", self.stream.synchronize())?;
         let logits = self.host_logits.as_slice();
         Ok(features.iter().zip(&packed.starts).map(|((_, f), &start)| logits[start as usize * 8..(start as usize + f.length) * 8].to_vec()).collect())
+    }
+
+    /// # Safety
+    /// As for [`Slot::enqueue`].
+    unsafe fn capture(&mut self, model: &DeviceBert, padded: usize, tiles: usize, total_at: usize) -> Result<CudaGraph> {
+        cu("begin capture", self.stream.begin_capture(ds::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+        // SAFETY: our caller's contract.
+        let enqueued = unsafe { self.enqueue(model, padded, tiles, total_at) };
+        let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
+        enqueued?;
+        graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())
     }
 }
 

@@ -1,6 +1,8 @@
 //! A batch of features packed without padding: their real tokens one after another, with each
-//! sequence's first row (`starts`) and the attention kernel's work list (`tiles`: 64 query rows of
-//! one sequence each). CPU only, tested in CI.
+//! sequence's first row (`starts`, its last entry the token count) and the attention kernel's work
+//! list (`tiles`: 64 query rows of one sequence each), written where an [`Upload`] says: the same
+//! addresses for every batch of a slot, so a captured CUDA graph can replay them. CPU only, tested
+//! in CI.
 
 use crate::engines::cpu_bert::Feature;
 
@@ -68,29 +70,52 @@ impl Packed {
         Ok(p)
     }
 
-    /// The int32 upload, in the order the device buffer holds it: ids, segments, positions,
-    /// starts, tiles.
-    pub fn write(&self, out: &mut [u8]) -> usize {
-        let mut at = 0;
-        for part in [&self.ids, &self.segments, &self.positions, &self.starts, &self.tiles] {
-            for v in part.iter() {
-                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
-                at += 4;
+    /// Writes the int32 parts where `upload` puts them.
+    ///
+    /// # Panics
+    /// If the batch is larger than `upload` was made for.
+    pub fn write(&self, upload: &Upload, out: &mut [u8]) {
+        assert!(self.tokens() <= upload.tokens && self.starts.len() <= upload.features + 1, "a batch within its slot");
+        for (part, at) in [&self.ids, &self.segments, &self.positions, &self.starts, &self.tiles].into_iter().zip(upload.offsets()) {
+            for (i, v) in part.iter().enumerate() {
+                out[at + 4 * i..at + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
             }
         }
-        at
     }
 
-    /// Byte offsets of the parts in [`Packed::write`]'s layout.
-    pub fn offsets(&self) -> [usize; 5] {
-        let t = 4 * self.tokens();
-        [0, t, 2 * t, 3 * t, 3 * t + 4 * self.starts.len()]
+    /// Byte offset of the token count (the last entry of `starts`) in `upload`'s layout.
+    pub fn total_at(&self, upload: &Upload) -> usize {
+        upload.offsets()[3] + 4 * (self.starts.len() - 1)
     }
 }
 
-/// The bytes the upload of a batch of `features` features of at most `seq` tokens needs at most.
-pub fn upload_capacity(features: usize, seq: usize) -> usize {
-    4 * (3 * features * seq + features + 1 + 2 * features * seq.div_ceil(TILE_ROWS))
+/// Where a slot's uploads go: ids, segments, positions, starts and tiles, each at a fixed offset
+/// sized for a full batch of full-length features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Upload {
+    pub features: usize,
+    pub tokens: usize,
+}
+
+impl Upload {
+    pub fn new(features: usize, seq: usize) -> Upload {
+        Upload { features, tokens: features * seq }
+    }
+
+    fn tiles(&self) -> usize {
+        self.tokens.div_ceil(TILE_ROWS) + self.features
+    }
+
+    /// Byte offsets of ids, segments, positions, starts and tiles.
+    pub fn offsets(&self) -> [usize; 5] {
+        let t = 4 * self.tokens;
+        [0, t, 2 * t, 3 * t, 3 * t + 4 * (self.features + 1)]
+    }
+
+    /// Bytes from the first part to the end of the last.
+    pub fn bytes(&self) -> usize {
+        self.offsets()[4] + 8 * self.tiles()
+    }
 }
 
 #[cfg(test)]
@@ -117,12 +142,18 @@ mod tests {
         assert_eq!(&p.ids[..4], [5, 6, 7, 5]);
         assert_eq!(&p.positions[..5], [0, 1, 2, 0, 1]);
         assert_eq!(&p.segments[..4], [0, 0, 1, 0]);
-        let mut out = vec![0u8; upload_capacity(3, 384)];
-        let n = p.write(&mut out);
-        let o = p.offsets();
-        assert_eq!(n, o[4] + 4 * p.tiles.len());
-        assert_eq!(i32::from_le_bytes(out[o[3] + 4..o[3] + 8].try_into().unwrap()), 3);
-        assert_eq!(i32::from_le_bytes(out[o[2] + 12..o[2] + 16].try_into().unwrap()), 0);
+        let upload = Upload::new(4, 384);
+        let mut out = vec![0u8; upload.bytes()];
+        p.write(&upload, &mut out);
+        let o = upload.offsets();
+        let at = |offset: usize| i32::from_le_bytes(out[offset..offset + 4].try_into().unwrap());
+        assert_eq!((at(o[3] + 4), at(o[2] + 12), at(o[1] + 8), at(o[4] + 4 * 9)), (3, 0, 1, 0));
+        assert_eq!(at(p.total_at(&upload)), 197);
+        // The tiles of the longest batch fit: every feature 384 tokens is 6 tiles each.
+        let full: Vec<_> = (0..4).map(|i| (i, feature(384, 384))).collect();
+        let p = Packed::new(&full, LIMITS).unwrap();
+        assert_eq!(p.tile_count(), 24);
+        p.write(&upload, &mut out);
     }
 
     #[test]
