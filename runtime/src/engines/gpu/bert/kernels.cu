@@ -27,6 +27,15 @@ __device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsi
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// b = the B fragment of 16 keys x 8 dims from row-major values in shared memory: lanes 0-15 give
+// the addresses of the 16 key rows (at the 8 dims' column); the transposing load hands each lane
+// its two keys of one dim.
+__device__ __forceinline__ void load_b_transposed(unsigned* b, const half_t* row) {
+    unsigned address;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b[0]), "=r"(b[1]) : "r"(address));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
     return v;
@@ -103,111 +112,114 @@ extern "C" __global__ void qa_head(const half_t* x, const half_t* w, const float
     if (lane == 0) { logits[2 * t] = s0 + b[0]; logits[2 * t + 1] = s1 + b[1]; }
 }
 
-#define KEYS 64              // keys per shared-memory chunk
+#define KEYS 64              // keys per step of the online softmax
 #define ROW (HEAD_DIM + 8)   // padded shared-memory row (halves): conflict-free fragment loads
+#define WARPS 8
 
 // Fused attention over packed sequences, flash style (online softmax, nothing [L, L] stored):
 // ctx = softmax(Q K^T * scale) V per sequence and head. `qkv` is [tokens, 3 * HIDDEN] (Q, K, V,
-// heads side by side); sequence s is rows starts[s]..starts[s + 1]. Block (tile, head): 4 warps
-// on 64 query rows of one sequence, tiles[2 * tile] its sequence, tiles[2 * tile + 1] its first
-// row; each warp 16 rows, keys taken 64 at a time through shared memory.
-extern "C" __global__ void __launch_bounds__(128) attention(const half_t* qkv, half_t* ctx, const int* starts, const int* tiles, float scale) {
-    __shared__ __attribute__((aligned(16))) half_t ks[KEYS * ROW];
-    __shared__ __attribute__((aligned(16))) half_t vs[KEYS * ROW];
-    const int seq = tiles[2 * blockIdx.x], first = tiles[2 * blockIdx.x + 1], head = blockIdx.y;
+// heads side by side); sequence s is rows starts[s]..starts[s + 1]. Block (sequence, head): its
+// keys and values are staged once in dynamic shared memory (the launch gives room for the
+// batch's longest sequence, rounded up to KEYS rows), then each of the 8 warps takes 16 query
+// rows at a time; with gridDim.z > 1 (few sequences: more blocks than heads alone give), block z
+// takes every gridDim.z-th group of 8 x 16 rows.
+extern "C" __global__ void __launch_bounds__(32 * WARPS) attention(const half_t* qkv, half_t* ctx, const int* starts, float scale) {
+    extern __shared__ __attribute__((aligned(16))) half_t staged[];
+    const int seq = blockIdx.x, head = blockIdx.y;
     const int start = starts[seq], len = starts[seq + 1] - start;
+    const int keys = (len + KEYS - 1) / KEYS * KEYS;
+    half_t* ks = staged;
+    half_t* vs = staged + keys * ROW;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
     const size_t ld = 3 * HIDDEN;
     const half_t* Q = qkv + (size_t)start * ld + head * HEAD_DIM;
     const half_t* K = Q + HIDDEN;
     const half_t* V = Q + 2 * HIDDEN;
-    const int r0 = first + warp * 16 + g, r1 = r0 + 8;
-    // A warp whose 16 rows all lie past the sequence (the last tile of most sequences) only helps
-    // load keys and values.
-    const bool active = first + warp * 16 < len;
 
-    unsigned qa[HEAD_DIM / 16][4];
-    for (int k = 0; k < HEAD_DIM / 16; k++) {
-        int c = k * 16 + 2 * q;
-        qa[k][0] = r0 < len ? *(const unsigned*)(Q + r0 * ld + c) : 0u;
-        qa[k][1] = r1 < len ? *(const unsigned*)(Q + r1 * ld + c) : 0u;
-        qa[k][2] = r0 < len ? *(const unsigned*)(Q + r0 * ld + c + 8) : 0u;
-        qa[k][3] = r1 < len ? *(const unsigned*)(Q + r1 * ld + c + 8) : 0u;
+    // Rows past the sequence are zero: their scores are masked, and 0 * V stays finite.
+    for (int i = threadIdx.x; i < keys * HEAD_DIM / 8; i += blockDim.x) {
+        int row = i / (HEAD_DIM / 8), col = (i % (HEAD_DIM / 8)) * 8;
+        u4 kv = {0, 0, 0, 0}, vv = {0, 0, 0, 0};
+        if (row < len) {
+            kv = *(const u4*)(K + row * ld + col);
+            vv = *(const u4*)(V + row * ld + col);
+        }
+        *(u4*)(ks + row * ROW + col) = kv;
+        *(u4*)(vs + row * ROW + col) = vv;
     }
-    float o[HEAD_DIM / 8][4];
-    for (int d = 0; d < HEAD_DIM / 8; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
-    float m0 = -1e30f, m1 = -1e30f, l0 = 0.f, l1 = 0.f;
+    __syncthreads();
 
-    for (int c0 = 0; c0 < len; c0 += KEYS) {
-        __syncthreads();
-        for (int i = threadIdx.x; i < KEYS * HEAD_DIM / 8; i += blockDim.x) {
-            int row = i / (HEAD_DIM / 8), col = (i % (HEAD_DIM / 8)) * 8;
-            u4 kv = {0, 0, 0, 0}, vv = {0, 0, 0, 0};
-            if (c0 + row < len) {
-                kv = *(const u4*)(K + (c0 + row) * ld + col);
-                vv = *(const u4*)(V + (c0 + row) * ld + col);
-            }
-            *(u4*)(ks + row * ROW + col) = kv;
-            *(u4*)(vs + row * ROW + col) = vv;
+    for (int first = (blockIdx.z * WARPS + warp) * 16; first < len; first += gridDim.z * WARPS * 16) {
+        const int r0 = first + g, r1 = r0 + 8;
+        unsigned qa[HEAD_DIM / 16][4];
+        for (int k = 0; k < HEAD_DIM / 16; k++) {
+            int c = k * 16 + 2 * q;
+            qa[k][0] = r0 < len ? *(const unsigned*)(Q + r0 * ld + c) : 0u;
+            qa[k][1] = r1 < len ? *(const unsigned*)(Q + r1 * ld + c) : 0u;
+            qa[k][2] = r0 < len ? *(const unsigned*)(Q + r0 * ld + c + 8) : 0u;
+            qa[k][3] = r1 < len ? *(const unsigned*)(Q + r1 * ld + c + 8) : 0u;
         }
-        __syncthreads();
-        if (!active) continue;
+        float o[HEAD_DIM / 8][4];
+        for (int d = 0; d < HEAD_DIM / 8; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+        float m0 = -1e30f, m1 = -1e30f, l0 = 0.f, l1 = 0.f;
 
-        float s[KEYS / 8][4];
-        for (int j = 0; j < KEYS / 8; j++) {
-            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-            const half_t* kr = ks + (j * 8 + g) * ROW + 2 * q;
-            for (int k = 0; k < HEAD_DIM / 16; k++) {
-                unsigned b[2] = {*(const unsigned*)(kr + k * 16), *(const unsigned*)(kr + k * 16 + 8)};
-                mma16816(s[j], qa[k], b);
+        for (int c0 = 0; c0 < len; c0 += KEYS) {
+            float s[KEYS / 8][4];
+            for (int j = 0; j < KEYS / 8; j++) {
+                s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+                const half_t* kr = ks + (c0 + j * 8 + g) * ROW + 2 * q;
+                for (int k = 0; k < HEAD_DIM / 16; k++) {
+                    unsigned b[2] = {*(const unsigned*)(kr + k * 16), *(const unsigned*)(kr + k * 16 + 8)};
+                    mma16816(s[j], qa[k], b);
+                }
             }
-        }
-        float x0 = m0, x1 = m1;
-        for (int j = 0; j < KEYS / 8; j++) {
-            for (int e = 0; e < 4; e++) {
-                int key = c0 + j * 8 + 2 * q + (e & 1);
-                s[j][e] = key < len ? s[j][e] * scale : -1e30f;
+            float x0 = m0, x1 = m1;
+            for (int j = 0; j < KEYS / 8; j++) {
+                for (int e = 0; e < 4; e++) {
+                    int key = c0 + j * 8 + 2 * q + (e & 1);
+                    s[j][e] = key < len ? s[j][e] * scale : -1e30f;
+                }
+                x0 = fmaxf(x0, fmaxf(s[j][0], s[j][1]));
+                x1 = fmaxf(x1, fmaxf(s[j][2], s[j][3]));
             }
-            x0 = fmaxf(x0, fmaxf(s[j][0], s[j][1]));
-            x1 = fmaxf(x1, fmaxf(s[j][2], s[j][3]));
+            for (int o2 = 1; o2 < 4; o2 <<= 1) {
+                x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, o2));
+                x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, o2));
+            }
+            const float a0 = __expf(m0 - x0), a1 = __expf(m1 - x1);
+            m0 = x0;
+            m1 = x1;
+            l0 *= a0;
+            l1 *= a1;
+            for (int d = 0; d < HEAD_DIM / 8; d++) { o[d][0] *= a0; o[d][1] *= a0; o[d][2] *= a1; o[d][3] *= a1; }
+            for (int j = 0; j < KEYS / 8; j++) {
+                s[j][0] = __expf(s[j][0] - m0);
+                s[j][1] = __expf(s[j][1] - m0);
+                s[j][2] = __expf(s[j][2] - m1);
+                s[j][3] = __expf(s[j][3] - m1);
+                l0 += s[j][0] + s[j][1];
+                l1 += s[j][2] + s[j][3];
+            }
+            // P V: the score accumulators of 16 keys are, as they lie, the A fragment of the product.
+            for (int k = 0; k < KEYS / 16; k++) {
+                unsigned pa[4] = {pack2(s[2 * k][0], s[2 * k][1]), pack2(s[2 * k][2], s[2 * k][3]), pack2(s[2 * k + 1][0], s[2 * k + 1][1]),
+                                  pack2(s[2 * k + 1][2], s[2 * k + 1][3])};
+                const half_t* vr = vs + (c0 + k * 16 + lane % 16) * ROW;
+                for (int d = 0; d < HEAD_DIM / 8; d++) {
+                    unsigned b[2];
+                    load_b_transposed(b, vr + d * 8);
+                    mma16816(o[d], pa, b);
+                }
+            }
         }
         for (int o2 = 1; o2 < 4; o2 <<= 1) {
-            x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, o2));
-            x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, o2));
+            l0 += __shfl_xor_sync(0xffffffff, l0, o2);
+            l1 += __shfl_xor_sync(0xffffffff, l1, o2);
         }
-        const float a0 = __expf(m0 - x0), a1 = __expf(m1 - x1);
-        m0 = x0;
-        m1 = x1;
-        l0 *= a0;
-        l1 *= a1;
-        for (int d = 0; d < HEAD_DIM / 8; d++) { o[d][0] *= a0; o[d][1] *= a0; o[d][2] *= a1; o[d][3] *= a1; }
-        for (int j = 0; j < KEYS / 8; j++) {
-            s[j][0] = __expf(s[j][0] - m0);
-            s[j][1] = __expf(s[j][1] - m0);
-            s[j][2] = __expf(s[j][2] - m1);
-            s[j][3] = __expf(s[j][3] - m1);
-            l0 += s[j][0] + s[j][1];
-            l1 += s[j][2] + s[j][3];
+        half_t* out = ctx + (size_t)start * HIDDEN + head * HEAD_DIM + 2 * q;
+        for (int d = 0; d < HEAD_DIM / 8; d++) {
+            if (r0 < len) *(unsigned*)(out + (size_t)r0 * HIDDEN + d * 8) = pack2(o[d][0] / l0, o[d][1] / l0);
+            if (r1 < len) *(unsigned*)(out + (size_t)r1 * HIDDEN + d * 8) = pack2(o[d][2] / l1, o[d][3] / l1);
         }
-        // P V: the score accumulators of 16 keys are, as they lie, the A fragment of the product.
-        for (int k = 0; k < KEYS / 16; k++) {
-            unsigned pa[4] = {pack2(s[2 * k][0], s[2 * k][1]), pack2(s[2 * k][2], s[2 * k][3]), pack2(s[2 * k + 1][0], s[2 * k + 1][1]),
-                              pack2(s[2 * k + 1][2], s[2 * k + 1][3])};
-            const half_t* vr = vs + (k * 16 + 2 * q) * ROW + g;
-            for (int d = 0; d < HEAD_DIM / 8; d++) {
-                const half_t* v = vr + d * 8;
-                unsigned b[2] = {(unsigned)v[0] | ((unsigned)v[ROW] << 16), (unsigned)v[8 * ROW] | ((unsigned)v[9 * ROW] << 16)};
-                mma16816(o[d], pa, b);
-            }
-        }
-    }
-    for (int o2 = 1; o2 < 4; o2 <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffff, l0, o2);
-        l1 += __shfl_xor_sync(0xffffffff, l1, o2);
-    }
-    half_t* out = ctx + (size_t)start * HIDDEN + head * HEAD_DIM + 2 * q;
-    for (int d = 0; d < HEAD_DIM / 8; d++) {
-        if (r0 < len) *(unsigned*)(out + (size_t)r0 * HIDDEN + d * 8) = pack2(o[d][0] / l0, o[d][1] / l0);
-        if (r1 < len) *(unsigned*)(out + (size_t)r1 * HIDDEN + d * 8) = pack2(o[d][2] / l1, o[d][3] / l1);
     }
 }

@@ -25,7 +25,7 @@ use crate::engines::{Engine, SampleSource};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use layout::{BertPlanHeader, LinearAt, NormAt};
 use matmul::{Epilogue, Linear, Matmuls};
-use pack::{Limits, Packed, TILE_ROWS, Upload};
+use pack::{KEY_STEP, Limits, Packed, Upload};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -34,12 +34,33 @@ type Result<T> = std::result::Result<T, String>;
 const KERNELS: &str = include_str!("kernels.cu");
 /// Warps per block of the one-warp-per-token kernels.
 const TOKEN_WARPS: usize = 8;
+/// Warps per attention block (the kernel's `WARPS`), 16 query rows each.
+const ATTENTION_WARPS: usize = 8;
+/// Below this many attention blocks (sequences x heads) a sequence's query rows are split over
+/// several blocks: one block per head would leave most of the GPU idle (SingleStream).
+const ATTENTION_MIN_BLOCKS: usize = 256;
 /// cuBLASLt's workspace per stream (what NVIDIA recommends on Hopper).
 pub const WORKSPACE_BYTES: usize = 32 << 20;
 
 /// The launch of a one-warp-per-token kernel over `tokens` tokens.
 fn per_token(tokens: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: (tokens.div_ceil(TOKEN_WARPS) as u32, 1, 1), block_dim: (32 * TOKEN_WARPS as u32, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// What the launches of a batch depend on (never its contents): the products' rows, the
+/// attention's sequences and staged keys, where the token count is.
+#[derive(Clone, Copy, Debug)]
+struct BatchShape {
+    padded: usize,
+    sequences: usize,
+    longest: usize,
+    total_at: usize,
+}
+
+/// Shared memory of an attention block whose sequence has up to `longest` tokens: its keys and
+/// values, rounded up to whole softmax steps, in padded fp16 rows.
+fn attention_shared_bytes(longest: usize, head_size: usize) -> usize {
+    2 * longest.next_multiple_of(KEY_STEP) * (head_size + 8) * 2
 }
 
 /// How the engine runs, from the config.
@@ -89,10 +110,21 @@ impl DeviceBert {
         let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS, options).map_err(|e| format!("NVRTC (BERT kernels): {e:?}"))?;
         let module = cu("load BERT kernels", ctx.load_module(ptx))?;
         let function = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
+        let attention = function("attention")?;
+        let staged = attention_shared_bytes(shape.max_positions, shape.head_size());
+        let most = cu("shared memory limit", ctx.attribute(ds::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))? as usize;
+        if staged > most {
+            return Err(format!(
+                "the attention kernel stages {staged} bytes for {} positions of head size {}; GPU {ordinal} allows {most} per block",
+                shape.max_positions,
+                shape.head_size()
+            ));
+        }
+        cu("attention shared memory", attention.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, staged as i32))?;
         Ok(DeviceBert {
             embed: function("embed_layernorm")?,
             residual_norm: function("residual_layernorm")?,
-            attention: function("attention")?,
+            attention,
             answer: function("qa_head")?,
             ctx,
             header: plan.header.clone(),
@@ -199,20 +231,20 @@ impl Slot {
     }
 
     /// Enqueues a whole batch already written to `host_inputs`: its upload, every layer, and the
-    /// download of `padded` tokens' logits. Everything it enqueues depends only on `padded` and
-    /// `tiles`, never on the batch's contents, so it can be captured and replayed.
+    /// download of `padded` tokens' logits. Everything it enqueues depends only on the batch's
+    /// shape, never on its contents, so it can be captured and replayed.
     ///
     /// # Safety
-    /// `host_inputs` holds a batch of at most `padded` tokens and `tiles` attention tiles, written
-    /// by `Packed::write` with this slot's upload layout, whose token count is at `total_at`; the
-    /// linears' shapes at `padded` tokens were prepared before any capture.
-    unsafe fn enqueue(&mut self, model: &DeviceBert, padded: usize, tiles: usize, total_at: usize) -> Result<()> {
+    /// `host_inputs` holds a batch of this shape, written by `Packed::write` with this slot's
+    /// upload layout; the linears' shapes at `padded` tokens were prepared before any capture.
+    unsafe fn enqueue(&mut self, model: &DeviceBert, batch: BatchShape) -> Result<()> {
+        let BatchShape { padded, sequences, longest, total_at } = batch;
         let shape = model.header.shape;
         let s = self.stream.cu_stream();
         // SAFETY: the span fits both buffers (both `Upload::bytes` long); the source is this slot's
         // pinned memory, which its owner changes only between batches.
         cu("upload tokens", unsafe { dr::memcpy_htod_async(self.inputs.ptr().raw(), &self.host_inputs.as_slice()[..self.upload.bytes()], s) })?;
-        let [ids, segments, positions, starts, tile_list] = self.upload.offsets().map(|o| self.inputs.ptr().offset(o).raw());
+        let [ids, segments, positions, starts] = self.upload.offsets().map(|o| self.inputs.ptr().offset(o).raw());
         let total = self.inputs.ptr().offset(total_at).raw();
         let (x, qkv, context, projected, intermediate) = (self.x.ptr(), self.qkv.ptr(), self.context.ptr(), self.projected.ptr(), self.intermediate.ptr());
         let xr = x.raw();
@@ -231,16 +263,25 @@ impl Slot {
         cu("embeddings + layer norm", unsafe { launch.launch(per_token(padded)) })?;
 
         let scale = 1.0 / (shape.head_size() as f32).sqrt();
-        let attention = LaunchConfig { grid_dim: (tiles as u32, shape.heads as u32, 1), block_dim: (2 * TILE_ROWS as u32, 1, 1), shared_mem_bytes: 0 };
+        let rows_per_block = 16 * ATTENTION_WARPS;
+        // From the staged rows (whole key steps), so a one-feature graph's launch fits its bucket.
+        let splits = if sequences * shape.heads < ATTENTION_MIN_BLOCKS { longest.next_multiple_of(KEY_STEP).div_ceil(rows_per_block) } else { 1 };
+        let attention = LaunchConfig {
+            grid_dim: (sequences as u32, shape.heads as u32, splits as u32),
+            block_dim: (32 * ATTENTION_WARPS as u32, 1, 1),
+            shared_mem_bytes: attention_shared_bytes(longest, shape.head_size()) as u32,
+        };
         let (q, c) = (qkv.raw(), context.raw());
         for (layer, [qkv_linear, attention_output, up, down]) in model.header.layers.iter().zip(&self.linears) {
             // SAFETY (the products): each buffer holds `padded` rows of the linear's width
             // (slots are sized for a full batch, rounded up as `padded_tokens` rounds).
             unsafe { self.matmuls.run(qkv_linear, x, qkv, padded, s) }?;
             let mut launch = self.stream.launch_builder(&model.attention);
-            launch.arg(&q).arg(&c).arg(&starts).arg(&tile_list).arg(&scale);
-            // SAFETY: attention's parameters in order and type (4 pointers, a float); each of the
-            // `tiles` tiles names a packed sequence whose rows lie within `qkv` and `context`.
+            launch.arg(&q).arg(&c).arg(&starts).arg(&scale);
+            // SAFETY: attention's parameters in order and type (3 pointers, a float); each of the
+            // `sequences` blocks reads its packed rows within `qkv` and writes them in `context`,
+            // with shared memory for `longest` tokens (within the limit set at load: positions are
+            // checked against the model's by `Packed::new`).
             cu("attention", unsafe { launch.launch(attention) })?;
             // SAFETY: as for the first product.
             unsafe { self.matmuls.run(attention_output, context, projected, padded, s) }?;
@@ -269,19 +310,20 @@ impl Slot {
         model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let packed = Packed::new(features, model.limits())?;
         packed.write(&self.upload, self.host_inputs.as_mut_slice());
-        let (padded, tiles, total_at) = (packed.padded_tokens(), packed.tile_count(), packed.total_at(&self.upload));
-        // A one-feature batch's tile count and token-count address follow from `padded`.
+        let padded = packed.padded_tokens();
+        let batch = BatchShape { padded, sequences: packed.sequences(), longest: packed.longest, total_at: packed.total_at(&self.upload) };
+        // A one-feature batch's shape follows from `padded` (its length rounds up to it).
         let replayable = self.use_graphs && features.len() == 1;
         match self.graphs.get(&padded) {
             Some(graph) if replayable => cu("launch graph", graph.launch())?,
             _ => {
                 // SAFETY: the batch was just written with this slot's layout; a plain run prepares
                 // the linears' shapes before any capture below.
-                unsafe { self.enqueue(model, padded, tiles, total_at) }?;
+                unsafe { self.enqueue(model, batch) }?;
                 if replayable {
                     cu("synchronize", self.stream.synchronize())?;
                     // SAFETY: as above; the capture records the same work without running it.
-                    let graph = unsafe { self.capture(model, padded, tiles, total_at) }?;
+                    let graph = unsafe { self.capture(model, batch) }?;
                     self.graphs.insert(padded, graph);
                 }
             }
@@ -293,10 +335,10 @@ impl Slot {
 
     /// # Safety
     /// As for [`Slot::enqueue`].
-    unsafe fn capture(&mut self, model: &DeviceBert, padded: usize, tiles: usize, total_at: usize) -> Result<CudaGraph> {
+    unsafe fn capture(&mut self, model: &DeviceBert, batch: BatchShape) -> Result<CudaGraph> {
         cu("begin capture", self.stream.begin_capture(ds::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
         // SAFETY: our caller's contract.
-        let enqueued = unsafe { self.enqueue(model, padded, tiles, total_at) };
+        let enqueued = unsafe { self.enqueue(model, batch) };
         let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
         enqueued?;
         graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())

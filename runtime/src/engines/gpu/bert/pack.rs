@@ -1,13 +1,13 @@
 //! A batch of features packed without padding: their real tokens one after another, with each
-//! sequence's first row (`starts`, its last entry the token count) and the attention kernel's work
-//! list (`tiles`: 64 query rows of one sequence each), written where an [`Upload`] says: the same
-//! addresses for every batch of a slot, so a captured CUDA graph can replay them. CPU only, tested
-//! in CI.
+//! sequence's first row (`starts`, its last entry the token count), written where an [`Upload`]
+//! says: the same addresses for every batch of a slot, so a captured CUDA graph can replay them.
+//! CPU only, tested in CI.
 
 use crate::engines::cpu_bert::Feature;
 
-/// Query rows per attention block (4 warps of 16).
-pub const TILE_ROWS: usize = 64;
+/// Keys per step of the attention kernel's online softmax (its `KEYS`): a block stages its
+/// sequence's keys and values rounded up to this.
+pub const KEY_STEP: usize = 64;
 /// Token counts are rounded up to this for the products: fewer shapes to prepare, and the rows
 /// past the last token are never read back.
 pub const TOKEN_ROUNDING: usize = 64;
@@ -27,7 +27,8 @@ pub struct Packed {
     pub segments: Vec<i32>,
     pub positions: Vec<i32>,
     pub starts: Vec<i32>,
-    pub tiles: Vec<i32>,
+    /// The longest feature's tokens.
+    pub longest: usize,
 }
 
 impl Packed {
@@ -40,14 +41,14 @@ impl Packed {
         self.tokens().next_multiple_of(TOKEN_ROUNDING).max(TOKEN_ROUNDING)
     }
 
-    pub fn tile_count(&self) -> usize {
-        self.tiles.len() / 2
+    pub fn sequences(&self) -> usize {
+        self.starts.len() - 1
     }
 
     /// Packs `features` (each a sample index and its decoded feature).
     pub fn new(features: &[(usize, Feature)], limits: Limits) -> Result<Packed, String> {
         let mut p = Packed { starts: vec![0], ..Packed::default() };
-        for (s, (index, f)) in features.iter().enumerate() {
+        for (index, f) in features {
             let len = f.length.max(1);
             if len > limits.max_positions {
                 return Err(format!("sample {index} has {len} tokens; the model has {} positions", limits.max_positions));
@@ -63,9 +64,7 @@ impl Packed {
             p.segments.extend_from_slice(segments);
             p.positions.extend(0..len as i32);
             p.starts.push(p.ids.len() as i32);
-            for first in (0..len).step_by(TILE_ROWS) {
-                p.tiles.extend([s as i32, first as i32]);
-            }
+            p.longest = p.longest.max(len);
         }
         Ok(p)
     }
@@ -76,7 +75,7 @@ impl Packed {
     /// If the batch is larger than `upload` was made for.
     pub fn write(&self, upload: &Upload, out: &mut [u8]) {
         assert!(self.tokens() <= upload.tokens && self.starts.len() <= upload.features + 1, "a batch within its slot");
-        for (part, at) in [&self.ids, &self.segments, &self.positions, &self.starts, &self.tiles].into_iter().zip(upload.offsets()) {
+        for (part, at) in [&self.ids, &self.segments, &self.positions, &self.starts].into_iter().zip(upload.offsets()) {
             for (i, v) in part.iter().enumerate() {
                 out[at + 4 * i..at + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
             }
@@ -89,8 +88,8 @@ impl Packed {
     }
 }
 
-/// Where a slot's uploads go: ids, segments, positions, starts and tiles, each at a fixed offset
-/// sized for a full batch of full-length features.
+/// Where a slot's uploads go: ids, segments, positions and starts, each at a fixed offset sized
+/// for a full batch of full-length features.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Upload {
     pub features: usize,
@@ -102,19 +101,15 @@ impl Upload {
         Upload { features, tokens: features * seq }
     }
 
-    fn tiles(&self) -> usize {
-        self.tokens.div_ceil(TILE_ROWS) + self.features
-    }
-
-    /// Byte offsets of ids, segments, positions, starts and tiles.
-    pub fn offsets(&self) -> [usize; 5] {
+    /// Byte offsets of ids, segments, positions and starts.
+    pub fn offsets(&self) -> [usize; 4] {
         let t = 4 * self.tokens;
-        [0, t, 2 * t, 3 * t, 3 * t + 4 * (self.features + 1)]
+        [0, t, 2 * t, 3 * t]
     }
 
     /// Bytes from the first part to the end of the last.
     pub fn bytes(&self) -> usize {
-        self.offsets()[4] + 8 * self.tiles()
+        self.offsets()[3] + 4 * (self.features + 1)
     }
 }
 
@@ -138,7 +133,7 @@ mod tests {
         assert_eq!(p.tokens(), 197);
         assert_eq!(p.padded_tokens(), 256);
         assert_eq!(p.starts, [0, 3, 133, 197]);
-        assert_eq!(p.tiles, [0, 0, 1, 0, 1, 64, 1, 128, 2, 0]);
+        assert_eq!((p.sequences(), p.longest), (3, 130));
         assert_eq!(&p.ids[..4], [5, 6, 7, 5]);
         assert_eq!(&p.positions[..5], [0, 1, 2, 0, 1]);
         assert_eq!(&p.segments[..4], [0, 0, 1, 0]);
@@ -146,14 +141,14 @@ mod tests {
         let mut out = vec![0u8; upload.bytes()];
         p.write(&upload, &mut out);
         let o = upload.offsets();
-        let at = |offset: usize| i32::from_le_bytes(out[offset..offset + 4].try_into().unwrap());
-        assert_eq!((at(o[3] + 4), at(o[2] + 12), at(o[1] + 8), at(o[4] + 4 * 9)), (3, 0, 1, 0));
-        assert_eq!(at(p.total_at(&upload)), 197);
-        // The tiles of the longest batch fit: every feature 384 tokens is 6 tiles each.
+        let at = |out: &[u8], offset: usize| i32::from_le_bytes(out[offset..offset + 4].try_into().unwrap());
+        assert_eq!((at(&out, o[3] + 4), at(&out, o[2] + 12), at(&out, o[1] + 8)), (3, 0, 1));
+        assert_eq!(at(&out, p.total_at(&upload)), 197);
+        // The largest batch fits.
         let full: Vec<_> = (0..4).map(|i| (i, feature(384, 384))).collect();
         let p = Packed::new(&full, LIMITS).unwrap();
-        assert_eq!(p.tile_count(), 24);
         p.write(&upload, &mut out);
+        assert_eq!(at(&out, p.total_at(&upload)), 4 * 384);
     }
 
     #[test]
