@@ -5,7 +5,8 @@
 //! (`kernels.cu`) the rest: embeddings + layer norm, fused flash-style attention over each
 //! sequence (tensor cores, online softmax, nothing `[L, L]` in memory), residual + layer norm, and
 //! the answer head in fp32. Responses are each feature's f32 `[length, 2]` logits, as the CPU
-//! engine gives them.
+//! engine gives them. With `use_graphs`, one-feature batches (SingleStream) replay a CUDA graph
+//! captured per 64-token length bucket: launches depend on a batch's shape, never its contents.
 //!
 //! - [`layout`]: the plan (weights in the engine's layout, the header and its key). CPU only.
 //! - [`pack`]: packing a batch. CPU only.
