@@ -43,8 +43,10 @@ fn bert_on_the_cpu_engine_scores_runs_valid_and_passes_test01() {
         assert!(matches!(log.str("result_validity"), Some("VALID") | None), "{}: {:?}", path.display(), log.str("result_validity"));
     }
 
-    // TEST01: the logged logits of the audit run equal the accuracy run's.
-    let out = run(&["run_audit_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000", "--audit_tests=TEST01"]);
+    // TEST01: the logged logits of the audit run equal the accuracy run's. The throughput of a
+    // loaded 2-core machine wanders past TEST01's 10 % now and then (an audit run at 910 samples/s
+    // against a reference at 797 failed once in CI): a retry, as a submitter would.
+    let out = run(&["run_audit_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000", "--audit_tests=TEST01", "--audit_retries=2"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", shown(&out));
     assert!(stdout.lines().any(|l| l.contains("TEST01") && l.contains("PASS") && l.contains(", 0 differ")), "{stdout}");
