@@ -56,7 +56,13 @@ fn synthetic_set(scratch: &Scratch) -> SyntheticSquad {
     SyntheticSquad::in_dir(&scratch.models_dir().join("synthetic/squad"))
 }
 
-/// The synthetic set, generated on first use.
+/// The config's synthetic set (generated on first use), or None for real data.
+fn synthetic_of(settings: &Settings) -> Result<Option<SyntheticSquad>, Error> {
+    if is_synthetic(settings) { ensure_synthetic().map(Some) } else { Ok(None) }
+}
+
+/// The synthetic set, generated on first use (each call checks every file against the manifest:
+/// call it once per command).
 fn ensure_synthetic() -> Result<SyntheticSquad, Error> {
     let set = synthetic_set(&Scratch::from_env());
     synthetic::ensure(&set, &SyntheticSpec::standard(), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
@@ -74,15 +80,16 @@ fn unsupported_precision(settings: &Settings) -> Option<String> {
     }
 }
 
-/// The GPU plan a config describes, the synthetic BERT-Large-shaped model generated on first use.
-fn gpu_spec(spec: &WorkloadSpec) -> Result<BertGpuSpec, Error> {
+/// The GPU plan a config describes (`set`: its synthetic set), the synthetic BERT-Large-shaped
+/// model generated on first use.
+fn gpu_spec(spec: &WorkloadSpec, set: Option<&SyntheticSquad>) -> Result<BertGpuSpec, Error> {
     let settings = spec.settings;
     if let Some(why) = unsupported_precision(settings) {
         return Err(Error::Config(why));
     }
-    let model_path = match is_synthetic(settings) {
-        true => synthetic::ensure_large_model(&ensure_synthetic()?, &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?,
-        false => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+    let model_path = match set {
+        Some(set) => synthetic::ensure_large_model(set, &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?,
+        None => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
     };
     if !model_path.is_file() {
         return Err(Error::Data(format!("model {} not found: download the MLPerf BERT-Large ONNX model there (`mlperf info` lists every expected path)", model_path.display())));
@@ -113,19 +120,18 @@ fn tensors_and_features(scratch: &Scratch, settings: &Settings, set: Option<&Syn
 }
 
 impl Bert {
-    /// The tokenized features a config reads, holding up to `resident` in memory; real data must
-    /// be ready, synthetic data is generated on first use. Runs pass the round's set size as
+    /// The tokenized features a config reads (`set`: its synthetic set, already ensured), holding
+    /// up to `resident` in memory; real data must be ready. Runs pass the round's set size as
     /// `expected`.
-    fn samples(&self, settings: &Settings, resident: usize, expected: Option<usize>) -> Result<SampleLibrary, Error> {
+    fn samples(&self, settings: &Settings, set: Option<&SyntheticSquad>, resident: usize, expected: Option<usize>) -> Result<SampleLibrary, Error> {
         let scratch = Scratch::from_env();
-        let set = if is_synthetic(settings) { Some(ensure_synthetic()?) } else { None };
         if set.is_none() {
             let report = self.data(&scratch, settings);
             if !report.ready() {
                 return Err(Error::Data(format!("the data of bert is not ready:\n{}", report.render())));
             }
         }
-        let (tensors, _) = tensors_and_features(&scratch, settings, set.as_ref())?;
+        let (tensors, _) = tensors_and_features(&scratch, settings, set)?;
         let library = SampleLibrary::open("SQuAD", &tensors, None, resident).map_err(Error::Data)?;
         if let Some(expected) = expected.filter(|&e| e != library.total_sample_count()) {
             return Err(Error::Data(format!(
@@ -232,8 +238,9 @@ impl Benchmark for Bert {
                 }
                 // Before generating any model: without a GPU nothing below can finish.
                 require_cuda().map_err(Error::Config)?;
-                let gpu = gpu_spec(spec)?;
-                let library = self.samples(spec.settings, CHECK_FEATURES, None)?;
+                let set = synthetic_of(spec.settings)?;
+                let gpu = gpu_spec(spec, set.as_ref())?;
+                let library = self.samples(spec.settings, set.as_ref(), CHECK_FEATURES, None)?;
                 let checked = CHECK_FEATURES.min(library.total_sample_count());
                 Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
                 Ok(gpu.generate(&library, checked, &mut |line| tracing::info!("  {line}"))?)
@@ -246,20 +253,23 @@ impl Benchmark for Bert {
 
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
         let settings = spec.settings;
-        let engines = match settings.engine.unwrap_or(EngineKind::Gpu) {
-            EngineKind::Gpu => gpu_spec(spec)?.open(spec.devices)?,
-            EngineKind::Cpu => {
-                let model = match is_synthetic(settings) {
-                    true => ensure_synthetic()?.model(),
-                    false => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
-                };
-                let seq = SquadOptions::default().max_seq_length;
-                let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
-                vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
-            }
-            EngineKind::Serving => return Err(no_engine(self.id(), settings)),
+        let kind = settings.engine.unwrap_or(EngineKind::Gpu);
+        if kind == EngineKind::Serving {
+            return Err(no_engine(self.id(), settings));
+        }
+        let set = synthetic_of(settings)?;
+        let engines = if kind == EngineKind::Gpu {
+            gpu_spec(spec, set.as_ref())?.open(spec.devices)?
+        } else {
+            let model = match &set {
+                Some(set) => set.model(),
+                None => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
+            };
+            let seq = SquadOptions::default().max_seq_length;
+            let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
+            vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
         };
-        let library = self.samples(settings, spec.performance_samples, Some(spec.total_samples))?;
+        let library = self.samples(settings, set.as_ref(), spec.performance_samples, Some(spec.total_samples))?;
         Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(settings), caveats: Vec::new() })
     }
 
