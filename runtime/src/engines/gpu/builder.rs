@@ -1,12 +1,15 @@
 //! `generate_engines` for the GPU engine: a plan is reused when its key matches what is wanted
 //! now, rebuilt (saying why) when stale or corrupt, and built from the ONNX model otherwise:
-//! import and fuse, quantise (int8 plans, with the calibration's ranges), lower, time cuDNN's algorithms and accumulators on GPU 0 within the workspace
-//! limit, check the result against the CPU engine (retuning with fp32 sums only if a plan with
-//! fp16 sums disagrees), write the plan atomically. An int8 plan is checked against its quantised
-//! network run by the CPU engine (`export`); what int8 changes against the fp32 model is reported.
+//! import and fuse, quantise (int8 plans, with the calibration's ranges, weights per channel),
+//! lower, time cuDNN's algorithms and accumulators, and for int8 layers cuDNN graphs, on GPU 0
+//! within the workspace limit, quantise again per tensor the int8 layers the legacy call runs,
+//! check the result against the CPU engine (retuning with fp32 sums only if a plan with fp16 sums
+//! disagrees), write the plan atomically. An int8 plan is checked against its quantised network
+//! run by the CPU engine (`export`); what int8 changes against the fp32 model is reported.
 
 use super::calibration::Calibration;
 use super::exec::{self, DeviceModel, Slot};
+use super::network::WeightScaling;
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
 use super::spec::GpuSpec;
 use super::{GpuEngine, RunOptions, export, lower, network};
@@ -80,25 +83,69 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
     let model_path = &spec.model_path;
     let bytes = std::fs::read(model_path).map_err(|e| format!("cannot read model {}: {e}", model_path.display()))?;
     let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{} is not an ONNX model: {e}", model_path.display()))?;
-    let mut net = network::build(&proto).map_err(|e| format!("{}: {e}", model_path.display()))?;
-    if let Some(calibration) = req.calibration {
-        let int8 = network::quantize(&mut net, &calibration.amax)?;
-        progress(&format!("{int8} convolutions quantised to int8 ({} calibration images)", calibration.images));
-    }
+    let fp32_net = network::build(&proto).map_err(|e| format!("{}: {e}", model_path.display()))?;
     let input = &spec.input;
-    if (net.channels, net.height, net.width) != (input.channels, input.height, input.width) {
+    if (fp32_net.channels, fp32_net.height, fp32_net.width) != (input.channels, input.height, input.width) {
         return Err(format!(
             "{} takes {}x{}x{} images but the config's samples are {}x{}x{}",
             model_path.display(),
-            net.channels,
-            net.height,
-            net.width,
+            fp32_net.channels,
+            fp32_net.height,
+            fp32_net.width,
             input.channels,
             input.height,
             input.width
         ));
     }
-    let lowered = lower::lower(&net)?;
+    // Int8 weights start per channel; layers where the legacy call wins are quantised per tensor
+    // after tuning (`settle_weight_scaling`).
+    let mut net = fp32_net.clone();
+    if let Some(calibration) = req.calibration {
+        let int8 = network::quantize(&mut net, &calibration.amax, &|_| WeightScaling::PerChannel)?;
+        progress(&format!("{int8} convolutions quantised to int8 ({} calibration images)", calibration.images));
+    }
+    let mut plan = lowered_plan(&net, key, model_path)?;
+    let classes = plan.header.classes;
+    let convs = plan.header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
+    progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms and graphs at batch {}", plan.header.layers.len(), spec.batch_size()));
+    tune(&mut plan, req, &[Accumulator::Fp32, Accumulator::Fp16], progress)?;
+    settle_weight_scaling(&mut plan, &mut net, &fp32_net, req.calibration, progress)?;
+    if let Some((source, samples)) = req.check_samples {
+        let samples = samples.min(spec.batch_size());
+        let origin = model_path.display().to_string();
+        let fp32 = reference_logits(&proto, &origin, req, source, samples)?;
+        let quantised = |net: &network::Network| reference_logits(&export::to_onnx(net)?.model, &format!("{origin}, quantised"), req, source, samples);
+        let int8 = req.calibration.map(|_| quantised(&net)).transpose()?;
+        let mut references = References { fp32, int8, classes, offset: header_offset(classes) };
+        plan.header.verification = match verify(&plan, req, source, &references) {
+            Err(why) if count_sums(&plan.header, Accumulator::Fp16) > 0 => {
+                progress(&format!("{why}; {} layers sum in fp16: timing again with fp32 sums only", count_sums(&plan.header, Accumulator::Fp16)));
+                tune(&mut plan, req, &[Accumulator::Fp32], progress)?;
+                if settle_weight_scaling(&mut plan, &mut net, &fp32_net, req.calibration, progress)? {
+                    references.int8 = Some(quantised(&net)?);
+                }
+                verify(&plan, req, source, &references)?
+            }
+            checked => checked?,
+        };
+        progress(&plan.header.verification);
+    }
+    write_atomic(&spec.plan_path, &plan.to_bytes())?;
+    let graphs = plan.header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { graph: Some(_), .. })).count();
+    let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
+    Ok(format!(
+        "{convs} convolutions ({} in int8, {graphs} of them as cuDNN graphs with per-channel weight scales; {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
+        count_sums(&plan.header, Accumulator::Int32),
+        count_sums(&plan.header, Accumulator::Fp16),
+        total_us / 1000.0,
+        spec.batch_size(),
+        plan.header.verification
+    ))
+}
+
+/// The plan of a fused (and possibly quantised) network, untuned.
+pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &std::path::Path) -> Result<Plan, String> {
+    let lowered = lower::lower(net)?;
     let classes = lowered.classes;
     let header = PlanHeader {
         key,
@@ -114,39 +161,58 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         blob_sha256: plan::sha256_hex(&lowered.blob),
         verification: String::new(),
     };
-    let convs = header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { .. })).count();
-    progress(&format!("{} layers ({convs} fused convolutions); timing cuDNN algorithms at batch {}", header.layers.len(), spec.batch_size()));
-    let mut plan = Plan { header, blob: lowered.blob };
-    tune(&mut plan, req, &[Accumulator::Fp32, Accumulator::Fp16], progress)?;
-    if let Some((source, samples)) = req.check_samples {
-        let samples = samples.min(spec.batch_size());
-        let origin = model_path.display().to_string();
-        let fp32 = reference_logits(&proto, &origin, req, source, samples)?;
-        let int8 = match req.calibration {
-            Some(_) => Some(reference_logits(&export::to_onnx(&net)?.model, &format!("{origin}, quantised"), req, source, samples)?),
-            None => None,
-        };
-        let references = References { fp32, int8, classes, offset: header_offset(classes) };
-        plan.header.verification = match verify(&plan, req, source, &references) {
-            Err(why) if count_sums(&plan.header, Accumulator::Fp16) > 0 => {
-                progress(&format!("{why}; {} layers sum in fp16: timing again with fp32 sums only", count_sums(&plan.header, Accumulator::Fp16)));
-                tune(&mut plan, req, &[Accumulator::Fp32], progress)?;
-                verify(&plan, req, source, &references)?
+    Ok(Plan { header, blob: lowered.blob })
+}
+
+/// Makes each int8 layer's weight scaling fit what tuning chose to run it: per channel for a cuDNN
+/// graph, per tensor for the legacy call (which takes one scale). Where any differs, the network
+/// is quantised again from `fp32` and lowered, and the tuning carried over layer by layer (the
+/// times do not depend on the weights' values). Returns whether the network changed.
+pub(super) fn settle_weight_scaling(
+    plan: &mut Plan,
+    net: &mut network::Network,
+    fp32: &network::Network,
+    calibration: Option<&Calibration>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<bool, String> {
+    let Some(calibration) = calibration else { return Ok(false) };
+    let wanted: std::collections::HashMap<&str, WeightScaling> = plan
+        .header
+        .layers
+        .iter()
+        .filter_map(|l| match &l.kind {
+            plan::LayerKind::Conv { epilogue_offset: Some(_), per_channel, graph, .. } if *per_channel != graph.is_some() => {
+                Some((l.name.as_str(), if graph.is_some() { WeightScaling::PerChannel } else { WeightScaling::PerTensor }))
             }
-            checked => checked?,
-        };
-        progress(&plan.header.verification);
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(false);
     }
-    write_atomic(&spec.plan_path, &plan.to_bytes())?;
-    let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
-    Ok(format!(
-        "{convs} convolutions ({} in int8, {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
-        count_sums(&plan.header, Accumulator::Int32),
-        count_sums(&plan.header, Accumulator::Fp16),
-        total_us / 1000.0,
-        spec.batch_size(),
-        plan.header.verification
-    ))
+    let per_tensor = wanted.values().filter(|&&s| s == WeightScaling::PerTensor).count();
+    let (legacy, graphs) = (per_tensor, wanted.len() - per_tensor);
+    progress(&format!("quantising again: {legacy} int8 layers per tensor (the legacy call runs them; it takes one weight scale), {graphs} per channel (a graph runs them)"));
+    let scaling = |name: &str| match (wanted.get(name), plan.header.layers.iter().find(|l| l.name == name).map(|l| &l.kind)) {
+        (Some(&s), _) => s,
+        (None, Some(plan::LayerKind::Conv { per_channel: false, .. })) => WeightScaling::PerTensor,
+        _ => WeightScaling::PerChannel,
+    };
+    let mut requantised = fp32.clone();
+    network::quantize(&mut requantised, &calibration.amax, &scaling)?;
+    let mut settled = lowered_plan(&requantised, plan.header.key.clone(), std::path::Path::new(&plan.header.model_path))?;
+    for (new, tuned) in settled.header.layers.iter_mut().zip(&plan.header.layers) {
+        use plan::LayerKind::Conv;
+        if let (
+            Conv { accumulator, algorithm, workspace_bytes, measured_us, graph, .. },
+            Conv { accumulator: a, algorithm: al, workspace_bytes: w, measured_us: m, graph: g, .. },
+        ) = (&mut new.kind, &tuned.kind)
+        {
+            (*accumulator, *algorithm, *workspace_bytes, *measured_us, *graph) = (*a, *al, *w, *m, g.clone());
+        }
+    }
+    (*plan, *net) = (settled, requantised);
+    Ok(true)
 }
 
 /// Chooses every convolution's algorithm and accumulator on GPU 0 (see `Slot::choose_algorithms`).

@@ -1,5 +1,6 @@
 //! Running a plan on one GPU through cudarc: the weights uploaded once, and per inference stream a
-//! "slot" with its own cuDNN handle, activation buffers, workspace, pinned host buffers and one
+//! "slot" with its own cuDNN handle, the cuDNN graph plans of the int8 layers that run one
+//! (restored from the plan's JSON), activation buffers, workspace, pinned host buffers and one
 //! CUDA graph per batch size (captured on first use after a warm-up run, then replayed).
 //!
 //! A batch on a slot: the samples are copied into the slot's pinned input buffer (or, with
@@ -8,6 +9,9 @@
 //! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
 use super::cudnn::{self, Activation, Algorithm, Convolution, DataType, Filter, FusedConv, Handle, Operand, Pooling, Tensor};
+use super::graph::GraphError;
+use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
+use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
 use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
 use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
@@ -214,6 +218,8 @@ extern "C" __global__ void top1(const unsigned short* logits, int* out, int n, i
 /// The plan resident on one GPU: weights and compiled kernels, shared by the device's slots.
 pub struct DeviceModel {
     pub ctx: Arc<CudaContext>,
+    /// The GPU's name, which keys cuDNN graph plans.
+    gpu: String,
     pub header: PlanHeader,
     /// The samples as the sample library holds them.
     pub input: InputSpec,
@@ -253,9 +259,10 @@ impl DeviceModel {
         let module = cu("load kernels", ctx.load_module(ptx))?;
         let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
         let top1 = cu("kernel top1", module.load_function("top1"))?;
+        let gpu = cu("read the GPU's name", ctx.name())?;
         let quantize = cu("kernel quantize", module.load_function("quantize"))?;
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
-        Ok(Arc::new(DeviceModel { ctx, header: header.clone(), input, weights, convert, quantize, dequantize, top1 }))
+        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, top1 }))
     }
 
     pub fn max_batch(&self) -> usize {
@@ -301,6 +308,12 @@ enum LayerDescriptors {
         algo: Algorithm,
         workspace: usize,
     },
+    /// An int8 convolution as the slot's cuDNN graph plan of layer `layer`, with its tensors'
+    /// addresses.
+    Graph {
+        layer: usize,
+        bindings: Vec<(Uid, DevicePtr)>,
+    },
     Pool {
         x: Tensor,
         y: Tensor,
@@ -323,6 +336,12 @@ struct BatchProgram {
 pub struct Slot {
     model: Arc<DeviceModel>,
     pub stream: Arc<CudaStream>,
+    /// The cuDNN graph plan of each layer that runs one (by layer index), restored with the slot
+    /// (declared before the handle, so dropped before it). They run at the plan's batch size
+    /// whatever the batch: a partial batch's other samples are whatever the buffers hold (int8, so
+    /// any bits are numbers) and nothing reads them; a plan per batch size would compile its
+    /// kernels mid-run (an H100 Offline run lost ~10 s so).
+    graph_plans: Vec<Option<ExecutionPlan>>,
     handle: Handle,
     buffers: Vec<DeviceBuffer>,
     workspace: DeviceBuffer,
@@ -355,12 +374,22 @@ impl Slot {
         ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let stream = cu("create stream", ctx.new_stream())?;
         let handle = Handle::new(&stream)?;
+        let graph_plans = model
+            .header
+            .layers
+            .iter()
+            .map(|l| match &l.kind {
+                LayerKind::Conv { graph: Some(plan), .. } => plan.restore(&handle, &model.gpu).map(Some).map_err(|e| format!("layer {}: {e}", l.name)),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let n = model.max_batch();
         let buffers = model.header.buffer_elements.iter().map(|&e| DeviceBuffer::new(n * e * 2)).collect::<Result<Vec<_>>>()?;
         let sample_bytes = model.input.sample_bytes();
         Ok(Slot {
             model: model.clone(),
             stream,
+            graph_plans,
             handle,
             buffers,
             workspace: DeviceBuffer::new(workspace_bytes)?,
@@ -398,11 +427,40 @@ impl Slot {
         }
     }
 
+    /// The addresses of int8 convolution `layer`'s graph tensors: the slot's buffers, the device's
+    /// weights and the layer's epilogue (see `lower`).
+    fn graph_bindings(&self, layer: &PlannedLayer) -> Vec<(Uid, DevicePtr)> {
+        let LayerKind::Conv { residual, weight_offset, epilogue_offset: Some(epilogue), .. } = layer.kind else {
+            unreachable!("an int8 convolution: lowering gives each an epilogue")
+        };
+        let (co, weights) = (layer.output_shape.0, self.model.weights.ptr());
+        let mut bindings = vec![
+            (ConvLayer::X, self.value_ptr(layer.input)),
+            (ConvLayer::W, weights.offset(weight_offset)),
+            (ConvLayer::SCALE, weights.offset(epilogue)),
+            (ConvLayer::BIAS, weights.offset(epilogue + 4 * co)),
+            (ConvLayer::Y, self.value_ptr(layer.output)),
+        ];
+        if let Some(r) = residual {
+            bindings.extend([(ConvLayer::RESIDUAL, self.value_ptr(r)), (ConvLayer::RATIO, weights.offset(epilogue + 8 * co))]);
+        }
+        bindings
+    }
+
+    /// The plan restored for graph layer `index`.
+    fn graph_plan(&self, index: usize) -> &ExecutionPlan {
+        self.graph_plans[index].as_ref().expect("graph layers' plans are restored with the slot")
+    }
+
     fn descriptors(&self, n: usize) -> Result<Vec<LayerDescriptors>> {
         let mut out = Vec::new();
-        for layer in &self.model.header.layers {
+        for (index, layer) in self.model.header.layers.iter().enumerate() {
             let ((c, h, w), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
             out.push(match &layer.kind {
+                LayerKind::Conv { graph: Some(_), .. } => LayerDescriptors::Graph { layer: index, bindings: self.graph_bindings(layer) },
+                LayerKind::Conv { per_channel: true, .. } => {
+                    return Err(format!("layer {}: int8 weights scaled per channel but no cuDNN graph to run them (build incomplete); rebuild the plan", layer.name));
+                }
                 LayerKind::Conv { algorithm, .. } => {
                     let d = ConvDescriptors::new(layer, n)?;
                     let algo = Algorithm::from_code(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
@@ -469,6 +527,10 @@ impl Slot {
                 // weights at the plan's offsets (lowering laid them out in the blob the device holds);
                 // `fit_workspace` sized the workspace for them, and keeps any it outgrows.
                 LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, &self.workspace) },
+                // SAFETY: the bindings address the slot's buffers and the device's weights at the
+                // plan's offsets, each sized and laid out as the graph (of the plan's batch size)
+                // declares; the workspace was fitted to the plan.
+                LayerDescriptors::Graph { layer, bindings } => unsafe { self.graph_plan(*layer).execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| e.to_string()),
                 // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers.
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, Operand { desc: x, ptr: self.value_ptr(layer.input) }, Operand { desc: y, ptr: self.value_ptr(layer.output) })
@@ -555,6 +617,7 @@ impl Slot {
     fn fit_workspace(&mut self, n: usize, layers: &[LayerDescriptors]) -> Result<()> {
         let needs = self.model.header.layers.iter().zip(layers).filter_map(|(layer, d)| match d {
             LayerDescriptors::Conv { workspace, .. } => Some((*workspace, &layer.name)),
+            LayerDescriptors::Graph { layer: index, .. } => Some((self.graph_plan(*index).workspace_bytes(), &layer.name)),
             LayerDescriptors::Pool { .. } | LayerDescriptors::Convert { .. } => None,
         });
         let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
@@ -613,10 +676,31 @@ impl Slot {
         Ok(raw.chunks_exact(channels).flat_map(|row| row[..h.classes].iter().map(|&b| half::f16::from_bits(b).to_f32())).collect())
     }
 
+    /// Autotunes the cuDNN graph of int8 convolution `layer` at batch `n` on the slot's buffers:
+    /// the fastest plan and its mean time in microseconds, or `None` (reported) where cuDNN offers
+    /// none that runs.
+    fn tune_graph(&self, layer: &PlannedLayer, n: usize, report: &mut dyn FnMut(&str)) -> Option<(Tuned, f64)> {
+        let (spec, bindings) = (graph_spec::conv_scale_bias_residual_relu(&conv_layer(layer, n)).map_err(GraphError::from), self.graph_bindings(layer));
+        let options = Autotune { candidates: 8, runs: 5 };
+        // SAFETY: the bindings address the slot's buffers, sized for the plan's batch size `n`, and
+        // the device's weights at the plan's offsets; the handle enqueues on the slot's stream, and
+        // `autotune` waits for its timed runs.
+        let tuned = spec.and_then(|spec| Graph::build(&self.handle, &spec)).and_then(|g| unsafe { g.autotune(&self.handle, &self.stream, &bindings, &self.workspace, options) });
+        match tuned {
+            Ok(tuned) => {
+                let us = tuned.timings[0].1;
+                Some((tuned, us))
+            }
+            Err(e) => {
+                report(&format!("{}: no cuDNN graph runs it ({e}); the legacy call will", layer.name));
+                None
+            }
+        }
+    }
+
     /// Times every candidate algorithm of every convolution, with each of `accumulators` (int8
-    /// layers: int32), at the
-    /// plan's batch size and writes the fastest that fits `workspace_limit` into the header (the
-    /// builder's autotuning).
+    /// layers: int32), and for int8 layers the cuDNN graph's plans, at the plan's batch size, and
+    /// writes the fastest that fits `workspace_limit` into the header (the builder's autotuning).
     pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
@@ -662,13 +746,48 @@ impl Slot {
                     }
                 }
             }
-            let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
+            // Int8 layers: a cuDNN graph too (per-channel weight scales, the epilogue fused), where faster.
+            let graph = if int8 { self.tune_graph(layer, n, report) } else { None };
             let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
-            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, .. } = &mut layer.kind else { unreachable!() };
-            (*accumulator, *algorithm, *workspace_bytes, *measured_us) = (sums, algo.code(), bytes, us);
-            report(&format!("{:<28} {:>4}x{:<4} k{} s{} -> {:>4}x{:<4} {:?} {sums:?} sums {:.1} us", layer.name, ci, hi, kernel, stride, co, ho, algo, us));
+            let legacy = best.map(|(_, algo, _, us)| format!("legacy {algo:?} {us:.1} us")).unwrap_or_else(|| "no legacy algorithm".into());
+            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, graph: chosen_graph, .. } = &mut layer.kind else { unreachable!() };
+            let shape = format!("{:<28} {:>4}x{:<4} k{kernel} s{stride} -> {:>4}x{:<4}", layer.name, ci, hi, co, ho);
+            match graph {
+                Some((tuned, us)) if best.is_none_or(|(.., legacy_us)| us < f64::from(legacy_us)) => {
+                    let plan = SerializedPlan::new(&tuned.plan, &self.model.gpu).map_err(|e| format!("layer {}: {e}", layer.name))?;
+                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *chosen_graph) = (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us as f32, Some(plan));
+                    report(&format!("{shape} graph engine {} {us:.1} us ({legacy})", tuned.plan.engine()));
+                }
+                graph => {
+                    let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
+                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *chosen_graph) = (sums, algo.code(), bytes, us, None);
+                    let against = graph.map(|(tuned, us)| format!(" (graph engine {} {us:.1} us)", tuned.plan.engine())).unwrap_or_default();
+                    report(&format!("{shape} {algo:?} {sums:?} sums {us:.1} us{against}"));
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// The cuDNN graph description of int8 convolution `layer` at batch `n`.
+fn conv_layer(layer: &PlannedLayer, n: usize) -> ConvLayer {
+    let LayerKind::Conv { kernel, stride, pad, relu, residual, .. } = layer.kind else { unreachable!("a convolution layer") };
+    let ((ci, hi, wi), (co, ..)) = (layer.input_shape, layer.output_shape);
+    let int8 = graph_spec::DataType::Int8;
+    ConvLayer {
+        batch: n as i64,
+        in_channels: ci as i64,
+        height: hi as i64,
+        width: wi as i64,
+        out_channels: co as i64,
+        kernel: [kernel as i64; 2],
+        padding: [pad as i64; 2],
+        stride: [stride as i64; 2],
+        residual: residual.map(|_| int8),
+        rescale: residual.is_some(),
+        relu,
+        output: int8,
     }
 }
 

@@ -46,7 +46,7 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
                 if c.relu {
                     y = g.node("Relu", &format!("{name}/relu"), &[&y], vec![]);
                 }
-                match c.int8 {
+                match &c.int8 {
                     Some(q) => round_to_int8(&mut g, name, &y, q.output_scale),
                     None => y,
                 }

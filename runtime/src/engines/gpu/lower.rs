@@ -1,12 +1,13 @@
 //! Lowering the fused network to what the GPU runs: a stride-2 stem rewritten for a
 //! space-to-depth image (see `network::space_to_depth`), NHWC fp16 tensors (int8 where
-//! `network::quantize` put them), KRSC weights in one blob (fp16, or int8 with f32 biases), channel counts padded where tensor-core kernels want multiples of 8 (the image and a
-//! classifier whose class count is not a multiple of 8; the pad weights are zero, so padded
-//! channels carry zeros and padded classes are never reported), and a buffer per value chosen by
-//! liveness. Algorithms and accumulators are left unset here: choosing them needs the GPU (see
-//! `builder`).
+//! `network::quantize` put them), KRSC weights in one blob (fp16, or int8 with f32 biases and the
+//! cuDNN graph's per-channel epilogue), channel counts padded where tensor-core kernels want
+//! multiples of 8 (the image and a classifier whose class count is not a multiple of 8; the pad
+//! weights are zero, so padded channels carry zeros and padded classes are never reported), and a
+//! buffer per value chosen by liveness. Algorithms, graphs and accumulators are left unset here:
+//! choosing them needs the GPU (see `builder`).
 
-use super::network::{Network, Op, SpaceToDepth, assign_buffers, space_to_depth};
+use super::network::{Network, Op, SpaceToDepth, WeightScaling, assign_buffers, space_to_depth};
 use super::plan::{Accumulator, LayerKind, PlannedLayer};
 use half::f16;
 
@@ -77,25 +78,32 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                 let weight_offset = blob.len();
                 let k2 = conv.kernel * conv.kernel;
                 // OIHW -> OHWI (KRSC), one element at a time in the layer's type.
-                let krsc = (0..conv.cout).flat_map(|o| (0..k2).flat_map(move |rs| (0..conv.cin).map(move |c| conv.weight[(o * conv.cin + c) * k2 + rs])));
-                let (bias_offset, scale, residual_scale, accumulator) = match conv.int8 {
+                // (output channel, weight) in KRSC order.
+                let krsc = (0..conv.cout).flat_map(|o| (0..k2).flat_map(move |rs| (0..conv.cin).map(move |c| (o, conv.weight[(o * conv.cin + c) * k2 + rs]))));
+                let (bias_offset, scale, residual_scale, accumulator, epilogue_offset) = match &conv.int8 {
                     None => {
-                        blob.extend(krsc.flat_map(|w| f16::from_f32(w).to_le_bytes()));
+                        blob.extend(krsc.flat_map(|(_, w)| f16::from_f32(w).to_le_bytes()));
                         let bias_offset = align_blob(&mut blob);
                         blob.extend(conv.bias.iter().flat_map(|b| f16::from_f32(*b).to_le_bytes()));
-                        (bias_offset, 1.0, if conv.residual.is_some() { 1.0 } else { 0.0 }, Accumulator::Fp32)
+                        (bias_offset, 1.0, if conv.residual.is_some() { 1.0 } else { 0.0 }, Accumulator::Fp32, None)
                     }
                     Some(q) => {
                         // `quantize` left the weights on the int8 grid: rounding recovers the integers.
-                        blob.extend(krsc.map(|w| (w / q.weight_scale).round() as i8 as u8));
+                        blob.extend(krsc.map(|(o, w)| (w / q.weight_scales[o]).round() as i8 as u8));
                         let bias_offset = align_blob(&mut blob);
                         blob.extend(conv.bias.iter().flat_map(|b| (b / q.output_scale).to_le_bytes()));
                         let int8_input = |v| net.int8_scale(v).ok_or_else(|| format!("node {:?}: an int8 convolution reads an fp16 value (run network::quantize)", node.name));
-                        let residual_scale = match conv.residual {
-                            Some(r) => int8_input(r)? / q.output_scale,
-                            None => 0.0,
-                        };
-                        (bias_offset, int8_input(node.input)? * q.weight_scale / q.output_scale, residual_scale, Accumulator::Int32)
+                        let x = int8_input(node.input)?;
+                        let z = conv.residual.map(int8_input).transpose()?;
+                        // The graph's epilogue sums in the residual's units (the output's without one).
+                        let sum_scale = z.unwrap_or(q.output_scale);
+                        let epilogue_offset = align_blob(&mut blob);
+                        let epilogue = q.weight_scales.iter().map(|w| x * w / sum_scale).chain(conv.bias.iter().map(|b| b / sum_scale));
+                        let ratio = z.map(|z| std::iter::repeat_n(z / q.output_scale, conv.cout)).into_iter().flatten();
+                        blob.extend(epilogue.chain(ratio).flat_map(f32::to_le_bytes));
+                        // The legacy call's one scale; with per-channel weights it serves timing only.
+                        let weight_scale = q.weight_scales.iter().fold(0f32, |m, &s| m.max(s));
+                        (bias_offset, x * weight_scale / q.output_scale, z.map_or(0.0, |z| z / q.output_scale), Accumulator::Int32, Some(epilogue_offset))
                     }
                 };
                 align_blob(&mut blob);
@@ -113,6 +121,9 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     algorithm: -1,
                     workspace_bytes: 0,
                     measured_us: 0.0,
+                    epilogue_offset,
+                    per_channel: conv.int8.as_ref().is_some_and(|q| q.scaling == WeightScaling::PerChannel),
+                    graph: None,
                 }
             }
             Op::MaxPool { kernel, stride, pad } => LayerKind::MaxPool { kernel: *kernel, stride: *stride, pad: *pad },

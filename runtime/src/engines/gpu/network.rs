@@ -67,12 +67,22 @@ pub struct Conv {
     pub int8: Option<Int8Conv>,
 }
 
-/// The scales of an int8 convolution: its weights are `weight_scale` times integers in
-/// [-127, 127] (already rounded so in `weight`), its output is `output_scale` times integers.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The scales of an int8 convolution: output channel `k`'s weights are `weight_scales[k]` times
+/// integers in [-127, 127] (already rounded so in `weight`), its output is `output_scale` times
+/// integers.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Int8Conv {
-    pub weight_scale: f32,
+    pub weight_scales: Vec<f32>,
+    pub scaling: WeightScaling,
     pub output_scale: f32,
+}
+
+/// How finely an int8 convolution's weights are scaled. Per output channel loses less (TensorRT's
+/// scheme) and needs cuDNN's graph API; cuDNN's legacy fused call takes one scale per layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightScaling {
+    PerTensor,
+    PerChannel,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -350,11 +360,12 @@ pub const INT8_MAX: f32 = 127.0;
 /// convolution or max pooling wrote; the stem reads the image and the classifier the pooled
 /// features, and both stay fp16, where int8 would cost accuracy for little time). `amax` holds each
 /// value's calibrated range by ONNX tensor name (see `calibration`): a value's scale is
-/// `amax / 127`. Weights get one scale per convolution (cuDNN's int8 call takes one per tensor)
-/// and are rounded to it here, so the network computes exactly what the GPU's int8 arithmetic
-/// does, up to rounding ties. `Quantize` goes where fp16 values enter the int8 region and
-/// `Dequantize` where int8 values leave it. Returns the number of int8 convolutions.
-pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32>) -> Result<usize, String> {
+/// `amax / 127`. Weights get one scale per output channel or per convolution, as `scaling` says
+/// for each convolution (by node name), and are rounded to it here, so the network computes
+/// exactly what the GPU's int8 arithmetic does, up to rounding ties. `Quantize` goes where fp16
+/// values enter the int8 region and `Dequantize` where int8 values leave it. Returns the number of
+/// int8 convolutions.
+pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32>, scaling: &dyn Fn(&str) -> WeightScaling) -> Result<usize, String> {
     let scale_of = |tensor: &str| -> Result<f32, String> {
         match amax.get(tensor) {
             Some(&a) if a.is_finite() && a >= 0.0 => Ok(a.max(f32::MIN_POSITIVE) / INT8_MAX),
@@ -365,16 +376,25 @@ pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32
     let mut count = 0;
     for i in 0..net.nodes.len() {
         let reads_features = matches!(net.producer(net.nodes[i].input).map(|p| &p.op), Some(Op::Conv(_) | Op::MaxPool { .. }));
-        let tensor = net.nodes[i].tensor.clone();
+        let (tensor, scaling) = (net.nodes[i].tensor.clone(), scaling(&net.nodes[i].name));
         let Op::Conv(conv) = &mut net.nodes[i].op else { continue };
         // cuDNN's int8 NHWC convolutions need channel counts that are multiples of 4.
         if !reads_features || conv.cin % 4 != 0 || conv.cout % 4 != 0 || net.output == i + 1 {
             continue;
         }
-        let largest = conv.weight.iter().fold(0f32, |m, w| m.max(w.abs()));
-        let weight_scale = if largest > 0.0 { largest / INT8_MAX } else { 1.0 };
-        conv.weight.iter_mut().for_each(|w| *w = (*w / weight_scale).round() * weight_scale);
-        conv.int8 = Some(Int8Conv { weight_scale, output_scale: scale_of(&tensor)? });
+        let scale_of_weights = |w: &[f32]| {
+            let largest = w.iter().fold(0f32, |m, w| m.max(w.abs()));
+            if largest > 0.0 { largest / INT8_MAX } else { 1.0 }
+        };
+        let per_channel = conv.weight.len() / conv.cout;
+        let weight_scales = match scaling {
+            WeightScaling::PerTensor => vec![scale_of_weights(&conv.weight); conv.cout],
+            WeightScaling::PerChannel => conv.weight.chunks_exact(per_channel).map(scale_of_weights).collect(),
+        };
+        for (channel, &scale) in conv.weight.chunks_exact_mut(per_channel).zip(&weight_scales) {
+            channel.iter_mut().for_each(|w| *w = (*w / scale).round() * scale);
+        }
+        conv.int8 = Some(Int8Conv { weight_scales, scaling, output_scale: scale_of(&tensor)? });
         count += 1;
     }
     let is_int8_conv = |n: &Node| matches!(&n.op, Op::Conv(c) if c.int8.is_some());

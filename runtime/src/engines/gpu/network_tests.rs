@@ -4,7 +4,9 @@
 use super::calibration::{self, Calibration, CalibrationSet};
 use super::export;
 use super::lower::{CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN, lower, pad_channels};
-use super::network::{INT8_MAX, Network, Op, SpaceToDepth, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth};
+use super::network::{
+    INT8_MAX, Network, Op, SpaceToDepth, WeightScaling, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth,
+};
 use crate::engines::cpu::CpuEngine;
 use crate::engines::synthetic::{model, synthetic_image_f32};
 use crate::engines::{ElementType, InputSpec, Layout};
@@ -60,7 +62,7 @@ fn execute_node(net: &Network, shapes: &[(usize, usize, usize)], i: usize, value
                                 acc += values[r][at];
                             }
                             let y = if conv.relu { acc.max(0.0) } else { acc };
-                            out[at] = match conv.int8 {
+                            out[at] = match &conv.int8 {
                                 Some(q) => fake_int8(y, q.output_scale),
                                 None => y,
                             };
@@ -429,7 +431,7 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let ranges = reference_ranges(&net, 8);
     let mut q = net.clone();
-    assert_eq!(quantize(&mut q, &ranges).unwrap(), 52, "every convolution but the stem and the classifier");
+    assert_eq!(quantize(&mut q, &ranges, &|_| WeightScaling::PerTensor).unwrap(), 52, "every convolution but the stem and the classifier");
     assert_eq!(count(&q, |op| matches!(op, Op::Quantize { .. })), 1);
     assert_eq!(count(&q, |op| matches!(op, Op::Dequantize)), 1);
     for (i, node) in q.nodes.iter().enumerate() {
@@ -443,15 +445,9 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
                 if let Some(r) = c.residual {
                     assert_eq!(q.int8_scale(r).is_some(), int8_conv, "node {:?}: its residual has another type", node.name);
                 }
-                if let Some(s) = c.int8 {
-                    assert!(
-                        c.weight.iter().all(|w| {
-                            let k = w / s.weight_scale;
-                            (k - k.round()).abs() < 1e-3 && k.abs() <= 127.5
-                        }),
-                        "{:?}: weights off the int8 grid",
-                        node.name
-                    );
+                if let Some(s) = &c.int8 {
+                    assert!(s.weight_scales.iter().all(|&w| w == s.weight_scales[0]), "{:?}: one scale per tensor", node.name);
+                    assert!(on_int8_grid(c, &s.weight_scales), "{:?}: weights off the int8 grid", node.name);
                 }
             }
             _ => {}
@@ -472,7 +468,7 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
     let mut missing = ranges.clone();
     let tensor = q.nodes.iter().find(|n| matches!(&n.op, Op::Conv(c) if c.int8.is_some())).unwrap().tensor.clone();
     missing.remove(&tensor);
-    let e = quantize(&mut net.clone(), &missing).unwrap_err();
+    let e = quantize(&mut net.clone(), &missing, &|_| WeightScaling::PerTensor).unwrap_err();
     assert!(e.contains(&format!("no range for tensor {tensor:?}")), "{e}");
 }
 
@@ -489,7 +485,7 @@ fn the_exported_network_computes_what_the_network_computes_int8_rounding_include
     // int8: one value rounded the other way (the two sum in another order) changes later roundings,
     // so the logits drift apart; node by node, from the same inputs, they must agree.
     let mut int8 = net.clone();
-    quantize(&mut int8, &reference_ranges(&net, 8)).unwrap();
+    quantize(&mut int8, &reference_ranges(&net, 8), &|_| WeightScaling::PerTensor).unwrap();
     let exported = export::to_onnx(&int8).unwrap();
     let values = tract_values(&exported, &images[0]);
     let shapes = int8.shapes();
@@ -527,27 +523,57 @@ fn tract_values(exported: &export::Exported, image: &[f32]) -> Vec<Vec<f32>> {
     std::iter::once(image.to_vec()).chain(outputs.iter().map(|t| t.to_plain_array_view::<f32>().unwrap().iter().copied().collect())).collect()
 }
 
+/// Whether every output channel's weights are integers in [-127, 127] times its scale.
+fn on_int8_grid(c: &super::network::Conv, scales: &[f32]) -> bool {
+    c.weight.chunks_exact(c.weight.len() / c.cout).zip(scales).all(|(channel, &scale)| {
+        channel.iter().all(|w| {
+            let k = w / scale;
+            (k - k.round()).abs() < 1e-3 && k.abs() <= 127.5
+        })
+    })
+}
+
 #[test]
 fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     use super::plan::{Accumulator, LayerKind};
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let ranges = reference_ranges(&net, 2);
-    let mut q = net.clone();
-    quantize(&mut q, &ranges).unwrap();
-    let lowered = lower(&q).unwrap();
     let residual_int8 = |l: &&super::plan::PlannedLayer| matches!(l.kind, LayerKind::Conv { residual: Some(_), accumulator: Accumulator::Int32, .. });
+    let f32_at = |blob: &[u8], offset: usize, i: usize| f32::from_le_bytes(blob[offset + 4 * i..offset + 4 * i + 4].try_into().unwrap());
+
+    // Per tensor: the legacy call's scale ratios.
+    let mut q = net.clone();
+    quantize(&mut q, &ranges, &|_| WeightScaling::PerTensor).unwrap();
+    let lowered = lower(&q).unwrap();
     let layer = lowered.layers.iter().find(residual_int8).expect("an int8 convolution with a residual");
-    let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(residual), .. } = layer.kind else { unreachable!() };
+    let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(residual), per_channel, .. } = layer.kind else { unreachable!() };
+    assert!(!per_channel);
     let node = q.nodes.iter().find(|n| n.name == layer.name).unwrap();
     let Op::Conv(conv) = &node.op else { panic!() };
-    let s = conv.int8.unwrap();
+    let s = conv.int8.as_ref().unwrap();
     let (o, c, r, t, k) = (3, 5, 0, 0, conv.kernel);
     let stored = lowered.blob[weight_offset + ((o * k + r) * k + t) * conv.cin + c] as i8;
-    assert_eq!(stored as f32, (conv.weight[((o * conv.cin + c) * k + r) * k + t] / s.weight_scale).round());
-    let bias = f32::from_le_bytes(lowered.blob[bias_offset + 4 * o..bias_offset + 4 * o + 4].try_into().unwrap());
-    assert_eq!(bias, conv.bias[o] / s.output_scale, "biases in output units");
+    assert_eq!(stored as f32, (conv.weight[((o * conv.cin + c) * k + r) * k + t] / s.weight_scales[o]).round());
+    assert_eq!(f32_at(&lowered.blob, bias_offset, o), conv.bias[o] / s.output_scale, "biases in output units");
     let (x, z) = (q.int8_scale(node.input).unwrap(), q.int8_scale(residual).unwrap());
-    assert_eq!((scale, residual_scale), (x * s.weight_scale / s.output_scale, z / s.output_scale));
+    assert_eq!((scale, residual_scale), (x * s.weight_scales[0] / s.output_scale, z / s.output_scale));
+
+    // Per channel: the graph's epilogue sums in the residual's units, then rescales.
+    let mut q = net.clone();
+    quantize(&mut q, &ranges, &|_| WeightScaling::PerChannel).unwrap();
+    let lowered = lower(&q).unwrap();
+    let layer = lowered.layers.iter().find(|l| l.name == layer.name).unwrap();
+    let LayerKind::Conv { weight_offset, epilogue_offset: Some(epilogue), per_channel: true, .. } = layer.kind else { panic!("{:?}", layer.kind) };
+    let Op::Conv(conv) = &q.nodes.iter().find(|n| n.name == layer.name).unwrap().op else { panic!() };
+    let s = conv.int8.as_ref().unwrap();
+    assert!(s.weight_scales.iter().any(|&w| w != s.weight_scales[0]), "scales differ between channels");
+    assert!(on_int8_grid(conv, &s.weight_scales));
+    let stored = lowered.blob[weight_offset + ((o * k + r) * k + t) * conv.cin + c] as i8;
+    assert_eq!(stored as f32, (conv.weight[((o * conv.cin + c) * k + r) * k + t] / s.weight_scales[o]).round());
+    let cout = conv.cout;
+    assert_eq!(f32_at(&lowered.blob, epilogue, o), x * s.weight_scales[o] / z);
+    assert_eq!(f32_at(&lowered.blob, epilogue, cout + o), conv.bias[o] / z);
+    assert_eq!(f32_at(&lowered.blob, epilogue, 2 * cout + o), z / s.output_scale);
 
     let LayerKind::Conv { accumulator, scale, residual_scale, .. } = lowered.layers[0].kind else { panic!("the stem first") };
     assert_eq!((accumulator, scale, residual_scale), (Accumulator::Fp32, 1.0, 0.0), "the stem stays fp16");
@@ -555,4 +581,52 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     let quantized = lowered.layers.iter().find_map(|l| if let LayerKind::Quantize { scale } = l.kind { Some(scale) } else { None });
     assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX));
     assert!(lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::Dequantize { .. })));
+}
+
+#[test]
+fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() {
+    use super::builder::{lowered_plan, settle_weight_scaling};
+    use super::graph::plan::SerializedPlan;
+    use super::plan::LayerKind;
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let calibration = Calibration { model_sha256: "test".into(), images: 2, percentile: 100.0, amax: reference_ranges(&net, 2) };
+    let mut q = net.clone();
+    quantize(&mut q, &calibration.amax, &|_| WeightScaling::PerChannel).unwrap();
+    let mut plan = lowered_plan(&q, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
+    // What tuning might choose: a graph for every other int8 layer, the legacy call for the rest.
+    let serialized = SerializedPlan { cudnn_version: 91400, gpu: "test GPU".into(), json: r#"{"engineId":7}"#.into() };
+    let mut graphs = Vec::new();
+    for (i, layer) in plan.header.layers.iter_mut().enumerate() {
+        if let LayerKind::Conv { epilogue_offset: Some(_), graph, algorithm, measured_us, .. } = &mut layer.kind {
+            match i % 2 {
+                0 => (*graph, *algorithm) = (Some(serialized.clone()), -1),
+                _ => *algorithm = 1,
+            }
+            *measured_us = i as f32;
+            if graph.is_some() {
+                graphs.push(layer.name.clone());
+            }
+        }
+    }
+    assert!(graphs.len() > 10 && graphs.len() < 42, "{} graphs", graphs.len());
+    assert!(settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap());
+    for (i, layer) in plan.header.layers.iter().enumerate() {
+        if let LayerKind::Conv { epilogue_offset: Some(_), graph, per_channel, measured_us, algorithm, .. } = &layer.kind {
+            assert_eq!((graph.is_some(), *per_channel, *measured_us), (graphs.contains(&layer.name), graph.is_some(), i as f32), "{}", layer.name);
+            assert_eq!(*algorithm, if graph.is_some() { -1 } else { 1 });
+        }
+    }
+    for node in &q.nodes {
+        if let Op::Conv(conv) = &node.op
+            && let Some(s) = &conv.int8
+        {
+            let per_channel = s.scaling == WeightScaling::PerChannel;
+            assert_eq!(per_channel, graphs.contains(&node.name), "{}", node.name);
+            assert!(per_channel || s.weight_scales.iter().all(|&w| w == s.weight_scales[0]));
+            assert!(on_int8_grid(conv, &s.weight_scales), "{}", node.name);
+        }
+    }
+    assert_eq!(plan.blob, lower(&q).unwrap().blob, "the plan holds the requantised network's weights");
+    assert_eq!(plan.header.blob_sha256, super::plan::sha256_hex(&plan.blob));
+    assert!(!settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap(), "settled once");
 }

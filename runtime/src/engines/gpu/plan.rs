@@ -9,6 +9,7 @@
 //! The header's `key` says what the plan was built from; `blob_sha256` guards the weights. Reading
 //! the header alone is enough to decide whether a plan is up to date ([`check`]).
 
+use super::graph::plan::SerializedPlan;
 use super::network::SpaceToDepth;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +90,15 @@ pub enum LayerKind {
         workspace_bytes: usize,
         /// Measured time of the chosen algorithm at the plan's batch size, microseconds.
         measured_us: f32,
+        /// Int8 layers: f32 `[scale; K]`, `[bias; K]` and, with a residual, `[ratio; K]` at this
+        /// offset, the cuDNN graph's epilogue (`graph::spec::conv_scale_bias_residual_relu`; the
+        /// sum runs in the residual's units, `ratio` brings it to the output's).
+        epilogue_offset: Option<usize>,
+        /// Int8 weights scaled per output channel: only a cuDNN graph runs the layer.
+        per_channel: bool,
+        /// The cuDNN graph plan the layer runs at the plan's batch size, where timing chose it over
+        /// the legacy call; `None`: the legacy call with `algorithm`.
+        graph: Option<SerializedPlan>,
     },
     MaxPool {
         kernel: usize,
@@ -293,10 +303,10 @@ pub fn engine_path(root: &Path, system: &str, scenario: &str, benchmark: &str, p
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn key() -> PlanKey {
+    pub(in crate::engines::gpu) fn key() -> PlanKey {
         PlanKey {
             format_version: FORMAT_VERSION,
             model_sha256: "ab".repeat(32),
@@ -334,6 +344,9 @@ mod tests {
                     algorithm: 1,
                     workspace_bytes: 4096,
                     measured_us: 12.5,
+                    epilogue_offset: None,
+                    per_channel: false,
+                    graph: None,
                 },
                 input: 0,
                 output: 1,

@@ -341,6 +341,11 @@ pub struct ConvLayer {
     pub stride: [i64; 2],
     /// The residual's type (Int8, Half or Float), when the layer adds one.
     pub residual: Option<DataType>,
+    /// Multiplies by a per-channel `ratio` after the residual is added: an int8 residual holds
+    /// other units than the output (its own scale), so the sum runs in the residual's units and
+    /// `ratio` (residual scale / output scale) brings it to the output's.
+    pub rescale: bool,
+    pub relu: bool,
     pub output: DataType,
 }
 
@@ -351,6 +356,7 @@ impl ConvLayer {
     pub const BIAS: Uid = 4;
     pub const RESIDUAL: Uid = 5;
     pub const Y: Uid = 6;
+    pub const RATIO: Uid = 7;
 
     pub fn convolution(&self) -> Convolution {
         Convolution { compute: DataType::Int32, padding: self.padding, stride: self.stride, dilation: [1, 1] }
@@ -363,9 +369,10 @@ impl ConvLayer {
     }
 }
 
-/// `y = relu(conv(x, w) * scale + bias [+ residual])`, int8 NHWC in, as support surface 90 takes it
-/// (docs/cudnn-graph-api.md §2a): int32 accumulation, Float intermediates, y the first operand of
-/// every pointwise operation and the per-channel `[1, K, 1, 1]` tensors the second.
+/// `y = [relu]((conv(x, w) * scale + bias [+ residual]) [* ratio])`, int8 NHWC in, as support
+/// surface 90 takes it (docs/cudnn-graph-api.md §2a): int32 accumulation, Float intermediates, y
+/// the first operand of every pointwise operation and the per-channel `[1, K, 1, 1]` tensors the
+/// second.
 pub fn conv_scale_bias_residual_relu(layer: &ConvLayer) -> Result<OperationGraph, SpecError> {
     let out = layer.output_dims();
     let channel = [1, layer.out_channels, 1, 1];
@@ -392,8 +399,21 @@ pub fn conv_scale_bias_residual_relu(layer: &ConvLayer) -> Result<OperationGraph
         operations.push(Operation::Pointwise { mode: PointwiseMode::Add, precision: float, x: last, b: Some(ConvLayer::RESIDUAL), y: 104 });
         last = 104;
     }
+    if layer.rescale {
+        tensors.push(Tensor::channels_last(ConvLayer::RATIO, "ratio", DataType::Float, channel));
+        tensors.push(intermediate(105, "rescaled"));
+        operations.push(Operation::Pointwise { mode: PointwiseMode::Mul, precision: float, x: last, b: Some(ConvLayer::RATIO), y: 105 });
+        last = 105;
+    }
     tensors.push(Tensor::channels_last(ConvLayer::Y, "y", layer.output, out));
-    operations.push(Operation::Pointwise { mode: PointwiseMode::ReluFwd, precision: float, x: last, b: None, y: ConvLayer::Y });
+    if layer.relu {
+        operations.push(Operation::Pointwise { mode: PointwiseMode::ReluFwd, precision: float, x: last, b: None, y: ConvLayer::Y });
+    } else {
+        // The last operation writes y itself: a virtual intermediate cannot be the graph's output.
+        let Some(Operation::Pointwise { y, .. }) = operations.last_mut() else { unreachable!("the bias Add comes last") };
+        *y = ConvLayer::Y;
+        tensors.retain(|t| t.uid != last);
+    }
     let graph = OperationGraph { tensors, operations };
     graph.validate()?;
     Ok(graph)
@@ -453,6 +473,8 @@ pub fn resnet_layer() -> ConvLayer {
         padding: [1, 1],
         stride: [1, 1],
         residual: Some(DataType::Int8),
+        rescale: false,
+        relu: true,
         output: DataType::Int8,
     }
 }
@@ -505,6 +527,23 @@ mod tests {
         let plain = conv_scale_bias_residual_relu(&ConvLayer { residual: None, output: DataType::Half, ..resnet_layer() }).unwrap();
         assert_eq!(plain.operations.len(), 4, "no residual add");
         assert_eq!(plain.tensor(ConvLayer::Y).unwrap().data_type, DataType::Half);
+    }
+
+    #[test]
+    fn rescaled_residual_and_no_relu_end_on_y() {
+        // ResNet50's int8 blocks: the sum in the residual's units, then the ratio to the output's.
+        let g = conv_scale_bias_residual_relu(&ConvLayer { rescale: true, ..resnet_layer() }).unwrap();
+        let modes: Vec<_> = g.operations[1..].iter().map(|op| if let Operation::Pointwise { mode, b, .. } = op { (*mode, *b) } else { panic!("pointwise") }).collect();
+        let (mul, add, relu) = (PointwiseMode::Mul, PointwiseMode::Add, PointwiseMode::ReluFwd);
+        assert_eq!(modes, [(mul, Some(ConvLayer::SCALE)), (add, Some(ConvLayer::BIAS)), (add, Some(ConvLayer::RESIDUAL)), (mul, Some(ConvLayer::RATIO)), (relu, None)]);
+        assert_eq!(g.tensor(ConvLayer::RATIO).unwrap().dims, [1, 64, 1, 1]);
+        // A projection shortcut: no residual, no activation; the bias Add writes y.
+        let g = conv_scale_bias_residual_relu(&ConvLayer { residual: None, relu: false, ..resnet_layer() }).unwrap();
+        assert_eq!(g.operations.len(), 3);
+        assert_eq!(g.operations[2].output(), ConvLayer::Y);
+        assert!(g.tensors.iter().all(|t| t.uid != 103), "the dropped intermediate is gone");
+        let bound: Vec<Uid> = g.bound_tensors().map(|t| t.uid).collect();
+        assert_eq!(bound, [1, 2, 3, 4, 6]);
     }
 
     #[test]
