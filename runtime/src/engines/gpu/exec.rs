@@ -771,7 +771,7 @@ impl Slot {
 }
 
 /// The cuDNN graph description of int8 convolution `layer` at batch `n`.
-fn conv_layer(layer: &PlannedLayer, n: usize) -> ConvLayer {
+pub(super) fn conv_layer(layer: &PlannedLayer, n: usize) -> ConvLayer {
     let LayerKind::Conv { kernel, stride, pad, relu, residual, .. } = layer.kind else { unreachable!("a convolution layer") };
     let ((ci, hi, wi), (co, ..)) = (layer.input_shape, layer.output_shape);
     let int8 = graph_spec::DataType::Int8;

@@ -630,3 +630,27 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
     assert_eq!(plan.header.blob_sha256, super::plan::sha256_hex(&plan.blob));
     assert!(!settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap(), "settled once");
 }
+
+#[test]
+fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
+    use super::graph::spec::{ConvLayer, conv_scale_bias_residual_relu};
+    use super::plan::LayerKind;
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let mut q = net.clone();
+    quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
+    let lowered = lower(&q).unwrap();
+    let (mut graphs, mut with_residual, mut without_relu) = (0, 0, 0);
+    for layer in &lowered.layers {
+        let LayerKind::Conv { epilogue_offset: Some(_), residual, relu, .. } = layer.kind else { continue };
+        let spec = conv_scale_bias_residual_relu(&super::exec::conv_layer(layer, 3)).unwrap_or_else(|e| panic!("{}: {e}", layer.name));
+        let bound: Vec<_> = spec.bound_tensors().map(|t| t.uid).collect();
+        assert_eq!(bound.contains(&ConvLayer::RESIDUAL), residual.is_some(), "{}", layer.name);
+        assert_eq!(bound.contains(&ConvLayer::RATIO), residual.is_some(), "{}: the residual's units need the ratio", layer.name);
+        assert_eq!(spec.tensor(ConvLayer::Y).unwrap().dims[0], 3);
+        graphs += 1;
+        with_residual += usize::from(residual.is_some());
+        without_relu += usize::from(!relu);
+    }
+    // ResNet50: 52 int8 convolutions, 16 blocks end on a residual, 4 projections have no ReLU.
+    assert_eq!((graphs, with_residual, without_relu), (52, 16, 4));
+}
