@@ -95,13 +95,15 @@ fn gpu_spec(spec: &WorkloadSpec, set: Option<&SyntheticSquad>) -> Result<BertGpu
         return Err(Error::Data(format!("model {} not found: download the MLPerf BERT-Large ONNX model there (`mlperf info` lists every expected path)", model_path.display())));
     }
     let batch_size = settings.batch_size("bert").unwrap_or(1).max(1) as usize;
-    let options = RunOptions {
-        batch_size,
-        seq: SquadOptions::default().max_seq_length,
-        streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
-        use_graphs: settings.use_graphs.unwrap_or(false),
-    };
+    let options =
+        RunOptions { batch_size, seq: mlperf_seq_length(), streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize, use_graphs: settings.use_graphs.unwrap_or(false) };
     Ok(BertGpuSpec { model_path, plan_path: spec.plan.plan_path("bert", ElementType::F16, batch_size), options })
+}
+
+/// MLPerf's feature length (the preprocessing's `max_seq_length`, 384), which every engine, plan
+/// and check of this benchmark assumes.
+fn mlperf_seq_length() -> usize {
+    SquadOptions::default().max_seq_length
 }
 
 /// The directory of the preprocessed tensors, where the feature metadata goes too.
@@ -142,11 +144,11 @@ impl Bert {
             )));
         }
         let seq = library.inputs()[0].shape.first().copied().unwrap_or(0);
-        if seq != SquadOptions::default().max_seq_length {
+        if seq != mlperf_seq_length() {
             return Err(Error::Data(format!(
                 "{} holds features of {seq} tokens; MLPerf's are {}: run `{}` again",
                 tensors[0].display(),
-                SquadOptions::default().max_seq_length,
+                mlperf_seq_length(),
                 preprocess_command(self.id())
             )));
         }
@@ -265,8 +267,7 @@ impl Benchmark for Bert {
                 Some(set) => set.model(),
                 None => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
             };
-            let seq = SquadOptions::default().max_seq_length;
-            let engine = Arc::new(CpuBertEngine::load(&model, seq).map_err(Error::Data)?);
+            let engine = Arc::new(CpuBertEngine::load(&model, mlperf_seq_length()).map_err(Error::Data)?);
             vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
         };
         let library = self.samples(settings, set.as_ref(), spec.performance_samples, Some(spec.total_samples))?;
