@@ -176,28 +176,24 @@ pub(super) fn settle_weight_scaling(
     progress: &mut dyn FnMut(&str),
 ) -> Result<bool, String> {
     let Some(calibration) = calibration else { return Ok(false) };
-    let wanted: std::collections::HashMap<&str, WeightScaling> = plan
-        .header
-        .layers
-        .iter()
-        .filter_map(|l| match &l.kind {
-            plan::LayerKind::Conv { epilogue_offset: Some(_), per_channel, graph, .. } if *per_channel != graph.is_some() => {
-                Some((l.name.as_str(), if graph.is_some() { WeightScaling::PerChannel } else { WeightScaling::PerTensor }))
-            }
-            _ => None,
-        })
-        .collect();
-    if wanted.is_empty() {
+    // Each int8 layer's scaling follows its form; the layers whose current scaling differs.
+    let (mut wanted, mut to_tensor, mut to_channel) = (std::collections::HashMap::new(), 0, 0);
+    for layer in &plan.header.layers {
+        let plan::LayerKind::Conv { epilogue_offset: Some(_), per_channel, graph, .. } = &layer.kind else { continue };
+        let scaling = if graph.is_some() { WeightScaling::PerChannel } else { WeightScaling::PerTensor };
+        wanted.insert(layer.name.as_str(), scaling);
+        match (*per_channel, graph.is_some()) {
+            (true, false) => to_tensor += 1,
+            (false, true) => to_channel += 1,
+            _ => {}
+        }
+    }
+    if to_tensor + to_channel == 0 {
         return Ok(false);
     }
-    let per_tensor = wanted.values().filter(|&&s| s == WeightScaling::PerTensor).count();
-    let (legacy, graphs) = (per_tensor, wanted.len() - per_tensor);
-    progress(&format!("quantising again: {legacy} int8 layers per tensor (the legacy call runs them; it takes one weight scale), {graphs} per channel (a graph runs them)"));
-    let scaling = |name: &str| match (wanted.get(name), plan.header.layers.iter().find(|l| l.name == name).map(|l| &l.kind)) {
-        (Some(&s), _) => s,
-        (None, Some(plan::LayerKind::Conv { per_channel: false, .. })) => WeightScaling::PerTensor,
-        _ => WeightScaling::PerChannel,
-    };
+    progress(&format!("quantising again: {to_tensor} int8 layers per tensor (the legacy call runs them; it takes one weight scale), {to_channel} per channel (a graph runs them)"));
+    // Only int8 layers are asked (`quantize` keeps the others fp16).
+    let scaling = |name: &str| wanted.get(name).copied().unwrap_or(WeightScaling::PerTensor);
     let mut requantised = fp32.clone();
     network::quantize(&mut requantised, &calibration.amax, &scaling)?;
     let mut settled = lowered_plan(&requantised, plan.header.key.clone(), std::path::Path::new(&plan.header.model_path))?;
