@@ -1,7 +1,8 @@
 //! `generate_engines` for the GPU engine: a plan is reused when its key matches what is wanted
 //! now, rebuilt (saying why) when stale or corrupt, and built from the ONNX model otherwise:
 //! import and fuse, quantise (int8 plans, with the calibration's ranges, weights per channel),
-//! lower, time cuDNN's algorithms and accumulators, and for int8 layers cuDNN graphs, on GPU 0
+//! lower, time cuDNN's algorithms and accumulators, and for int8 layers cuDNN graphs and our 1x1
+//! kernel, on GPU 0
 //! within the workspace limit, quantise again per tensor the int8 layers the legacy call runs,
 //! check the result against the CPU engine (retuning with fp32 sums only if a plan with fp16 sums
 //! disagrees), write the plan atomically. An int8 plan is checked against its quantised network
@@ -131,10 +132,11 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         progress(&plan.header.verification);
     }
     write_atomic(&spec.plan_path, &plan.to_bytes())?;
-    let graphs = plan.header.layers.iter().filter(|l| matches!(l.kind, plan::LayerKind::Conv { graph: Some(_), .. })).count();
+    let runs = |runner: fn(&plan::ConvRunner) -> bool| plan.header.layers.iter().filter(|l| matches!(&l.kind, plan::LayerKind::Conv { runner: r, .. } if runner(r))).count();
+    let (graphs, pointwise) = (runs(|r| matches!(r, plan::ConvRunner::Graph(_))), runs(|r| matches!(r, plan::ConvRunner::Pointwise)));
     let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
     Ok(format!(
-        "{convs} convolutions ({} in int8, {graphs} of them as cuDNN graphs with per-channel weight scales; {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
+        "{convs} convolutions ({} in int8, {graphs} of them as cuDNN graphs and {pointwise} as our 1x1 kernel, with per-channel weight scales; {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
         count_sums(&plan.header, Accumulator::Int32),
         count_sums(&plan.header, Accumulator::Fp16),
         total_us / 1000.0,
@@ -165,7 +167,7 @@ pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &st
 }
 
 /// Makes each int8 layer's weight scaling fit what tuning chose to run it: per channel for a cuDNN
-/// graph, per tensor for the legacy call (which takes one scale). Where any differs, the network
+/// graph or our 1x1 kernel, per tensor for the legacy call (which takes one scale). Where any differs, the network
 /// is quantised again from `fp32` and lowered, and the tuning carried over layer by layer (the
 /// times do not depend on the weights' values). Returns whether the network changed.
 pub(super) fn settle_weight_scaling(
@@ -179,10 +181,10 @@ pub(super) fn settle_weight_scaling(
     // Each int8 layer's scaling follows its form; the layers whose current scaling differs.
     let (mut wanted, mut to_tensor, mut to_channel) = (std::collections::HashMap::new(), 0, 0);
     for layer in &plan.header.layers {
-        let plan::LayerKind::Conv { epilogue_offset: Some(_), per_channel, graph, .. } = &layer.kind else { continue };
-        let scaling = if graph.is_some() { WeightScaling::PerChannel } else { WeightScaling::PerTensor };
+        let plan::LayerKind::Conv { epilogue_offset: Some(_), per_channel, runner, .. } = &layer.kind else { continue };
+        let scaling = runner.weight_scaling();
         wanted.insert(layer.name.as_str(), scaling);
-        match (*per_channel, graph.is_some()) {
+        match (*per_channel, scaling == WeightScaling::PerChannel) {
             (true, false) => to_tensor += 1,
             (false, true) => to_channel += 1,
             _ => {}
@@ -191,7 +193,9 @@ pub(super) fn settle_weight_scaling(
     if to_tensor + to_channel == 0 {
         return Ok(false);
     }
-    progress(&format!("quantising again: {to_tensor} int8 layers per tensor (the legacy call runs them; it takes one weight scale), {to_channel} per channel (a graph runs them)"));
+    progress(&format!(
+        "quantising again: {to_tensor} int8 layers per tensor (the legacy call runs them; it takes one weight scale), {to_channel} per channel (a graph or our 1x1 kernel runs them)"
+    ));
     // Only int8 layers are asked (`quantize` keeps the others fp16).
     let scaling = |name: &str| wanted.get(name).copied().unwrap_or(WeightScaling::PerTensor);
     let mut requantised = fp32.clone();
@@ -200,11 +204,11 @@ pub(super) fn settle_weight_scaling(
     for (new, tuned) in settled.header.layers.iter_mut().zip(&plan.header.layers) {
         use plan::LayerKind::Conv;
         if let (
-            Conv { accumulator, algorithm, workspace_bytes, measured_us, graph, .. },
-            Conv { accumulator: a, algorithm: al, workspace_bytes: w, measured_us: m, graph: g, .. },
+            Conv { accumulator, algorithm, workspace_bytes, measured_us, runner, .. },
+            Conv { accumulator: a, algorithm: al, workspace_bytes: w, measured_us: m, runner: r, .. },
         ) = (&mut new.kind, &tuned.kind)
         {
-            (*accumulator, *algorithm, *workspace_bytes, *measured_us, *graph) = (*a, *al, *w, *m, g.clone());
+            (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = (*a, *al, *w, *m, r.clone());
         }
     }
     (*plan, *net) = (settled, requantised);

@@ -12,9 +12,9 @@ use super::cudnn::{self, Activation, Algorithm, Convolution, DataType, Filter, F
 use super::graph::GraphError;
 use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
 use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
-use super::plan::{Accumulator, LayerKind, PlanHeader, PlannedLayer};
+use super::plan::{Accumulator, ConvRunner, LayerKind, PlanHeader, PlannedLayer};
 use crate::engines::{ElementType, InputSpec, Layout};
-use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -129,6 +129,8 @@ impl Drop for PinnedBuffer {
     }
 }
 
+const POINTWISE_KERNEL: &str = include_str!("pointwise.cu");
+
 const KERNELS: &str = r#"
 __device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
@@ -228,6 +230,9 @@ pub struct DeviceModel {
     quantize: CudaFunction,
     dequantize: CudaFunction,
     top1: CudaFunction,
+    /// Our int8 1x1 kernel (`pointwise.cu`), on GPUs with int8 `mma.sync` (compute capability 8.0
+    /// or later).
+    pointwise: Option<CudaFunction>,
 }
 
 impl DeviceModel {
@@ -262,7 +267,26 @@ impl DeviceModel {
         let gpu = cu("read the GPU's name", ctx.name())?;
         let quantize = cu("kernel quantize", module.load_function("quantize"))?;
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
-        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, top1 }))
+        let (major, minor) = cu("compute capability", ctx.compute_capability())?;
+        let pointwise = if major >= 8 {
+            let (m, n, k) = POINTWISE_TILE;
+            let options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("--gpu-architecture=compute_{major}{minor}")];
+            let ptx = cudarc::nvrtc::compile_ptx_with_opts(POINTWISE_KERNEL, cudarc::nvrtc::CompileOptions { options, ..Default::default() })
+                .map_err(|e| format!("NVRTC (pointwise.cu): {e:?}"))?;
+            let module = cu("load pointwise.cu", ctx.load_module(ptx))?;
+            let function = cu("kernel pointwise_conv_int8", module.load_function("pointwise_conv_int8"))?;
+            let bytes = POINTWISE_SHARED_BYTES as i32;
+            cu("1x1 kernel shared memory", function.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes))?;
+            Some(function)
+        } else if header.layers.iter().any(|l| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. })) {
+            return Err(format!(
+                "the plan built from {} runs int8 1x1 layers on tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
+                header.model_path
+            ));
+        } else {
+            None
+        };
+        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, top1, pointwise }))
     }
 
     pub fn max_batch(&self) -> usize {
@@ -314,6 +338,8 @@ enum LayerDescriptors {
         layer: usize,
         bindings: Vec<(Uid, DevicePtr)>,
     },
+    /// An int8 1x1 convolution run by our kernel.
+    Pointwise,
     Pool {
         x: Tensor,
         y: Tensor,
@@ -379,7 +405,7 @@ impl Slot {
             .layers
             .iter()
             .map(|l| match &l.kind {
-                LayerKind::Conv { graph: Some(plan), .. } => plan.restore(&handle, &model.gpu).map(Some).map_err(|e| format!("layer {}: {e}", l.name)),
+                LayerKind::Conv { runner: ConvRunner::Graph(plan), .. } => plan.restore(&handle, &model.gpu).map(Some).map_err(|e| format!("layer {}: {e}", l.name)),
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -447,6 +473,38 @@ impl Slot {
         bindings
     }
 
+    /// Enqueues int8 1x1 convolution `layer` at batch `n` on our kernel.
+    ///
+    /// # Safety
+    /// [`pointwise_fits`] the layer, `n` is at most the plan's batch size, and the device has the
+    /// kernel.
+    unsafe fn launch_pointwise(&self, layer: &PlannedLayer, n: usize) -> Result<()> {
+        let LayerKind::Conv { residual, relu, stride, weight_offset, epilogue_offset: Some(epilogue), .. } = layer.kind else {
+            unreachable!("an int8 convolution: lowering gives each an epilogue")
+        };
+        let function = self.model.pointwise.as_ref().expect("the caller checked the device has the kernel");
+        let ((k, h, w), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
+        let weights = self.model.weights.ptr();
+        let (x, wp, e) = (self.value_ptr(layer.input).raw(), weights.offset(weight_offset).raw(), weights.offset(epilogue).raw());
+        let (z, y) = (residual.map_or(0, |r| self.value_ptr(r).raw()), self.value_ptr(layer.output).raw());
+        let m = (n * ho * wo) as i64;
+        let mut launch = self.stream.launch_builder(function);
+        launch.arg(&x).arg(&wp).arg(&e).arg(&z).arg(&y).arg(&m);
+        let ints = [co, k, usize::from(relu), h, w, ho, wo, stride].map(|v| v as i32);
+        for v in &ints {
+            launch.arg(v);
+        }
+        let blocks = (m as u64).div_ceil(POINTWISE_TILE.0 as u64) * (co / POINTWISE_TILE.1) as u64;
+        let grid = u32::try_from(blocks).map_err(|_| format!("{blocks} tiles exceed a launch"))?;
+        // SAFETY: the arguments are pointwise_conv_int8's parameters in order and type (5 pointers,
+        // a long long, 8 ints); it reads `m` rows of `k` int8 channels (strided input pixels), the
+        // layer's KRSC weights and epilogue, and the residual, and writes `m` rows of `co` int8
+        // channels, all within their buffers at batch `n` (our contract); the tile sizes divide
+        // `k` and `co` (`pointwise_fits`).
+        let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: POINTWISE_SHARED_BYTES as u32 };
+        cu("1x1 kernel", unsafe { launch.launch(config) }).map(|_| ())
+    }
+
     /// The plan restored for graph layer `index`.
     fn graph_plan(&self, index: usize) -> &ExecutionPlan {
         self.graph_plans[index].as_ref().expect("graph layers' plans are restored with the slot")
@@ -457,9 +515,10 @@ impl Slot {
         for (index, layer) in self.model.header.layers.iter().enumerate() {
             let ((c, h, w), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
             out.push(match &layer.kind {
-                LayerKind::Conv { graph: Some(_), .. } => LayerDescriptors::Graph { layer: index, bindings: self.graph_bindings(layer) },
+                LayerKind::Conv { runner: ConvRunner::Graph(_), .. } => LayerDescriptors::Graph { layer: index, bindings: self.graph_bindings(layer) },
+                LayerKind::Conv { runner: ConvRunner::Pointwise, .. } => LayerDescriptors::Pointwise,
                 LayerKind::Conv { per_channel: true, .. } => {
-                    return Err(format!("layer {}: int8 weights scaled per channel but no cuDNN graph to run them (build incomplete); rebuild the plan", layer.name));
+                    return Err(format!("layer {}: int8 weights scaled per channel but the legacy call to run them (build incomplete); rebuild the plan", layer.name));
                 }
                 LayerKind::Conv { algorithm, .. } => {
                     let d = ConvDescriptors::new(layer, n)?;
@@ -531,6 +590,9 @@ impl Slot {
                 // plan's offsets, each sized and laid out as the graph (of the plan's batch size)
                 // declares; the workspace was fitted to the plan.
                 LayerDescriptors::Graph { layer, bindings } => unsafe { self.graph_plan(*layer).execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| e.to_string()),
+                // SAFETY: a layer the builder timed the kernel on (so one it takes), at batch `n`
+                // (our contract) on the slot's buffers.
+                LayerDescriptors::Pointwise => unsafe { self.launch_pointwise(layer, n) },
                 // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers.
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, Operand { desc: x, ptr: self.value_ptr(layer.input) }, Operand { desc: y, ptr: self.value_ptr(layer.output) })
@@ -618,7 +680,7 @@ impl Slot {
         let needs = self.model.header.layers.iter().zip(layers).filter_map(|(layer, d)| match d {
             LayerDescriptors::Conv { workspace, .. } => Some((*workspace, &layer.name)),
             LayerDescriptors::Graph { layer: index, .. } => Some((self.graph_plan(*index).workspace_bytes(), &layer.name)),
-            LayerDescriptors::Pool { .. } | LayerDescriptors::Convert { .. } => None,
+            LayerDescriptors::Pool { .. } | LayerDescriptors::Convert { .. } | LayerDescriptors::Pointwise => None,
         });
         let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
         if need <= self.workspace.bytes {
@@ -699,14 +761,15 @@ impl Slot {
     }
 
     /// Times every candidate algorithm of every convolution, with each of `accumulators` (int8
-    /// layers: int32), and for int8 layers the cuDNN graph's plans, at the plan's batch size, and
+    /// layers: int32), and for int8 layers the cuDNN graph's plans and our 1x1 kernel where it
+    /// fits, at the plan's batch size, and
     /// writes the fastest that fits `workspace_limit` into the header (the builder's autotuning).
     pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let ctx = &self.model.ctx;
-        let start = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
-        let end = cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)))?;
+        let event = || cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
+        let events = (event()?, event()?);
         for layer in header.layers.iter_mut() {
             let LayerKind::Conv { relu, .. } = layer.kind else { continue };
             let mut best: Option<(Accumulator, Algorithm, usize, f32)> = None;
@@ -725,49 +788,84 @@ impl Slot {
                     if bytes > workspace_limit.min(self.workspace.bytes) {
                         continue;
                     }
-                    // One untimed run (lazy initialisation), then the mean of five.
                     // SAFETY: descriptors of the plan's batch size on the slot's buffers, sized for it,
                     // and the weights at the plan's offsets; the workspace holds the `bytes` the
-                    // algorithm needs (checked above); `end.synchronize()` below waits for the work.
-                    if unsafe { fused.launch(&self.handle, algo, &self.workspace) }.is_err() {
-                        continue;
-                    }
-                    cu("record", start.record(&self.stream))?;
-                    // SAFETY: as above.
-                    let runs = (0..5).all(|_| unsafe { fused.launch(&self.handle, algo, &self.workspace) }.is_ok());
-                    cu("record", end.record(&self.stream))?;
-                    cu("synchronize", end.synchronize())?;
-                    if !runs {
-                        continue;
-                    }
-                    let us = cu("elapsed", start.elapsed_ms(&end))? * 1000.0 / 5.0;
+                    // algorithm needs (checked above); `time_runs` waits for the work.
+                    let Some(us) = self.time_runs(&events, &mut || unsafe { fused.launch(&self.handle, algo, &self.workspace) }.is_ok())? else { continue };
                     if best.is_none_or(|(.., t)| us < t) {
                         best = Some((sums, algo, bytes, us));
                     }
                 }
             }
-            // Int8 layers: a cuDNN graph too (per-channel weight scales, the epilogue fused), where faster.
+            // Int8 layers: a cuDNN graph and, where the shape fits, our 1x1 kernel too (per-channel
+            // weight scales, the epilogue fused).
             let graph = if int8 { self.tune_graph(layer, n, report) } else { None };
+            let pointwise = if int8 && self.model.pointwise.is_some() && pointwise_fits(layer) {
+                // SAFETY: an int8 1x1 layer the kernel takes, at the plan's batch size on the slot's
+                // buffers; `time_runs` waits for the work.
+                self.time_runs(&events, &mut || unsafe { self.launch_pointwise(layer, n) }.is_ok())?
+            } else {
+                None
+            };
             let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
-            let legacy = best.map(|(_, algo, _, us)| format!("legacy {algo:?} {us:.1} us")).unwrap_or_else(|| "no legacy algorithm".into());
-            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, graph: chosen_graph, .. } = &mut layer.kind else { unreachable!() };
+            let mut timings = vec![best.map_or_else(|| "no legacy algorithm".into(), |(sums, algo, _, us)| format!("legacy {algo:?} {sums:?} sums {us:.1} us"))];
+            timings.extend(graph.as_ref().map(|(tuned, us)| format!("graph engine {} {us:.1} us", tuned.plan.engine())));
+            timings.extend(pointwise.map(|us| format!("1x1 kernel {us:.1} us")));
+            let times = [best.map(|(.., us)| us), graph.as_ref().map(|(_, us)| *us as f32), pointwise];
+            let fastest = (0..3).filter(|&i| times[i].is_some()).min_by(|&a, &b| times[a].partial_cmp(&times[b]).expect("times are numbers"));
+            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, runner, .. } = &mut layer.kind else { unreachable!() };
             let shape = format!("{:<28} {:>4}x{:<4} k{kernel} s{stride} -> {:>4}x{:<4}", layer.name, ci, hi, co, ho);
-            match graph {
-                Some((tuned, us)) if best.is_none_or(|(.., legacy_us)| us < f64::from(legacy_us)) => {
+            let chosen = match (fastest, graph) {
+                (Some(1), Some((tuned, us))) => {
                     let plan = SerializedPlan::new(&tuned.plan, &self.model.gpu).map_err(|e| format!("layer {}: {e}", layer.name))?;
-                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *chosen_graph) = (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us as f32, Some(plan));
-                    report(&format!("{shape} graph engine {} {us:.1} us ({legacy})", tuned.plan.engine()));
+                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) =
+                        (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us as f32, ConvRunner::Graph(plan));
+                    "graph"
                 }
-                graph => {
+                (Some(2), _) => {
+                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = (Accumulator::Int32, -1, 0, times[2].expect("timed"), ConvRunner::Pointwise);
+                    "1x1 kernel"
+                }
+                _ => {
                     let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
-                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *chosen_graph) = (sums, algo.code(), bytes, us, None);
-                    let against = graph.map(|(tuned, us)| format!(" (graph engine {} {us:.1} us)", tuned.plan.engine())).unwrap_or_default();
-                    report(&format!("{shape} {algo:?} {sums:?} sums {us:.1} us{against}"));
+                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = (sums, algo.code(), bytes, us, ConvRunner::Legacy);
+                    "legacy"
                 }
-            }
+            };
+            report(&format!("{shape} {chosen:<10} ({})", timings.join(", ")));
         }
         Ok(())
     }
+
+    /// The mean time of five runs of `run` after an untimed one (lazy initialisation), in
+    /// microseconds; `None` if a run fails to launch.
+    fn time_runs(&self, (start, end): &(CudaEvent, CudaEvent), run: &mut dyn FnMut() -> bool) -> Result<Option<f32>> {
+        if !run() {
+            return Ok(None);
+        }
+        cu("record", start.record(&self.stream))?;
+        let runs = (0..5).all(|_| run());
+        cu("record", end.record(&self.stream))?;
+        cu("synchronize", end.synchronize())?;
+        Ok(runs.then_some(cu("elapsed", start.elapsed_ms(end))? * 1000.0 / 5.0))
+    }
+}
+
+/// `pointwise.cu`'s tile: rows (output pixels), columns (output channels), and the input channels
+/// read per step.
+const POINTWISE_TILE: (usize, usize, usize) = (128, 128, 64);
+/// Its dynamic shared memory: two stages of both operands' rows and the output tile, rows padded
+/// by 16 bytes (`pointwise.cu`'s POINTWISE_SHARED_BYTES).
+const POINTWISE_SHARED_BYTES: usize = {
+    let (m, n, k) = POINTWISE_TILE;
+    2 * (m + n) * (k + 16) + m * (n + 16)
+};
+
+/// Whether our 1x1 kernel takes int8 convolution `layer`: one tap, no padding, and channel counts
+/// its tiles divide.
+pub(super) fn pointwise_fits(layer: &PlannedLayer) -> bool {
+    let LayerKind::Conv { kernel: 1, pad: 0, epilogue_offset: Some(_), .. } = layer.kind else { return false };
+    layer.input_shape.0 % POINTWISE_TILE.2 == 0 && layer.output_shape.0 % POINTWISE_TILE.1 == 0
 }
 
 /// The cuDNN graph description of int8 convolution `layer` at batch `n`.

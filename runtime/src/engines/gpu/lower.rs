@@ -8,7 +8,7 @@
 //! choosing them needs the GPU (see `builder`).
 
 use super::network::{Network, Op, SpaceToDepth, WeightScaling, assign_buffers, space_to_depth};
-use super::plan::{Accumulator, LayerKind, PlannedLayer};
+use super::plan::{Accumulator, ConvRunner, LayerKind, PlannedLayer};
 use half::f16;
 
 /// Channel multiple the image and the classifier are padded to.
@@ -123,7 +123,7 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     measured_us: 0.0,
                     epilogue_offset,
                     per_channel: conv.int8.as_ref().is_some_and(|q| q.scaling == WeightScaling::PerChannel),
-                    graph: None,
+                    runner: ConvRunner::Legacy,
                 }
             }
             Op::MaxPool { kernel, stride, pad } => LayerKind::MaxPool { kernel: *kernel, stride: *stride, pad: *pad },

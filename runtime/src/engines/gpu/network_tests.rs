@@ -587,33 +587,35 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
 fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() {
     use super::builder::{lowered_plan, settle_weight_scaling};
     use super::graph::plan::SerializedPlan;
-    use super::plan::LayerKind;
+    use super::plan::{ConvRunner, LayerKind};
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let calibration = Calibration { model_sha256: "test".into(), images: 2, percentile: 100.0, amax: reference_ranges(&net, 2) };
     let mut q = net.clone();
     quantize(&mut q, &calibration.amax, &|_| WeightScaling::PerChannel).unwrap();
     let mut plan = lowered_plan(&q, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
-    // What tuning might choose: a graph for every other int8 layer, the legacy call for the rest.
+    // What tuning might choose: a graph, our 1x1 kernel (where it fits) and the legacy call in turn.
     let serialized = SerializedPlan { cudnn_version: 91400, gpu: "test GPU".into(), json: r#"{"engineId":7}"#.into() };
-    let mut graphs = Vec::new();
+    let mut chosen = std::collections::HashMap::new();
     for (i, layer) in plan.header.layers.iter_mut().enumerate() {
-        if let LayerKind::Conv { epilogue_offset: Some(_), graph, algorithm, measured_us, .. } = &mut layer.kind {
-            match i % 2 {
-                0 => (*graph, *algorithm) = (Some(serialized.clone()), -1),
-                _ => *algorithm = 1,
-            }
+        let fits = super::exec::pointwise_fits(layer);
+        if let LayerKind::Conv { epilogue_offset: Some(_), runner, algorithm, measured_us, .. } = &mut layer.kind {
+            (*runner, *algorithm) = match i % 3 {
+                0 => (ConvRunner::Graph(serialized.clone()), -1),
+                1 if fits => (ConvRunner::Pointwise, -1),
+                _ => (ConvRunner::Legacy, 1),
+            };
             *measured_us = i as f32;
-            if graph.is_some() {
-                graphs.push(layer.name.clone());
-            }
+            chosen.insert(layer.name.clone(), runner.clone());
         }
     }
-    assert!(graphs.len() > 10 && graphs.len() < 42, "{} graphs", graphs.len());
+    let count = |wanted: fn(&ConvRunner) -> bool| chosen.values().filter(|r| wanted(r)).count();
+    let (graphs, pointwise) = (count(|r| matches!(r, ConvRunner::Graph(_))), count(|r| matches!(r, ConvRunner::Pointwise)));
+    assert!(graphs > 10 && pointwise > 5 && graphs + pointwise < 42, "{graphs} graphs, {pointwise} 1x1 kernels");
     assert!(settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap());
     for (i, layer) in plan.header.layers.iter().enumerate() {
-        if let LayerKind::Conv { epilogue_offset: Some(_), graph, per_channel, measured_us, algorithm, .. } = &layer.kind {
-            assert_eq!((graph.is_some(), *per_channel, *measured_us), (graphs.contains(&layer.name), graph.is_some(), i as f32), "{}", layer.name);
-            assert_eq!(*algorithm, if graph.is_some() { -1 } else { 1 });
+        if let LayerKind::Conv { epilogue_offset: Some(_), runner, per_channel, measured_us, algorithm, .. } = &layer.kind {
+            assert_eq!((runner, *measured_us), (&chosen[&layer.name], i as f32), "{}", layer.name);
+            assert_eq!((*per_channel, *algorithm), (*runner != ConvRunner::Legacy, if *runner == ConvRunner::Legacy { 1 } else { -1 }), "{}", layer.name);
         }
     }
     for node in &q.nodes {
@@ -621,7 +623,7 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
             && let Some(s) = &conv.int8
         {
             let per_channel = s.scaling == WeightScaling::PerChannel;
-            assert_eq!(per_channel, graphs.contains(&node.name), "{}", node.name);
+            assert_eq!(per_channel, chosen[&node.name] != ConvRunner::Legacy, "{}", node.name);
             assert!(per_channel || s.weight_scales.iter().all(|&w| w == s.weight_scales[0]));
             assert!(on_int8_grid(conv, &s.weight_scales), "{}", node.name);
         }
@@ -653,4 +655,21 @@ fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
     }
     // ResNet50: 52 int8 convolutions, 16 blocks end on a residual, 4 projections have no ReLU.
     assert_eq!((graphs, with_residual, without_relu), (52, 16, 4));
+}
+
+#[test]
+fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
+    use super::plan::LayerKind;
+    let net = build(&model::resnet50(SIZE, 5)).unwrap();
+    let mut q = net.clone();
+    quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
+    let lowered = lower(&q).unwrap();
+    let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).map(|l| l.name.as_str()).collect();
+    // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
+    // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
+    assert_eq!(taken.len(), 16 + 4 + 13, "{taken:?}");
+    assert!(taken.iter().all(|name| !name.starts_with("layer1.") || !name.ends_with("conv1")));
+    let fp16 = lower(&net).unwrap();
+    assert!(!fp16.layers.iter().any(|l| super::exec::pointwise_fits(l)), "int8 layers only");
+    assert!(lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
 }

@@ -10,7 +10,7 @@
 //! the header alone is enough to decide whether a plan is up to date ([`check`]).
 
 use super::graph::plan::SerializedPlan;
-use super::network::SpaceToDepth;
+use super::network::{SpaceToDepth, WeightScaling};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -18,7 +18,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,11 +94,11 @@ pub enum LayerKind {
         /// offset, the cuDNN graph's epilogue (`graph::spec::conv_scale_bias_residual_relu`; the
         /// sum runs in the residual's units, `ratio` brings it to the output's).
         epilogue_offset: Option<usize>,
-        /// Int8 weights scaled per output channel: only a cuDNN graph runs the layer.
+        /// Int8 weights scaled per output channel: only a runner other than the legacy call runs
+        /// the layer.
         per_channel: bool,
-        /// The cuDNN graph plan the layer runs at the plan's batch size, where timing chose it over
-        /// the legacy call; `None`: the legacy call with `algorithm`.
-        graph: Option<SerializedPlan>,
+        /// What runs the layer, chosen by timing.
+        runner: ConvRunner,
     },
     MaxPool {
         kernel: usize,
@@ -114,6 +114,28 @@ pub enum LayerKind {
     Dequantize {
         scale: f32,
     },
+}
+
+/// What runs a convolution: for int8 layers, whichever of the three timing found fastest at the
+/// plan's batch size; fp16 layers always run the legacy call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ConvRunner {
+    /// cuDNN's legacy fused call with the layer's `algorithm` (one weight scale per layer).
+    Legacy,
+    /// This cuDNN graph plan (per-channel weight scales, the epilogue fused).
+    Graph(SerializedPlan),
+    /// Our int8 1x1 kernel (`pointwise.cu`; per-channel weight scales, the graph's epilogue).
+    Pointwise,
+}
+
+impl ConvRunner {
+    /// The weight scaling the runner takes.
+    pub fn weight_scaling(&self) -> WeightScaling {
+        match self {
+            ConvRunner::Legacy => WeightScaling::PerTensor,
+            ConvRunner::Graph(_) | ConvRunner::Pointwise => WeightScaling::PerChannel,
+        }
+    }
 }
 
 /// What a convolution accumulates its products in (cuDNN's compute type). fp16 sums run up to
@@ -346,7 +368,7 @@ pub(super) mod tests {
                     measured_us: 12.5,
                     epilogue_offset: None,
                     per_channel: false,
-                    graph: None,
+                    runner: ConvRunner::Legacy,
                 },
                 input: 0,
                 output: 1,
