@@ -269,8 +269,9 @@ impl DeviceModel {
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
         let (major, minor) = cu("compute capability", ctx.compute_capability())?;
         let pointwise = if major >= 8 {
-            let (m, n, k) = POINTWISE_TILE;
-            let options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("--gpu-architecture=compute_{major}{minor}")];
+            let PointwiseTile { m, n, k, per_block } = POINTWISE_TILE;
+            let mut options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}")];
+            options.push(format!("--gpu-architecture=compute_{major}{minor}"));
             let ptx = cudarc::nvrtc::compile_ptx_with_opts(POINTWISE_KERNEL, cudarc::nvrtc::CompileOptions { options, ..Default::default() })
                 .map_err(|e| format!("NVRTC (pointwise.cu): {e:?}"))?;
             let module = cu("load pointwise.cu", ctx.load_module(ptx))?;
@@ -494,8 +495,9 @@ impl Slot {
         for v in &ints {
             launch.arg(v);
         }
-        let blocks = (m as u64).div_ceil(POINTWISE_TILE.0 as u64) * (co / POINTWISE_TILE.1) as u64;
-        let grid = u32::try_from(blocks).map_err(|_| format!("{blocks} tiles exceed a launch"))?;
+        let tiles = (m as usize).div_ceil(POINTWISE_TILE.m) * (co / POINTWISE_TILE.n);
+        let blocks = tiles.div_ceil(POINTWISE_TILE.per_block);
+        let grid = u32::try_from(blocks).map_err(|_| format!("layer {}: {blocks} blocks exceed a launch", layer.name))?;
         // SAFETY: the arguments are pointwise_conv_int8's parameters in order and type (5 pointers,
         // a long long, 8 ints); it reads `m` rows of `k` int8 channels (strided input pixels), the
         // layer's KRSC weights and epilogue, and the residual, and writes `m` rows of `co` int8
@@ -851,21 +853,30 @@ impl Slot {
     }
 }
 
-/// `pointwise.cu`'s tile: rows (output pixels), columns (output channels), and the input channels
-/// read per step.
-const POINTWISE_TILE: (usize, usize, usize) = (128, 128, 64);
-/// Its dynamic shared memory: two stages of both operands' rows and the output tile, rows padded
-/// by 16 bytes (`pointwise.cu`'s POINTWISE_SHARED_BYTES).
+/// `pointwise.cu`'s tiling, passed to it as defines.
+struct PointwiseTile {
+    /// Rows (output pixels) and columns (output channels) of a tile.
+    m: usize,
+    n: usize,
+    /// Input channels read per step.
+    k: usize,
+    /// Consecutive tiles per block, whose steps pipeline.
+    per_block: usize,
+}
+
+const POINTWISE_TILE: PointwiseTile = PointwiseTile { m: 128, n: 128, k: 64, per_block: 8 };
+/// Its dynamic shared memory: two stages of both operands' rows and two tile buffers, rows padded
+/// by 16 bytes (`pointwise.cu`'s STAGE_BYTES and TILE_BYTES).
 const POINTWISE_SHARED_BYTES: usize = {
-    let (m, n, k) = POINTWISE_TILE;
-    2 * (m + n) * (k + 16) + m * (n + 16)
+    let PointwiseTile { m, n, k, .. } = POINTWISE_TILE;
+    2 * (m + n) * (k + 16) + 2 * m * (n + 16)
 };
 
 /// Whether our 1x1 kernel takes int8 convolution `layer`: one tap, no padding, and channel counts
 /// its tiles divide.
 pub(super) fn pointwise_fits(layer: &PlannedLayer) -> bool {
     let LayerKind::Conv { kernel: 1, pad: 0, epilogue_offset: Some(_), .. } = layer.kind else { return false };
-    layer.input_shape.0 % POINTWISE_TILE.2 == 0 && layer.output_shape.0 % POINTWISE_TILE.1 == 0
+    layer.input_shape.0.is_multiple_of(POINTWISE_TILE.k) && layer.output_shape.0.is_multiple_of(POINTWISE_TILE.n)
 }
 
 /// The cuDNN graph description of int8 convolution `layer` at batch `n`.

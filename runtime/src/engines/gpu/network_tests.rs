@@ -670,6 +670,6 @@ fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     assert_eq!(taken.len(), 16 + 4 + 13, "{taken:?}");
     assert!(taken.iter().all(|name| !name.starts_with("layer1.") || !name.ends_with("conv1")));
     let fp16 = lower(&net).unwrap();
-    assert!(!fp16.layers.iter().any(|l| super::exec::pointwise_fits(l)), "int8 layers only");
+    assert!(!fp16.layers.iter().any(super::exec::pointwise_fits), "int8 layers only");
     assert!(lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
 }
