@@ -633,14 +633,20 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
     assert!(!settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap(), "settled once");
 }
 
-#[test]
-fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
-    use super::graph::spec::{ConvLayer, conv_scale_bias_residual_relu};
-    use super::plan::LayerKind;
+/// The synthetic ResNet50 (fused, fp32) and its int8 lowering with weights scaled per channel.
+fn lowered_int8_resnet50() -> (Network, super::lower::Lowered) {
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let mut q = net.clone();
     quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
     let lowered = lower(&q).unwrap();
+    (net, lowered)
+}
+
+#[test]
+fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
+    use super::graph::spec::{ConvLayer, conv_scale_bias_residual_relu};
+    use super::plan::LayerKind;
+    let (_, lowered) = lowered_int8_resnet50();
     let (mut graphs, mut with_residual, mut without_relu) = (0, 0, 0);
     for layer in &lowered.layers {
         let LayerKind::Conv { epilogue_offset: Some(_), residual, relu, .. } = layer.kind else { continue };
@@ -660,10 +666,7 @@ fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
 #[test]
 fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     use super::plan::LayerKind;
-    let net = build(&model::resnet50(SIZE, 5)).unwrap();
-    let mut q = net.clone();
-    quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
-    let lowered = lower(&q).unwrap();
+    let (net, lowered) = lowered_int8_resnet50();
     let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).map(|l| l.name.as_str()).collect();
     // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
     // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
