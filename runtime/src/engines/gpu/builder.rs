@@ -2,10 +2,9 @@
 //! now, rebuilt (saying why) when stale or corrupt, and built from the ONNX model otherwise:
 //! import and fuse, quantise (int8 plans, with the calibration's ranges, weights per channel),
 //! lower, time cuDNN's algorithms and accumulators, and for int8 layers cuDNN graphs and our 1x1
-//! kernel, on GPU 0
-//! within the workspace limit, quantise again per tensor the int8 layers the legacy call runs,
-//! check the result against the CPU engine (retuning with fp32 sums only if a plan with fp16 sums
-//! disagrees), write the plan atomically. An int8 plan is checked against its quantised network
+//! kernel, on GPU 0 within the workspace limit, quantise again per tensor the int8 layers the
+//! legacy call runs, check the result against the CPU engine (retuning with fp32 sums only if a
+//! plan with fp16 sums disagrees), write the plan atomically. An int8 plan is checked against its quantised network
 //! run by the CPU engine (`export`); what int8 changes against the fp32 model is reported.
 
 use super::calibration::Calibration;
@@ -167,9 +166,10 @@ pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &st
 }
 
 /// Makes each int8 layer's weight scaling fit what tuning chose to run it: per channel for a cuDNN
-/// graph or our 1x1 kernel, per tensor for the legacy call (which takes one scale). Where any differs, the network
-/// is quantised again from `fp32` and lowered, and the tuning carried over layer by layer (the
-/// times do not depend on the weights' values). Returns whether the network changed.
+/// graph or our 1x1 kernel, per tensor for the legacy call (which takes one scale). Where any
+/// differs, the network is quantised again from `fp32` and lowered, and the tuning carried over
+/// layer by layer (the times do not depend on the weights' values). Returns whether the network
+/// changed.
 pub(super) fn settle_weight_scaling(
     plan: &mut Plan,
     net: &mut network::Network,

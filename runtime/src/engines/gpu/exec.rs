@@ -251,6 +251,10 @@ impl DeviceModel {
                 header.model_path, l.name, l.input_shape.0
             ));
         }
+        let runs_pointwise = |l: &&PlannedLayer| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. });
+        if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !pointwise_fits(l)) {
+            return Err(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name));
+        }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
         // events to every launch and to the captured graphs.
@@ -279,7 +283,7 @@ impl DeviceModel {
             let bytes = POINTWISE_SHARED_BYTES as i32;
             cu("1x1 kernel shared memory", function.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes))?;
             Some(function)
-        } else if header.layers.iter().any(|l| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. })) {
+        } else if header.layers.iter().any(|l| runs_pointwise(&l)) {
             return Err(format!(
                 "the plan built from {} runs int8 1x1 layers on tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
                 header.model_path
@@ -764,8 +768,8 @@ impl Slot {
 
     /// Times every candidate algorithm of every convolution, with each of `accumulators` (int8
     /// layers: int32), and for int8 layers the cuDNN graph's plans and our 1x1 kernel where it
-    /// fits, at the plan's batch size, and
-    /// writes the fastest that fits `workspace_limit` into the header (the builder's autotuning).
+    /// fits, at the plan's batch size, and writes the fastest that fits `workspace_limit` into the
+    /// header (the builder's autotuning).
     pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
         self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
@@ -809,32 +813,30 @@ impl Slot {
             } else {
                 None
             };
+            let mut timed: Vec<(f32, Timed)> = Vec::new();
+            timed.extend(best.map(|(sums, algo, bytes, us)| (us, Timed::Legacy { sums, algo, bytes })));
+            timed.extend(graph.map(|(tuned, us)| (us as f32, Timed::Graph(tuned))));
+            timed.extend(pointwise.map(|us| (us, Timed::Pointwise)));
+            let mut timings: Vec<String> = timed.iter().map(|(us, form)| format!("{} {us:.1} us", form.describe())).collect();
+            if best.is_none() {
+                timings.insert(0, "no legacy algorithm".into());
+            }
+            let (us, fastest) = timed
+                .into_iter()
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
             let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
-            let mut timings = vec![best.map_or_else(|| "no legacy algorithm".into(), |(sums, algo, _, us)| format!("legacy {algo:?} {sums:?} sums {us:.1} us"))];
-            timings.extend(graph.as_ref().map(|(tuned, us)| format!("graph engine {} {us:.1} us", tuned.plan.engine())));
-            timings.extend(pointwise.map(|us| format!("1x1 kernel {us:.1} us")));
-            let times = [best.map(|(.., us)| us), graph.as_ref().map(|(_, us)| *us as f32), pointwise];
-            let fastest = (0..3).filter(|&i| times[i].is_some()).min_by(|&a, &b| times[a].partial_cmp(&times[b]).expect("times are numbers"));
             let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, runner, .. } = &mut layer.kind else { unreachable!() };
             let shape = format!("{:<28} {:>4}x{:<4} k{kernel} s{stride} -> {:>4}x{:<4}", layer.name, ci, hi, co, ho);
-            let chosen = match (fastest, graph) {
-                (Some(1), Some((tuned, us))) => {
+            report(&format!("{shape} {:<10} ({})", fastest.name(), timings.join(", ")));
+            (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = match fastest {
+                Timed::Legacy { sums, algo, bytes } => (sums, algo.code(), bytes, us, ConvRunner::Legacy),
+                Timed::Graph(tuned) => {
                     let plan = SerializedPlan::new(&tuned.plan, &self.model.gpu).map_err(|e| format!("layer {}: {e}", layer.name))?;
-                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) =
-                        (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us as f32, ConvRunner::Graph(plan));
-                    "graph"
+                    (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us, ConvRunner::Graph(plan))
                 }
-                (Some(2), _) => {
-                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = (Accumulator::Int32, -1, 0, times[2].expect("timed"), ConvRunner::Pointwise);
-                    "1x1 kernel"
-                }
-                _ => {
-                    let (sums, algo, bytes, us) = best.ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
-                    (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = (sums, algo.code(), bytes, us, ConvRunner::Legacy);
-                    "legacy"
-                }
+                Timed::Pointwise => (Accumulator::Int32, -1, 0, us, ConvRunner::Pointwise),
             };
-            report(&format!("{shape} {chosen:<10} ({})", timings.join(", ")));
         }
         Ok(())
     }
@@ -850,6 +852,32 @@ impl Slot {
         cu("record", end.record(&self.stream))?;
         cu("synchronize", end.synchronize())?;
         Ok(runs.then_some(cu("elapsed", start.elapsed_ms(end))? * 1000.0 / 5.0))
+    }
+}
+
+/// A way to run a convolution that the builder timed.
+enum Timed {
+    Legacy { sums: Accumulator, algo: Algorithm, bytes: usize },
+    Graph(Tuned),
+    Pointwise,
+}
+
+impl Timed {
+    fn name(&self) -> &'static str {
+        match self {
+            Timed::Legacy { .. } => "legacy",
+            Timed::Graph(_) => "graph",
+            Timed::Pointwise => "1x1 kernel",
+        }
+    }
+
+    /// The form and its details, for the builder's report.
+    fn describe(&self) -> String {
+        match self {
+            Timed::Legacy { sums, algo, .. } => format!("legacy {algo:?} {sums:?} sums"),
+            Timed::Graph(tuned) => format!("graph engine {}", tuned.plan.engine()),
+            Timed::Pointwise => "1x1 kernel".into(),
+        }
     }
 }
 

@@ -633,20 +633,19 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
     assert!(!settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap(), "settled once");
 }
 
-/// The synthetic ResNet50 (fused, fp32) and its int8 lowering with weights scaled per channel.
-fn lowered_int8_resnet50() -> (Network, super::lower::Lowered) {
+/// The synthetic ResNet50 (fused, fp32) and it quantised with weights scaled per channel.
+fn int8_resnet50() -> (Network, Network) {
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
     let mut q = net.clone();
     quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
-    let lowered = lower(&q).unwrap();
-    (net, lowered)
+    (net, q)
 }
 
 #[test]
 fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
     use super::graph::spec::{ConvLayer, conv_scale_bias_residual_relu};
     use super::plan::LayerKind;
-    let (_, lowered) = lowered_int8_resnet50();
+    let lowered = lower(&int8_resnet50().1).unwrap();
     let (mut graphs, mut with_residual, mut without_relu) = (0, 0, 0);
     for layer in &lowered.layers {
         let LayerKind::Conv { epilogue_offset: Some(_), residual, relu, .. } = layer.kind else { continue };
@@ -666,7 +665,8 @@ fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
 #[test]
 fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     use super::plan::LayerKind;
-    let (net, lowered) = lowered_int8_resnet50();
+    let (net, q) = int8_resnet50();
+    let lowered = lower(&q).unwrap();
     let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).map(|l| l.name.as_str()).collect();
     // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
     // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
@@ -675,4 +675,17 @@ fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     let fp16 = lower(&net).unwrap();
     assert!(!fp16.layers.iter().any(super::exec::pointwise_fits), "int8 layers only");
     assert!(lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
+}
+
+#[test]
+fn a_plan_running_our_1x1_kernel_on_a_layer_it_does_not_take_is_refused_before_any_gpu_work() {
+    use super::plan::{ConvRunner, LayerKind};
+    let mut plan = super::builder::lowered_plan(&int8_resnet50().1, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
+    let layer = plan.header.layers.iter_mut().find(|l| matches!(l.kind, LayerKind::Conv { kernel: 3, epilogue_offset: Some(_), .. })).unwrap();
+    let LayerKind::Conv { runner, .. } = &mut layer.kind else { unreachable!() };
+    *runner = ConvRunner::Pointwise;
+    let name = layer.name.clone();
+    let input = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, element: ElementType::I8, scale: 1.0 };
+    let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused");
+    assert!(e.contains(&format!("layer {name} is not one our 1x1 kernel takes")) && e.ends_with("rebuild it"), "{e}");
 }
