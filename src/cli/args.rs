@@ -475,8 +475,9 @@ pub enum BenchCommand {
     /// comparator in the same run: a Python client built like the MLCommons reference SUT.
     Llm(LlmBenchArgs),
     /// cuDNN's graph API (the int8 convolution with its whole epilogue fused) against the legacy
-    /// fused convolution the ResNet50 engine runs today, on ResNet50's layer shapes, each checked
-    /// against a CPU reference; then the self-check of both graph patterns. Needs a GPU.
+    /// fused convolution and, on 1x1 shapes, our own kernel: the three ways the ResNet50 builder
+    /// chooses between, on ResNet50's layer shapes, each checked against a CPU reference; then the
+    /// self-check of both graph patterns. Needs a GPU.
     #[command(name = "cudnn_graph", alias = "cudnn-graph")]
     CudnnGraph {
         /// Images per convolution.

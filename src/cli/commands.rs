@@ -101,7 +101,9 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
             use engines::gpu::graph::self_check;
             let gpu_error = |e: engines::gpu::graph::GraphError| Error::EngineFailed(e.to_string());
             let layers = self_check::bench_resnet50(device, i64::from(batch.max(1))).map_err(gpu_error)?;
-            outln!("ResNet50 int8 convolutions at batch {batch}, graph (per-channel scale) vs legacy (per-tensor scale), both with bias, residual and ReLU fused:\n{layers}");
+            outln!(
+                "ResNet50 int8 convolutions at batch {batch}, graph (per-channel scale) vs legacy (per-tensor scale) and, on 1x1 layers, our kernel (per-channel scale), all with bias, residual and ReLU fused:\n{layers}"
+            );
             let patterns = self_check::run(device).map_err(gpu_error)?;
             outln!("{patterns}");
             if !(layers.passed() && patterns.passed()) {

@@ -13,6 +13,7 @@ use super::graph::GraphError;
 use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
 use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlanHeader, PlannedLayer};
+use super::pointwise::{self, Pointwise};
 use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::collections::HashMap;
@@ -128,8 +129,6 @@ impl Drop for PinnedBuffer {
         unsafe { dr::free_host(self.ptr as *mut _) }.ok();
     }
 }
-
-const POINTWISE_KERNEL: &str = include_str!("pointwise.cu");
 
 const KERNELS: &str = r#"
 __device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
@@ -252,7 +251,7 @@ impl DeviceModel {
             ));
         }
         let runs_pointwise = |l: &&PlannedLayer| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. });
-        if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !pointwise_fits(l)) {
+        if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !pointwise::fits(l)) {
             return Err(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name));
         }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
@@ -271,26 +270,14 @@ impl DeviceModel {
         let gpu = cu("read the GPU's name", ctx.name())?;
         let quantize = cu("kernel quantize", module.load_function("quantize"))?;
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
-        let (major, minor) = cu("compute capability", ctx.compute_capability())?;
-        let pointwise = if major >= 8 {
-            let PointwiseTile { m, n, k, per_block } = POINTWISE_TILE;
-            let mut options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}")];
-            options.push(format!("--gpu-architecture=compute_{major}{minor}"));
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(POINTWISE_KERNEL, cudarc::nvrtc::CompileOptions { options, ..Default::default() })
-                .map_err(|e| format!("NVRTC (pointwise.cu): {e:?}"))?;
-            let module = cu("load pointwise.cu", ctx.load_module(ptx))?;
-            let function = cu("kernel pointwise_conv_int8", module.load_function("pointwise_conv_int8"))?;
-            let bytes = POINTWISE_SHARED_BYTES as i32;
-            cu("1x1 kernel shared memory", function.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes))?;
-            Some(function)
-        } else if header.layers.iter().any(|l| runs_pointwise(&l)) {
+        let pointwise = pointwise::load(&ctx)?;
+        if pointwise.is_none() && header.layers.iter().any(|l| runs_pointwise(&l)) {
+            let (major, minor) = cu("compute capability", ctx.compute_capability())?;
             return Err(format!(
                 "the plan built from {} runs int8 1x1 layers on tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
                 header.model_path
             ));
-        } else {
-            None
-        };
+        }
         Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, top1, pointwise }))
     }
 
@@ -481,34 +468,30 @@ impl Slot {
     /// Enqueues int8 1x1 convolution `layer` at batch `n` on our kernel.
     ///
     /// # Safety
-    /// [`pointwise_fits`] the layer, `n` is at most the plan's batch size, and the device has the
+    /// [`pointwise::fits`] the layer, `n` is at most the plan's batch size, and the device has the
     /// kernel.
     unsafe fn launch_pointwise(&self, layer: &PlannedLayer, n: usize) -> Result<()> {
         let LayerKind::Conv { residual, relu, stride, weight_offset, epilogue_offset: Some(epilogue), .. } = layer.kind else {
             unreachable!("an int8 convolution: lowering gives each an epilogue")
         };
         let function = self.model.pointwise.as_ref().expect("the caller checked the device has the kernel");
-        let ((k, h, w), (co, ho, wo)) = (layer.input_shape, layer.output_shape);
         let weights = self.model.weights.ptr();
-        let (x, wp, e) = (self.value_ptr(layer.input).raw(), weights.offset(weight_offset).raw(), weights.offset(epilogue).raw());
-        let (z, y) = (residual.map_or(0, |r| self.value_ptr(r).raw()), self.value_ptr(layer.output).raw());
-        let m = (n * ho * wo) as i64;
-        let mut launch = self.stream.launch_builder(function);
-        launch.arg(&x).arg(&wp).arg(&e).arg(&z).arg(&y).arg(&m);
-        let ints = [co, k, usize::from(relu), h, w, ho, wo, stride].map(|v| v as i32);
-        for v in &ints {
-            launch.arg(v);
-        }
-        let tiles = (m as usize).div_ceil(POINTWISE_TILE.m) * (co / POINTWISE_TILE.n);
-        let blocks = tiles.div_ceil(POINTWISE_TILE.per_block);
-        let grid = u32::try_from(blocks).map_err(|_| format!("layer {}: {blocks} blocks exceed a launch", layer.name))?;
-        // SAFETY: the arguments are pointwise_conv_int8's parameters in order and type (5 pointers,
-        // a long long, 8 ints); it reads `m` rows of `k` int8 channels (strided input pixels), the
-        // layer's KRSC weights and epilogue, and the residual, and writes `m` rows of `co` int8
-        // channels, all within their buffers at batch `n` (our contract); the tile sizes divide
-        // `k` and `co` (`pointwise_fits`).
-        let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: POINTWISE_SHARED_BYTES as u32 };
-        cu("1x1 kernel", unsafe { launch.launch(config) }).map(|_| ())
+        let conv = Pointwise {
+            x: self.value_ptr(layer.input),
+            weights: weights.offset(weight_offset),
+            epilogue: weights.offset(epilogue),
+            residual: residual.map(|r| self.value_ptr(r)),
+            y: self.value_ptr(layer.output),
+            batch: n,
+            input: layer.input_shape,
+            output: layer.output_shape,
+            stride,
+            relu,
+        };
+        // SAFETY: the layer's values in the slot's buffers (sized for the plan's batch size, `n` at
+        // most), its weights and epilogue in the device's blob; the kernel takes the layer (our
+        // contract).
+        unsafe { conv.launch(function, &self.stream) }.map_err(|e| format!("layer {}: {e}", layer.name))
     }
 
     /// The plan restored for graph layer `index`.
@@ -806,7 +789,7 @@ impl Slot {
             // Int8 layers: a cuDNN graph and, where the shape fits, our 1x1 kernel too (per-channel
             // weight scales, the epilogue fused).
             let graph = if int8 { self.tune_graph(layer, n, report) } else { None };
-            let pointwise = if int8 && self.model.pointwise.is_some() && pointwise_fits(layer) {
+            let pointwise = if int8 && self.model.pointwise.is_some() && pointwise::fits(layer) {
                 // SAFETY: an int8 1x1 layer the kernel takes, at the plan's batch size on the slot's
                 // buffers; `time_runs` waits for the work.
                 self.time_runs(&events, &mut || unsafe { self.launch_pointwise(layer, n) }.is_ok())?
@@ -879,32 +862,6 @@ impl Timed {
             Timed::Pointwise => "1x1 kernel".into(),
         }
     }
-}
-
-/// `pointwise.cu`'s tiling, passed to it as defines.
-struct PointwiseTile {
-    /// Rows (output pixels) and columns (output channels) of a tile.
-    m: usize,
-    n: usize,
-    /// Input channels read per step.
-    k: usize,
-    /// Consecutive tiles per block, whose steps pipeline.
-    per_block: usize,
-}
-
-const POINTWISE_TILE: PointwiseTile = PointwiseTile { m: 128, n: 128, k: 64, per_block: 8 };
-/// Its dynamic shared memory: two stages of both operands' rows and two tile buffers, rows padded
-/// by 16 bytes (`pointwise.cu`'s STAGE_BYTES and TILE_BYTES).
-const POINTWISE_SHARED_BYTES: usize = {
-    let PointwiseTile { m, n, k, .. } = POINTWISE_TILE;
-    2 * (m + n) * (k + 16) + 2 * m * (n + 16)
-};
-
-/// Whether our 1x1 kernel takes int8 convolution `layer`: one tap, no padding, and channel counts
-/// its tiles divide.
-pub(super) fn pointwise_fits(layer: &PlannedLayer) -> bool {
-    let LayerKind::Conv { kernel: 1, pad: 0, epilogue_offset: Some(_), .. } = layer.kind else { return false };
-    layer.input_shape.0.is_multiple_of(POINTWISE_TILE.k) && layer.output_shape.0.is_multiple_of(POINTWISE_TILE.n)
 }
 
 /// The cuDNN graph description of int8 convolution `layer` at batch `n`.

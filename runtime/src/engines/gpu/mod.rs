@@ -18,6 +18,7 @@
 //!   write the plan.
 //! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
 //!   buffers, CUDA graphs, the device-resident sample pool.
+//! - [`pointwise`]: our int8 1x1 tensor-core kernel (NVRTC), a third way to run int8 1x1 layers.
 //! - [`graph`]: cuDNN's backend (graph) API for fused epilogues: int8 convolution + scale + bias +
 //!   residual + ReLU, matmul + bias + GELU; descriptions checked in CI, plans, a GPU self-check.
 //!
@@ -35,6 +36,7 @@ pub mod graph;
 pub mod lower;
 pub mod network;
 pub mod plan;
+pub mod pointwise;
 pub mod spec;
 
 #[cfg(test)]

@@ -597,7 +597,7 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
     let serialized = SerializedPlan { cudnn_version: 91400, gpu: "test GPU".into(), json: r#"{"engineId":7}"#.into() };
     let mut chosen = std::collections::HashMap::new();
     for (i, layer) in plan.header.layers.iter_mut().enumerate() {
-        let fits = super::exec::pointwise_fits(layer);
+        let fits = super::pointwise::fits(layer);
         if let LayerKind::Conv { epilogue_offset: Some(_), runner, algorithm, measured_us, .. } = &mut layer.kind {
             (*runner, *algorithm) = match i % 3 {
                 0 => (ConvRunner::Graph(serialized.clone()), -1),
@@ -667,14 +667,14 @@ fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     use super::plan::LayerKind;
     let (net, q) = int8_resnet50();
     let lowered = lower(&q).unwrap();
-    let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).map(|l| l.name.as_str()).collect();
+    let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::pointwise::fits(l)).map(|l| l.name.as_str()).collect();
     // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
     // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
     assert_eq!(taken.len(), 16 + 4 + 13, "{taken:?}");
     assert!(taken.iter().all(|name| !name.starts_with("layer1.") || !name.ends_with("conv1")));
     let fp16 = lower(&net).unwrap();
-    assert!(!fp16.layers.iter().any(super::exec::pointwise_fits), "int8 layers only");
-    assert!(lowered.layers.iter().filter(|l| super::exec::pointwise_fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
+    assert!(!fp16.layers.iter().any(super::pointwise::fits), "int8 layers only");
+    assert!(lowered.layers.iter().filter(|l| super::pointwise::fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
 }
 
 #[test]

@@ -4,8 +4,10 @@
 //! ignored test `gpu_self_check` runs it from `cargo test`.
 //!
 //! [`bench_resnet50`] (`mlperf bench cudnn_graph`) runs the convolution pattern on ResNet50's
-//! layer shapes, each timed against the legacy API's fused convolution that the ResNet50 engine
-//! runs today (per-tensor scale, bias, residual and ReLU, int8 in and out) on the same buffers.
+//! layer shapes, each timed against the legacy API's fused convolution (per-tensor scale, bias,
+//! residual and ReLU, int8 in and out) and, on the 1x1 shapes it takes, our own kernel
+//! (`engines::gpu::pointwise`, checked against the same reference), on the same buffers: the
+//! three ways the ResNet50 builder chooses between.
 
 use super::checked::cudnn_version;
 use super::error::{GraphError, cuda};
@@ -13,8 +15,9 @@ use super::plan::{Autotune, Graph, SerializedPlan};
 use super::spec::{ConvLayer, Gemm, OperationGraph, Uid, bert_gemm, conv_scale_bias_residual_relu, matmul_bias_gelu, resnet_layer};
 use crate::engines::gpu::cudnn::Handle;
 use crate::engines::gpu::exec::{self, DeviceBuffer};
+use crate::engines::gpu::pointwise::{self, Pointwise};
 use crate::engines::synthetic::rng::SplitMix64;
-use cudarc::driver::{CudaContext, CudaStream, result as dr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result as dr};
 use half::f16;
 use std::fmt;
 use std::ops::Range;
@@ -57,6 +60,15 @@ pub struct Measurement {
     pub json: JsonRoundTrip,
     /// The legacy API's time for the same layer (convolutions compared in [`bench_resnet50`]).
     pub legacy_us: Option<Result<f64, GraphError>>,
+    /// Our 1x1 kernel on the same layer, where it takes it (in [`bench_resnet50`]).
+    pub kernel: Option<Result<KernelRun, GraphError>>,
+}
+
+/// Our 1x1 kernel's run of a layer: its output against the graph's reference, and its time.
+pub struct KernelRun {
+    pub mean_us: f64,
+    pub differing: usize,
+    pub max_difference: f64,
 }
 
 /// The fastest plan sent through [`SerializedPlan`] and run again.
@@ -71,7 +83,8 @@ pub enum JsonRoundTrip {
 
 impl Measurement {
     pub fn passed(&self) -> bool {
-        self.max_difference <= self.tolerance && !matches!(self.json, JsonRoundTrip::Differs(_))
+        let kernel_agrees = !matches!(&self.kernel, Some(Ok(k)) if k.max_difference > self.tolerance);
+        self.max_difference <= self.tolerance && !matches!(self.json, JsonRoundTrip::Differs(_)) && kernel_agrees
     }
 }
 
@@ -114,6 +127,24 @@ impl fmt::Display for Report {
                     }
                     if let Some(Err(e)) = &m.legacy_us {
                         writeln!(f, "  legacy: {e}")?;
+                    }
+                    match &m.kernel {
+                        Some(Ok(k)) => {
+                            let verdict = if k.max_difference <= m.tolerance { "pass" } else { "FAIL" };
+                            writeln!(
+                                f,
+                                "{:>10.2} {:<34} {:>9.1} us, {} of {} differing, max diff {:.3}/{:.3}  {verdict}",
+                                m.mean_us / k.mean_us,
+                                "  our 1x1 kernel (graph us / ours)",
+                                k.mean_us,
+                                k.differing,
+                                m.compared,
+                                k.max_difference,
+                                m.tolerance
+                            )?;
+                        }
+                        Some(Err(e)) => writeln!(f, "  our 1x1 kernel: {e}")?,
+                        None => {}
                     }
                 }
                 Err(e) => writeln!(f, "{:<34} {:<30} FAIL: {e}", row.graph, row.shape)?,
@@ -161,7 +192,8 @@ fn run_cases(ordinal: usize, cases: impl FnOnce() -> Result<Vec<Case>, GraphErro
     ctx.bind_to_thread().map_err(cuda("bind the device"))?;
     let stream = ctx.new_stream().map_err(cuda("create a stream"))?;
     let handle = Handle::new(&stream).map_err(GraphError::Device)?;
-    let device = Device { gpu: ctx.name().map_err(cuda("read the device name"))?, stream, handle };
+    let kernel = pointwise::load(&ctx).map_err(GraphError::Device)?;
+    let device = Device { gpu: ctx.name().map_err(cuda("read the device name"))?, stream, handle, kernel };
     let cudnn_version = cudnn_version()?;
     let rows = cases()?.into_iter().map(|case| case.run(&device)).collect();
     Ok(Report { cudnn_version, gpu: device.gpu, rows })
@@ -171,6 +203,8 @@ struct Device {
     gpu: String,
     stream: Arc<CudaStream>,
     handle: Handle,
+    /// Our 1x1 kernel (compute capability 8.0 or later).
+    kernel: Option<CudaFunction>,
 }
 
 /// How far a result may be from the reference.
@@ -199,7 +233,8 @@ struct Case {
     expected: Vec<f64>,
     decode: fn(&[u8]) -> Vec<f64>,
     tolerance: Tolerance,
-    /// Also time the legacy API's fused convolution of this layer.
+    /// Also time the legacy API's fused convolution of this layer, and our 1x1 kernel where it
+    /// takes it.
     legacy: Option<ConvLayer>,
 }
 
@@ -210,7 +245,7 @@ impl Case {
     }
 
     fn measure(self, device: &Device) -> Result<Measurement, GraphError> {
-        let Device { gpu, stream, handle } = device;
+        let Device { gpu, stream, handle, .. } = device;
         let buffers = self.spec.bound_tensors().map(|t| Ok((t.uid, DeviceBuffer::new(t.bytes() as usize).map_err(GraphError::Device)?))).collect::<Result<Vec<_>, GraphError>>()?;
         let buffer = |uid: Uid| &buffers.iter().find(|(u, _)| *u == uid).expect("every bound tensor has a buffer").1;
         for (uid, data) in &self.inputs {
@@ -248,6 +283,12 @@ impl Case {
             Err(e) => JsonRoundTrip::Failed(e),
         };
         let legacy_us = self.legacy.as_ref().map(|layer| legacy_conv_us(device, layer, &buffer, &workspace));
+        let kernel = match (&self.legacy, &device.kernel) {
+            (Some(layer), Some(function)) if layer.kernel == [1, 1] && pointwise::takes(layer.in_channels as usize, layer.out_channels as usize) => {
+                Some(self.kernel_run(device, function, layer, &buffer))
+            }
+            _ => None,
+        };
         Ok(Measurement {
             engine: tuned.plan.engine(),
             candidates: tuned.timings.len(),
@@ -260,7 +301,51 @@ impl Case {
             tolerance: self.tolerance.limit,
             json,
             legacy_us,
+            kernel,
         })
+    }
+
+    /// Our 1x1 kernel on the graph's buffers, its epilogue made of the case's scale and bias (ratio
+    /// 1: the graph adds the residual in the output's units): the output compared with the
+    /// reference where the graph's was, then the mean of [`TIMED_RUNS`].
+    fn kernel_run<'a>(&self, device: &Device, function: &CudaFunction, layer: &ConvLayer, buffer: &dyn Fn(Uid) -> &'a DeviceBuffer) -> Result<KernelRun, GraphError> {
+        let input = |uid: Uid| &self.inputs.iter().find(|(u, _)| *u == uid).expect("the case's scale and bias").1;
+        let channels = layer.out_channels as usize;
+        let ratio = bytes(&vec![1f32; channels], f32::to_le_bytes);
+        let epilogue_bytes = [input(ConvLayer::SCALE).as_slice(), input(ConvLayer::BIAS), &ratio].concat();
+        let epilogue = DeviceBuffer::new(epilogue_bytes.len()).map_err(GraphError::Device)?;
+        epilogue.upload(0, &epilogue_bytes).map_err(cuda("upload the epilogue"))?;
+        let output = buffer(ConvLayer::Y);
+        for range in &self.checked {
+            output.upload(range.start, &vec![0; range.len()]).map_err(cuda("clear the output"))?;
+        }
+        let [n, k, p, q] = layer.output_dims().map(|d| d as usize);
+        let conv = Pointwise {
+            x: buffer(ConvLayer::X).ptr(),
+            weights: buffer(ConvLayer::W).ptr(),
+            epilogue: epilogue.ptr(),
+            residual: layer.residual.map(|_| buffer(ConvLayer::RESIDUAL).ptr()),
+            y: output.ptr(),
+            batch: n,
+            input: (layer.in_channels as usize, layer.height as usize, layer.width as usize),
+            output: (k, p, q),
+            stride: layer.stride[0] as usize,
+            relu: layer.relu,
+        };
+        let run = |runs: usize| -> Result<f64, GraphError> {
+            let started = std::time::Instant::now();
+            for _ in 0..runs {
+                // SAFETY: the graph's buffers hold the layer's tensors at these shapes (int8 NHWC,
+                // KRSC weights), the epilogue buffer its three vectors; the kernel takes the layer
+                // (checked by the caller), and the stream is synchronized before any buffer can go.
+                unsafe { conv.launch(function, &device.stream) }.map_err(GraphError::Device)?;
+            }
+            device.stream.synchronize().map_err(cuda("run our 1x1 kernel"))?;
+            Ok(started.elapsed().as_secs_f64() * 1e6 / runs as f64)
+        };
+        run(1)?;
+        let (differing, max_difference) = compare(&(self.decode)(&self.download(output)?), &self.expected, self.tolerance);
+        Ok(KernelRun { mean_us: run(TIMED_RUNS)?, differing, max_difference })
     }
 
     /// The checked ranges of the output, in order.
