@@ -4,8 +4,9 @@
 //! lower, time cuDNN's algorithms and accumulators, and for int8 layers cuDNN graphs and our 1x1
 //! kernel, on GPU 0 within the workspace limit, quantise again per tensor the int8 layers the
 //! legacy call runs, check the result against the CPU engine (retuning with fp32 sums only if a
-//! plan with fp16 sums disagrees), write the plan atomically. An int8 plan is checked against its quantised network
-//! run by the CPU engine (`export`); what int8 changes against the fp32 model is reported.
+//! plan with fp16 sums disagrees), write the plan atomically. An int8 plan is checked against its
+//! quantised network run by the CPU engine (`export`); what int8 changes against the fp32 model is
+//! reported.
 
 use super::calibration::Calibration;
 use super::exec::{self, DeviceModel, Slot};

@@ -284,7 +284,7 @@ impl Case {
         };
         let legacy_us = self.legacy.as_ref().map(|layer| legacy_conv_us(device, layer, &buffer, &workspace));
         let kernel = match (&self.legacy, &device.kernel) {
-            (Some(layer), Some(function)) if layer.kernel == [1, 1] && pointwise::takes(layer.in_channels as usize, layer.out_channels as usize) => {
+            (Some(layer), Some(function)) if layer.kernel == [1, 1] && layer.padding == [0, 0] && pointwise::takes(layer.in_channels as usize, layer.out_channels as usize) => {
                 Some(self.kernel_run(device, function, layer, &buffer))
             }
             _ => None,
@@ -332,17 +332,10 @@ impl Case {
             stride: layer.stride[0] as usize,
             relu: layer.relu,
         };
-        let run = |runs: usize| -> Result<f64, GraphError> {
-            let started = std::time::Instant::now();
-            for _ in 0..runs {
-                // SAFETY: the graph's buffers hold the layer's tensors at these shapes (int8 NHWC,
-                // KRSC weights), the epilogue buffer its three vectors; the kernel takes the layer
-                // (checked by the caller), and the stream is synchronized before any buffer can go.
-                unsafe { conv.launch(function, &device.stream) }.map_err(GraphError::Device)?;
-            }
-            device.stream.synchronize().map_err(cuda("run our 1x1 kernel"))?;
-            Ok(started.elapsed().as_secs_f64() * 1e6 / runs as f64)
-        };
+        // SAFETY: the graph's buffers hold the layer's tensors at these shapes (int8 NHWC, KRSC
+        // weights), the epilogue buffer its three vectors; the kernel takes the layer (checked by
+        // the caller), and `mean_us` synchronizes the stream before any buffer can go.
+        let run = |runs: usize| mean_us(device, runs, "run our 1x1 kernel", &mut || unsafe { conv.launch(function, &device.stream) }.map_err(GraphError::Device));
         run(1)?;
         let (differing, max_difference) = compare(&(self.decode)(&self.download(output)?), &self.expected, self.tolerance);
         Ok(KernelRun { mean_us: run(TIMED_RUNS)?, differing, max_difference })
@@ -400,16 +393,11 @@ fn legacy_conv_us<'a>(device: &Device, layer: &ConvLayer, buffer: &dyn Fn(Uid) -
         y: Operand { desc: &y, ptr: buffer(ConvLayer::Y).ptr() },
         alphas: (1.0 / 4096.0, 1.0),
     };
-    let time = |algo, runs: usize| -> Result<f64, GraphError> {
-        let started = std::time::Instant::now();
-        for _ in 0..runs {
-            // SAFETY: every operand is a live buffer of the graph's tensor of the same shape and
-            // type, the workspace is at least the algorithm's need (filtered below), and the stream
-            // is synchronized before the buffers can go.
-            unsafe { op.launch(&device.handle, algo, workspace) }.map_err(GraphError::Device)?;
-        }
-        device.stream.synchronize().map_err(cuda("run the legacy convolution"))?;
-        Ok(started.elapsed().as_secs_f64() * 1e6 / runs as f64)
+    let time = |algo, runs: usize| {
+        // SAFETY: every operand is a live buffer of the graph's tensor of the same shape and type,
+        // the workspace is at least the algorithm's need (filtered below), and `mean_us`
+        // synchronizes the stream before the buffers can go.
+        mean_us(device, runs, "run the legacy convolution", &mut || unsafe { op.launch(&device.handle, algo, workspace) }.map_err(GraphError::Device))
     };
     let algorithms = candidate_algorithms(&device.handle, &x, &filter, &conv, &y).map_err(GraphError::Device)?;
     let mut best: Option<(f64, _)> = None;
@@ -421,6 +409,17 @@ fn legacy_conv_us<'a>(device: &Device, layer: &ConvLayer, buffer: &dyn Fn(Uid) -
     }
     let (_, algo) = best.ok_or_else(|| GraphError::Device(format!("no legacy algorithm runs this int8 convolution within {} bytes of workspace", workspace.bytes)))?;
     time(algo, TIMED_RUNS)
+}
+
+/// The mean wall time of `runs` calls of `launch`, which enqueue work on the device's stream, in
+/// microseconds: the stream is synchronized before the clock stops.
+fn mean_us(device: &Device, runs: usize, what: &str, launch: &mut dyn FnMut() -> Result<(), GraphError>) -> Result<f64, GraphError> {
+    let started = std::time::Instant::now();
+    for _ in 0..runs {
+        launch()?;
+    }
+    device.stream.synchronize().map_err(cuda(what))?;
+    Ok(started.elapsed().as_secs_f64() * 1e6 / runs as f64)
 }
 
 fn conv_case(layer: &ConvLayer, legacy: bool) -> Result<Case, GraphError> {
