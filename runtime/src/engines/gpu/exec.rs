@@ -135,51 +135,132 @@ __device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=
 __device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 
 // The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 8), one thread
-// per grid position (grid y: the sample), writing its cpad channels 8 at a time. Channel ch at grid
-// position (a, bx) holds image channel ch % c of pixel (a * block + sub / block - offset,
-// bx * block + sub % block - offset), sub = ch / c, or zero where that is outside the image or
-// sub >= block * block (network::SpaceToDepth::source); counters replace the per-channel divisions.
-// Sample b is read at pool + slots[b] * sample_bytes in its own element type and layout.
+// per grid position and group of 8 channels (grid y: the sample), so that a warp's 16-byte writes
+// are contiguous. Channel ch at grid position (a, bx) holds image channel ch % c of pixel
+// (a * block + sub / block - offset, bx * block + sub % block - offset), sub = ch / c, or zero where
+// that is outside the image or sub >= block * block (network::SpaceToDepth::source); counters
+// replace the per-channel divisions. Sample b is read at pool + slots[b] * sample_bytes in its own
+// element type and layout: DTYPE is a template argument so that a thread's loads are straight-line
+// code, all in flight at once (fp16 samples are copied as they are).
+template <int DTYPE> __device__ unsigned short sample_f16(const unsigned char* s, int e, float scale) {
+    if (DTYPE == 0) return f2h(((const float*)s)[e]);
+    if (DTYPE == 1) return ((const unsigned short*)s)[e];
+    return f2h((float)((const signed char*)s)[e] * scale);
+}
+template <int DTYPE> __device__ uint4 convert_group(const unsigned char* s, int first, int c, int h, int w, int block, int y0, int x0,
+        int nchw, float scale) {
+    int cc = first % c, sx = first / c % block, sy = first / c / block;  // the next channel's source
+    unsigned int v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        int y = y0 + sy, x = x0 + sx;
+        v[k] = 0;
+        if (sy < block && y >= 0 && y < h && x >= 0 && x < w) {
+            v[k] = sample_f16<DTYPE>(s, nchw ? (cc * h + y) * w + x : (y * w + x) * c + cc, scale);
+        }
+        if (++cc == c) { cc = 0; if (++sx == block) { sx = 0; sy++; } }
+    }
+    return make_uint4(v[0] | (v[1] << 16), v[2] | (v[3] << 16), v[4] | (v[5] << 16), v[6] | (v[7] << 16));
+}
 extern "C" __global__ void convert_input(const unsigned char* pool, const int* slots, unsigned short* out,
         int c, int h, int w, int hs, int ws, int cpad, int block, int offset,
         long long sample_bytes, int dtype, int nchw, float scale) {
-    int pix = blockIdx.x * blockDim.x + threadIdx.x;
-    if (pix >= hs * ws) return;
-    int b = blockIdx.y;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x, groups = cpad / 8;
+    if (t >= hs * ws * groups) return;
+    const int pix = t / groups, first = t % groups * 8, b = blockIdx.y;
     const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
-    int y0 = (pix / ws) * block - offset, x0 = (pix % ws) * block - offset;
-    int cc = 0, sx = 0, sy = 0;  // image channel and position in the block of the next channel
-    uint4* dst = (uint4*)(out + ((long long)b * hs * ws + pix) * cpad);
-    for (int g = 0; g < cpad / 8; g++) {
-        unsigned int v[8];
-        for (int k = 0; k < 8; k++) {
-            int y = y0 + sy, x = x0 + sx;
-            float f = 0.0f;
-            if (sy < block && y >= 0 && y < h && x >= 0 && x < w) {
-                int e = nchw ? (cc * h + y) * w + x : (y * w + x) * c + cc;
-                if (dtype == 0) f = ((const float*)s)[e];
-                else if (dtype == 1) f = h2f(((const unsigned short*)s)[e]);
-                else f = (float)((const signed char*)s)[e] * scale;
-            }
-            v[k] = f2h(f);
-            if (++cc == c) { cc = 0; if (++sx == block) { sx = 0; sy++; } }
-        }
-        dst[g] = make_uint4(v[0] | (v[1] << 16), v[2] | (v[3] << 16), v[4] | (v[5] << 16), v[6] | (v[7] << 16));
-    }
+    const int y0 = (pix / ws) * block - offset, x0 = (pix % ws) * block - offset;
+    uint4* dst = (uint4*)out + (long long)b * hs * ws * groups + t;
+    if (dtype == 0) *dst = convert_group<0>(s, first, c, h, w, block, y0, x0, nchw, scale);
+    else if (dtype == 1) *dst = convert_group<1>(s, first, c, h, w, block, y0, x0, nchw, scale);
+    else *dst = convert_group<2>(s, first, c, h, w, block, y0, x0, nchw, scale);
 }
 
-// `groups` groups of 8 fp16 values to int8: round(x / scale) to nearest even, saturated to
-// [-127, 127] (the symmetric grid network::quantize uses).
-extern "C" __global__ void quantize(const uint4* in, uint2* out, long long groups, float scale) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    uint4 v = in[g];
+// 8 fp16 values (a uint4) to int8: round(x / scale) to nearest even, saturated to [-127, 127]
+// (the symmetric grid network::quantize uses).
+__device__ uint2 to_int8(uint4 v, float scale) {
     unsigned int h[4] = {v.x, v.y, v.z, v.w}, q[2] = {0, 0};
     for (int k = 0; k < 8; k++) {
         int i = __float2int_rn(h2f((unsigned short)(h[k / 2] >> (16 * (k % 2)))) / scale);
         q[k / 4] |= (unsigned int)(max(-127, min(127, i)) & 0xff) << (8 * (k % 4));
     }
-    out[g] = make_uint2(q[0], q[1]);
+    return make_uint2(q[0], q[1]);
+}
+
+// `groups` groups of 8 fp16 values to int8 (to_int8).
+extern "C" __global__ void quantize(const uint4* in, uint2* out, long long groups, float scale) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    out[g] = to_int8(in[g], scale);
+}
+
+// The larger of each pair of fp16 values in two words (NaN aside).
+__device__ unsigned int max_f16x2(unsigned int a, unsigned int b) {
+#if __CUDA_ARCH__ >= 800
+    unsigned int m;
+    asm("max.f16x2 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(b));
+    return m;
+#else
+    unsigned int m = 0;
+    for (int k = 0; k < 2; k++) {
+        unsigned short x = (unsigned short)(a >> (16 * k)), y = (unsigned short)(b >> (16 * k));
+        m |= (unsigned int)(h2f(x) >= h2f(y) ? x : y) << (16 * k);
+    }
+    return m;
+#endif
+}
+
+// Global average pooling of an NHWC int8 tensor on `scale`'s grid (c8 groups of 8 channels) to
+// fp16, one thread per sample and group: the dequantization fused, the sums exact in integers.
+extern "C" __global__ void average_pool_int8(const uint2* in, uint4* out, long long groups, int c8, int pixels, float scale) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    const uint2* x = in + g / c8 * pixels * c8 + g % c8;
+    int sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll 7
+    for (int p = 0; p < pixels; p++) {
+        const uint2 v = x[(long long)p * c8];
+        for (int k = 0; k < 8; k++) sum[k] += (signed char)(((k < 4 ? v.x : v.y) >> (8 * (k % 4))) & 0xff);
+    }
+    const float unit = scale / pixels;
+    unsigned int h[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 8; k++) h[k / 2] |= (unsigned int)f2h((float)sum[k] * unit) << (16 * (k % 2));
+    out[g] = make_uint4(h[0], h[1], h[2], h[3]);
+}
+
+// The window's maximum for max_pool_int8: of a kernel x kernel window, or with K > 0 of a K x K one
+// whose loads are all issued before the first maximum, so that they are in flight at once.
+template <int K> __device__ uint4 window_max(const uint4* in, long long b, int oy, int ox, int group, int c8, int h, int w,
+        int kernel, int stride, int pad) {
+    const unsigned int lowest = 0xFC00FC00u;  // -inf in both halves
+    const uint4 none = make_uint4(lowest, lowest, lowest, lowest);
+    const int size = K > 0 ? K : kernel;
+    uint4 v[K > 0 ? K * K : 1];
+    uint4 m = none;
+#pragma unroll
+    for (int t = 0; t < size * size; t++) {
+        const int y = oy * stride - pad + t / size, x = ox * stride - pad + t % size;
+        const uint4 tap = y >= 0 && y < h && x >= 0 && x < w ? in[((b * h + y) * w + x) * c8 + group] : none;
+        if (K > 0) v[t] = tap;
+        else m = make_uint4(max_f16x2(m.x, tap.x), max_f16x2(m.y, tap.y), max_f16x2(m.z, tap.z), max_f16x2(m.w, tap.w));
+    }
+#pragma unroll
+    for (int t = 0; t < (K > 0 ? K * K : 0); t++) m = make_uint4(max_f16x2(m.x, v[t].x), max_f16x2(m.y, v[t].y), max_f16x2(m.z, v[t].z), max_f16x2(m.w, v[t].w));
+    return m;
+}
+
+// Max pooling of an NHWC fp16 tensor (c8 groups of 8 channels) to int8 on quantize's grid, one
+// thread per output pixel and group: quantize(max_pool(x)) in one pass, padding ignored.
+extern "C" __global__ void max_pool_int8(const uint4* in, uint2* out, long long groups, int c8, int h, int w, int ho, int wo,
+        int kernel, int stride, int pad, float scale) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    const long long pixel = g / c8;
+    const int ox = (int)(pixel % wo), oy = (int)(pixel / wo % ho), group = (int)(g % c8);
+    const long long b = pixel / wo / ho;
+    const uint4 m = kernel == 3 ? window_max<3>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad)
+                                : window_max<0>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad);
+    out[g] = to_int8(m, scale);
 }
 
 // `groups` groups of 8 int8 values to fp16: q * scale.
@@ -228,6 +309,8 @@ pub struct DeviceModel {
     convert: CudaFunction,
     quantize: CudaFunction,
     dequantize: CudaFunction,
+    max_pool_int8: CudaFunction,
+    average_pool_int8: CudaFunction,
     top1: CudaFunction,
     /// Our int8 1x1 kernel (`pointwise.cu`), on GPUs with int8 `mma.sync` (compute capability 8.0
     /// or later).
@@ -243,7 +326,12 @@ impl DeviceModel {
                 header.model_path
             ));
         }
-        let converts = header.layers.iter().filter(|l| matches!(l.kind, LayerKind::Quantize { .. } | LayerKind::Dequantize { .. }));
+        let converts = header.layers.iter().filter(|l| {
+            matches!(
+                l.kind,
+                LayerKind::Quantize { .. } | LayerKind::Dequantize { .. } | LayerKind::MaxPool { int8_output: Some(_), .. } | LayerKind::GlobalAveragePool { int8_input: Some(_) }
+            )
+        });
         if let Some(l) = converts.into_iter().find(|l| l.input_shape.0 % 8 != 0) {
             return Err(format!(
                 "the plan built from {}: layer {} converts {} channels, not a multiple of 8 (its kernel converts 8 at a time)",
@@ -263,22 +351,25 @@ impl DeviceModel {
         ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let weights = DeviceBuffer::new(blob.len())?;
         cu("upload weights", weights.upload(0, blob))?;
-        let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let (major, minor) = cu("compute capability", ctx.compute_capability())?;
+        let options = vec![format!("--gpu-architecture=compute_{major}{minor}")];
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS, cudarc::nvrtc::CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC: {e:?}"))?;
         let module = cu("load kernels", ctx.load_module(ptx))?;
         let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
         let top1 = cu("kernel top1", module.load_function("top1"))?;
         let gpu = cu("read the GPU's name", ctx.name())?;
         let quantize = cu("kernel quantize", module.load_function("quantize"))?;
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
+        let max_pool_int8 = cu("kernel max_pool_int8", module.load_function("max_pool_int8"))?;
+        let average_pool_int8 = cu("kernel average_pool_int8", module.load_function("average_pool_int8"))?;
         let pointwise = pointwise::load(&ctx)?;
         if pointwise.is_none() && header.layers.iter().any(|l| runs_pointwise(&l)) {
-            let (major, minor) = cu("compute capability", ctx.compute_capability())?;
             return Err(format!(
                 "the plan built from {} runs int8 1x1 layers on tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
                 header.model_path
             ));
         }
-        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, top1, pointwise }))
+        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, max_pool_int8, average_pool_int8, top1, pointwise }))
     }
 
     pub fn max_batch(&self) -> usize {
@@ -336,6 +427,21 @@ enum LayerDescriptors {
         x: Tensor,
         y: Tensor,
         pooling: Pooling,
+    },
+    /// Max pooling from fp16 to int8 on `scale`'s grid, by our kernel: `groups` groups of 8 output
+    /// channels.
+    PoolToInt8 {
+        groups: i64,
+        kernel: usize,
+        stride: usize,
+        pad: usize,
+        scale: f32,
+    },
+    /// Global average pooling from int8 on `scale`'s grid to fp16, by our kernel: `groups` groups of
+    /// 8 channels.
+    AveragePoolInt8 {
+        groups: i64,
+        scale: f32,
     },
     /// Quantize (`to_int8`) or dequantize `groups` groups of 8 elements.
     Convert {
@@ -515,12 +621,16 @@ impl Slot {
                     let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
-                LayerKind::MaxPool { kernel, stride, pad } => LayerDescriptors::Pool {
+                &LayerKind::MaxPool { kernel, stride, pad, int8_output: Some(scale) } => {
+                    LayerDescriptors::PoolToInt8 { groups: (n * co * ho * wo / 8) as i64, kernel, stride, pad, scale }
+                }
+                LayerKind::MaxPool { kernel, stride, pad, int8_output: None } => LayerDescriptors::Pool {
                     x: Tensor::nhwc(DataType::Half, n, c, h, w)?,
                     y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?,
                     pooling: Pooling::new(false, *kernel, *stride, *pad)?,
                 },
-                LayerKind::GlobalAveragePool => {
+                &LayerKind::GlobalAveragePool { int8_input: Some(scale) } => LayerDescriptors::AveragePoolInt8 { groups: (n * c / 8) as i64, scale },
+                LayerKind::GlobalAveragePool { int8_input: None } => {
                     LayerDescriptors::Pool { x: Tensor::nhwc(DataType::Half, n, c, h, w)?, y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?, pooling: Pooling::new(true, h, 1, 0)? }
                 }
                 &LayerKind::Quantize { scale } => LayerDescriptors::Convert { to_int8: true, groups: (n * c * h * w / 8) as i64, scale },
@@ -552,7 +662,7 @@ impl Slot {
         // SAFETY: as above, for `n` slot numbers into `device_slots`.
         cu("upload slots", unsafe { dr::memcpy_htod_async(self.device_slots.ptr().raw(), &self.host_slots.as_slice()[..n * 4], s) })?;
         let (cpad, hs, ws) = m.header.layers[0].input_shape;
-        let pixels = (hs * ws) as u32;
+        let threads = (hs * ws * cpad / 8) as u32;
         let (pool, slots, out, sample_bytes) = (pool.raw(), self.device_slots.ptr().raw(), self.value_ptr(0).raw(), f.sample_bytes() as i64);
         let layout = m.header.input_layout;
         let dims = [f.channels, f.height, f.width, hs, ws, cpad, layout.block, layout.offset].map(|v| v as i32);
@@ -563,7 +673,7 @@ impl Slot {
         }
         let (dtype, nchw) = (kernel_dtype(f.element), i32::from(f.layout == Layout::Nchw));
         launch.arg(&sample_bytes).arg(&dtype).arg(&nchw).arg(&f.scale);
-        let grid = (pixels.div_ceil(128), n as u32, 1);
+        let grid = (threads.div_ceil(128), n as u32, 1);
         // SAFETY: the arguments are convert_input's parameters in order and type (3 pointers, 8 ints,
         // a long long, 2 ints, a float); it reads `n` slot numbers and the samples they name in
         // `pool` (our contract) and writes `n` samples of the first layer's input to value 0's buffer.
@@ -595,6 +705,36 @@ impl Slot {
                     // a long long, a float); `groups` groups of 8 are the layer's elements at batch
                     // `n` (our contract), within both values' buffers.
                     cu("convert int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                }
+                LayerDescriptors::PoolToInt8 { groups, kernel, stride, pad, scale } => {
+                    let ((c, h, w), (_, ho, wo)) = (layer.input_shape, layer.output_shape);
+                    let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
+                    let mut launch = self.stream.launch_builder(&m.max_pool_int8);
+                    launch.arg(&x).arg(&y).arg(groups);
+                    let ints = [c / 8, h, w, ho, wo, *kernel, *stride, *pad].map(|v| v as i32);
+                    for v in &ints {
+                        launch.arg(v);
+                    }
+                    launch.arg(scale);
+                    let blocks = (*groups as u64).div_ceil(256) as u32;
+                    // SAFETY: the arguments are max_pool_int8's parameters in order and type (2
+                    // pointers, a long long, 8 ints, a float); it reads the layer's fp16 input and
+                    // writes `groups` groups of 8 int8 outputs at batch `n` (our contract), within
+                    // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
+                    cu("max pool to int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                }
+                LayerDescriptors::AveragePoolInt8 { groups, scale } => {
+                    let (c, h, w) = layer.input_shape;
+                    let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
+                    let (c8, pixels) = ((c / 8) as i32, (h * w) as i32);
+                    let mut launch = self.stream.launch_builder(&m.average_pool_int8);
+                    launch.arg(&x).arg(&y).arg(groups).arg(&c8).arg(&pixels).arg(scale);
+                    let blocks = (*groups as u64).div_ceil(256) as u32;
+                    // SAFETY: the arguments are average_pool_int8's parameters in order and type (2
+                    // pointers, a long long, 2 ints, a float); it reads the layer's int8 input and
+                    // writes `groups` groups of 8 fp16 outputs at batch `n` (our contract), within
+                    // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
+                    cu("average pool from int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
                 }
             }
             .map_err(|e| format!("layer {}: {e}", layer.name))?;
@@ -669,7 +809,11 @@ impl Slot {
         let needs = self.model.header.layers.iter().zip(layers).filter_map(|(layer, d)| match d {
             LayerDescriptors::Conv { workspace, .. } => Some((*workspace, &layer.name)),
             LayerDescriptors::Graph { layer: index, .. } => Some((self.graph_plan(*index).workspace_bytes(), &layer.name)),
-            LayerDescriptors::Pool { .. } | LayerDescriptors::Convert { .. } | LayerDescriptors::Pointwise => None,
+            LayerDescriptors::Pool { .. }
+            | LayerDescriptors::PoolToInt8 { .. }
+            | LayerDescriptors::AveragePoolInt8 { .. }
+            | LayerDescriptors::Convert { .. }
+            | LayerDescriptors::Pointwise => None,
         });
         let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
         if need <= self.workspace.bytes {

@@ -51,9 +51,13 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
                     None => y,
                 }
             }
-            Op::MaxPool { kernel, stride, pad } => {
+            Op::MaxPool { kernel, stride, pad, int8_output } => {
                 let (k, s, p) = (*kernel as i64, *stride as i64, *pad as i64);
-                g.node("MaxPool", name, &[&x], vec![attr_ints("kernel_shape", &[k, k]), attr_ints("strides", &[s, s]), attr_ints("pads", &[p; 4])])
+                let y = g.node("MaxPool", name, &[&x], vec![attr_ints("kernel_shape", &[k, k]), attr_ints("strides", &[s, s]), attr_ints("pads", &[p; 4])]);
+                match int8_output {
+                    Some(scale) => round_to_int8(&mut g, name, &y, *scale),
+                    None => y,
+                }
             }
             Op::GlobalAveragePool => g.node("GlobalAveragePool", name, &[&x], vec![]),
             Op::Quantize { scale } => round_to_int8(&mut g, name, &x, *scale),

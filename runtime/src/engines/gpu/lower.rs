@@ -7,7 +7,7 @@
 //! buffer per value chosen by liveness. Algorithms, graphs and accumulators are left unset here:
 //! choosing them needs the GPU (see `builder`).
 
-use super::network::{Network, Op, SpaceToDepth, WeightScaling, assign_buffers, space_to_depth};
+use super::network::{Network, Op, SpaceToDepth, WeightScaling, assign_buffers, fuse_pool_conversions, space_to_depth};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlannedLayer};
 use half::f16;
 
@@ -68,6 +68,7 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
     let classes = net.classes;
     let mut net = net.clone();
     let input_layout = space_to_depth(&mut net);
+    fuse_pool_conversions(&mut net);
     pad_channels(&mut net, if input_layout == SpaceToDepth::IDENTITY { CHANNEL_ALIGN } else { SPACE_TO_DEPTH_CHANNEL_ALIGN });
     let shapes = net.shapes();
     let mut blob = Vec::new();
@@ -126,8 +127,8 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     runner: ConvRunner::Legacy,
                 }
             }
-            Op::MaxPool { kernel, stride, pad } => LayerKind::MaxPool { kernel: *kernel, stride: *stride, pad: *pad },
-            Op::GlobalAveragePool => LayerKind::GlobalAveragePool,
+            &Op::MaxPool { kernel, stride, pad, int8_output } => LayerKind::MaxPool { kernel, stride, pad, int8_output },
+            Op::GlobalAveragePool => LayerKind::GlobalAveragePool { int8_input: net.int8_scale(node.input) },
             Op::Quantize { scale } => LayerKind::Quantize { scale: *scale },
             Op::Dequantize => LayerKind::Dequantize { scale: net.int8_scale(node.input).ok_or_else(|| format!("node {:?} dequantizes an fp16 value", node.name))? },
             other => return Err(format!("node {:?}: {other:?} survived fusion; the GPU cannot run it", node.name)),

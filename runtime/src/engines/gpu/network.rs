@@ -38,6 +38,9 @@ pub enum Op {
         kernel: usize,
         stride: usize,
         pad: usize,
+        /// `Some(scale)`: writes int8, as a [`Op::Quantize`] of this scale reading it would (see
+        /// [`fuse_pool_conversions`]).
+        int8_output: Option<f32>,
     },
     GlobalAveragePool,
     /// To int8: `q = clamp(round(x / scale), -127, 127)` (inserted by [`quantize`]).
@@ -135,7 +138,7 @@ impl Network {
             let (c, h, w) = shapes[node.input];
             shapes.push(match &node.op {
                 Op::Conv(conv) => (conv.cout, out_size(h, conv.kernel, conv.stride, conv.pad), out_size(w, conv.kernel, conv.stride, conv.pad)),
-                Op::MaxPool { kernel, stride, pad } => (c, out_size(h, *kernel, *stride, *pad), out_size(w, *kernel, *stride, *pad)),
+                Op::MaxPool { kernel, stride, pad, .. } => (c, out_size(h, *kernel, *stride, *pad), out_size(w, *kernel, *stride, *pad)),
                 Op::GlobalAveragePool => (c, 1, 1),
                 Op::BatchNorm { .. } | Op::Relu | Op::Add(_) | Op::Quantize { .. } | Op::Dequantize => (c, h, w),
             });
@@ -183,7 +186,7 @@ impl Network {
     pub fn int8_scale(&self, value: ValueId) -> Option<f32> {
         match self.producer(value).map(|p| &p.op) {
             Some(Op::Conv(Conv { int8: Some(q), .. })) => Some(q.output_scale),
-            Some(Op::Quantize { scale }) => Some(*scale),
+            Some(Op::Quantize { scale } | Op::MaxPool { int8_output: Some(scale), .. }) => Some(*scale),
             _ => None,
         }
     }
@@ -433,6 +436,41 @@ pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32
     Ok(count)
 }
 
+/// Fuses int8 conversions into the pooling next to them, for the GPU's lowering (the CPU engine's
+/// export keeps them apart), so that the pooled tensors are read once, not written in fp16 and read
+/// back:
+/// - a [`Op::Quantize`] that alone reads a max pooling: the pooling writes int8 itself, exactly
+///   (max pooling commutes with the monotonic rounding);
+/// - a [`Op::Dequantize`] that a global average pooling alone reads: the pooling reads the int8
+///   value (its `int8_scale`) and sums it exactly, before scaling.
+///
+/// Returns the number fused.
+pub fn fuse_pool_conversions(net: &mut Network) -> usize {
+    let mut fused = 0;
+    let mut i = 0;
+    while i < net.nodes.len() {
+        let read = net.nodes[i].input;
+        let fuses = match net.nodes[i].op {
+            Op::Quantize { scale } if net.sole_consumer(read) == Some(i) => match read.checked_sub(1).map(|p| &mut net.nodes[p].op) {
+                Some(Op::MaxPool { int8_output: output @ None, .. }) => {
+                    *output = Some(scale);
+                    true
+                }
+                _ => false,
+            },
+            Op::Dequantize => net.sole_consumer(i + 1).is_some_and(|reader| matches!(net.nodes[reader].op, Op::GlobalAveragePool)),
+            _ => false,
+        };
+        if fuses {
+            net.bypass(i);
+            fused += 1;
+        } else {
+            i += 1;
+        }
+    }
+    fused
+}
+
 /// After the passes only convolutions and pooling may remain.
 fn check_fused(net: &Network) -> Result<(), String> {
     for node in &net.nodes {
@@ -515,7 +553,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 if k.len() != 2 || k[0] != k[1] || s[0] != s[1] || p.iter().any(|&x| x != p[0]) {
                     return Err(format!("MaxPool {name:?}: only square windows with symmetric pads are supported"));
                 }
-                Op::MaxPool { kernel: k[0] as usize, stride: s[0] as usize, pad: p[0] as usize }
+                Op::MaxPool { kernel: k[0] as usize, stride: s[0] as usize, pad: p[0] as usize, int8_output: None }
             }
             "GlobalAveragePool" => Op::GlobalAveragePool,
             "ReduceMean" if attr_ints(node, "axes").is_some_and(|a| a == [2, 3]) => Op::GlobalAveragePool,

@@ -5,7 +5,8 @@ use super::calibration::{self, Calibration, CalibrationSet};
 use super::export;
 use super::lower::{CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN, lower, pad_channels};
 use super::network::{
-    INT8_MAX, Network, Op, SpaceToDepth, WeightScaling, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_residuals, import, quantize, space_to_depth,
+    INT8_MAX, Network, Op, SpaceToDepth, WeightScaling, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_pool_conversions, fuse_residuals, import, quantize,
+    space_to_depth,
 };
 use crate::engines::cpu::CpuEngine;
 use crate::engines::synthetic::{model, synthetic_image_f32};
@@ -80,7 +81,7 @@ fn execute_node(net: &Network, shapes: &[(usize, usize, usize)], i: usize, value
             }
             Op::Relu => out.iter_mut().zip(x).for_each(|(o, v)| *o = v.max(0.0)),
             Op::Add(other) => out.iter_mut().enumerate().for_each(|(j, o)| *o = x[j] + values[*other][j]),
-            Op::MaxPool { kernel, stride, pad } => {
+            Op::MaxPool { kernel, stride, pad, int8_output } => {
                 for ch in 0..c {
                     for oy in 0..oh {
                         for ox in 0..ow {
@@ -93,7 +94,7 @@ fn execute_node(net: &Network, shapes: &[(usize, usize, usize)], i: usize, value
                                     }
                                 }
                             }
-                            out[(ch * oh + oy) * ow + ox] = m;
+                            out[(ch * oh + oy) * ow + ox] = int8_output.map_or(m, |scale| fake_int8(m, scale));
                         }
                     }
                 }
@@ -546,10 +547,12 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     quantize(&mut q, &ranges, &|_| WeightScaling::PerTensor).unwrap();
     let lowered = lower(&q).unwrap();
     let layer = lowered.layers.iter().find(residual_int8).expect("an int8 convolution with a residual");
-    let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(residual), per_channel, .. } = layer.kind else { unreachable!() };
+    let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(_), per_channel, .. } = layer.kind else { unreachable!() };
     assert!(!per_channel);
+    // Value numbers of the network (the lowering's differ: it fuses the pool's conversions).
     let node = q.nodes.iter().find(|n| n.name == layer.name).unwrap();
     let Op::Conv(conv) = &node.op else { panic!() };
+    let residual = conv.residual.unwrap();
     let s = conv.int8.as_ref().unwrap();
     let (o, c, r, t, k) = (3, 5, 0, 0, conv.kernel);
     let stored = lowered.blob[weight_offset + ((o * k + r) * k + t) * conv.cin + c] as i8;
@@ -578,9 +581,8 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     let LayerKind::Conv { accumulator, scale, residual_scale, .. } = lowered.layers[0].kind else { panic!("the stem first") };
     assert_eq!((accumulator, scale, residual_scale), (Accumulator::Fp32, 1.0, 0.0), "the stem stays fp16");
     let pool = net.nodes.iter().find(|n| matches!(n.op, Op::MaxPool { .. })).unwrap();
-    let quantized = lowered.layers.iter().find_map(|l| if let LayerKind::Quantize { scale } = l.kind { Some(scale) } else { None });
-    assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX));
-    assert!(lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::Dequantize { .. })));
+    let quantized = lowered.layers.iter().find_map(|l| if let LayerKind::MaxPool { int8_output, .. } = l.kind { int8_output } else { None });
+    assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX), "the pool quantises on its calibrated range");
 }
 
 #[test]
@@ -639,6 +641,35 @@ fn int8_resnet50() -> (Network, Network) {
     let mut q = net.clone();
     quantize(&mut q, &reference_ranges(&net, 2), &|_| WeightScaling::PerChannel).unwrap();
     (net, q)
+}
+
+#[test]
+fn pool_conversions_fuse_into_the_pooling_and_change_nothing_computed() {
+    use super::plan::LayerKind;
+    let (_, q) = int8_resnet50();
+    let quantized_pool = q.nodes.iter().find_map(|n| match n.op {
+        Op::Quantize { scale } => Some(scale),
+        _ => None,
+    });
+    let mut fused = q.clone();
+    assert_eq!(fuse_pool_conversions(&mut fused), 2, "the pool's Quantize and the classifier's Dequantize");
+    assert_eq!(count(&fused, |op| matches!(op, Op::Quantize { .. } | Op::Dequantize)), 0);
+    assert_eq!(fused.nodes.len() + 2, q.nodes.len());
+    let pool = fused.nodes.iter().position(|n| matches!(n.op, Op::MaxPool { .. })).unwrap();
+    assert_eq!(fused.int8_scale(pool + 1), quantized_pool, "the pool writes int8 on the Quantize's scale");
+    let average = fused.nodes.iter().find(|n| matches!(n.op, Op::GlobalAveragePool)).unwrap();
+    assert!(fused.int8_scale(average.input).is_some(), "the average pooling reads int8");
+    let image = calibration_image(0);
+    assert_eq!(execute(&fused, &image), execute(&q, &image));
+
+    let lowered = lower(&q).unwrap();
+    let kinds: Vec<_> = lowered.layers.iter().map(|l| &l.kind).collect();
+    assert!(kinds.iter().any(|k| matches!(k, LayerKind::MaxPool { int8_output: Some(s), .. } if Some(*s) == quantized_pool)));
+    assert!(kinds.iter().any(|k| matches!(k, LayerKind::GlobalAveragePool { int8_input: Some(_) })));
+    assert!(!kinds.iter().any(|k| matches!(k, LayerKind::Quantize { .. } | LayerKind::Dequantize { .. })));
+    // The fp32 network has no conversions to fuse.
+    let (mut net, _) = int8_resnet50();
+    assert_eq!(fuse_pool_conversions(&mut net), 0);
 }
 
 #[test]

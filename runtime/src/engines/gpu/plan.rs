@@ -18,7 +18,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,16 +104,19 @@ pub enum LayerKind {
         kernel: usize,
         stride: usize,
         pad: usize,
+        /// `Some(scale)`: our kernel pools fp16 and writes int8 on this scale (a fused Quantize);
+        /// `None`: cuDNN pools fp16 to fp16.
+        int8_output: Option<f32>,
     },
-    GlobalAveragePool,
+    GlobalAveragePool {
+        /// `Some(scale)`: our kernel pools int8 on this scale to fp16 (a fused Dequantize); `None`:
+        /// cuDNN pools fp16 to fp16.
+        int8_input: Option<f32>,
+    },
     /// fp16 to int8, `q = round(x / scale)` saturated.
-    Quantize {
-        scale: f32,
-    },
+    Quantize { scale: f32 },
     /// int8 to fp16, `x = q * scale`.
-    Dequantize {
-        scale: f32,
-    },
+    Dequantize { scale: f32 },
 }
 
 /// What runs a convolution: for int8 layers, whichever of the three timing found fastest at the
