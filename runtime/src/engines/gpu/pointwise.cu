@@ -12,14 +12,14 @@
 // A block computes TILES_PER_BLOCK consecutive TILE_M x TILE_N tiles (output channels vary
 // fastest, so a tile's input rows are read again from L2) with 8 warps (4 along rows, 2 along
 // columns, 32 x 64 each). Its work is one sequence of (tile, K chunk) steps, each reading a chunk of
-// TILE_K input channels into one of STAGES shared-memory stages by cp.async: operands load
-// STAGES - 1 steps ahead and a tile's residual one step ahead (into one of two tile buffers), while
-// this step multiplies and the previous tile's epilogue writes. A layer with few input channels is all
-// memory traffic, and this keeps it in flight. The epilogue goes through shared memory so that
+// TILE_K input channels into one of two shared-memory stages by cp.async, so the next step's
+// operands (and, at a tile's first chunk, its residual, into one of two tile buffers) load while
+// this step multiplies and the previous tile's epilogue writes: a layer with few input channels is
+// all memory traffic, and this keeps it in flight. The epilogue goes through shared memory so that
 // global reads and writes are 16 bytes per thread, coalesced.
 // Requires k % TILE_K == 0 and n % TILE_N == 0 (the builder offers the kernel only then), and
-// STAGES * STAGE_BYTES + 2 * TILE_BYTES of dynamic shared memory. TILE_M, TILE_N, TILE_K,
-// TILES_PER_BLOCK and STAGES come from pointwise.rs (TILE), which also computes the shared memory.
+// 2 * (STAGE_BYTES + TILE_BYTES) of dynamic shared memory. TILE_M, TILE_N, TILE_K and
+// TILES_PER_BLOCK come from pointwise.rs (TILE), which also computes the shared memory.
 //
 // The epilogue converts between integers and floats by float arithmetic, not by conversion
 // instructions: those issue at 16 per clock per SM against 128 for float adds, and at three per
@@ -32,7 +32,6 @@
 #define TILE_BYTES (TILE_M * OUT_STRIDE)
 // The warps' layout covers 128 x 128; each thread loads the same rows of both operands.
 static_assert(TILE_M == 128 && TILE_N == 128 && TILE_K % 32 == 0, "pointwise.cu's tile");
-static_assert(STAGES >= 2, "pointwise.cu's pipeline");
 // 16-byte groups of a tile's rows, and of them per thread.
 #define OUT_GROUPS_PER_THREAD (TILE_M * TILE_N / 16 / THREADS)
 #define OPERAND_GROUPS_PER_THREAD (TILE_M * TILE_K / 16 / THREADS)
@@ -83,62 +82,38 @@ struct Layer {
     const signed char* z;
     long long m;
     int n, k, h, wd, ho, wo, stride;
-    // This block's first tile, and its steps: (tile, K chunk) pairs, chunks per tile.
-    long long first;
-    int steps, chunks;
 };
 
-// Where step `step` of the block's sequence is: its tile's first row and column, its chunk, and
-// the tile's ordinal in the block.
-struct Step {
-    long long m0;
-    int n0, chunk, ordinal;
-};
-__device__ __forceinline__ Step locate(const Layer& l, int step) {
-    const int ordinal = step / l.chunks, col_tiles = l.n / TILE_N;
-    const long long tile = l.first + ordinal;
-    return {tile / col_tiles * TILE_M, (int)(tile % col_tiles) * TILE_N, step % l.chunks, ordinal};
-}
-
-// Starts loading the residual of step `step`'s tile, if the step begins a tile, into tile buffer
-// `ordinal % 2`; commits a group, perhaps empty, so that the pipeline's groups keep their order.
-__device__ __forceinline__ void load_residual(const Layer& l, signed char* smem, int step) {
-    if (l.z && step < l.steps) {
-        const Step s = locate(l, step);
-        if (s.chunk == 0) {
-            signed char* buffer = smem + STAGES * STAGE_BYTES + (s.ordinal % 2) * TILE_BYTES;
+// Starts loading step `step` of tile `tile` (its first: with the residual) into stage `step % 2`
+// and tile buffer `tile % 2` of this block's sequence.
+__device__ __forceinline__ void load_step(const Layer& l, signed char* smem, long long tile, int chunk, int step, int ordinal) {
+    const int tid = threadIdx.x, col_tiles = l.n / TILE_N;
+    const int n0 = (int)(tile % col_tiles) * TILE_N;
+    const long long m0 = tile / col_tiles * TILE_M;
+    if (chunk == 0 && l.z) {
+        signed char* buffer = smem + 2 * STAGE_BYTES + (ordinal % 2) * TILE_BYTES;
 #pragma unroll
-            for (int i = 0; i < OUT_GROUPS_PER_THREAD; i++) {
-                int group = threadIdx.x + i * THREADS, row = group / (TILE_N / 16), col = (group % (TILE_N / 16)) * 16;
-                bool inside = s.m0 + row < l.m;
-                copy16(buffer + row * OUT_STRIDE + col, l.z + (inside ? (s.m0 + row) * l.n + s.n0 + col : 0), inside ? 16 : 0);
-            }
+        for (int i = 0; i < OUT_GROUPS_PER_THREAD; i++) {
+            int group = tid + i * THREADS, row = group / (TILE_N / 16), col = (group % (TILE_N / 16)) * 16;
+            bool inside = m0 + row < l.m;
+            copy16(buffer + row * OUT_STRIDE + col, l.z + (inside ? (m0 + row) * l.n + n0 + col : 0), inside ? 16 : 0);
         }
     }
-    commit();
-}
-
-// Starts loading step `step`'s operands, both TILE_K-channel chunks, into stage `step % STAGES`;
-// commits a group, perhaps empty.
-__device__ __forceinline__ void load_operands(const Layer& l, signed char* smem, int step) {
-    if (step < l.steps) {
-        const Step s = locate(l, step);
-        signed char* as = smem + (step % STAGES) * STAGE_BYTES;
-        signed char* bs = as + TILE_M * AB_STRIDE;
-        const int k0 = s.chunk * TILE_K;
+    signed char* as = smem + (step % 2) * STAGE_BYTES;
+    signed char* bs = as + TILE_M * AB_STRIDE;
+    const int k0 = chunk * TILE_K;
 #pragma unroll
-        for (int i = 0; i < OPERAND_GROUPS_PER_THREAD; i++) {
-            int group = threadIdx.x + i * THREADS, row = group / (TILE_K / 16), col = (group % (TILE_K / 16)) * 16;
-            long long r = s.m0 + row, pixel = r;
-            if (l.stride != 1) {
-                long long b = r / ((long long)l.ho * l.wo);
-                int p = (int)(r % ((long long)l.ho * l.wo));
-                pixel = (b * l.h + (p / l.wo) * l.stride) * l.wd + (p % l.wo) * l.stride;
-            }
-            bool inside = r < l.m;
-            copy16(as + row * AB_STRIDE + col, l.x + (inside ? pixel * l.k + k0 + col : 0), inside ? 16 : 0);
-            copy16(bs + row * AB_STRIDE + col, l.w + (long long)(s.n0 + row) * l.k + k0 + col, 16);
+    for (int i = 0; i < OPERAND_GROUPS_PER_THREAD; i++) {
+        int group = tid + i * THREADS, row = group / (TILE_K / 16), col = (group % (TILE_K / 16)) * 16;
+        long long r = m0 + row, pixel = r;
+        if (l.stride != 1) {
+            long long b = r / ((long long)l.ho * l.wo);
+            int p = (int)(r % ((long long)l.ho * l.wo));
+            pixel = (b * l.h + (p / l.wo) * l.stride) * l.wd + (p % l.wo) * l.stride;
         }
+        bool inside = r < l.m;
+        copy16(as + row * AB_STRIDE + col, l.x + (inside ? pixel * l.k + k0 + col : 0), inside ? 16 : 0);
+        copy16(bs + row * AB_STRIDE + col, l.w + (long long)(n0 + row) * l.k + k0 + col, 16);
     }
     commit();
 }
@@ -183,13 +158,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) pointwise_conv_int8(
         const signed char* __restrict__ z, signed char* __restrict__ y, long long m, int n, int k, int relu,
         int h, int wd, int ho, int wo, int stride) {
     extern __shared__ __align__(16) signed char smem[];
+    const Layer l = {x, w, z, m, n, k, h, wd, ho, wo, stride};
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int wm = (warp / 2) * 32, wn = (warp % 2) * 64;
     const int col_tiles = n / TILE_N, chunks = k / TILE_K;
     const long long tiles = (m + TILE_M - 1) / TILE_M * col_tiles;
     const long long first = (long long)blockIdx.x * TILES_PER_BLOCK;
-    const int steps = (int)min((long long)TILES_PER_BLOCK, tiles - first) * chunks;
-    const Layer l = {x, w, z, m, n, k, h, wd, ho, wo, stride, first, steps, chunks};
+    const int count = (int)min((long long)TILES_PER_BLOCK, tiles - first), steps = count * chunks;
     // The epilogue's variant (see EPILOGUE); sums of k products of int8 values stay below 2^22
     // in magnitude up to k = 256.
     const int variant = (k <= 256 ? 4 : 0) | (z ? 2 : 0) | (relu ? 1 : 0);
@@ -198,20 +173,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) pointwise_conv_int8(
     const int a_lane = ((lane % 8) + (lane / 8 % 2) * 8) * AB_STRIDE + lane / 16 * 16;
     const int b_lane = (lane / 16 * 8 + lane % 8) * AB_STRIDE + lane / 8 % 2 * 16;
 
-    // The pipeline: operands load STAGES - 1 steps ahead, a tile's residual one step ahead, each
-    // in its own group so that each wait below waits for what comes next and no more. Step s
-    // issues the groups residual(s + 1), operands(s + STAGES - 1); the prologue issues
-    // operands(0), residual(0), operands(1 .. STAGES - 2).
     int acc[2][8][4];
-    load_operands(l, smem, 0);
-    load_residual(l, smem, 0);
-    for (int step = 1; step < STAGES - 1; step++) load_operands(l, smem, step);
+    load_step(l, smem, first, 0, 0, 0);
     for (int step = 0; step < steps; step++) {
-        const int chunk = step % chunks;
-        load_residual(l, smem, step + 1);
-        load_operands(l, smem, step + STAGES - 1);
-        // This step's operands: two groups per step have come since.
-        wait<2 * (STAGES - 1)>();
+        const int ordinal = step / chunks, chunk = step % chunks;
+        if (step + 1 < steps) {
+            load_step(l, smem, first + (step + 1) / chunks, (step + 1) % chunks, step + 1, (step + 1) / chunks);
+            wait<1>();
+        } else {
+            wait<0>();
+        }
         __syncthreads();
         if (chunk == 0) {
 #pragma unroll
@@ -221,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) pointwise_conv_int8(
 #pragma unroll
                     for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
         }
-        const signed char* as = smem + (step % STAGES) * STAGE_BYTES;
+        const signed char* as = smem + (step % 2) * STAGE_BYTES;
         const signed char* bs = as + TILE_M * AB_STRIDE;
 #pragma unroll
         for (int ks = 0; ks < TILE_K; ks += 32) {
@@ -236,22 +207,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) pointwise_conv_int8(
                 for (int j = 0; j < 8; j++) mma_s8(acc[i][j], a[i], b[j]);
         }
         if (chunk + 1 < chunks) {
-            // A coming load refills this stage.
+            // The next step's load refills this stage.
             __syncthreads();
             continue;
         }
-        if (z && STAGES > 2) {
-            // The tile's residual (three groups have come since; with two stages, the wait above
-            // covered it).
-            wait<3>();
-            __syncthreads();
-        }
 
         // The tile's epilogue, into the tile buffer; then the buffer's rows go out.
-        const Step here = locate(l, step);
-        const int n0 = here.n0;
-        const long long m0 = here.m0;
-        signed char* buffer = smem + STAGES * STAGE_BYTES + (here.ordinal % 2) * TILE_BYTES;
+        const long long tile = first + ordinal;
+        const int n0 = (int)(tile % col_tiles) * TILE_N;
+        const long long m0 = tile / col_tiles * TILE_M;
+        signed char* buffer = smem + 2 * STAGE_BYTES + (ordinal % 2) * TILE_BYTES;
         switch (variant) {
             EPILOGUE(0) EPILOGUE(1) EPILOGUE(2) EPILOGUE(3) EPILOGUE(4) EPILOGUE(5) EPILOGUE(6) EPILOGUE(7)
         }

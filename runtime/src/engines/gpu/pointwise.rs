@@ -18,17 +18,14 @@ struct Tile {
     k: usize,
     /// Consecutive tiles per block, whose steps pipeline.
     per_block: usize,
-    /// Shared-memory stages of operands, loaded ahead of the step that multiplies them.
-    stages: usize,
 }
 
-// Three stages ran 7 to 18 % slower than two on an H100 (docs/performance.md).
-const TILE: Tile = Tile { m: 128, n: 128, k: 64, per_block: 8, stages: 2 };
-/// Its dynamic shared memory: the stages of both operands' rows and two tile buffers, rows padded
-/// by 16 bytes (`pointwise.cu`'s STAGE_BYTES and TILE_BYTES). Two blocks fit an SM of 8.0 or later.
+const TILE: Tile = Tile { m: 128, n: 128, k: 64, per_block: 8 };
+/// Its dynamic shared memory: two stages of both operands' rows and two tile buffers, rows padded
+/// by 16 bytes (`pointwise.cu`'s STAGE_BYTES and TILE_BYTES).
 const SHARED_BYTES: usize = {
-    let Tile { m, n, k, stages, .. } = TILE;
-    stages * (m + n) * (k + 16) + 2 * m * (n + 16)
+    let Tile { m, n, k, .. } = TILE;
+    2 * (m + n) * (k + 16) + 2 * m * (n + 16)
 };
 
 /// Whether the kernel takes a 1x1 convolution (no padding, any stride) of `input` to `output`
@@ -50,8 +47,8 @@ pub fn load(ctx: &Arc<CudaContext>) -> Result<Option<CudaFunction>, String> {
     if major < 8 {
         return Ok(None);
     }
-    let Tile { m, n, k, per_block, stages } = TILE;
-    let mut options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}"), format!("-DSTAGES={stages}")];
+    let Tile { m, n, k, per_block } = TILE;
+    let mut options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}")];
     options.push(format!("--gpu-architecture=compute_{major}{minor}"));
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, cudarc::nvrtc::CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC (pointwise.cu): {e:?}"))?;
     let module = cu("load pointwise.cu", ctx.load_module(ptx))?;
