@@ -16,6 +16,7 @@ use super::plan::{Accumulator, ConvRunner, LayerKind, PlanHeader, PlannedLayer};
 use super::pointwise::{self, Pointwise};
 use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
+use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -23,6 +24,20 @@ pub type Result<T> = std::result::Result<T, String>;
 
 pub(super) fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
     r.map_err(|e| format!("CUDA {what}: {e:?}"))
+}
+
+/// `source` (`what`, in errors) compiled by NVRTC for a GPU of compute capability `(major, minor)`,
+/// with `defines` (`-DNAME=value` options).
+pub(super) fn compile_for(what: &str, source: &str, (major, minor): (i32, i32), defines: Vec<String>) -> Result<Ptx> {
+    let mut options = defines;
+    options.push(format!("--gpu-architecture=compute_{major}{minor}"));
+    cudarc::nvrtc::compile_ptx_with_opts(source, CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC ({what}): {e:?}"))
+}
+
+/// The launch of the element-wise kernels (quantize, dequantize, the int8 pools): one thread per
+/// group of 8 elements, 256 per block.
+fn per_group(groups: i64) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((groups as u64).div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// The conversion kernel's `dtype` argument (its ABI: 0 = f32, 1 = f16, 2 = int8 times `scale`).
@@ -352,8 +367,7 @@ impl DeviceModel {
         let weights = DeviceBuffer::new(blob.len())?;
         cu("upload weights", weights.upload(0, blob))?;
         let (major, minor) = cu("compute capability", ctx.compute_capability())?;
-        let options = vec![format!("--gpu-architecture=compute_{major}{minor}")];
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS, cudarc::nvrtc::CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC: {e:?}"))?;
+        let ptx = compile_for("engine kernels", KERNELS, (major, minor), Vec::new())?;
         let module = cu("load kernels", ctx.load_module(ptx))?;
         let convert = cu("kernel convert_input", module.load_function("convert_input"))?;
         let top1 = cu("kernel top1", module.load_function("top1"))?;
@@ -700,11 +714,10 @@ impl Slot {
                     let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
                     let mut launch = self.stream.launch_builder(if *to_int8 { &m.quantize } else { &m.dequantize });
                     launch.arg(&x).arg(&y).arg(groups).arg(scale);
-                    let blocks = (*groups as u64).div_ceil(256) as u32;
                     // SAFETY: the arguments are the kernel's parameters in order and type (2 pointers,
                     // a long long, a float); `groups` groups of 8 are the layer's elements at batch
                     // `n` (our contract), within both values' buffers.
-                    cu("convert int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                    cu("convert int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
                 }
                 LayerDescriptors::PoolToInt8 { groups, kernel, stride, pad, scale } => {
                     let ((c, h, w), (_, ho, wo)) = (layer.input_shape, layer.output_shape);
@@ -716,12 +729,11 @@ impl Slot {
                         launch.arg(v);
                     }
                     launch.arg(scale);
-                    let blocks = (*groups as u64).div_ceil(256) as u32;
                     // SAFETY: the arguments are max_pool_int8's parameters in order and type (2
                     // pointers, a long long, 8 ints, a float); it reads the layer's fp16 input and
                     // writes `groups` groups of 8 int8 outputs at batch `n` (our contract), within
                     // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
-                    cu("max pool to int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                    cu("max pool to int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
                 }
                 LayerDescriptors::AveragePoolInt8 { groups, scale } => {
                     let (c, h, w) = layer.input_shape;
@@ -729,12 +741,11 @@ impl Slot {
                     let (c8, pixels) = ((c / 8) as i32, (h * w) as i32);
                     let mut launch = self.stream.launch_builder(&m.average_pool_int8);
                     launch.arg(&x).arg(&y).arg(groups).arg(&c8).arg(&pixels).arg(scale);
-                    let blocks = (*groups as u64).div_ceil(256) as u32;
                     // SAFETY: the arguments are average_pool_int8's parameters in order and type (2
                     // pointers, a long long, 2 ints, a float); it reads the layer's int8 input and
                     // writes `groups` groups of 8 fp16 outputs at batch `n` (our contract), within
                     // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
-                    cu("average pool from int8", unsafe { launch.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }).map(|_| ())
+                    cu("average pool from int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
                 }
             }
             .map_err(|e| format!("layer {}: {e}", layer.name))?;

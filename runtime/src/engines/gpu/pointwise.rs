@@ -2,7 +2,7 @@
 //! ResNet50 builder times it beside cuDNN's legacy call and graph (`exec::Slot::choose_algorithms`),
 //! and `mlperf bench cudnn_graph` checks and times it on ResNet50's 1x1 shapes.
 
-use super::exec::{DevicePtr, cu};
+use super::exec::{DevicePtr, compile_for, cu};
 use super::plan::{LayerKind, PlannedLayer};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;
@@ -43,14 +43,13 @@ pub fn fits(layer: &PlannedLayer) -> bool {
 
 /// The kernel compiled for `ctx`'s GPU, or `None` below compute capability 8.0 (no int8 `mma.sync`).
 pub fn load(ctx: &Arc<CudaContext>) -> Result<Option<CudaFunction>, String> {
-    let (major, minor) = cu("compute capability", ctx.compute_capability())?;
-    if major < 8 {
+    let capability = cu("compute capability", ctx.compute_capability())?;
+    if capability.0 < 8 {
         return Ok(None);
     }
     let Tile { m, n, k, per_block } = TILE;
-    let mut options = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}")];
-    options.push(format!("--gpu-architecture=compute_{major}{minor}"));
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, cudarc::nvrtc::CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC (pointwise.cu): {e:?}"))?;
+    let defines = vec![format!("-DTILE_M={m}"), format!("-DTILE_N={n}"), format!("-DTILE_K={k}"), format!("-DTILES_PER_BLOCK={per_block}")];
+    let ptx = compile_for("pointwise.cu", SOURCE, capability, defines)?;
     let module = cu("load pointwise.cu", ctx.load_module(ptx))?;
     let function = cu("kernel pointwise_conv_int8", module.load_function("pointwise_conv_int8"))?;
     cu("1x1 kernel shared memory", function.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SHARED_BYTES as i32))?;

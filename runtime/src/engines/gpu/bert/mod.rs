@@ -18,7 +18,7 @@ pub mod layout;
 pub mod matmul;
 pub mod pack;
 
-use super::exec::{DeviceBuffer, DevicePtr, PinnedBuffer, cu};
+use super::exec::{DeviceBuffer, DevicePtr, PinnedBuffer, compile_for, cu};
 use super::plan::Plan;
 use super::{SlotPool, open_each};
 use crate::engines::cpu_bert::Feature;
@@ -104,11 +104,8 @@ impl DeviceBert {
         let weights = DeviceBuffer::new(plan.blob.len())?;
         cu("upload weights", weights.upload(0, &plan.blob))?;
         let shape = plan.header.shape;
-        let options = cudarc::nvrtc::CompileOptions {
-            options: vec![format!("-DHIDDEN={}", shape.hidden), format!("-DHEAD_DIM={}", shape.head_size()), format!("--gpu-architecture=compute_{major}{minor}")],
-            ..Default::default()
-        };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(KERNELS, options).map_err(|e| format!("NVRTC (BERT kernels): {e:?}"))?;
+        let defines = vec![format!("-DHIDDEN={}", shape.hidden), format!("-DHEAD_DIM={}", shape.head_size())];
+        let ptx = compile_for("BERT kernels", KERNELS, (major, minor), defines)?;
         let module = cu("load BERT kernels", ctx.load_module(ptx))?;
         let function = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
         let attention = function("attention")?;
