@@ -43,13 +43,24 @@ fn bert_on_the_cpu_engine_scores_runs_valid_and_passes_test01() {
         assert!(matches!(log.str("result_validity"), Some("VALID") | None), "{}: {:?}", path.display(), log.str("result_validity"));
     }
 
-    // TEST01: the logged logits of the audit run equal the accuracy run's. The throughput of a
-    // loaded 2-core machine wanders past TEST01's 10 % now and then (an audit run at 910 samples/s
-    // against a reference at 797 failed once in CI): a retry, as a submitter would.
-    let out = run(&["run_audit_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000", "--audit_tests=TEST01", "--audit_retries=2"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", shown(&out));
-    assert!(stdout.lines().any(|l| l.contains("TEST01") && l.contains("PASS") && l.contains(", 0 differ")), "{stdout}");
+    // TEST01: the logged logits of the audit run equal the accuracy run's. A loaded 2-core CI
+    // machine's throughput drifts past TEST01's 10 % within a minute (once a reference at 1214
+    // samples/s, then audits at 1081, 1050 and 993): as a submitter would, a failed comparison reruns
+    // the reference performance run too, so that each audit is compared with the run just before it.
+    let perf = ["run_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000"];
+    let audit = ["run_audit_harness", "--scenarios=offline", "--min_duration=1000", "--offline_expected_qps=5000", "--audit_tests=TEST01", "--audit_retries=0", "--force"];
+    let mut attempts = String::new();
+    let passed = (0..3).any(|attempt| {
+        if attempt > 0 {
+            let out = run(&perf);
+            assert!(out.status.success(), "{}", shown(&out));
+        }
+        let out = run(&audit);
+        attempts += &shown(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        out.status.success() && stdout.lines().any(|l| l.contains("TEST01") && l.contains("PASS") && l.contains(", 0 differ"))
+    });
+    assert!(passed, "{attempts}");
     let verify = std::fs::read_to_string(cwd.join("build/compliance/CPU-dev_RS/bert-99/Offline/TEST01/verify_accuracy.txt")).unwrap();
     assert!(verify.contains("num_perf_log_data_mismatch = 0\n") && verify.ends_with("TEST PASS\n\n"), "{verify}");
 }
