@@ -134,9 +134,10 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
     write_atomic(&spec.plan_path, &plan.to_bytes())?;
     let runs = |runner: fn(&plan::ConvRunner) -> bool| plan.header.layers.iter().filter(|l| matches!(&l.kind, plan::LayerKind::Conv { runner: r, .. } if runner(r))).count();
     let (graphs, pointwise) = (runs(|r| matches!(r, plan::ConvRunner::Graph(_))), runs(|r| matches!(r, plan::ConvRunner::Pointwise)));
+    let stem = if runs(|r| matches!(r, plan::ConvRunner::Stem)) > 0 { "; the stem on our kernel, writing int8" } else { "" };
     let total_us: f32 = plan.header.layers.iter().map(|l| if let plan::LayerKind::Conv { measured_us, .. } = l.kind { measured_us } else { 0.0 }).sum();
     Ok(format!(
-        "{convs} convolutions ({} in int8, {graphs} of them as cuDNN graphs and {pointwise} as our 1x1 kernel, with per-channel weight scales; {} summing in fp16), {:.2} ms per batch of {} in convolutions alone; {}",
+        "{convs} convolutions ({} in int8, {graphs} of them as cuDNN graphs and {pointwise} as our 1x1 kernel, with per-channel weight scales; {} summing in fp16{stem}), {:.2} ms per batch of {} in convolutions alone; {}",
         count_sums(&plan.header, Accumulator::Int32),
         count_sums(&plan.header, Accumulator::Fp16),
         total_us / 1000.0,
@@ -147,7 +148,9 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
 
 /// The plan of a fused (and possibly quantised) network, untuned.
 pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &std::path::Path) -> Result<Plan, String> {
-    let lowered = lower::lower(net)?;
+    // Our tensor-core kernels need compute capability 8.0 (the key's "MAJOR.MINOR").
+    let tensor_cores = key.compute_capability.split('.').next().and_then(|major| major.parse::<u32>().ok()).is_some_and(|major| major >= 8);
+    let lowered = lower::lower(net, tensor_cores)?;
     let classes = lowered.classes;
     let header = PlanHeader {
         key,

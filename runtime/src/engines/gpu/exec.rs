@@ -14,6 +14,7 @@ use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
 use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlanHeader, PlannedLayer};
 use super::pointwise::{self, Pointwise};
+use super::stem::{self, StemConv};
 use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use cudarc::nvrtc::{CompileOptions, Ptx};
@@ -243,39 +244,64 @@ extern "C" __global__ void average_pool_int8(const uint2* in, uint4* out, long l
     out[g] = make_uint4(h[0], h[1], h[2], h[3]);
 }
 
-// The window's maximum for max_pool_int8: of a kernel x kernel window, or with K > 0 of a K x K one
-// whose loads are all issued before the first maximum, so that they are in flight at once.
-template <int K> __device__ uint4 window_max(const uint4* in, long long b, int oy, int ox, int group, int c8, int h, int w,
-        int kernel, int stride, int pad) {
-    const unsigned int lowest = 0xFC00FC00u;  // -inf in both halves
-    const uint4 none = make_uint4(lowest, lowest, lowest, lowest);
+// 8 channels as the pools read them, fp16 (a uint4) or int8 (a uint2): the value below every other,
+// and the larger of two, channel by channel.
+struct Fp16x8 {
+    typedef uint4 T;
+    static __device__ T lowest() { return make_uint4(0xFC00FC00u, 0xFC00FC00u, 0xFC00FC00u, 0xFC00FC00u); }  // -inf
+    static __device__ T max(T a, T b) { return make_uint4(max_f16x2(a.x, b.x), max_f16x2(a.y, b.y), max_f16x2(a.z, b.z), max_f16x2(a.w, b.w)); }
+};
+struct Int8x8 {
+    typedef uint2 T;
+    static __device__ T lowest() { return make_uint2(0x80808080u, 0x80808080u); }  // -128, below the grid's -127
+    static __device__ T max(T a, T b) { return make_uint2(__vmaxs4(a.x, b.x), __vmaxs4(a.y, b.y)); }
+};
+
+// The maximum over a kernel x kernel window of group `group` of an NHWC tensor (c8 groups of 8
+// channels), padding ignored; with K > 0, of a K x K window whose loads are all issued before the
+// first maximum, so that they are in flight at once.
+template <typename V, int K> __device__ typename V::T window_max(const typename V::T* in, long long b, int oy, int ox, int group, int c8,
+        int h, int w, int kernel, int stride, int pad) {
     const int size = K > 0 ? K : kernel;
-    uint4 v[K > 0 ? K * K : 1];
-    uint4 m = none;
+    typename V::T v[K > 0 ? K * K : 1];
+    typename V::T m = V::lowest();
 #pragma unroll
     for (int t = 0; t < size * size; t++) {
         const int y = oy * stride - pad + t / size, x = ox * stride - pad + t % size;
-        const uint4 tap = y >= 0 && y < h && x >= 0 && x < w ? in[((b * h + y) * w + x) * c8 + group] : none;
+        const typename V::T tap = y >= 0 && y < h && x >= 0 && x < w ? in[((b * h + y) * w + x) * c8 + group] : V::lowest();
         if (K > 0) v[t] = tap;
-        else m = make_uint4(max_f16x2(m.x, tap.x), max_f16x2(m.y, tap.y), max_f16x2(m.z, tap.z), max_f16x2(m.w, tap.w));
+        else m = V::max(m, tap);
     }
 #pragma unroll
-    for (int t = 0; t < (K > 0 ? K * K : 0); t++) m = make_uint4(max_f16x2(m.x, v[t].x), max_f16x2(m.y, v[t].y), max_f16x2(m.z, v[t].z), max_f16x2(m.w, v[t].w));
+    for (int t = 0; t < (K > 0 ? K * K : 0); t++) m = V::max(m, v[t]);
     return m;
 }
 
-// Max pooling of an NHWC fp16 tensor (c8 groups of 8 channels) to int8 on quantize's grid, one
-// thread per output pixel and group: quantize(max_pool(x)) in one pass, padding ignored.
+// Output group g's window maximum (one thread per output pixel and group of 8 channels).
+template <typename V> __device__ typename V::T pool_group(const typename V::T* in, long long g, int c8, int h, int w, int ho, int wo,
+        int kernel, int stride, int pad) {
+    const long long pixel = g / c8;
+    const int ox = (int)(pixel % wo), oy = (int)(pixel / wo % ho), group = (int)(g % c8);
+    const long long b = pixel / wo / ho;
+    return kernel == 3 ? window_max<V, 3>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad)
+                       : window_max<V, 0>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad);
+}
+
+// Max pooling of an NHWC fp16 tensor (c8 groups of 8 channels) to int8 on quantize's grid:
+// quantize(max_pool(x)) in one pass.
 extern "C" __global__ void max_pool_int8(const uint4* in, uint2* out, long long groups, int c8, int h, int w, int ho, int wo,
         int kernel, int stride, int pad, float scale) {
     long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= groups) return;
-    const long long pixel = g / c8;
-    const int ox = (int)(pixel % wo), oy = (int)(pixel / wo % ho), group = (int)(g % c8);
-    const long long b = pixel / wo / ho;
-    const uint4 m = kernel == 3 ? window_max<3>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad)
-                                : window_max<0>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad);
-    out[g] = to_int8(m, scale);
+    out[g] = to_int8(pool_group<Fp16x8>(in, g, c8, h, w, ho, wo, kernel, stride, pad), scale);
+}
+
+// Max pooling of an NHWC int8 tensor (c8 groups of 8 channels) to int8 on the same grid.
+extern "C" __global__ void max_pool_from_int8(const uint2* in, uint2* out, long long groups, int c8, int h, int w, int ho, int wo,
+        int kernel, int stride, int pad) {
+    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    out[g] = pool_group<Int8x8>(in, g, c8, h, w, ho, wo, kernel, stride, pad);
 }
 
 // `groups` groups of 8 int8 values to fp16: q * scale.
@@ -325,11 +351,14 @@ pub struct DeviceModel {
     quantize: CudaFunction,
     dequantize: CudaFunction,
     max_pool_int8: CudaFunction,
+    max_pool_from_int8: CudaFunction,
     average_pool_int8: CudaFunction,
     top1: CudaFunction,
     /// Our int8 1x1 kernel (`pointwise.cu`), on GPUs with int8 `mma.sync` (compute capability 8.0
     /// or later).
     pointwise: Option<CudaFunction>,
+    /// Our stem kernel (`stem.cu`), on the same GPUs.
+    stem: Option<CudaFunction>,
 }
 
 impl DeviceModel {
@@ -357,6 +386,9 @@ impl DeviceModel {
         if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !pointwise::fits(l)) {
             return Err(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name));
         }
+        if let Some(l) = header.layers.iter().find(|l| stem::runs(l) != stem::fits(l)) {
+            return Err(format!("the plan built from {}: layer {} and our stem kernel do not match (corrupt plan); rebuild it", header.model_path, l.name));
+        }
         let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
         // events to every launch and to the captured graphs.
@@ -375,15 +407,31 @@ impl DeviceModel {
         let quantize = cu("kernel quantize", module.load_function("quantize"))?;
         let dequantize = cu("kernel dequantize", module.load_function("dequantize"))?;
         let max_pool_int8 = cu("kernel max_pool_int8", module.load_function("max_pool_int8"))?;
+        let max_pool_from_int8 = cu("kernel max_pool_from_int8", module.load_function("max_pool_from_int8"))?;
         let average_pool_int8 = cu("kernel average_pool_int8", module.load_function("average_pool_int8"))?;
-        let pointwise = pointwise::load(&ctx)?;
-        if pointwise.is_none() && header.layers.iter().any(|l| runs_pointwise(&l)) {
+        let (pointwise, stem) = (pointwise::load(&ctx, (major, minor))?, stem::load(&ctx, (major, minor))?);
+        if (pointwise.is_none() && header.layers.iter().any(|l| runs_pointwise(&l))) || (stem.is_none() && header.layers.iter().any(stem::runs)) {
             return Err(format!(
-                "the plan built from {} runs int8 1x1 layers on tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
+                "the plan built from {} runs layers on our kernels for tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
                 header.model_path
             ));
         }
-        Ok(Arc::new(DeviceModel { ctx, gpu, header: header.clone(), input, weights, convert, quantize, dequantize, max_pool_int8, average_pool_int8, top1, pointwise }))
+        Ok(Arc::new(DeviceModel {
+            ctx,
+            gpu,
+            header: header.clone(),
+            input,
+            weights,
+            convert,
+            quantize,
+            dequantize,
+            max_pool_int8,
+            max_pool_from_int8,
+            average_pool_int8,
+            top1,
+            pointwise,
+            stem,
+        }))
     }
 
     pub fn max_batch(&self) -> usize {
@@ -437,14 +485,17 @@ enum LayerDescriptors {
     },
     /// An int8 1x1 convolution run by our kernel.
     Pointwise,
+    /// The image's convolution run by our stem kernel.
+    Stem,
     Pool {
         x: Tensor,
         y: Tensor,
         pooling: Pooling,
     },
-    /// Max pooling from fp16 to int8 on `scale`'s grid, by our kernel: `groups` groups of 8 output
-    /// channels.
+    /// Max pooling from fp16 (or, with `int8_input`, int8) to int8 on `scale`'s grid, by our
+    /// kernels: `groups` groups of 8 output channels.
     PoolToInt8 {
+        int8_input: bool,
         groups: i64,
         kernel: usize,
         stride: usize,
@@ -614,6 +665,34 @@ impl Slot {
         unsafe { conv.launch(function, &self.stream) }.map_err(|e| format!("layer {}: {e}", layer.name))
     }
 
+    /// Enqueues the image's convolution `layer` at batch `n` on our stem kernel.
+    ///
+    /// # Safety
+    /// [`stem::fits`] the layer, `n` is at most the plan's batch size, and the device has the kernel.
+    unsafe fn launch_stem(&self, layer: &PlannedLayer, n: usize) -> Result<()> {
+        let LayerKind::Conv { kernel, relu, weight_offset, bias_offset, quantized_output: Some(scale), .. } = layer.kind else {
+            unreachable!("a layer the stem kernel fits writes int8")
+        };
+        let function = self.model.stem.as_ref().expect("the caller checked the device has the kernel");
+        let weights = self.model.weights.ptr();
+        let conv = StemConv {
+            x: self.value_ptr(layer.input),
+            weights: weights.offset(weight_offset),
+            bias: weights.offset(bias_offset),
+            y: self.value_ptr(layer.output),
+            batch: n,
+            input: layer.input_shape,
+            output: layer.output_shape,
+            kernel,
+            relu,
+            scale,
+        };
+        // SAFETY: the layer's values in the slot's buffers (sized for the plan's batch size, `n` at
+        // most), its weights and biases in the device's blob; the kernel fits the layer (our
+        // contract).
+        unsafe { conv.launch(function, &self.stream) }.map_err(|e| format!("layer {}: {e}", layer.name))
+    }
+
     /// The plan restored for graph layer `index`.
     fn graph_plan(&self, index: usize) -> &ExecutionPlan {
         self.graph_plans[index].as_ref().expect("graph layers' plans are restored with the slot")
@@ -626,6 +705,7 @@ impl Slot {
             out.push(match &layer.kind {
                 LayerKind::Conv { runner: ConvRunner::Graph(_), .. } => LayerDescriptors::Graph { layer: index, bindings: self.graph_bindings(layer) },
                 LayerKind::Conv { runner: ConvRunner::Pointwise, .. } => LayerDescriptors::Pointwise,
+                LayerKind::Conv { runner: ConvRunner::Stem, .. } => LayerDescriptors::Stem,
                 LayerKind::Conv { per_channel: true, .. } => {
                     return Err(format!("layer {}: int8 weights scaled per channel but the legacy call to run them (build incomplete); rebuild the plan", layer.name));
                 }
@@ -635,10 +715,13 @@ impl Slot {
                     let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
-                &LayerKind::MaxPool { kernel, stride, pad, int8_output: Some(scale) } => {
-                    LayerDescriptors::PoolToInt8 { groups: (n * co * ho * wo / 8) as i64, kernel, stride, pad, scale }
+                &LayerKind::MaxPool { kernel, stride, pad, int8_input, int8_output: Some(scale) } => {
+                    LayerDescriptors::PoolToInt8 { int8_input, groups: (n * co * ho * wo / 8) as i64, kernel, stride, pad, scale }
                 }
-                LayerKind::MaxPool { kernel, stride, pad, int8_output: None } => LayerDescriptors::Pool {
+                LayerKind::MaxPool { int8_input: true, int8_output: None, .. } => {
+                    return Err(format!("layer {}: a max pooling reads int8 but writes fp16 (corrupt plan); rebuild it", layer.name));
+                }
+                LayerKind::MaxPool { kernel, stride, pad, int8_input: false, int8_output: None } => LayerDescriptors::Pool {
                     x: Tensor::nhwc(DataType::Half, n, c, h, w)?,
                     y: Tensor::nhwc(DataType::Half, n, co, ho, wo)?,
                     pooling: Pooling::new(false, *kernel, *stride, *pad)?,
@@ -706,6 +789,9 @@ impl Slot {
                 // SAFETY: a layer the builder timed the kernel on (so one it takes), at batch `n`
                 // (our contract) on the slot's buffers.
                 LayerDescriptors::Pointwise => unsafe { self.launch_pointwise(layer, n) },
+                // SAFETY: a layer the plan's load found the kernel fits, at batch `n` (our contract)
+                // on the slot's buffers.
+                LayerDescriptors::Stem => unsafe { self.launch_stem(layer, n) },
                 // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers.
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, Operand { desc: x, ptr: self.value_ptr(layer.input) }, Operand { desc: y, ptr: self.value_ptr(layer.output) })
@@ -719,20 +805,23 @@ impl Slot {
                     // `n` (our contract), within both values' buffers.
                     cu("convert int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
                 }
-                LayerDescriptors::PoolToInt8 { groups, kernel, stride, pad, scale } => {
+                LayerDescriptors::PoolToInt8 { int8_input, groups, kernel, stride, pad, scale } => {
                     let ((c, h, w), (_, ho, wo)) = (layer.input_shape, layer.output_shape);
                     let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
-                    let mut launch = self.stream.launch_builder(&m.max_pool_int8);
+                    let mut launch = self.stream.launch_builder(if *int8_input { &m.max_pool_from_int8 } else { &m.max_pool_int8 });
                     launch.arg(&x).arg(&y).arg(groups);
                     let ints = [c / 8, h, w, ho, wo, *kernel, *stride, *pad].map(|v| v as i32);
                     for v in &ints {
                         launch.arg(v);
                     }
-                    launch.arg(scale);
+                    if !int8_input {
+                        launch.arg(scale);
+                    }
                     // SAFETY: the arguments are max_pool_int8's parameters in order and type (2
-                    // pointers, a long long, 8 ints, a float); it reads the layer's fp16 input and
-                    // writes `groups` groups of 8 int8 outputs at batch `n` (our contract), within
-                    // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
+                    // pointers, a long long, 8 ints, a float), or max_pool_from_int8's (the same
+                    // without the float); it reads the layer's fp16 or int8 input and writes `groups`
+                    // groups of 8 int8 outputs at batch `n` (our contract), within both values'
+                    // buffers; the channels are a multiple of 8 (`DeviceModel::load`).
                     cu("max pool to int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
                 }
                 LayerDescriptors::AveragePoolInt8 { groups, scale } => {
@@ -824,7 +913,8 @@ impl Slot {
             | LayerDescriptors::PoolToInt8 { .. }
             | LayerDescriptors::AveragePoolInt8 { .. }
             | LayerDescriptors::Convert { .. }
-            | LayerDescriptors::Pointwise => None,
+            | LayerDescriptors::Pointwise
+            | LayerDescriptors::Stem => None,
         });
         let Some((need, name)) = needs.max_by_key(|(bytes, _)| *bytes) else { return Ok(()) };
         if need <= self.workspace.bytes {
@@ -916,6 +1006,17 @@ impl Slot {
         let events = (event()?, event()?);
         for layer in header.layers.iter_mut() {
             let LayerKind::Conv { relu, .. } = layer.kind else { continue };
+            if stem::runs(layer) {
+                // Only our kernel writes int8 from fp16 sums: timed for the report.
+                // SAFETY: a layer the kernel fits (`DeviceModel::load` checked the plan), at the
+                // plan's batch size on the slot's buffers; `time_runs` waits for the work.
+                let us = self.time_runs(&events, &mut || unsafe { self.launch_stem(layer, n) }.is_ok())?;
+                let us = us.ok_or_else(|| format!("layer {}: our stem kernel did not launch", layer.name))?;
+                report(&format!("{} stem kernel ({us:.1} us)", shape_of(layer)));
+                let LayerKind::Conv { measured_us, .. } = &mut layer.kind else { unreachable!() };
+                *measured_us = us;
+                continue;
+            }
             let mut best: Option<(Accumulator, Algorithm, usize, f32)> = None;
             let int8 = matches!(layer.kind, LayerKind::Conv { accumulator: Accumulator::Int32, .. });
             for &sums in if int8 { &[Accumulator::Int32] } else { accumulators } {
@@ -963,10 +1064,8 @@ impl Slot {
                 .into_iter()
                 .min_by(|a, b| a.0.total_cmp(&b.0))
                 .ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
-            let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
-            let LayerKind::Conv { kernel, stride, accumulator, algorithm, workspace_bytes, measured_us, runner, .. } = &mut layer.kind else { unreachable!() };
-            let shape = format!("{:<28} {:>4}x{:<4} k{kernel} s{stride} -> {:>4}x{:<4}", layer.name, ci, hi, co, ho);
-            report(&format!("{shape} {:<10} ({})", fastest.name(), timings.join(", ")));
+            report(&format!("{} {:<10} ({})", shape_of(layer), fastest.name(), timings.join(", ")));
+            let LayerKind::Conv { accumulator, algorithm, workspace_bytes, measured_us, runner, .. } = &mut layer.kind else { unreachable!() };
             (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = match fastest {
                 Timed::Legacy { sums, algo, bytes } => (sums, algo.code(), bytes, us, ConvRunner::Legacy),
                 Timed::Graph(tuned) => {
@@ -991,6 +1090,13 @@ impl Slot {
         cu("synchronize", end.synchronize())?;
         Ok(runs.then_some(cu("elapsed", start.elapsed_ms(end))? * 1000.0 / 5.0))
     }
+}
+
+/// A convolution layer's name and shape, for the builder's report.
+fn shape_of(layer: &PlannedLayer) -> String {
+    let ((ci, hi, _), (co, ho, _)) = (layer.input_shape, layer.output_shape);
+    let LayerKind::Conv { kernel, stride, .. } = layer.kind else { unreachable!("a convolution layer") };
+    format!("{:<28} {:>4}x{:<4} k{kernel} s{stride} -> {:>4}x{:<4}", layer.name, ci, hi, co, ho)
 }
 
 /// A way to run a convolution that the builder timed.

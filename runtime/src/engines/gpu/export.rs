@@ -46,8 +46,8 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
                 if c.relu {
                     y = g.node("Relu", &format!("{name}/relu"), &[&y], vec![]);
                 }
-                match &c.int8 {
-                    Some(q) => round_to_int8(&mut g, name, &y, q.output_scale),
+                match c.output_scale() {
+                    Some(scale) => round_to_int8(&mut g, name, &y, scale),
                     None => y,
                 }
             }

@@ -7,8 +7,9 @@
 //! buffer per value chosen by liveness. Algorithms, graphs and accumulators are left unset here:
 //! choosing them needs the GPU (see `builder`).
 
-use super::network::{Network, Op, SpaceToDepth, WeightScaling, assign_buffers, fuse_pool_conversions, space_to_depth};
+use super::network::{Network, Node, Op, Shape, SpaceToDepth, WeightScaling, assign_buffers, fuse_conv_quantization, fuse_pool_conversions, space_to_depth};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlannedLayer};
+use super::stem;
 use half::f16;
 
 /// Channel multiple the image and the classifier are padded to.
@@ -63,13 +64,27 @@ pub fn pad_channels(net: &mut Network, image_align: usize) {
     net.channels = padded_in;
 }
 
-/// Lowers a fused network (see `network::build`).
-pub fn lower(net: &Network) -> Result<Lowered, String> {
+/// Lowers a fused network (see `network::build`) for a GPU that has our tensor-core kernels
+/// (`tensor_cores`: compute capability 8.0 or later) or not: with them, an int8 plan's stem writes
+/// int8 for the max pooling after it (`stem`).
+pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, String> {
     let classes = net.classes;
     let mut net = net.clone();
     let input_layout = space_to_depth(&mut net);
     fuse_pool_conversions(&mut net);
-    pad_channels(&mut net, if input_layout == SpaceToDepth::IDENTITY { CHANNEL_ALIGN } else { SPACE_TO_DEPTH_CHANNEL_ALIGN });
+    // Only the image's channels are padded to the kernel's 16.
+    let takes = |node: &Node, (_, _, width): Shape| {
+        let Op::Conv(conv) = &node.op else { return false };
+        tensor_cores && node.input == 0 && stem::takes(conv.kernel, conv.stride, conv.pad, conv.cin, conv.cout, width)
+    };
+    let image_align = if fuse_conv_quantization(&mut net, &takes) > 0 {
+        stem::CHANNELS
+    } else if input_layout == SpaceToDepth::IDENTITY {
+        CHANNEL_ALIGN
+    } else {
+        SPACE_TO_DEPTH_CHANNEL_ALIGN
+    };
+    pad_channels(&mut net, image_align);
     let shapes = net.shapes();
     let mut blob = Vec::new();
     let mut layers = Vec::new();
@@ -124,10 +139,11 @@ pub fn lower(net: &Network) -> Result<Lowered, String> {
                     measured_us: 0.0,
                     epilogue_offset,
                     per_channel: conv.int8.as_ref().is_some_and(|q| q.scaling == WeightScaling::PerChannel),
-                    runner: ConvRunner::Legacy,
+                    runner: if conv.quantized_output.is_some() { ConvRunner::Stem } else { ConvRunner::Legacy },
+                    quantized_output: conv.quantized_output,
                 }
             }
-            &Op::MaxPool { kernel, stride, pad, int8_output } => LayerKind::MaxPool { kernel, stride, pad, int8_output },
+            &Op::MaxPool { kernel, stride, pad, int8_output } => LayerKind::MaxPool { kernel, stride, pad, int8_input: net.int8_scale(node.input).is_some(), int8_output },
             Op::GlobalAveragePool => LayerKind::GlobalAveragePool { int8_input: net.int8_scale(node.input) },
             Op::Quantize { scale } => LayerKind::Quantize { scale: *scale },
             Op::Dequantize => LayerKind::Dequantize { scale: net.int8_scale(node.input).ok_or_else(|| format!("node {:?} dequantizes an fp16 value", node.name))? },

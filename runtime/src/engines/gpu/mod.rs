@@ -19,6 +19,8 @@
 //! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
 //!   buffers, CUDA graphs, the device-resident sample pool.
 //! - [`pointwise`]: our int8 1x1 tensor-core kernel (NVRTC), a third way to run int8 1x1 layers.
+//! - [`stem`]: our fp16 tensor-core kernel for the image's convolution, writing int8 for the max
+//!   pooling after it (int8 plans).
 //! - [`graph`]: cuDNN's backend (graph) API for fused epilogues: int8 convolution + scale + bias +
 //!   residual + ReLU, matmul + bias + GELU; descriptions checked in CI, plans, a GPU self-check.
 //!
@@ -38,6 +40,7 @@ pub mod network;
 pub mod plan;
 pub mod pointwise;
 pub mod spec;
+pub mod stem;
 
 #[cfg(test)]
 mod network_tests;

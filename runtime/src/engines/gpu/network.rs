@@ -68,6 +68,16 @@ pub struct Conv {
     pub relu: bool,
     /// Set by [`quantize`]: the convolution reads and writes int8.
     pub int8: Option<Int8Conv>,
+    /// Set by [`fuse_conv_quantization`]: an fp16 convolution whose output is rounded to int8 on
+    /// this scale, as a [`Op::Quantize`] of it would.
+    pub quantized_output: Option<f32>,
+}
+
+impl Conv {
+    /// The int8 scale of the output: `Some` when the convolution writes int8.
+    pub fn output_scale(&self) -> Option<f32> {
+        self.int8.as_ref().map(|q| q.output_scale).or(self.quantized_output)
+    }
 }
 
 /// The scales of an int8 convolution: output channel `k`'s weights are `weight_scales[k]` times
@@ -185,7 +195,7 @@ impl Network {
     /// The int8 scale of `value`: `Some` when its producer writes int8.
     pub fn int8_scale(&self, value: ValueId) -> Option<f32> {
         match self.producer(value).map(|p| &p.op) {
-            Some(Op::Conv(Conv { int8: Some(q), .. })) => Some(q.output_scale),
+            Some(Op::Conv(conv)) => conv.output_scale(),
             Some(Op::Quantize { scale } | Op::MaxPool { int8_output: Some(scale), .. }) => Some(*scale),
             _ => None,
         }
@@ -471,6 +481,32 @@ pub fn fuse_pool_conversions(net: &mut Network) -> usize {
     fused
 }
 
+/// Moves the int8 output of each max pooling that writes int8 ([`fuse_pool_conversions`]) onto the
+/// fp16 convolution it alone reads, where `takes` that convolution's node and input shape (for the
+/// GPU's lowering: our stem kernel writes int8): the convolution rounds its output to the
+/// pooling's grid and the pooling reads int8, exactly as before, since max pooling commutes with
+/// the monotonic rounding. The fp16 tensor between them is never written. Returns the number moved.
+pub fn fuse_conv_quantization(net: &mut Network, takes: &dyn Fn(&Node, Shape) -> bool) -> usize {
+    let shapes = net.shapes();
+    let mut fused = 0;
+    for i in 0..net.nodes.len() {
+        let (read, op) = (net.nodes[i].input, &net.nodes[i].op);
+        let &Op::MaxPool { int8_output: Some(scale), .. } = op else { continue };
+        if net.sole_consumer(read) != Some(i) {
+            continue;
+        }
+        let Some(producer) = read.checked_sub(1) else { continue };
+        if !takes(&net.nodes[producer], shapes[net.nodes[producer].input]) {
+            continue;
+        }
+        if let Op::Conv(conv @ Conv { int8: None, quantized_output: None, .. }) = &mut net.nodes[producer].op {
+            conv.quantized_output = Some(scale);
+            fused += 1;
+        }
+    }
+    fused
+}
+
 /// After the passes only convolutions and pooling may remain.
 fn check_fused(net: &Network) -> Result<(), String> {
     for node in &net.nodes {
@@ -525,7 +561,19 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                     return Err(format!("Conv {name:?}: dilated or grouped convolutions are not supported"));
                 }
                 let bias = if node.input.len() > 2 { weight(2)?.1 } else { vec![0.0; cout] };
-                Op::Conv(Conv { cin, cout, kernel: kh, stride: strides[0] as usize, pad: pads[0] as usize, weight: w, bias, residual: None, relu: false, int8: None })
+                Op::Conv(Conv {
+                    cin,
+                    cout,
+                    kernel: kh,
+                    stride: strides[0] as usize,
+                    pad: pads[0] as usize,
+                    weight: w,
+                    bias,
+                    residual: None,
+                    relu: false,
+                    int8: None,
+                    quantized_output: None,
+                })
             }
             "BatchNormalization" => {
                 Op::BatchNorm { scale: weight(1)?.1, shift: weight(2)?.1, mean: weight(3)?.1, variance: weight(4)?.1, epsilon: attr_float(node, "epsilon").unwrap_or(1e-5) }
@@ -574,7 +622,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 // OIHW with 1x1 kernels is the [cout][cin] matrix.
                 let weight = if trans_b { w } else { (0..cout).flat_map(|o| (0..cin).map(move |i| (o, i))).map(|(o, i)| w[i * cout + o]).collect() };
                 let bias = if node.input.len() > 2 { weight_bias(&initializers, &node.input[2], cout)? } else { vec![0.0; cout] };
-                Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false, int8: None })
+                Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false, int8: None, quantized_output: None })
             }
             other => {
                 return Err(format!(

@@ -5,8 +5,8 @@ use super::calibration::{self, Calibration, CalibrationSet};
 use super::export;
 use super::lower::{CHANNEL_ALIGN, SPACE_TO_DEPTH_CHANNEL_ALIGN, lower, pad_channels};
 use super::network::{
-    INT8_MAX, Network, Op, SpaceToDepth, WeightScaling, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_pool_conversions, fuse_residuals, import, quantize,
-    space_to_depth,
+    INT8_MAX, Network, Op, SpaceToDepth, WeightScaling, assign_buffers, build, fold_batch_norms, fuse_activations, fuse_conv_quantization, fuse_pool_conversions, fuse_residuals,
+    import, quantize, space_to_depth,
 };
 use crate::engines::cpu::CpuEngine;
 use crate::engines::synthetic::{model, synthetic_image_f32};
@@ -63,10 +63,7 @@ fn execute_node(net: &Network, shapes: &[(usize, usize, usize)], i: usize, value
                                 acc += values[r][at];
                             }
                             let y = if conv.relu { acc.max(0.0) } else { acc };
-                            out[at] = match &conv.int8 {
-                                Some(q) => fake_int8(y, q.output_scale),
-                                None => y,
-                            };
+                            out[at] = conv.output_scale().map_or(y, |scale| fake_int8(y, scale));
                         }
                     }
                 }
@@ -258,6 +255,7 @@ fn space_to_depth_is_exact_for_any_stride_2_kernel_and_padding() {
                 residual: None,
                 relu: false,
                 int8: None,
+                quantized_output: None,
             };
             let net = Network {
                 channels: cin,
@@ -283,7 +281,7 @@ fn space_to_depth_is_exact_for_any_stride_2_kernel_and_padding() {
 #[test]
 fn lowering_writes_krsc_fp16_weights_and_aligned_offsets() {
     let net = build(&model::resnet50(SIZE, 5)).unwrap();
-    let lowered = lower(&net).unwrap();
+    let lowered = lower(&net, true).unwrap();
     assert_eq!((lowered.input_channels, lowered.input_layout), (32, SpaceToDepth { block: 2, offset: 4 }));
     // The first convolution after the stem and the pool: check its offsets and one weight.
     let layer = lowered.layers.iter().filter(|l| matches!(l.kind, super::plan::LayerKind::Conv { .. })).nth(1).unwrap();
@@ -545,7 +543,7 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     // Per tensor: the legacy call's scale ratios.
     let mut q = net.clone();
     quantize(&mut q, &ranges, &|_| WeightScaling::PerTensor).unwrap();
-    let lowered = lower(&q).unwrap();
+    let lowered = lower(&q, true).unwrap();
     let layer = lowered.layers.iter().find(residual_int8).expect("an int8 convolution with a residual");
     let LayerKind::Conv { weight_offset, bias_offset, scale, residual_scale, residual: Some(_), per_channel, .. } = layer.kind else { unreachable!() };
     assert!(!per_channel);
@@ -564,7 +562,7 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     // Per channel: the graph's epilogue sums in the residual's units, then rescales.
     let mut q = net.clone();
     quantize(&mut q, &ranges, &|_| WeightScaling::PerChannel).unwrap();
-    let lowered = lower(&q).unwrap();
+    let lowered = lower(&q, true).unwrap();
     let layer = lowered.layers.iter().find(|l| l.name == layer.name).unwrap();
     let LayerKind::Conv { weight_offset, epilogue_offset: Some(epilogue), per_channel: true, .. } = layer.kind else { panic!("{:?}", layer.kind) };
     let Op::Conv(conv) = &q.nodes.iter().find(|n| n.name == layer.name).unwrap().op else { panic!() };
@@ -579,7 +577,7 @@ fn int8_lowering_writes_int8_weights_f32_biases_and_scale_ratios() {
     assert_eq!(f32_at(&lowered.blob, epilogue, 2 * cout + o), z / s.output_scale);
 
     let LayerKind::Conv { accumulator, scale, residual_scale, .. } = lowered.layers[0].kind else { panic!("the stem first") };
-    assert_eq!((accumulator, scale, residual_scale), (Accumulator::Fp32, 1.0, 0.0), "the stem stays fp16");
+    assert_eq!((accumulator, scale, residual_scale), (Accumulator::Fp32, 1.0, 0.0), "the stem sums in fp32 from fp16");
     let pool = net.nodes.iter().find(|n| matches!(n.op, Op::MaxPool { .. })).unwrap();
     let quantized = lowered.layers.iter().find_map(|l| if let LayerKind::MaxPool { int8_output, .. } = l.kind { int8_output } else { None });
     assert_eq!(quantized, Some(ranges[&pool.tensor] / INT8_MAX), "the pool quantises on its calibrated range");
@@ -630,7 +628,7 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
             assert!(on_int8_grid(conv, &s.weight_scales), "{}", node.name);
         }
     }
-    assert_eq!(plan.blob, lower(&q).unwrap().blob, "the plan holds the requantised network's weights");
+    assert_eq!(plan.blob, lower(&q, true).unwrap().blob, "the plan holds the requantised network's weights");
     assert_eq!(plan.header.blob_sha256, super::plan::sha256_hex(&plan.blob));
     assert!(!settle_weight_scaling(&mut plan, &mut q, &net, Some(&calibration), &mut |_| {}).unwrap(), "settled once");
 }
@@ -662,7 +660,7 @@ fn pool_conversions_fuse_into_the_pooling_and_change_nothing_computed() {
     let image = calibration_image(0);
     assert_eq!(execute(&fused, &image), execute(&q, &image));
 
-    let lowered = lower(&q).unwrap();
+    let lowered = lower(&q, true).unwrap();
     let kinds: Vec<_> = lowered.layers.iter().map(|l| &l.kind).collect();
     assert!(kinds.iter().any(|k| matches!(k, LayerKind::MaxPool { int8_output: Some(s), .. } if Some(*s) == quantized_pool)));
     assert!(kinds.iter().any(|k| matches!(k, LayerKind::GlobalAveragePool { int8_input: Some(_) })));
@@ -673,10 +671,43 @@ fn pool_conversions_fuse_into_the_pooling_and_change_nothing_computed() {
 }
 
 #[test]
+fn the_stem_writes_the_pools_int8_on_gpus_with_our_kernels_and_computes_the_same() {
+    use super::plan::{ConvRunner, LayerKind};
+    let (net, q) = int8_resnet50();
+    let mut fused = q.clone();
+    fuse_pool_conversions(&mut fused);
+    let pool = fused.nodes.iter().position(|n| matches!(n.op, Op::MaxPool { .. })).unwrap();
+    let pool_scale = fused.int8_scale(pool + 1);
+    let mut stem_int8 = fused.clone();
+    assert_eq!(fuse_conv_quantization(&mut stem_int8, &|_, _| true), 1, "the stem alone feeds a pool that writes int8");
+    assert_eq!(stem_int8.int8_scale(stem_int8.nodes[pool].input), pool_scale, "the stem writes int8 on the pool's scale");
+    let image = calibration_image(1);
+    assert_eq!(execute(&stem_int8, &image), execute(&fused, &image), "max pooling commutes with the rounding");
+    assert_eq!(fuse_conv_quantization(&mut stem_int8, &|_, _| true), 0, "moved once");
+
+    // Lowered for a GPU with our kernels: the space-to-depth stem on 16 channels runs on the stem
+    // kernel, and the pool reads int8.
+    let lowered = lower(&q, true).unwrap();
+    assert_eq!(lowered.input_channels, super::stem::CHANNELS);
+    let stem = &lowered.layers[0];
+    assert!(matches!(stem.kind, LayerKind::Conv { kernel: 4, runner: ConvRunner::Stem, quantized_output, .. } if quantized_output == pool_scale), "{:?}", stem.kind);
+    assert!(super::stem::fits(stem) && super::stem::runs(stem));
+    assert!(lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::MaxPool { int8_input: true, int8_output, .. } if int8_output == pool_scale)));
+    assert_eq!(lowered.layers.iter().filter(|l| super::stem::fits(l)).count(), 1);
+    // Without them, or in fp16, the stem writes fp16 for cuDNN's 32 channels.
+    for (network, tensor_cores) in [(&q, false), (&net, true)] {
+        let lowered = lower(network, tensor_cores).unwrap();
+        assert_eq!(lowered.input_channels, SPACE_TO_DEPTH_CHANNEL_ALIGN);
+        assert!(!lowered.layers.iter().any(|l| super::stem::fits(l) || super::stem::runs(l)));
+        assert!(!lowered.layers.iter().any(|l| matches!(l.kind, LayerKind::MaxPool { int8_input: true, .. })));
+    }
+}
+
+#[test]
 fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
     use super::graph::spec::{ConvLayer, conv_scale_bias_residual_relu};
     use super::plan::LayerKind;
-    let lowered = lower(&int8_resnet50().1).unwrap();
+    let lowered = lower(&int8_resnet50().1, true).unwrap();
     let (mut graphs, mut with_residual, mut without_relu) = (0, 0, 0);
     for layer in &lowered.layers {
         let LayerKind::Conv { epilogue_offset: Some(_), residual, relu, .. } = layer.kind else { continue };
@@ -697,26 +728,34 @@ fn every_int8_layer_of_resnet50_makes_a_graph_cudnn_accepts_in_form() {
 fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     use super::plan::LayerKind;
     let (net, q) = int8_resnet50();
-    let lowered = lower(&q).unwrap();
+    let lowered = lower(&q, true).unwrap();
     let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::pointwise::fits(l)).map(|l| l.name.as_str()).collect();
     // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
     // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
     assert_eq!(taken.len(), 16 + 4 + 13, "{taken:?}");
     assert!(taken.iter().all(|name| !name.starts_with("layer1.") || !name.ends_with("conv1")));
-    let fp16 = lower(&net).unwrap();
+    let fp16 = lower(&net, true).unwrap();
     assert!(!fp16.layers.iter().any(super::pointwise::fits), "int8 layers only");
     assert!(lowered.layers.iter().filter(|l| super::pointwise::fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
 }
 
 #[test]
-fn a_plan_running_our_1x1_kernel_on_a_layer_it_does_not_take_is_refused_before_any_gpu_work() {
+fn a_plan_running_our_kernels_on_layers_they_do_not_take_is_refused_before_any_gpu_work() {
     use super::plan::{ConvRunner, LayerKind};
-    let mut plan = super::builder::lowered_plan(&int8_resnet50().1, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
-    let layer = plan.header.layers.iter_mut().find(|l| matches!(l.kind, LayerKind::Conv { kernel: 3, epilogue_offset: Some(_), .. })).unwrap();
-    let LayerKind::Conv { runner, .. } = &mut layer.kind else { unreachable!() };
-    *runner = ConvRunner::Pointwise;
-    let name = layer.name.clone();
     let input = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, element: ElementType::I8, scale: 1.0 };
+    for (wrong, refusal) in [(ConvRunner::Pointwise, "is not one our 1x1 kernel takes"), (ConvRunner::Stem, "and our stem kernel do not match")] {
+        let mut plan = super::builder::lowered_plan(&int8_resnet50().1, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
+        let layer = plan.header.layers.iter_mut().find(|l| matches!(l.kind, LayerKind::Conv { kernel: 3, epilogue_offset: Some(_), .. })).unwrap();
+        let LayerKind::Conv { runner, .. } = &mut layer.kind else { unreachable!() };
+        *runner = wrong;
+        let name = layer.name.clone();
+        let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused");
+        assert!(e.contains(&format!("layer {name} {refusal}")) && e.ends_with("rebuild it"), "{e}");
+    }
+    // The stem kernel's own layer, left to cuDNN, is refused as well: only our kernel writes int8 from fp16.
+    let mut plan = super::builder::lowered_plan(&int8_resnet50().1, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
+    let LayerKind::Conv { runner, .. } = &mut plan.header.layers[0].kind else { panic!("the stem first") };
+    *runner = ConvRunner::Legacy;
     let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused");
-    assert!(e.contains(&format!("layer {name} is not one our 1x1 kernel takes")) && e.ends_with("rebuild it"), "{e}");
+    assert!(e.contains("and our stem kernel do not match"), "{e}");
 }

@@ -18,7 +18,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,11 +99,16 @@ pub enum LayerKind {
         per_channel: bool,
         /// What runs the layer, chosen by timing.
         runner: ConvRunner,
+        /// `Some(scale)`: an fp16 layer whose output is int8 on this scale (a fused Quantize); only
+        /// our stem kernel runs it.
+        quantized_output: Option<f32>,
     },
     MaxPool {
         kernel: usize,
         stride: usize,
         pad: usize,
+        /// Reads int8 (on `int8_output`'s scale, which must be set): our kernel pools int8 to int8.
+        int8_input: bool,
         /// `Some(scale)`: our kernel pools fp16 and writes int8 on this scale (a fused Quantize);
         /// `None`: cuDNN pools fp16 to fp16.
         int8_output: Option<f32>,
@@ -129,6 +134,8 @@ pub enum ConvRunner {
     Graph(SerializedPlan),
     /// Our int8 1x1 kernel (`pointwise.cu`; per-channel weight scales, the graph's epilogue).
     Pointwise,
+    /// Our stem kernel (`stem.cu`; fp16 weights, int8 output).
+    Stem,
 }
 
 impl ConvRunner {
@@ -136,7 +143,7 @@ impl ConvRunner {
     pub fn weight_scaling(&self) -> WeightScaling {
         match self {
             ConvRunner::Legacy => WeightScaling::PerTensor,
-            ConvRunner::Graph(_) | ConvRunner::Pointwise => WeightScaling::PerChannel,
+            ConvRunner::Graph(_) | ConvRunner::Pointwise | ConvRunner::Stem => WeightScaling::PerChannel,
         }
     }
 }
@@ -372,6 +379,7 @@ pub(super) mod tests {
                     epilogue_offset: None,
                     per_channel: false,
                     runner: ConvRunner::Legacy,
+                    quantized_output: None,
                 },
                 input: 0,
                 output: 1,

@@ -7,7 +7,7 @@ use super::plan::{LayerKind, PlannedLayer};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;
 
-const SOURCE: &str = include_str!("pointwise.cu");
+const SOURCE: &str = concat!(include_str!("tensor_cores.cuh"), include_str!("pointwise.cu"));
 
 /// The kernel's tiling, passed to it as defines.
 struct Tile {
@@ -41,9 +41,9 @@ pub fn fits(layer: &PlannedLayer) -> bool {
     takes(layer.input_shape.0, layer.output_shape.0)
 }
 
-/// The kernel compiled for `ctx`'s GPU, or `None` below compute capability 8.0 (no int8 `mma.sync`).
-pub fn load(ctx: &Arc<CudaContext>) -> Result<Option<CudaFunction>, String> {
-    let capability = cu("compute capability", ctx.compute_capability())?;
+/// The kernel compiled for `ctx`'s GPU of compute `capability`, or `None` below 8.0 (no int8
+/// `mma.sync`).
+pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<CudaFunction>, String> {
     if capability.0 < 8 {
         return Ok(None);
     }

@@ -192,7 +192,8 @@ fn run_cases(ordinal: usize, cases: impl FnOnce() -> Result<Vec<Case>, GraphErro
     ctx.bind_to_thread().map_err(cuda("bind the device"))?;
     let stream = ctx.new_stream().map_err(cuda("create a stream"))?;
     let handle = Handle::new(&stream).map_err(GraphError::Device)?;
-    let kernel = pointwise::load(&ctx).map_err(GraphError::Device)?;
+    let capability = ctx.compute_capability().map_err(cuda("read the compute capability"))?;
+    let kernel = pointwise::load(&ctx, capability).map_err(GraphError::Device)?;
     let device = Device { gpu: ctx.name().map_err(cuda("read the device name"))?, stream, handle, kernel };
     let cudnn_version = cudnn_version()?;
     let rows = cases()?.into_iter().map(|case| case.run(&device)).collect();
