@@ -32,8 +32,8 @@ fn each_kind_of_ending_has_its_exit_status() {
         assert_eq!(code(&out), Some(exit::USAGE), "{usage:?}: {}", text(&out));
     }
 
-    // The selection refuses it (CPU-dev has no 3d-unet config) ...
-    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=3d-unet", "--scenarios=offline"]);
+    // The selection refuses it (CPU-dev has no retinanet config) ...
+    let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=retinanet", "--scenarios=offline"]);
     assert_eq!(code(&out), Some(exit::CONFIG), "{}", text(&out));
     // ... or the run's child does, before LoadGen starts (no CPU engine for an LLM).
     let out = mlperf(&cwd, &["run_harness", "--system_name=CPU-dev", "--benchmarks=llama3.1-8b", "--scenarios=offline", "--engine=cpu"]);

@@ -13,6 +13,7 @@ mod llm_real_engine;
 mod results;
 mod signals;
 mod submission;
+mod unet3d;
 
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::harness::logs::DetailLog;
@@ -74,6 +75,43 @@ fn scratch_alone(name: &str) -> Scratch {
 /// they answer before `min_duration` or run out of generated queries.
 fn assert_ran_invalid(out: &Output) {
     assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::INVALID), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
+/// Runs TEST01 Offline (`audit`: `run_audit_harness` and its flags) until it passes with every
+/// logged response equal, at most three times; before a rerun, `reference` (a `run_harness`
+/// performance run) runs again, so that each audit is compared with the run just before it. A
+/// loaded 2-core CI machine's throughput drifts past TEST01's 10 % within a minute (once a BERT
+/// reference at 1214 samples/s, then audits at 1081, 1050 and 993): a submitter reruns both too.
+/// Returns every attempt's output when none passed.
+fn test01_passes(run: &dyn Fn(&[&str]) -> Output, reference: &[&str], audit: &[&str]) -> Result<(), String> {
+    let mut attempts = String::new();
+    for attempt in 0..3 {
+        if attempt > 0 {
+            let out = run(reference);
+            assert!(out.status.success(), "{}", shown(&out));
+        }
+        let out = run(audit);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        attempts += &shown(&out);
+        if out.status.success() && stdout.lines().any(|l| l.contains("TEST01") && l.contains("PASS") && l.contains(", 0 differ")) {
+            return Ok(());
+        }
+    }
+    Err(attempts)
+}
+
+/// A run's stdout then stderr, for assertion messages.
+fn shown(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Runs `mlperf <command> --system_name=CPU-dev --benchmarks=<benchmark> <flags>` (`args`: the
+/// command, then its flags) in `cwd`, with `space` as the scratch space.
+fn on_cpu_dev<'a>(benchmark: &'a str, cwd: &'a Path, space: &'a Path) -> impl Fn(&[&str]) -> Output + 'a {
+    move |args| {
+        let select = ["--system_name=CPU-dev".to_string(), format!("--benchmarks={benchmark}")];
+        Command::new(env!("CARGO_BIN_EXE_mlperf")).env("MLPERF_SCRATCH_PATH", space).args(&args[..1]).args(select).args(&args[1..]).current_dir(cwd).output().unwrap()
+    }
 }
 
 fn mlperf(cwd: &Path, args: &[&str]) -> Output {

@@ -8,6 +8,8 @@
 //!   `accuracy=76.456%, good=38228, total=50000`;
 //! - [`squad::score_squad`]: BERT SQuAD v1.1 exact match and F1 (`accuracy-squad.py` +
 //!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`;
+//! - [`kits::score_kits`]: 3D-UNet's KiTS19 DICE (`accuracy_kits.py`),
+//!   `Accuracy: mean = 0.86170, kidney = 0.9347, tumor = 0.7887`;
 //! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
 //!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]), on
 //!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
@@ -27,6 +29,7 @@
 pub mod answers;
 pub mod code_judge;
 pub mod imagenet;
+pub mod kits;
 pub mod llama3_405b;
 pub mod log;
 pub mod math_grader;

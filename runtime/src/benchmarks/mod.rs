@@ -10,6 +10,8 @@
 //!   with a synthetic workload for machines without the dataset.
 //! - [`bert`]: SQuAD v1.1 question answering on the CPU engine (tract), with a synthetic workload
 //!   for machines without the dataset.
+//! - [`unet3d`]: 3D-UNet KiTS19 segmentation on the CPU engine (tract, sliding windows), on a
+//!   synthetic workload.
 //! - [`llm`]: the language models, driven through serving engines over HTTP.
 //! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
 //!   paths; runs need a test backend (`--backend=null|fixed_latency`).
@@ -17,6 +19,7 @@
 pub mod bert;
 pub mod llm;
 pub mod resnet50;
+pub mod unet3d;
 
 use crate::accuracy::{LogDtype, Scored};
 use crate::dataset::SampleSet;
@@ -83,6 +86,7 @@ pub trait Benchmark: Sync {
 static FAMILIES: &[&dyn Benchmark] = &[
     &resnet50::ResNet50,
     &bert::Bert,
+    &unet3d::UNet3d,
     &llm::LLAMA2_70B,
     &llm::LLAMA3_1_8B,
     &llm::LLAMA3_1_8B_EDGE,
@@ -261,7 +265,7 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 pub fn no_engine(benchmark: &str, settings: &Settings) -> Error {
     let engine = settings.engine.map_or("gpu", |e| e.name());
     Error::Config(format!(
-        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50 and bert, the GPU engine resnet50, serving engines the LLMs. \
+        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50, bert and 3d-unet, the GPU engines resnet50 and bert, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
     ))
 }

@@ -46,8 +46,17 @@ type Generator = Box<dyn Fn(usize) -> Vec<u8> + Send + Sync>;
 type Contiguous = (Arc<[u8]>, usize, usize);
 
 enum Storage {
-    Files { dir: PathBuf, names: Vec<String>, expect: Option<(NpyDtype, Vec<usize>)> },
-    Contiguous { paths: Vec<PathBuf>, buffer: Mutex<Option<Contiguous>> },
+    /// `shape`: what every sample's must be (`None`: each its own, as 3D-UNet's volumes).
+    Files {
+        dir: PathBuf,
+        names: Vec<String>,
+        dtype: NpyDtype,
+        shape: Option<Vec<usize>>,
+    },
+    Contiguous {
+        paths: Vec<PathBuf>,
+        buffer: Mutex<Option<Contiguous>>,
+    },
     Generated(Generator),
 }
 
@@ -93,7 +102,19 @@ impl SampleLibrary {
         let header = read_npy_header(&dir.join(&names[0]))?;
         let input = TensorInfo { name: "input".into(), dtype: Some(header.dtype), shape: header.shape.clone(), offset: 0, bytes: header.data_len() };
         let total = names.len();
-        let storage = Storage::Files { dir: dir.to_path_buf(), names, expect: Some((header.dtype, header.shape)) };
+        let storage = Storage::Files { dir: dir.to_path_buf(), names, dtype: header.dtype, shape: Some(header.shape) };
+        Ok(SampleLibrary::with(name, total, performance, storage, vec![input]))
+    }
+
+    /// Per-sample `.npy` files in `dir` (`names`, in sample order) of element type `dtype` and
+    /// shapes of their own (3D-UNet's volumes); every file must exist.
+    pub fn volumes(name: &str, dir: &Path, names: Vec<String>, dtype: NpyDtype, performance: usize) -> Result<SampleLibrary, String> {
+        if let Some(missing) = names.iter().find(|n| !dir.join(n).is_file()) {
+            return Err(format!("QSL {name}: {} is missing", dir.join(missing).display()));
+        }
+        let input = TensorInfo { name: "input".into(), dtype: Some(dtype), shape: Vec::new(), offset: 0, bytes: 0 };
+        let total = names.len();
+        let storage = Storage::Files { dir: dir.to_path_buf(), names, dtype, shape: None };
         Ok(SampleLibrary::with(name, total, performance, storage, vec![input]))
     }
 
@@ -199,14 +220,13 @@ impl SampleLibrary {
     /// Makes one sample's bytes.
     fn fetch(&self, index: usize) -> Result<Sample, String> {
         match &self.storage {
-            Storage::Files { dir, names, expect } => {
+            Storage::Files { dir, names, dtype, shape } => {
                 let path = dir.join(&names[index]);
                 let f = read_npy(&path)?;
-                if let Some((dtype, shape)) = expect
-                    && (f.header.dtype != *dtype || &f.header.shape != shape)
-                {
+                if f.header.dtype != *dtype || shape.as_ref().is_some_and(|s| &f.header.shape != s) {
+                    let wanted = shape.as_ref().map_or_else(|| "any shape".to_string(), |s| format!("{s:?}"));
                     return Err(format!(
-                        "{}: {:?} of {}, but the QSL's samples are {shape:?} of {}",
+                        "{}: {:?} of {}, but the QSL's samples are {wanted} of {}",
                         path.display(),
                         f.header.shape,
                         f.header.dtype.numpy_name(),

@@ -16,6 +16,7 @@
 
 pub mod cpu;
 pub mod cpu_bert;
+pub mod cpu_unet3d;
 pub mod gpu;
 pub mod io;
 pub mod onnx_reader;

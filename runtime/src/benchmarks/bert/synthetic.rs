@@ -36,7 +36,7 @@ use crate::dataset::wordpiece::{BertTokenizer, Vocab};
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::cpu_bert::{CpuBertEngine, response_bytes};
 use crate::engines::synthetic::bert_model::{BertShape, bert};
-use crate::engines::synthetic::content_hash;
+use crate::engines::synthetic::manifest;
 use crate::engines::synthetic::rng::SplitMix64;
 
 /// Bumped whenever anything generated changes: a manifest of another version regenerates.
@@ -145,12 +145,7 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
         Ok(()) => return Ok(()),
         Err(why) => log(&format!("generating the synthetic SQuAD set in {} ({why})", set.dir.display())),
     }
-    // The manifest goes first and comes back last: files half-replaced by an interrupted
-    // generation are never taken for valid ones.
-    match std::fs::remove_file(set.manifest()) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("cannot remove stale {}: {e}", set.manifest().display())),
-        _ => {}
-    }
+    manifest::invalidate(&set.manifest())?;
     let started = Instant::now();
     let words = Words::new(spec.seed);
     let vocab = words.vocab();
@@ -189,7 +184,7 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
     }
     log(&format!("{} questions, {} features, {} WordPieces in the vocabulary ({:.1} s)", report.examples, report.features, vocab.len(), started.elapsed().as_secs_f64()));
 
-    let mut manifest = json!({
+    let fields = json!({
         "generator": "mlperf-runtime synthetic SQuAD v1.1 + BERT",
         "generator_version": GENERATOR_VERSION,
         "seed": spec.seed,
@@ -197,30 +192,13 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
         "options": spec.options,
         "model": format!("{shape:?}"),
     });
-    for (path, key) in set.hashed() {
-        manifest[key] = json!(format!("{:016x}", content_hash(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?)));
-    }
-    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
-    crate::fsutil::write_atomic(&set.manifest(), text.as_bytes())
+    manifest::write(&set.manifest(), fields, &set.hashed())
 }
 
 /// Reuse check: the manifest matches `spec` and this generator, and every file its hash.
 fn check_existing(set: &SyntheticSquad, spec: &SyntheticSpec) -> Result<(), String> {
-    let text = std::fs::read_to_string(set.manifest()).map_err(|_| "no manifest".to_string())?;
-    let m: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("unreadable manifest: {e}"))?;
     let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(spec.seed)), ("features", json!(spec.features)), ("options", json!(spec.options))];
-    for (key, value) in wanted {
-        if m[key] != value {
-            return Err(format!("manifest has {key} {}, wanted {value}", m[key]));
-        }
-    }
-    for (path, key) in set.hashed() {
-        let bytes = std::fs::read(&path).map_err(|_| format!("{} is missing", path.display()))?;
-        if m[&key].as_str() != Some(format!("{:016x}", content_hash(&bytes)).as_str()) {
-            return Err(format!("{} differs from the manifest", path.display()));
-        }
-    }
-    Ok(())
+    manifest::check(&set.manifest(), &wanted, &set.hashed()).map(|_| ())
 }
 
 /// The generated words: the first [`VOCAB_WORDS`] are in the vocabulary.

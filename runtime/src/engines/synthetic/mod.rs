@@ -40,8 +40,10 @@
 
 pub mod bert_model;
 pub mod image;
+pub mod manifest;
 pub mod model;
 pub mod rng;
+pub mod unet3d_model;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -198,14 +200,7 @@ pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &m
         Err(why) => log(&format!("generating {} ({why})", artifacts.model_path.display())),
     }
 
-    // The manifest goes first and comes back last: files half-replaced by an interrupted generation
-    // are never taken for valid ones.
-    match std::fs::remove_file(&artifacts.manifest_path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot remove stale {}: {e}", artifacts.manifest_path.display()));
-        }
-        _ => {}
-    }
+    manifest::invalidate(&artifacts.manifest_path)?;
     let started = Instant::now();
     let mut proto = model::resnet50(spec.size, spec.seed);
     calibrate_classifier(&mut proto, spec.size, spec.calibration_images, spec.threads())?;
@@ -229,7 +224,7 @@ pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &m
         stats.top_share * 100.0
     ));
 
-    let manifest = serde_json::json!({
+    let fields = serde_json::json!({
         "generator": "mlperf-runtime synthetic ResNet50 v1.5",
         "generator_version": GENERATOR_VERSION,
         "seed": spec.seed,
@@ -238,25 +233,24 @@ pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &m
         "calibration_images": spec.calibration_images,
         "model_file": model_relpath(spec.size),
         "model_bytes": model_bytes.len(),
-        "model_hash": format!("{:016x}", content_hash(&model_bytes)),
-        "val_map_hash": format!("{:016x}", content_hash(val_map.as_bytes())),
         "distinct_labels": stats.distinct,
         "top_label": stats.top_class,
         "top_label_share": stats.top_share,
         "labelling_seconds": labelling.elapsed().as_secs_f64(),
     });
-    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
-    crate::fsutil::write_atomic(&artifacts.manifest_path, text.as_bytes())?;
+    manifest::write(&artifacts.manifest_path, fields, &hashed(&artifacts))?;
     artifacts.generated = true;
     Ok(artifacts)
+}
+
+/// The generated files and their manifest keys.
+fn hashed(a: &SyntheticArtifacts) -> [manifest::Hashed; 2] {
+    [(a.model_path.clone(), "model_hash".into()), (a.val_map_path.clone(), "val_map_hash".into())]
 }
 
 /// Reuse check: the manifest matches `spec` and this generator, and both files match their hashes.
 /// Returns the labels, or why the files cannot be reused.
 fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i32>, String> {
-    let text = std::fs::read_to_string(&a.manifest_path).map_err(|_| "no manifest".to_string())?;
-    let m: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("unreadable manifest: {e}"))?;
-    let field = |k: &str| m.get(k).cloned().unwrap_or(serde_json::Value::Null);
     let wanted = [
         ("generator_version", serde_json::json!(GENERATOR_VERSION)),
         ("seed", serde_json::json!(spec.seed)),
@@ -264,20 +258,7 @@ fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i3
         ("samples", serde_json::json!(spec.samples)),
         ("calibration_images", serde_json::json!(spec.calibration_images)),
     ];
-    for (k, v) in wanted {
-        if field(k) != v {
-            return Err(format!("manifest has {k} {}, wanted {v}", field(k)));
-        }
-    }
-    let hash_of = |path: &Path| -> Result<String, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(format!("{:016x}", content_hash(&bytes)))
-    };
-    for (path, key) in [(&a.model_path, "model_hash"), (&a.val_map_path, "val_map_hash")] {
-        if field(key).as_str() != Some(hash_of(path)?.as_str()) {
-            return Err(format!("{} differs from the manifest", path.display()));
-        }
-    }
+    manifest::check(&a.manifest_path, &wanted, &hashed(a))?;
     let labels = read_labels(&a.val_map_path)?;
     if labels.len() != spec.samples {
         return Err(format!("{} has {} labels, wanted {}", a.val_map_path.display(), labels.len(), spec.samples));
