@@ -4,7 +4,9 @@
 //! cuDNN graph's per-channel epilogue), channel counts padded where tensor-core kernels want
 //! multiples of 8 (the image and a classifier whose class count is not a multiple of 8; the pad
 //! weights are zero, so padded channels carry zeros and padded classes are never reported), and a
-//! buffer per value chosen by liveness. Algorithms, graphs and accumulators are left unset here:
+//! buffer per value chosen by liveness. On GPUs with our tensor-core kernels an int8 plan's stem
+//! writes the max pool's int8 itself (`network::fuse_conv_quantization`, run by `stem.cu`), on an
+//! image padded to 16 channels instead of 32. Algorithms, graphs and accumulators are left unset here:
 //! choosing them needs the GPU (see `builder`).
 
 use super::network::{Network, Node, Op, Shape, SpaceToDepth, WeightScaling, assign_buffers, fuse_conv_quantization, fuse_pool_conversions, space_to_depth};

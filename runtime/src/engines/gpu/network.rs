@@ -12,7 +12,9 @@
 //!
 //! A node that no pass absorbed is an error naming it: the GPU runs only what it can fuse.
 //!
-//! [`space_to_depth`] is a layout rewrite the lowering applies afterwards (the stem's input).
+//! The lowering applies three rewrites afterwards: [`space_to_depth`] (the stem's input layout),
+//! [`fuse_pool_conversions`] and [`fuse_conv_quantization`] (int8 conversions moved into the
+//! pooling and the stem).
 
 use crate::engines::onnx_reader::{attr_float, attr_int, attr_ints, f32_values};
 use tract_onnx::pb;
