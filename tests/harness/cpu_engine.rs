@@ -3,7 +3,7 @@
 //! by the rate probe), and TEST01's non-deterministic fallback through `run_audit_harness`, whose
 //! failure staging must refuse.
 
-use super::{detail_logs, empty_dir, scratch};
+use super::{detail_logs, empty_dir, scratch, shown};
 use mlperf_runtime::fsutil::walk_files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,16 +34,12 @@ fn run(cwd: &Path, args: &[&str]) -> Output {
     mlperf_cpu_command(synthetic_scratch()).args(args).current_dir(cwd).output().unwrap()
 }
 
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 #[test]
 fn the_readme_main_job_scores_the_accuracy_set_and_runs_valid_at_the_probed_rate() {
     let cwd = scratch("cpu-submission-run");
     let out = run(&cwd, &["run", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--test_run", "--test_mode=SubmissionRun"]);
-    let shown = text(&out);
-    assert!(out.status.success(), "{shown}");
+    let printed = shown(&out);
+    assert!(out.status.success(), "{printed}");
     let scenario = walk_files(&cwd.join("build/logs"))
         .into_iter()
         .find(|p| p.ends_with("accuracy/accuracy.txt"))
@@ -58,7 +54,7 @@ fn the_readme_main_job_scores_the_accuracy_set_and_runs_valid_at_the_probed_rate
     let accuracy = scenario.join("accuracy");
     assert_eq!(std::fs::read_to_string(accuracy.join("accuracy.txt")).unwrap(), "accuracy=100.000%, good=50000, total=50000\n");
     assert!(accuracy.join("ACCURACY_NOTE.txt").is_file() && accuracy.join("mlperf_log_accuracy.json").is_file());
-    assert!(shown.lines().any(|l| l.contains("AccuracyOnly") && l.contains("ACCURACY") && l.contains("50000")), "{shown}");
+    assert!(printed.lines().any(|l| l.contains("AccuracyOnly") && l.contains("ACCURACY") && l.contains("50000")), "{printed}");
 
     // The performance run: the probe's rate in user.conf and LoadGen's settings, and VALID.
     let performance = scenario.join("performance");
@@ -67,10 +63,10 @@ fn the_readme_main_job_scores_the_accuracy_set_and_runs_valid_at_the_probed_rate
     let user_conf = std::fs::read_to_string(performance.join("user.conf")).unwrap();
     assert!(user_conf.contains("# offline_expected_qps from probe.txt"), "{user_conf}");
     let (_, log) = detail_logs(&cwd).into_iter().find(|(p, _)| p.starts_with(&performance)).unwrap();
-    assert_eq!(log.str("result_validity"), Some("VALID"), "{shown}");
+    assert_eq!(log.str("result_validity"), Some("VALID"), "{printed}");
     let probed: f64 = probe.split("offline_expected_qps = ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert_eq!(log.f64("effective_target_qps"), Some(probed));
-    assert!(shown.lines().any(|l| l.contains("PerformanceOnly") && l.contains("VALID")), "{shown}");
+    assert!(printed.lines().any(|l| l.contains("PerformanceOnly") && l.contains("VALID")), "{printed}");
     assert!(std::fs::read_to_string(performance.join("NON_SUBMITTABLE.txt")).unwrap().contains("probe"));
 }
 
@@ -87,8 +83,8 @@ fn a_failed_test01_fallback_is_verified_and_never_staged() {
     assert!(call(with("run_harness", &["--backend=null", "--test_mode=AccuracyOnly"])).status.success());
     assert!(call(with("run_harness", &[&["--backend=fixed_latency", "--backend_latency_us=2500"][..], &fixed].concat())).status.success());
     let out = call(with("run_audit_harness", &[&["--audit_tests=TEST01"][..], &fixed].concat()));
-    let shown = text(&out);
-    assert!(!out.status.success() && shown.lines().any(|l| l.contains("TEST01") && l.contains("FAIL") && l.contains("fallback")), "{shown}");
+    let printed = shown(&out);
+    assert!(!out.status.success() && printed.lines().any(|l| l.contains("TEST01") && l.contains("FAIL") && l.contains("fallback")), "{printed}");
     let test01 = cwd.join("build/compliance/CPU-dev_RS/resnet/Offline/TEST01");
     for file in ["accuracy/baseline_accuracy.txt", "accuracy/compliance_accuracy.txt", "verify_accuracy.txt"] {
         assert!(test01.join(file).is_file(), "{file}");
@@ -96,7 +92,7 @@ fn a_failed_test01_fallback_is_verified_and_never_staged() {
     assert_eq!(std::fs::read_to_string(test01.join("accuracy/compliance_accuracy.txt")).unwrap().lines().next().unwrap().split(',').next().unwrap(), "accuracy=100.000%");
 
     let out = call(with("stage_compliance", &["--allow-non-submittable"]));
-    let shown = text(&out);
-    assert!(!out.status.success() && shown.contains("TEST01: verification failed") && shown.contains("baseline") && shown.contains("more than the allowed"), "{shown}");
+    let printed = shown(&out);
+    assert!(!out.status.success() && printed.contains("TEST01: verification failed") && printed.contains("baseline") && printed.contains("more than the allowed"), "{printed}");
     assert!(!cwd.join("build/submission/closed/Example/results/CPU-dev_RS/resnet/Offline/TEST01").exists(), "a refusal stages nothing");
 }
