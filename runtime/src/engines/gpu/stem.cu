@@ -42,16 +42,17 @@ __device__ __forceinline__ float half_to_float(unsigned short bits) {
 // Byte offset of half `half` of patch pixel `pixel` (the swizzle above).
 __device__ __forceinline__ int patch_offset(int pixel, int half) { return pixel * PIXEL_BYTES + ((half ^ (pixel >> 2)) & 1) * 16; }
 
+// What a patch load needs: the images, pixels per image, tiles per image and in all.
 struct Stem {
     const signed char* x;
-    int h, w, ho, wo, taps, tiles_per_image;
+    int pixels, tiles_per_image;
     long long tiles;
 };
 
 // Starts copying tile `tile`'s patch into `patch` (zeros past the image's last pixel).
 __device__ __forceinline__ void load_patch(const Stem& s, signed char* patch, long long tile, int patch_pixels) {
     const long long b = tile / s.tiles_per_image;
-    const int first = (int)(tile % s.tiles_per_image) * TILE_M, pixels = s.h * s.w;
+    const int first = (int)(tile % s.tiles_per_image) * TILE_M, pixels = s.pixels;
     const signed char* image = s.x + b * pixels * PIXEL_BYTES;
     for (int chunk = threadIdx.x; chunk < patch_pixels * 2; chunk += THREADS) {
         const int pixel = chunk / 2, half = chunk % 2;
@@ -66,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) stem_conv(
     extern __shared__ __align__(16) signed char smem[];
     const int taps = kernel * kernel, weight_stride = taps * PIXEL_BYTES + 16, cout = gridDim.y * TILE_N, n0 = blockIdx.y * TILE_N;
     const int tiles_per_image = (ho * w + TILE_M - 1) / TILE_M;
-    const Stem s = {x, h, w, ho, wo, taps, tiles_per_image, (long long)n * tiles_per_image};
+    const Stem s = {x, h * w, tiles_per_image, (long long)n * tiles_per_image};
     const int patch_pixels = TILE_M + (kernel - 1) * w + kernel - 1;
     signed char* wsm = smem;
     signed char* patches = wsm + TILE_N * weight_stride;
