@@ -5,7 +5,7 @@
 //! endpoint and the sample; three external endpoints survive one of them dying; Ctrl-C leaves no
 //! engine behind.
 
-use super::{detail_logs, mlperf, scratch};
+use super::{detail_log_paths, detail_logs, mlperf, scratch};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -446,7 +446,7 @@ fn ctrl_c_during_an_llm_server_run_stops_the_stand_in_it_started() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while detail_logs(&cwd).is_empty() && Instant::now() < deadline {
+    while detail_log_paths(&cwd).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1000));

@@ -118,9 +118,15 @@ fn mlperf(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).current_dir(cwd).output().expect("mlperf runs")
 }
 
-/// The detail logs of every run under `cwd/build`, by scenario directory name.
+/// The detail log files under `cwd/build`. A run still in progress is writing its file, so a
+/// test waiting for LoadGen to start looks for the files and reads none of them.
+fn detail_log_paths(cwd: &Path) -> Vec<PathBuf> {
+    walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).collect()
+}
+
+/// The detail logs of every finished run under `cwd/build`, with their paths.
 fn detail_logs(cwd: &Path) -> Vec<(PathBuf, DetailLog)> {
-    walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).map(|p| (p.clone(), DetailLog::read(&p).unwrap())).collect()
+    detail_log_paths(cwd).into_iter().map(|p| (p.clone(), DetailLog::read(&p).unwrap())).collect()
 }
 
 const V61_SEEDS: (u64, u64, u64) = (2085463073848966840, 2747215439041700203, 16159082839903944936);

@@ -4,11 +4,9 @@
 //! ABORTED in the table, readable partial logs, and no process of the run left alive.
 
 use super::cpu_engine::{mlperf_cpu_command, synthetic_scratch};
-use super::scratch;
-use mlperf_runtime::fsutil::walk_files;
+use super::{detail_log_paths, scratch};
 use mlperf_runtime::harness::logs::DetailLog;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,10 +24,6 @@ fn group_alive(group: u32) -> bool {
     unsafe { kill(-(group as i32), 0) == 0 }
 }
 
-fn details(cwd: &Path) -> Vec<PathBuf> {
-    walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).collect()
-}
-
 /// Starts `command` in a process group of its own, waits until LoadGen logs, sends `signal` to
 /// the group or to the parent alone, and checks how the run ended.
 fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
@@ -37,10 +31,10 @@ fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
     let child = command().current_dir(&cwd).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let group = child.id();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while details(&cwd).is_empty() && Instant::now() < deadline {
+    while detail_log_paths(&cwd).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!details(&cwd).is_empty(), "{name}: LoadGen never started");
+    assert!(!detail_log_paths(&cwd).is_empty(), "{name}: LoadGen never started");
     std::thread::sleep(Duration::from_millis(500));
     let target = if whole_group { -(group as i32) } else { group as i32 };
     // SAFETY: plain kill(2) of the process (group) this test started.
@@ -49,7 +43,7 @@ fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(128 + signal), "{name}: exit status\n{stdout}\n{stderr}");
     assert!(stdout.contains("ABORTED") && !stderr.contains("panicked") && !stderr.contains("overflowed"), "{name}:\n{stdout}\n{stderr}");
-    let logs = details(&cwd);
+    let logs = detail_log_paths(&cwd);
     assert_eq!(logs.len(), 1, "{name}: no run starts after the signal");
     let text = std::fs::read_to_string(&logs[0]).unwrap();
     assert!(text.starts_with(":::MLLOG"), "{name}: a readable detail log");
