@@ -1,6 +1,7 @@
 //! 3D-UNet on the CPU-only system through the real LoadGen: `generate_engines` makes the synthetic
-//! KiTS19 set, the accuracy run is scored as `accuracy_kits.py` scores it, short Offline and
-//! SingleStream runs are VALID, and TEST01 passes against them.
+//! KiTS19 set in the reference's preprocessed layout, the accuracy run is scored as
+//! `accuracy_kits.py` scores it (through the synthetic set and through the real-data path over the
+//! same files), short Offline and SingleStream runs are VALID, and TEST01 passes against them.
 
 use super::{detail_logs, empty_dir, on_cpu_dev, scratch_alone, shown, test01_passes};
 
@@ -14,7 +15,7 @@ fn unet3d_on_the_cpu_engine_scores_dice_runs_valid_and_passes_test01() {
     let out = run(&["generate_engines"]);
     assert!(out.status.success(), "{}", shown(&out));
     let set = space.join("models/synthetic/kits19");
-    for file in ["unet3d.onnx", "cases.json", "manifest.json", "images/case_00000.npy", "labels/case_00400.npy"] {
+    for file in ["unet3d.onnx", "manifest.json", "preprocessed/preprocessed_files.pkl", "preprocessed/case_00000.pkl", "preprocessed/case_00400.pkl"] {
         assert!(set.join(file).is_file(), "{file}");
     }
 
@@ -25,6 +26,20 @@ fn unet3d_on_the_cpu_engine_scores_dice_runs_valid_and_passes_test01() {
     let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
     let text = std::fs::read_to_string(accuracy).unwrap();
     assert!(text.starts_with("Accuracy: mean = 1.00000, kidney = 1.0000, tumor = 1.0000\n"), "{text}");
+
+    // The real-data path (`--dataset=real`: the config's tensor_path and model_path, no synthetic
+    // caveat) over the same files, placed where CPU-dev's tensor_path points.
+    let real = space.join("preprocessed_data/synthetic/kits19/preprocessed");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(set.join("preprocessed"), &real).unwrap();
+    let real_cwd = empty_dir("unet3d-cpu-real");
+    let out = on_cpu_dev("3d-unet", &real_cwd, &space)(&["run_harness", "--scenarios=offline", "--test_mode=AccuracyOnly", "--dataset=real"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let accuracy = mlperf_runtime::fsutil::walk_files(&real_cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
+    let text = std::fs::read_to_string(&accuracy).unwrap();
+    assert!(text.starts_with("Accuracy: mean = 1.00000, kidney = 1.0000, tumor = 1.0000\n"), "{text}");
+    let reasons = std::fs::read_to_string(accuracy.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
+    assert!(reasons.contains("--dataset=real") && !reasons.contains("synthetic dataset"), "{reasons}");
 
     // Short performance runs, each VALID: Offline lasts min_duration at an expected rate above the
     // CPU's; SingleStream issues whole permutations of the 43 volumes (equal-issue mode).

@@ -18,6 +18,7 @@ pub mod hf_tokenizer;
 pub mod imagenet;
 pub mod llm;
 pub mod npy;
+pub mod numpy_pickle;
 pub mod pandas;
 pub mod parquet;
 pub mod pickle;

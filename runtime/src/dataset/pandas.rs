@@ -5,6 +5,7 @@
 //! (numpy 1 `numpy.core` and numpy 2 `numpy._core` names, pandas 3's Arrow-backed strings); the
 //! values come out as [`Value`]s, one per cell.
 
+use super::numpy_pickle::PickledArray;
 use super::pickle::{self, Value};
 use std::io::Read;
 use std::path::Path;
@@ -56,7 +57,7 @@ pub fn data_frame(root: &Value) -> Result<DataFrame, String> {
     if !class.ends_with(".DataFrame") {
         return Err(format!("the pickle holds a {class}, not a DataFrame"));
     }
-    let state = object_state(root).ok_or("the DataFrame has no state")?;
+    let state = root.state().ok_or("the DataFrame has no state")?;
     let manager = state.get("_mgr").or_else(|| state.get("_data")).ok_or("the DataFrame's state has no _mgr")?;
     let (blocks, axes) = manager_parts(&manager)?;
     let labels = axes.first().ok_or("the BlockManager has no axes")?;
@@ -83,46 +84,28 @@ pub fn data_frame(root: &Value) -> Result<DataFrame, String> {
     Ok(DataFrame { rows, columns })
 }
 
-fn object_args(value: &Value) -> Vec<Value> {
-    match value {
-        Value::Object(object) => object.borrow().args.clone(),
-        _ => Vec::new(),
-    }
-}
-
-fn object_state(value: &Value) -> Option<Value> {
-    match value {
-        Value::Object(object) => object.borrow().state.clone(),
-        _ => None,
-    }
-}
-
-fn built_by_ends(value: &Value, suffix: &str) -> bool {
-    value.built_by().is_some_and(|b| b.ends_with(suffix))
-}
-
 /// A block's values and its column positions, as pickled.
 type BlockParts = (Value, Value);
 
 /// The blocks and axes of a BlockManager, from its `__reduce__` arguments
 /// (pandas 1.3 and later) or its `__getstate__` state (older pandas).
 fn manager_parts(manager: &Value) -> Result<(Vec<BlockParts>, Vec<Value>), String> {
-    if !built_by_ends(manager, "BlockManager") {
+    if !manager.built_by_ends("BlockManager") {
         return Err(format!("_mgr is a {}, not a BlockManager (an ArrayManager or a Series is not read)", manager.kind()));
     }
-    let args = object_args(manager);
+    let args = manager.args();
     if let [blocks, axes, ..] = args.as_slice() {
         let blocks = blocks.items().ok_or("the BlockManager's blocks are not a tuple")?;
         let blocks = blocks
             .iter()
-            .map(|block| match object_args(block).as_slice() {
+            .map(|block| match block.args().as_slice() {
                 [values, locations, ..] => Ok((values.clone(), locations.clone())),
                 _ => Err(format!("a block that is a {}", block.kind())),
             })
             .collect::<Result<_, String>>()?;
         return Ok((blocks, axes.items().ok_or("the BlockManager's axes are not a list")?));
     }
-    let state = object_state(manager).and_then(|s| s.items()).ok_or("a BlockManager with neither arguments nor state")?;
+    let state = manager.state().and_then(|s| s.items()).ok_or("a BlockManager with neither arguments nor state")?;
     let extra = state.get(3).and_then(|s| s.get("0.14.1")).ok_or("a BlockManager state without its 0.14.1 entry")?;
     let blocks = extra.get("blocks").and_then(|b| b.items()).ok_or("the BlockManager state has no blocks")?;
     let blocks =
@@ -133,8 +116,8 @@ fn manager_parts(manager: &Value) -> Result<(Vec<BlockParts>, Vec<Value>), Strin
 /// The labels of a pandas Index (`_new_Index(cls, {"data": ..., ...})`, a RangeIndex, or an
 /// Index with state).
 fn index_values(index: &Value) -> Result<Vec<Value>, String> {
-    let args = object_args(index);
-    let fields = args.get(1).cloned().or_else(|| object_state(index)).ok_or_else(|| format!("an axis that is a {}", index.kind()))?;
+    let args = index.args();
+    let fields = args.get(1).cloned().or_else(|| index.state()).ok_or_else(|| format!("an axis that is a {}", index.kind()))?;
     if let Some(data) = fields.get("data") {
         return array_1d(&data);
     }
@@ -158,8 +141,8 @@ fn label(value: &Value) -> Result<String, String> {
 /// The column positions of a block: a `slice` or an integer array.
 fn positions(locations: &Value, count: usize) -> Result<Vec<usize>, String> {
     let to_position = |v: &Value| v.as_int().and_then(|i| usize::try_from(i).ok()).ok_or_else(|| format!("a block position that is a {}", v.kind()));
-    let list = if built_by_ends(locations, "builtins.slice") {
-        let args = object_args(locations);
+    let list = if locations.built_by_ends("builtins.slice") {
+        let args = locations.args();
         let start = args.first().and_then(Value::as_int).unwrap_or(0);
         let step = args.get(2).and_then(Value::as_int).unwrap_or(1);
         (0..count as i64).map(|i| Value::Int(start + i * step)).collect()
@@ -189,33 +172,27 @@ impl Block {
 
 /// A block's 2-D numpy array; pandas 3's Arrow-backed string columns are 1-D and one column.
 fn array_2d(value: &Value) -> Result<Block, String> {
-    if built_by_ends(value, "ArrowStringArray") {
+    if value.built_by_ends("ArrowStringArray") {
         let values = arrow_strings(value)?;
         return Ok(Block { columns: 1, rows: values.len(), values, fortran: false });
     }
-    let array = ndarray(value)?;
+    let array = PickledArray::read(value)?;
     match array.shape.as_slice() {
-        [columns, rows] => Ok(Block { columns: *columns, rows: *rows, values: array.values, fortran: array.fortran }),
-        [rows] => Ok(Block { columns: 1, rows: *rows, values: array.values, fortran: false }),
+        [columns, rows] => Ok(Block { columns: *columns, rows: *rows, values: array.values()?, fortran: array.fortran }),
+        [rows] => Ok(Block { columns: 1, rows: *rows, values: array.values()?, fortran: false }),
         shape => Err(format!("a block of shape {shape:?}")),
     }
 }
 
 fn array_1d(value: &Value) -> Result<Vec<Value>, String> {
-    if built_by_ends(value, "ArrowStringArray") {
+    if value.built_by_ends("ArrowStringArray") {
         return arrow_strings(value);
     }
-    let array = ndarray(value)?;
+    let array = PickledArray::read(value)?;
     if array.shape.len() != 1 {
         return Err(format!("an index of shape {:?}", array.shape));
     }
-    Ok(array.values)
-}
-
-struct NdArray {
-    shape: Vec<usize>,
-    fortran: bool,
-    values: Vec<Value>,
+    array.values()
 }
 
 /// The integers of a cell that holds a list, a tuple or a 1-D numpy array of them (a token list).
@@ -223,93 +200,23 @@ pub fn ints(cell: &Value) -> Result<Vec<i64>, String> {
     let items = match cell.items() {
         Some(items) => items,
         None => {
-            let array = ndarray(cell).map_err(|_| format!("a {}, not a list of integers", cell.kind()))?;
+            let array = PickledArray::read(cell).map_err(|_| format!("a {}, not a list of integers", cell.kind()))?;
             if array.shape.len() != 1 {
                 return Err(format!("a numpy array of shape {:?}, not a list of integers", array.shape));
             }
-            array.values
+            array.values()?
         }
     };
     items.iter().map(|v| v.as_int().ok_or_else(|| format!("a {} among integers", v.kind()))).collect()
-}
-
-/// A numpy array: `_reconstruct` with its `__setstate__` state, or `_frombuffer` (protocol 5).
-fn ndarray(value: &Value) -> Result<NdArray, String> {
-    let shape_of = |v: &Value| -> Result<Vec<usize>, String> {
-        v.items()
-            .ok_or("an array shape that is not a tuple")?
-            .iter()
-            .map(|d| d.as_int().and_then(|d| usize::try_from(d).ok()).ok_or_else(|| "an array dimension that is not a size".to_string()))
-            .collect()
-    };
-    let (shape, dtype, fortran, data) = if built_by_ends(value, "multiarray._reconstruct") {
-        let state = object_state(value).and_then(|s| s.items()).ok_or("a numpy array without its state")?;
-        // (version, shape, dtype, is_fortran, data); numpy also writes the older 4-tuple.
-        let state = if state.len() == 5 { &state[1..] } else { &state[..] };
-        let [shape, dtype, fortran, data] = state else { return Err(format!("a numpy array state of {} items", state.len())) };
-        (shape_of(shape)?, dtype.clone(), fortran.as_int() == Some(1), data.clone())
-    } else if built_by_ends(value, "numeric._frombuffer") {
-        let args = object_args(value);
-        let [data, dtype, shape, order] = args.as_slice() else { return Err("a numpy _frombuffer call of other arguments".into()) };
-        (shape_of(shape)?, dtype.clone(), order.as_str() == Some("F"), data.clone())
-    } else {
-        return Err(format!("a {} where a numpy array belongs", value.kind()));
-    };
-    let count: usize = shape.iter().product();
-    let values = match data {
-        Value::List(items) => items.borrow().clone(),
-        Value::Bytes(bytes) => numbers(&dtype, &bytes)?,
-        other => return Err(format!("numpy array data that is a {}", other.kind())),
-    };
-    if values.len() != count {
-        return Err(format!("a numpy array of shape {shape:?} with {} values", values.len()));
-    }
-    Ok(NdArray { shape, fortran, values })
-}
-
-/// A numeric array's values from its raw bytes.
-fn numbers(dtype: &Value, bytes: &[u8]) -> Result<Vec<Value>, String> {
-    if !built_by_ends(dtype, "numpy.dtype") {
-        return Err(format!("an array dtype that is a {}", dtype.kind()));
-    }
-    let code = object_args(dtype).first().and_then(|c| c.as_str().map(str::to_string)).ok_or("a numpy dtype without its code")?;
-    let big_endian = object_state(dtype).and_then(|s| s.items()).and_then(|s| s.get(1).and_then(|o| o.as_str().map(|o| o == ">"))).unwrap_or(false);
-    let (kind, size) = code.split_at(1);
-    let size: usize = size.parse().map_err(|_| format!("numpy dtype {code:?}"))?;
-    if size == 0 || !bytes.len().is_multiple_of(size) {
-        return Err(format!("{} bytes of numpy dtype {code}", bytes.len()));
-    }
-    bytes
-        .chunks(size)
-        .map(|chunk| {
-            let mut raw = [0u8; 8];
-            raw[..size].copy_from_slice(chunk);
-            if big_endian {
-                raw[..size].reverse();
-            }
-            let unsigned = u64::from_le_bytes(raw);
-            let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
-            match (kind, size) {
-                ("i", 1 | 2 | 4 | 8) => Ok(Value::Int(signed(size as u32 * 8))),
-                ("u", 1 | 2 | 4) => Ok(Value::Int(unsigned as i64)),
-                ("u", 8) => i64::try_from(unsigned).map(Value::Int).map_err(|_| format!("uint64 value {unsigned} past int64")),
-                ("b", 1) => Ok(Value::Bool(unsigned != 0)),
-                ("f", 4) => Ok(Value::Float(f64::from(f32::from_bits(unsigned as u32)))),
-                ("f", 8) => Ok(Value::Float(f64::from_bits(unsigned))),
-                _ => Err(format!("numpy dtype {code}, which this reader does not decode")),
-            }
-        })
-        .collect()
 }
 
 /// pandas 3's Arrow-backed string column: `_pa_array`, one Arrow array (or a chunked one) of
 /// `string` (int32 offsets) or `large_string` (int64 offsets), rebuilt by pyarrow's
 /// `_restore_array((type, length, null_count, offset, buffers, children, dictionary))`.
 fn arrow_strings(value: &Value) -> Result<Vec<Value>, String> {
-    let state = object_state(value).ok_or("an ArrowStringArray without state")?;
+    let state = value.state().ok_or("an ArrowStringArray without state")?;
     let array = state.get("_pa_array").ok_or("an ArrowStringArray without _pa_array")?;
-    let chunks =
-        if built_by_ends(&array, "chunked_array") { object_args(&array).first().and_then(Value::items).ok_or("a chunked Arrow array without its chunks")? } else { vec![array] };
+    let chunks = if array.built_by_ends("chunked_array") { array.args().first().and_then(Value::items).ok_or("a chunked Arrow array without its chunks")? } else { vec![array] };
     let mut out = Vec::new();
     for chunk in chunks {
         out.extend(arrow_string_chunk(&chunk)?);
@@ -318,12 +225,12 @@ fn arrow_strings(value: &Value) -> Result<Vec<Value>, String> {
 }
 
 fn arrow_string_chunk(chunk: &Value) -> Result<Vec<Value>, String> {
-    if !built_by_ends(chunk, "_restore_array") {
+    if !chunk.built_by_ends("_restore_array") {
         return Err(format!("an Arrow array that is a {}", chunk.kind()));
     }
-    let parts = object_args(chunk).first().and_then(Value::items).ok_or("an Arrow array without its parts")?;
+    let parts = chunk.args().first().and_then(Value::items).ok_or("an Arrow array without its parts")?;
     let [kind, length, _null_count, offset, buffers, ..] = parts.as_slice() else { return Err("an Arrow array of other parts".into()) };
-    let alias = object_args(kind).first().and_then(|a| a.as_str().map(str::to_string)).unwrap_or_default();
+    let alias = kind.args().first().and_then(|a| a.as_str().map(str::to_string)).unwrap_or_default();
     let width = match alias.as_str() {
         "string" | "utf8" => 4,
         "large_string" | "large_utf8" => 8,
@@ -332,7 +239,7 @@ fn arrow_string_chunk(chunk: &Value) -> Result<Vec<Value>, String> {
     let (length, offset) = (length.as_int().unwrap_or(0) as usize, offset.as_int().unwrap_or(0) as usize);
     let buffers = buffers.items().ok_or("Arrow buffers that are not a list")?;
     let buffer = |i: usize| -> Option<std::rc::Rc<[u8]>> {
-        match object_args(buffers.get(i)?).first()? {
+        match buffers.get(i)?.args().first()? {
             Value::Bytes(bytes) => Some(bytes.clone()),
             _ => None,
         }

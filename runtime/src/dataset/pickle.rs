@@ -80,6 +80,27 @@ impl Value {
         }
     }
 
+    /// Whether this is an object built by a global whose `module.name` ends with `suffix`.
+    pub fn built_by_ends(&self, suffix: &str) -> bool {
+        self.built_by().is_some_and(|b| b.ends_with(suffix))
+    }
+
+    /// The arguments of the call that built this object (none for other values).
+    pub fn args(&self) -> Vec<Value> {
+        match self {
+            Value::Object(object) => object.borrow().args.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The state set on this object (`BUILD`), if any.
+    pub fn state(&self) -> Option<Value> {
+        match self {
+            Value::Object(object) => object.borrow().state.clone(),
+            _ => None,
+        }
+    }
+
     /// A short description for error messages.
     pub fn kind(&self) -> String {
         match self {

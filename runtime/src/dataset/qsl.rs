@@ -42,22 +42,25 @@ pub struct TensorInfo {
 }
 
 type Generator = Box<dyn Fn(usize) -> Vec<u8> + Send + Sync>;
+/// Reads sample `i` from a format of its benchmark's own (3D-UNet's case pickles).
+type Reader = Box<dyn Fn(usize) -> Result<Sample, String> + Send + Sync>;
 /// A contiguous library's data once read: the buffer, the first sample's offset, the sample stride.
 type Contiguous = (Arc<[u8]>, usize, usize);
 
 enum Storage {
-    /// `shape`: what every sample's must be (`None`: each its own, as 3D-UNet's volumes).
+    /// Every sample's file must hold `dtype` and `shape`.
     Files {
         dir: PathBuf,
         names: Vec<String>,
         dtype: NpyDtype,
-        shape: Option<Vec<usize>>,
+        shape: Vec<usize>,
     },
     Contiguous {
         paths: Vec<PathBuf>,
         buffer: Mutex<Option<Contiguous>>,
     },
     Generated(Generator),
+    Read(Reader),
 }
 
 /// A QSL and sample source over preprocessed data. See the module documentation.
@@ -102,20 +105,15 @@ impl SampleLibrary {
         let header = read_npy_header(&dir.join(&names[0]))?;
         let input = TensorInfo { name: "input".into(), dtype: Some(header.dtype), shape: header.shape.clone(), offset: 0, bytes: header.data_len() };
         let total = names.len();
-        let storage = Storage::Files { dir: dir.to_path_buf(), names, dtype: header.dtype, shape: Some(header.shape) };
+        let storage = Storage::Files { dir: dir.to_path_buf(), names, dtype: header.dtype, shape: header.shape };
         Ok(SampleLibrary::with(name, total, performance, storage, vec![input]))
     }
 
-    /// Per-sample `.npy` files in `dir` (`names`, in sample order) of element type `dtype` and
-    /// shapes of their own (3D-UNet's volumes); every file must exist.
-    pub fn volumes(name: &str, dir: &Path, names: Vec<String>, dtype: NpyDtype, performance: usize) -> Result<SampleLibrary, String> {
-        if let Some(missing) = names.iter().find(|n| !dir.join(n).is_file()) {
-            return Err(format!("QSL {name}: {} is missing", dir.join(missing).display()));
-        }
+    /// `total` samples of element type `dtype` and shapes of their own (3D-UNet's volumes), each
+    /// read by `read` when LoadGen loads it.
+    pub fn read_by(name: &str, total: usize, performance: usize, dtype: NpyDtype, read: impl Fn(usize) -> Result<Sample, String> + Send + Sync + 'static) -> SampleLibrary {
         let input = TensorInfo { name: "input".into(), dtype: Some(dtype), shape: Vec::new(), offset: 0, bytes: 0 };
-        let total = names.len();
-        let storage = Storage::Files { dir: dir.to_path_buf(), names, dtype, shape: None };
-        Ok(SampleLibrary::with(name, total, performance, storage, vec![input]))
+        SampleLibrary::with(name, total, performance, Storage::Read(Box::new(read)), vec![input])
     }
 
     /// One or more `[N, ...]` tensors (same `N`); sample `i` is row `i` of each, concatenated. Only
@@ -223,10 +221,9 @@ impl SampleLibrary {
             Storage::Files { dir, names, dtype, shape } => {
                 let path = dir.join(&names[index]);
                 let f = read_npy(&path)?;
-                if f.header.dtype != *dtype || shape.as_ref().is_some_and(|s| &f.header.shape != s) {
-                    let wanted = shape.as_ref().map_or_else(|| "any shape".to_string(), |s| format!("{s:?}"));
+                if f.header.dtype != *dtype || &f.header.shape != shape {
                     return Err(format!(
-                        "{}: {:?} of {}, but the QSL's samples are {wanted} of {}",
+                        "{}: {:?} of {}, but the QSL's samples are {shape:?} of {}",
                         path.display(),
                         f.header.shape,
                         f.header.dtype.numpy_name(),
@@ -241,6 +238,7 @@ impl SampleLibrary {
                 Ok(Sample::new(buf, start + index * stride..start + (index + 1) * stride))
             }
             Storage::Generated(generate) => Ok(Sample::whole(Arc::from(generate(index)))),
+            Storage::Read(read) => read(index),
         }
     }
 }

@@ -1,23 +1,27 @@
 //! 3D-UNet on KiTS19 kidney tumor segmentation: one sample is one preprocessed CT volume, answered
 //! with its labels by the CPU engine's sliding windows ([`crate::engines::cpu_unet3d`]) and scored
-//! as `accuracy_kits.py` scores it ([`crate::accuracy::kits`]). This build runs the synthetic
-//! workload ([`synthetic`]: generated volumes, model and ground truth; never submittable); real
-//! KiTS19 data and a GPU engine are not here yet, and configs asking for them are refused with
-//! what to use instead.
+//! as `accuracy_kits.py` scores it ([`crate::accuracy::kits`]). Volumes and ground truth come in
+//! the reference's preprocessed layout ([`preprocessed`]): the config's `tensor_path` for real
+//! KiTS19 data, or the synthetic set ([`synthetic`]: generated volumes, model and ground truth;
+//! never submittable). A GPU engine is not here yet; configs asking for one are refused with what
+//! to use instead.
 
+pub mod preprocessed;
 pub mod synthetic;
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::accuracy::kits::score_kits;
 use crate::dataset::SampleSet;
-use crate::dataset::npy::{NpyDtype, read_npy};
+use crate::dataset::npy::NpyDtype;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
+use crate::engines::Sample;
 use crate::engines::cpu_unet3d::CpuUNet3dEngine;
 use crate::error::Error;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
-use std::path::Path;
+use preprocessed::Preprocessed;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use synthetic::SyntheticKits;
 
@@ -80,24 +84,40 @@ fn synthetic_set(scratch: &Scratch) -> SyntheticKits {
     SyntheticKits::in_dir(&scratch.models_dir().join("synthetic/kits19"))
 }
 
-/// The synthetic set, generated on first use (each call checks every file against the manifest:
-/// call it once per command).
-fn ensure_synthetic() -> Result<SyntheticKits, Error> {
-    let set = synthetic_set(&Scratch::from_env());
-    synthetic::ensure(&set, &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
-    Ok(set)
-}
-
-/// Why this build cannot run `settings`, if it cannot: real KiTS19 data, or an engine other than
-/// the CPU's.
+/// Why this build cannot run `settings`, if it cannot: an engine other than the CPU's.
 fn unsupported(settings: &Settings) -> Option<Error> {
     match settings.engine.unwrap_or(EngineKind::Gpu) {
-        EngineKind::Cpu if is_synthetic(settings) => None,
-        EngineKind::Cpu => Some(Error::Config(
-            "this build runs 3d-unet on the synthetic KiTS19 workload only (--dataset=synthetic); the reference's preprocessed KiTS19 volumes are not read yet".into(),
-        )),
+        EngineKind::Cpu => None,
         _ => Some(no_engine("3d-unet", settings)),
     }
+}
+
+/// The cases and the model a run of `settings` reads: the synthetic set's, or the config's
+/// `tensor_path` (the directory the reference's preprocess.py wrote) and `model_path`.
+fn sources(settings: &Settings) -> Result<(Preprocessed, PathBuf), Error> {
+    let scratch = Scratch::from_env();
+    if is_synthetic(settings) {
+        let set = synthetic_set(&scratch);
+        return Ok((set.preprocessed(), set.model()));
+    }
+    let dir = scratch
+        .tensor_paths(settings)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Config("the 3d-unet config names no tensor_path: set it to the directory the reference's preprocess.py wrote (its --results_dir)".into()))?;
+    let model = scratch.model_path(settings).ok_or_else(|| Error::Config("the 3d-unet config names no model_path: set it to the reference's ONNX model".into()))?;
+    Ok((Preprocessed::in_dir(&dir), model))
+}
+
+/// The cases of a run of `settings`, the synthetic set generated first where it is one (this checks
+/// every file against the set's manifest: once per command).
+fn cases(settings: &Settings) -> Result<(Preprocessed, PathBuf, Vec<preprocessed::Case>), Error> {
+    if is_synthetic(settings) {
+        synthetic::ensure(&synthetic_set(&Scratch::from_env()), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
+    }
+    let (set, model) = sources(settings)?;
+    let cases = set.read_index().map_err(Error::Data)?;
+    Ok((set, model, cases))
 }
 
 impl Benchmark for UNet3d {
@@ -111,9 +131,7 @@ impl Benchmark for UNet3d {
         }
         let set = synthetic_set(scratch);
         let mut report = DataReport::new(scratch, self.id(), settings);
-        report.items.push(Item::generated(ItemKind::Preprocessed, "synthetic KiTS19 volumes", set.images()));
-        report.items.push(Item::generated(ItemKind::Metadata, "synthetic KiTS19 case table", set.cases()));
-        report.items.push(Item::generated(ItemKind::Metadata, "synthetic KiTS19 ground truth", set.labels()));
+        report.items.push(Item::generated(ItemKind::Preprocessed, "synthetic KiTS19 volumes and ground truth", set.preprocessed().dir));
         report.items.push(Item::generated(ItemKind::Model, "synthetic 3D-UNet model", set.model()));
         report
     }
@@ -124,46 +142,34 @@ impl Benchmark for UNet3d {
         if let Some(why) = unsupported(spec.settings) {
             return Ok(format!("{why}; nothing built"));
         }
-        let set = ensure_synthetic()?;
-        Ok(format!("synthetic KiTS19 set and model in {}", set.dir.display()))
+        let (set, model, cases) = cases(spec.settings)?;
+        Ok(format!("{} KiTS19 cases in {}, model {}", cases.len(), set.dir.display(), model.display()))
     }
 
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
         if let Some(why) = unsupported(spec.settings) {
             return Err(why);
         }
-        let set = ensure_synthetic()?;
-        let cases = synthetic::read_cases(&set.cases()).map_err(Error::Data)?;
+        let (set, model, cases) = cases(spec.settings)?;
         if cases.len() != spec.total_samples {
-            return Err(Error::Data(format!(
-                "{} lists {} cases; the round's KiTS19 inference set has {}: delete it to regenerate",
-                set.cases().display(),
-                cases.len(),
-                spec.total_samples
-            )));
+            return Err(Error::Data(format!("{} lists {} cases; the round's KiTS19 inference set has {}", set.index().display(), cases.len(), spec.total_samples)));
         }
-        let shapes = cases.iter().map(|c| c.1).collect::<Vec<_>>();
-        let engine = Arc::new(CpuUNet3dEngine::load(&set.model(), shapes).map_err(Error::Data)?);
+        let shapes = cases.iter().map(|c| c.shape).collect::<Vec<_>>();
+        let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes).map_err(Error::Data)?);
         let engines = vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)];
-        let names = cases.iter().map(|c| format!("{}.npy", c.0)).collect();
-        let library = SampleLibrary::volumes("KiTS19", &set.images(), names, NpyDtype::F32, spec.performance_samples).map_err(Error::Data)?;
-        Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: true, caveats: Vec::new() })
+        let total = cases.len();
+        let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..])));
+        let library = SampleLibrary::read_by("KiTS19", total, spec.performance_samples, NpyDtype::F32, read);
+        Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(spec.settings), caveats: Vec::new() })
     }
 
     fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
         if let Some(why) = unsupported(settings) {
             return Err(why.to_string());
         }
-        let set = synthetic_set(&Scratch::from_env());
-        let cases = synthetic::read_cases(&set.cases())?;
-        let truth = |i: usize| -> Result<Vec<u8>, String> {
-            let path = set.labels().join(format!("{}.npy", cases[i].0));
-            let labels = read_npy(&path)?;
-            if labels.header.dtype != NpyDtype::U8 {
-                return Err(format!("{}: ground truth of {}, not uint8 labels", path.display(), labels.header.dtype.numpy_name()));
-            }
-            Ok(labels.data().to_vec())
-        };
+        let (set, _) = sources(settings).map_err(|e| e.to_string())?;
+        let cases = set.read_index()?;
+        let truth = |i: usize| -> Result<Vec<u8>, String> { Ok(set.read_case(&cases[i])?.labels.to_vec()) };
         Ok(score_kits(accuracy_log, cases.len(), &truth)?.scored())
     }
 }

@@ -13,10 +13,11 @@
 //!   synthetic data thus measures agreement with the CPU engine (1 for the engine itself), the
 //!   oracle other engines are checked against.
 //!
-//! Files, in one directory (`<models>/synthetic/kits19/`): `unet3d.onnx`, `cases.json` (names and
-//! shapes, in sample order), `images/<case>.npy`, `labels/<case>.npy` (uint8 `[1, D, H, W]`) and
-//! `manifest.json`. [`ensure`] creates them on first use and reuses them while the manifest matches
-//! the generator version and seed and every file its hash.
+//! Files, in one directory (`<models>/synthetic/kits19/`): `unet3d.onnx`, `preprocessed/` in the
+//! reference's preprocessed layout ([`super::preprocessed`]: the index and one `[image, label]`
+//! pickle per case, as real runs read them) and `manifest.json`. [`ensure`] creates them on first
+//! use and reuses them while the manifest matches the generator version and seed and every file its
+//! hash.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,7 +26,7 @@ use prost::Message;
 use serde_json::json;
 
 use super::INFERENCE_CASES;
-use crate::dataset::npy::{NpyDtype, write_npy};
+use super::preprocessed::{Case, INDEX, Preprocessed};
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::cpu_unet3d::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, sliding_window};
 use crate::engines::synthetic::manifest;
@@ -33,7 +34,7 @@ use crate::engines::synthetic::rng::SplitMix64;
 use crate::engines::synthetic::unet3d_model::{UNet3dShape, unet3d};
 
 /// Bumped whenever anything generated changes: a manifest of another version regenerates.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 /// Seed of the volumes and weights: fixed, so every machine generates the same workload.
 pub const SEED: u64 = 20_261_127;
 /// The model's region of interest (MLPerf's is 128) and channels per level.
@@ -55,25 +56,17 @@ impl SyntheticKits {
     pub fn model(&self) -> PathBuf {
         self.dir.join("unet3d.onnx")
     }
-    pub fn cases(&self) -> PathBuf {
-        self.dir.join("cases.json")
-    }
-    pub fn images(&self) -> PathBuf {
-        self.dir.join("images")
-    }
-    pub fn labels(&self) -> PathBuf {
-        self.dir.join("labels")
+    pub fn preprocessed(&self) -> Preprocessed {
+        Preprocessed::in_dir(&self.dir.join("preprocessed"))
     }
     fn manifest(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }
     /// Every generated file, manifest excepted, with its manifest key.
     fn hashed(&self) -> Vec<manifest::Hashed> {
-        let mut files = vec![(self.model(), "unet3d.onnx".to_string()), (self.cases(), "cases.json".to_string())];
-        for name in INFERENCE_CASES {
-            files.push((self.images().join(format!("{name}.npy")), format!("images/{name}.npy")));
-            files.push((self.labels().join(format!("{name}.npy")), format!("labels/{name}.npy")));
-        }
+        let preprocessed = self.preprocessed();
+        let mut files = vec![(self.model(), "unet3d.onnx".to_string()), (preprocessed.index(), format!("preprocessed/{INDEX}"))];
+        files.extend(INFERENCE_CASES.iter().map(|name| (preprocessed.case_file(name), format!("preprocessed/{name}.pkl"))));
         files
     }
 }
@@ -114,13 +107,6 @@ fn case_volume(seed: u64, index: usize, [d, h, w]: VolumeShape) -> Vec<f32> {
     volume
 }
 
-/// The case table: names and volume shapes in sample order.
-pub fn read_cases(path: &Path) -> Result<Vec<(String, VolumeShape)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cases: Vec<(String, VolumeShape)> = serde_json::from_str(&text).map_err(|e| format!("{}: not a case table: {e}", path.display()))?;
-    Ok(cases)
-}
-
 /// Creates the synthetic set in `set.dir` unless a matching one is there; progress to `log`.
 pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), String> {
     let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(SEED))];
@@ -130,21 +116,15 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), Stri
     }
     manifest::invalidate(&set.manifest())?;
     let started = Instant::now();
-    let cases: Vec<(String, VolumeShape)> = INFERENCE_CASES.iter().enumerate().map(|(i, name)| (name.to_string(), case_shape(SEED, i))).collect();
-    for dir in [set.images(), set.labels()] {
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    for (i, (name, shape)) in cases.iter().enumerate() {
-        let volume = case_volume(SEED, i, *shape);
-        write_npy(&set.images().join(format!("{name}.npy")), NpyDtype::F32, &[1, shape[0], shape[1], shape[2]], &volume.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
-    }
-    crate::fsutil::write_atomic(&set.cases(), (serde_json::to_string(&cases).map_err(|e| e.to_string())? + "\n").as_bytes())?;
+    let cases: Vec<Case> = INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: case_shape(SEED, i) }).collect();
+    let preprocessed = set.preprocessed();
+    std::fs::create_dir_all(&preprocessed.dir).map_err(|e| format!("cannot create {}: {e}", preprocessed.dir.display()))?;
 
     // The logits' biases: minus each class's mean logit over the first case, so that what differs
     // between voxels decides their class.
     let mut model = UNet3dShape { filters: FILTERS.to_vec(), roi: ROI, class_bias: [0.0; CLASSES] };
     crate::fsutil::write_atomic(&set.model(), &unet3d(&model, SEED).encode_to_vec())?;
-    let shapes: Vec<VolumeShape> = cases.iter().map(|c| c.1).collect();
+    let shapes: Vec<VolumeShape> = cases.iter().map(|c| c.shape).collect();
     let means = mean_logits(&CpuUNet3dEngine::load(&set.model(), shapes.clone())?, &case_volume(SEED, 0, shapes[0]), shapes[0])?;
     model.class_bias = means.map(|m| -m);
     crate::fsutil::write_atomic(&set.model(), &unet3d(&model, SEED).encode_to_vec())?;
@@ -153,10 +133,12 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), Stri
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let labels = parallel_chunks(0..cases.len(), threads, 1, |chunk| chunk.map(|i| engine.segment(&case_volume(SEED, i, shapes[i]), shapes[i])).collect())?;
     let mut share = [0usize; CLASSES];
-    for ((name, shape), labels) in cases.iter().zip(&labels) {
+    for (i, (case, labels)) in cases.iter().zip(&labels).enumerate() {
         labels.iter().for_each(|&l| share[l as usize] += 1);
-        write_npy(&set.labels().join(format!("{name}.npy")), NpyDtype::U8, &[1, shape[0], shape[1], shape[2]], labels)?;
+        let image: Vec<u8> = case_volume(SEED, i, case.shape).iter().flat_map(|v| v.to_le_bytes()).collect();
+        preprocessed.write_case(case, &image, labels)?;
     }
+    preprocessed.write_index(&cases)?;
     let voxels: usize = share.iter().sum();
     let share = share.map(|n| n as f64 / voxels as f64);
     log(&format!(
@@ -207,16 +189,16 @@ mod tests {
         let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(set.manifest()).unwrap()).unwrap();
         let shares: Vec<f64> = manifest["label_shares"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
         assert!(shares.iter().all(|&s| s > 0.05), "each class wins voxels: {shares:?}");
-        let cases = read_cases(&set.cases()).unwrap();
+        let cases = set.preprocessed().read_index().unwrap();
         assert_eq!(cases.len(), 43);
-        assert!(cases.iter().all(|(_, shape)| shape.iter().all(|&s| s >= ROI && s % (ROI / 2) == 0)), "{cases:?}");
+        assert!(cases.iter().all(|c| c.shape.iter().all(|&s| s >= ROI && s % (ROI / 2) == 0)), "{cases:?}");
 
         lines.clear();
         ensure(&set, &mut |m| lines.push(m.to_string())).unwrap();
         assert!(lines.is_empty(), "reused: {lines:?}");
-        std::fs::write(set.labels().join("case_00005.npy"), b"changed").unwrap();
+        std::fs::write(set.preprocessed().case_file("case_00005"), b"changed").unwrap();
         ensure(&set, &mut |m| lines.push(m.to_string())).unwrap();
-        assert!(lines[0].contains("labels/case_00005.npy differs from the manifest"), "{lines:?}");
+        assert!(lines[0].contains("preprocessed/case_00005.pkl differs from the manifest"), "{lines:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
