@@ -2,7 +2,7 @@
 //! SQuAD set, the accuracy run is scored as `accuracy-squad.py` scores it, short Offline and
 //! SingleStream runs are VALID, and TEST01 passes against them.
 
-use super::{detail_logs, empty_dir, on_cpu_dev, scratch_alone, shown, test01_passes};
+use super::{detail_logs, empty_dir, on_cpu_dev, scored_accuracy, scratch_alone, shown, test01_passes};
 
 #[test]
 fn bert_on_the_cpu_engine_scores_runs_valid_and_passes_test01() {
@@ -22,7 +22,7 @@ fn bert_on_the_cpu_engine_scores_runs_valid_and_passes_test01() {
     // answer of punctuation alone as 0, as evaluate_v1.1.py does).
     let out = run(&["run_harness", "--scenarios=offline", "--test_mode=AccuracyOnly"]);
     assert!(out.status.success(), "{}", shown(&out));
-    let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
+    let accuracy = scored_accuracy(&cwd);
     let text = std::fs::read_to_string(accuracy).unwrap();
     assert!(text.starts_with("{\"exact_match\": 100.0, \"f1\": "), "{text}");
     let f1: f64 = text.trim_end().trim_end_matches('}').rsplit(' ').next().unwrap().parse().unwrap();

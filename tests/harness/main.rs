@@ -124,6 +124,11 @@ fn detail_log_paths(cwd: &Path) -> Vec<PathBuf> {
     walk_files(&cwd.join("build")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")).collect()
 }
 
+/// The `accuracy.txt` of the scored accuracy run under `cwd/build/logs`.
+fn scored_accuracy(cwd: &Path) -> PathBuf {
+    walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run")
+}
+
 /// The detail logs of every finished run under `cwd/build`, with their paths.
 fn detail_logs(cwd: &Path) -> Vec<(PathBuf, DetailLog)> {
     detail_log_paths(cwd).into_iter().map(|p| (p.clone(), DetailLog::read(&p).unwrap())).collect()

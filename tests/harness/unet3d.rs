@@ -3,7 +3,7 @@
 //! `accuracy_kits.py` scores it (through the synthetic set and through the real-data path over the
 //! same files), short Offline and SingleStream runs are VALID, and TEST01 passes against them.
 
-use super::{detail_logs, empty_dir, on_cpu_dev, scratch_alone, shown, test01_passes};
+use super::{detail_logs, empty_dir, on_cpu_dev, scored_accuracy, scratch_alone, shown, test01_passes};
 
 #[test]
 fn unet3d_on_the_cpu_engine_scores_dice_runs_valid_and_passes_test01() {
@@ -23,7 +23,7 @@ fn unet3d_on_the_cpu_engine_scores_dice_runs_valid_and_passes_test01() {
     let out = run(&["run_harness", "--scenarios=offline", "--test_mode=AccuracyOnly"]);
     assert!(out.status.success(), "{}", shown(&out));
     assert!(shown(&out).contains("43.000 samples"), "{}", shown(&out));
-    let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
+    let accuracy = scored_accuracy(&cwd);
     let text = std::fs::read_to_string(accuracy).unwrap();
     assert!(text.starts_with("Accuracy: mean = 1.00000, kidney = 1.0000, tumor = 1.0000\n"), "{text}");
 
@@ -35,7 +35,7 @@ fn unet3d_on_the_cpu_engine_scores_dice_runs_valid_and_passes_test01() {
     let real_cwd = empty_dir("unet3d-cpu-real");
     let out = on_cpu_dev("3d-unet", &real_cwd, &space)(&["run_harness", "--scenarios=offline", "--test_mode=AccuracyOnly", "--dataset=real"]);
     assert!(out.status.success(), "{}", shown(&out));
-    let accuracy = mlperf_runtime::fsutil::walk_files(&real_cwd.join("build/logs")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored accuracy run");
+    let accuracy = scored_accuracy(&real_cwd);
     let text = std::fs::read_to_string(&accuracy).unwrap();
     assert!(text.starts_with("Accuracy: mean = 1.00000, kidney = 1.0000, tumor = 1.0000\n"), "{text}");
     let reasons = std::fs::read_to_string(accuracy.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
