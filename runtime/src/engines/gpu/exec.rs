@@ -150,9 +150,9 @@ const KERNELS: &str = r#"
 __device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 
-// The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 8), one thread
-// per grid position and group of 8 channels (grid y: the sample), so that a warp's 16-byte writes
-// are contiguous. Channel ch at grid position (a, bx) holds image channel ch % c of pixel
+// The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 4: the stem
+// kernel reads 12), one thread per grid position and group of 4 channels (grid y: the sample), so
+// that a warp's 8-byte writes are contiguous. Channel ch at grid position (a, bx) holds image channel ch % c of pixel
 // (a * block + sub / block - offset, bx * block + sub % block - offset), sub = ch / c, or zero where
 // that is outside the image or sub >= block * block (network::SpaceToDepth::source); counters
 // replace the per-channel divisions. Sample b is read at pool + slots[b] * sample_bytes in its own
@@ -163,12 +163,12 @@ template <int DTYPE> __device__ unsigned short sample_f16(const unsigned char* s
     if (DTYPE == 1) return ((const unsigned short*)s)[e];
     return f2h((float)((const signed char*)s)[e] * scale);
 }
-template <int DTYPE> __device__ uint4 convert_group(const unsigned char* s, int first, int c, int h, int w, int block, int y0, int x0,
+template <int DTYPE> __device__ uint2 convert_group(const unsigned char* s, int first, int c, int h, int w, int block, int y0, int x0,
         int nchw, float scale) {
     int cc = first % c, sx = first / c % block, sy = first / c / block;  // the next channel's source
-    unsigned int v[8];
+    unsigned int v[4];
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < 4; k++) {
         int y = y0 + sy, x = x0 + sx;
         v[k] = 0;
         if (sy < block && y >= 0 && y < h && x >= 0 && x < w) {
@@ -176,17 +176,17 @@ template <int DTYPE> __device__ uint4 convert_group(const unsigned char* s, int 
         }
         if (++cc == c) { cc = 0; if (++sx == block) { sx = 0; sy++; } }
     }
-    return make_uint4(v[0] | (v[1] << 16), v[2] | (v[3] << 16), v[4] | (v[5] << 16), v[6] | (v[7] << 16));
+    return make_uint2(v[0] | (v[1] << 16), v[2] | (v[3] << 16));
 }
 extern "C" __global__ void convert_input(const unsigned char* pool, const int* slots, unsigned short* out,
         int c, int h, int w, int hs, int ws, int cpad, int block, int offset,
         long long sample_bytes, int dtype, int nchw, float scale) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x, groups = cpad / 8;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x, groups = cpad / 4;
     if (t >= hs * ws * groups) return;
-    const int pix = t / groups, first = t % groups * 8, b = blockIdx.y;
+    const int pix = t / groups, first = t % groups * 4, b = blockIdx.y;
     const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
     const int y0 = (pix / ws) * block - offset, x0 = (pix % ws) * block - offset;
-    uint4* dst = (uint4*)out + (long long)b * hs * ws * groups + t;
+    uint2* dst = (uint2*)out + (long long)b * hs * ws * groups + t;
     if (dtype == 0) *dst = convert_group<0>(s, first, c, h, w, block, y0, x0, nchw, scale);
     else if (dtype == 1) *dst = convert_group<1>(s, first, c, h, w, block, y0, x0, nchw, scale);
     else *dst = convert_group<2>(s, first, c, h, w, block, y0, x0, nchw, scale);
@@ -364,9 +364,9 @@ pub struct DeviceModel {
 impl DeviceModel {
     pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputSpec) -> Result<Arc<DeviceModel>> {
         let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
-        if !image_channels.is_multiple_of(8) {
+        if !image_channels.is_multiple_of(4) {
             return Err(format!(
-                "the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 8 (the conversion kernel writes 8 at a time); rebuild it",
+                "the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 4 (the conversion kernel writes 4 at a time); rebuild it",
                 header.model_path
             ));
         }
@@ -670,9 +670,7 @@ impl Slot {
     /// # Safety
     /// [`stem::fits`] the layer, `n` is at most the plan's batch size, and the device has the kernel.
     unsafe fn launch_stem(&self, layer: &PlannedLayer, n: usize) -> Result<()> {
-        let LayerKind::Conv { kernel, relu, weight_offset, bias_offset, quantized_output: Some(scale), .. } = layer.kind else {
-            unreachable!("a layer the stem kernel fits writes int8")
-        };
+        let LayerKind::Conv { relu, weight_offset, bias_offset, quantized_output: Some(scale), .. } = layer.kind else { unreachable!("a layer the stem kernel fits writes int8") };
         let function = self.model.stem.as_ref().expect("the caller checked the device has the kernel");
         let weights = self.model.weights.ptr();
         let conv = StemConv {
@@ -683,7 +681,6 @@ impl Slot {
             batch: n,
             input: layer.input_shape,
             output: layer.output_shape,
-            kernel,
             relu,
             scale,
         };
@@ -759,7 +756,7 @@ impl Slot {
         // SAFETY: as above, for `n` slot numbers into `device_slots`.
         cu("upload slots", unsafe { dr::memcpy_htod_async(self.device_slots.ptr().raw(), &self.host_slots.as_slice()[..n * 4], s) })?;
         let (cpad, hs, ws) = m.header.layers[0].input_shape;
-        let threads = (hs * ws * cpad / 8) as u32;
+        let threads = (hs * ws * cpad / 4) as u32;
         let (pool, slots, out, sample_bytes) = (pool.raw(), self.device_slots.ptr().raw(), self.value_ptr(0).raw(), f.sample_bytes() as i64);
         let layout = m.header.input_layout;
         let dims = [f.channels, f.height, f.width, hs, ws, cpad, layout.block, layout.offset].map(|v| v as i32);

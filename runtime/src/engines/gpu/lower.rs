@@ -5,8 +5,8 @@
 //! multiples of 8 (the image and a classifier whose class count is not a multiple of 8; the pad
 //! weights are zero, so padded channels carry zeros and padded classes are never reported), and a
 //! buffer per value chosen by liveness. On GPUs with our tensor-core kernels an int8 plan's stem
-//! writes the max pool's int8 itself (`network::fuse_conv_quantization`, run by `stem.cu`), on an
-//! image padded to 16 channels instead of 32. Algorithms, graphs and accumulators are left unset here:
+//! writes the max pool's int8 itself (`network::fuse_conv_quantization`, run by `stem.cu`), on the
+//! space-to-depth image's 12 channels, unpadded, instead of 32. Algorithms, graphs and accumulators are left unset here:
 //! choosing them needs the GPU (see `builder`).
 
 use super::network::{Network, Node, Op, Shape, SpaceToDepth, WeightScaling, assign_buffers, fuse_conv_quantization, fuse_pool_conversions, space_to_depth};
@@ -74,7 +74,8 @@ pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, String> {
     let mut net = net.clone();
     let input_layout = space_to_depth(&mut net);
     fuse_pool_conversions(&mut net);
-    // Only the image's channels are padded to the kernel's 16.
+    // The image's channels are padded to what its first convolution's runner reads: the stem
+    // kernel's 12 (none, after space-to-depth) or cuDNN's multiples.
     let takes = |node: &Node, (_, _, width): Shape| {
         let Op::Conv(conv) = &node.op else { return false };
         tensor_cores && node.input == 0 && stem::takes(conv.kernel, conv.stride, conv.pad, conv.cin, conv.cout, width)

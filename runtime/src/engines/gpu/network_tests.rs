@@ -685,8 +685,8 @@ fn the_stem_writes_the_pools_int8_on_gpus_with_our_kernels_and_computes_the_same
     assert_eq!(execute(&stem_int8, &image), execute(&fused, &image), "max pooling commutes with the rounding");
     assert_eq!(fuse_conv_quantization(&mut stem_int8, &|_, _| true), 0, "moved once");
 
-    // Lowered for a GPU with our kernels: the space-to-depth stem on 16 channels runs on the stem
-    // kernel, and the pool reads int8.
+    // Lowered for a GPU with our kernels: the space-to-depth stem on its 12 channels (no padding)
+    // runs on the stem kernel, and the pool reads int8.
     let lowered = lower(&q, true).unwrap();
     assert_eq!(lowered.input_channels, super::stem::CHANNELS);
     let stem = &lowered.layers[0];

@@ -18,7 +18,7 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"MLPGPLAN";
 /// Bumped whenever the format or the builder's output changes: older plans are then stale.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Everything a plan depends on. Two keys differ exactly when a plan must be rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

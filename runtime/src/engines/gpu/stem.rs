@@ -9,8 +9,12 @@ use std::sync::Arc;
 
 const SOURCE: &str = concat!(include_str!("tensor_cores.cuh"), include_str!("stem.cu"));
 
-/// Input channels the kernel reads per pixel (32 bytes of fp16); the image's are padded to them.
-pub const CHANNELS: usize = 16;
+/// Input channels the kernel reads per pixel (24 bytes of fp16): the space-to-depth image's 2x2
+/// pixels of 3 channels, none of them padding.
+pub const CHANNELS: usize = 12;
+/// The convolution's size the kernel is compiled for (`stem.cu`'s KERNEL): ResNet50's 7x7
+/// stride-2 stem after space-to-depth. A kernel row of 12-channel pixels is then whole k-steps.
+const KERNEL: usize = 4;
 /// Output channels per block (`stem.cu`'s TILE_N), and rows (positions) per tile (TILE_M).
 const TILE_N: usize = 64;
 const TILE_M: usize = 256;
@@ -18,23 +22,25 @@ const TILE_M: usize = 256;
 const TILES_PER_BLOCK: usize = 8;
 /// The most dynamic shared memory a block may take: what every GPU of compute capability 8.0 or
 /// later gives one block (99 KiB on the L4 and L40S); two blocks fit an H100's or B200's SM.
-/// ResNet50's stem (4x4 on a 115-pixel-wide image) takes 90.75 KiB.
+/// ResNet50's stem (on a 115-pixel-wide image) takes 74.3 KiB.
 const MAX_SHARED_BYTES: usize = 96 * 1024;
 
-/// The block's dynamic shared memory for a `kernel` x `kernel` convolution of an image `width`
-/// wide: the weights, two patches and the output tile (`stem.cu`).
-fn shared_bytes(kernel: usize, width: usize) -> usize {
-    let weights = TILE_N * (kernel * kernel * 2 * CHANNELS + 16);
-    let patch = (TILE_M + (kernel - 1) * width + kernel - 1) * 2 * CHANNELS;
+/// The block's dynamic shared memory for an image `width` wide: the weights, two patch buffers
+/// and the output tile (`stem.cu`).
+fn shared_bytes(width: usize) -> usize {
+    let pixel = 2 * CHANNELS;
+    let weights = TILE_N * (KERNEL * KERNEL * pixel + 32);
+    let patch = (TILE_M + (KERNEL - 1) * (width + 1)) * pixel;
+    let buffer = (patch + 8).next_multiple_of(16);
     let tile = TILE_M * (TILE_N + 16);
-    weights + 2 * patch + tile
+    weights + 2 * buffer + tile
 }
 
 /// Whether the kernel takes a `kernel` x `kernel` convolution without stride or padding of an
 /// image `width` wide with `input` channels (at most [`CHANNELS`]; the lowering pads them) to
 /// `output` channels.
 pub fn takes(kernel: usize, stride: usize, pad: usize, input: usize, output: usize, width: usize) -> bool {
-    stride == 1 && pad == 0 && input <= CHANNELS && output.is_multiple_of(TILE_N) && shared_bytes(kernel, width) <= MAX_SHARED_BYTES
+    kernel == KERNEL && stride == 1 && pad == 0 && input <= CHANNELS && output.is_multiple_of(TILE_N) && shared_bytes(width) <= MAX_SHARED_BYTES
 }
 
 /// Whether `layer` is one the kernel runs: an fp16 convolution with an int8 output, channels
@@ -56,7 +62,7 @@ pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<Cud
     if capability.0 < 8 {
         return Ok(None);
     }
-    let ptx = compile_for("stem.cu", SOURCE, capability, vec![format!("-DTILES_PER_BLOCK={TILES_PER_BLOCK}")])?;
+    let ptx = compile_for("stem.cu", SOURCE, capability, vec![format!("-DTILES_PER_BLOCK={TILES_PER_BLOCK}"), format!("-DKERNEL={KERNEL}")])?;
     let module = cu("load stem.cu", ctx.load_module(ptx))?;
     let function = cu("kernel stem_conv", module.load_function("stem_conv"))?;
     cu("stem kernel shared memory", function.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, MAX_SHARED_BYTES as i32))?;
@@ -74,7 +80,6 @@ pub struct StemConv {
     /// Input (channels, height, width) and output (channels, height, width) per sample.
     pub input: (usize, usize, usize),
     pub output: (usize, usize, usize),
-    pub kernel: usize,
     pub relu: bool,
     pub scale: f32,
 }
@@ -90,7 +95,7 @@ impl StemConv {
         let (x, wp, b, y) = (self.x.raw(), self.weights.raw(), self.bias.raw(), self.y.raw());
         let mut launch = stream.launch_builder(function);
         launch.arg(&x).arg(&wp).arg(&b).arg(&y);
-        let ints = [self.batch, h, w, ho, wo, self.kernel, usize::from(self.relu)].map(|v| v as i32);
+        let ints = [self.batch, h, w, ho, wo, usize::from(self.relu)].map(|v| v as i32);
         for v in &ints {
             launch.arg(v);
         }
@@ -98,9 +103,9 @@ impl StemConv {
         let tiles = self.batch * (ho * w).div_ceil(TILE_M);
         let blocks = tiles.div_ceil(TILES_PER_BLOCK);
         let grid = u32::try_from(blocks).map_err(|_| format!("{blocks} blocks exceed a launch"))?;
-        let config = LaunchConfig { grid_dim: (grid, (co / TILE_N) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: shared_bytes(self.kernel, w) as u32 };
-        // SAFETY: the arguments are stem_conv's parameters in order and type (4 pointers, 7 ints, a
-        // float); it reads the batch's images (each `h` x `w` pixels of 16 fp16 channels), the
+        let config = LaunchConfig { grid_dim: (grid, (co / TILE_N) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: shared_bytes(w) as u32 };
+        // SAFETY: the arguments are stem_conv's parameters in order and type (4 pointers, 6 ints, a
+        // float); it reads the batch's images (each `h` x `w` pixels of 12 fp16 channels), the
         // weights and biases of `co` channels, and writes `batch` x `ho` x `wo` pixels of `co` int8
         // channels, all within their buffers (our contract); the shared memory is what the shape
         // needs, within the attribute `load` set (`takes`).
