@@ -152,10 +152,10 @@ __device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %
 
 // The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 4: the stem
 // kernel reads 12), one thread per grid position and group of 4 channels (grid y: the sample), so
-// that a warp's 8-byte writes are contiguous. Channel ch at grid position (a, bx) holds image channel ch % c of pixel
-// (a * block + sub / block - offset, bx * block + sub % block - offset), sub = ch / c, or zero where
-// that is outside the image or sub >= block * block (network::SpaceToDepth::source); counters
-// replace the per-channel divisions. Sample b is read at pool + slots[b] * sample_bytes in its own
+// that a warp's 8-byte writes are contiguous. Channel ch at grid position (a, bx) holds image
+// channel ch % c of pixel (a * block + sub / block - offset, bx * block + sub % block - offset),
+// sub = ch / c, or zero where that is outside the image or sub >= block * block
+// (network::SpaceToDepth::source); counters replace the per-channel divisions. Sample b is read at pool + slots[b] * sample_bytes in its own
 // element type and layout: DTYPE is a template argument so that a thread's loads are straight-line
 // code, all in flight at once (fp16 samples are copied as they are).
 template <int DTYPE> __device__ unsigned short sample_f16(const unsigned char* s, int e, float scale) {

@@ -6,8 +6,8 @@
 //! weights are zero, so padded channels carry zeros and padded classes are never reported), and a
 //! buffer per value chosen by liveness. On GPUs with our tensor-core kernels an int8 plan's stem
 //! writes the max pool's int8 itself (`network::fuse_conv_quantization`, run by `stem.cu`), on the
-//! space-to-depth image's 12 channels, unpadded, instead of 32. Algorithms, graphs and accumulators are left unset here:
-//! choosing them needs the GPU (see `builder`).
+//! space-to-depth image's 12 channels, unpadded, instead of 32. Algorithms, graphs and accumulators
+//! are left unset here: choosing them needs the GPU (see `builder`).
 
 use super::network::{Network, Node, Op, Shape, SpaceToDepth, WeightScaling, assign_buffers, fuse_conv_quantization, fuse_pool_conversions, space_to_depth};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlannedLayer};

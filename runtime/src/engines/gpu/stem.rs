@@ -36,9 +36,9 @@ fn shared_bytes(width: usize) -> usize {
     weights + 2 * buffer + tile
 }
 
-/// Whether the kernel takes a `kernel` x `kernel` convolution without stride or padding of an
-/// image `width` wide with `input` channels (at most [`CHANNELS`]; the lowering pads them) to
-/// `output` channels.
+/// Whether the kernel takes a `kernel` x `kernel` convolution (of its one size, 4) without stride
+/// or padding of an image `width` wide with `input` channels (at most [`CHANNELS`]; the lowering
+/// pads them) to `output` channels.
 pub fn takes(kernel: usize, stride: usize, pad: usize, input: usize, output: usize, width: usize) -> bool {
     kernel == KERNEL && stride == 1 && pad == 0 && input <= CHANNELS && output.is_multiple_of(TILE_N) && shared_bytes(width) <= MAX_SHARED_BYTES
 }
