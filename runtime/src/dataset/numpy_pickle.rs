@@ -21,11 +21,7 @@ pub struct PickledArray {
 impl PickledArray {
     pub fn read(value: &Value) -> Result<PickledArray, String> {
         let shape_of = |v: &Value| -> Result<Vec<usize>, String> {
-            v.items()
-                .ok_or("an array shape that is not a tuple")?
-                .iter()
-                .map(|d| d.as_int().and_then(|d| usize::try_from(d).ok()).ok_or_else(|| "an array dimension that is not a size".to_string()))
-                .collect()
+            v.items().ok_or("an array shape that is not a tuple")?.iter().map(|d| d.as_usize().ok_or_else(|| "an array dimension that is not a size".to_string())).collect()
         };
         if value.built_by_ends("multiarray._reconstruct") {
             let state = value.state().and_then(|s| s.items()).ok_or("a numpy array without its state")?;

@@ -140,7 +140,7 @@ fn label(value: &Value) -> Result<String, String> {
 
 /// The column positions of a block: a `slice` or an integer array.
 fn positions(locations: &Value, count: usize) -> Result<Vec<usize>, String> {
-    let to_position = |v: &Value| v.as_int().and_then(|i| usize::try_from(i).ok()).ok_or_else(|| format!("a block position that is a {}", v.kind()));
+    let to_position = |v: &Value| v.as_usize().ok_or_else(|| format!("a block position that is a {}", v.kind()));
     let list = if locations.built_by_ends("builtins.slice") {
         let args = locations.args();
         let start = args.first().and_then(Value::as_int).unwrap_or(0);

@@ -56,6 +56,11 @@ impl Value {
         }
     }
 
+    /// A non-negative integer (a size, a position) as a `usize`.
+    pub fn as_usize(&self) -> Option<usize> {
+        self.as_int().and_then(|i| usize::try_from(i).ok())
+    }
+
     /// The items of a tuple or list.
     pub fn items(&self) -> Option<Vec<Value>> {
         match self {

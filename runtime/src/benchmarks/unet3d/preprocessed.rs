@@ -83,7 +83,7 @@ impl Preprocessed {
             .into_iter()
             .map(|name| {
                 let shape = cases.get(&name).and_then(|c| c.get("image_shape")).and_then(|s| s.items()).ok_or_else(|| fail(format!("no image_shape for {name}")))?;
-                match shape.iter().map(|d| d.as_int().and_then(|d| usize::try_from(d).ok())).collect::<Option<Vec<usize>>>().as_deref() {
+                match shape.iter().map(Value::as_usize).collect::<Option<Vec<usize>>>().as_deref() {
                     Some(&[1, d, h, w]) if d * h * w > 0 => Ok(Case { name, shape: [d, h, w] }),
                     _ => Err(fail(format!("{name}'s image_shape is not (1, D, H, W)"))),
                 }
