@@ -19,7 +19,7 @@ fn main() {
         eprintln!("error: {error}");
         // Whatever failed on the way, a command stopped by a signal exits as the shell reports a
         // process killed by it.
-        let code = mlperf_runtime::harness::signals::received().map_or_else(|| error.exit_code(), |s| s.exit_code());
+        let code = mlperf_runtime::signals::received().map_or_else(|| error.exit_code(), |s| s.exit_code());
         std::process::exit(code);
     }
 }

@@ -12,7 +12,7 @@ pub mod dataset;
 pub mod engine;
 pub mod llm;
 
-use crate::harness::logs::DetailLog;
+use crate::rundir::logs::DetailLog;
 use mlperf_loadgen::bench::{NullSutKind, run_cpp_null_sut, run_rust_null_sut};
 use mlperf_loadgen::{LogSettings, Scenario, TestMode, TestSettings};
 use std::fmt::Write;

@@ -6,7 +6,7 @@
 //! [`Error::Other`]; the boundary that knows better (the selection, opening a workload, reading
 //! the runs' verdicts, the submission check) gives it its kind.
 
-use crate::harness::signals::Signal;
+use crate::signals::Signal;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,7 +1,7 @@
 //! `mlperf generate_conf_files`: every submission file of every compiled config, for each round's
 //! layout, written only when its bytes change (so a second run changes nothing).
 
-use crate::submission::layout::{ResultKey, SubmissionLayout};
+use crate::layout::{ResultKey, SubmissionLayout};
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::round::Layout;
 use mlperf_config::{CompiledConfig, Round, Tables};

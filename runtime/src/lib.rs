@@ -15,11 +15,19 @@ pub mod error;
 pub mod fsutil;
 pub mod generate;
 pub mod harness;
+pub mod layout;
 pub mod logging;
+pub mod progress;
 pub mod results;
+pub mod rundir;
 pub mod scaffold;
 pub mod select;
 pub mod show;
+pub mod signals;
 pub mod submission;
+pub mod submittable;
 
 pub use error::Error;
+
+#[cfg(test)]
+mod architecture_tests;

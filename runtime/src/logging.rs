@@ -1,6 +1,6 @@
 //! Diagnostics through `tracing`: levels chosen with `-v` / `-q` (or `RUST_LOG`, which wins), the
 //! `log` records of dependencies (tract) bridged into the same stream, and in a run's child a
-//! log file in the run directory ([`RUN_LOG`]) that keeps everything at debug level whatever the
+//! log file in the run directory (`rundir::RUN_LOG`) that keeps everything at debug level whatever the
 //! terminal shows.
 //!
 //! On stderr, info lines are the message alone, warnings and errors carry `warning:` / `error:`,
@@ -20,8 +20,6 @@ use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{EnvFilter, Layer};
 
-/// A run's log file, in its run directory.
-pub const RUN_LOG: &str = "mlperf_run.log";
 /// How often progress is logged when stderr is not a terminal, unless `--progress_interval` says.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -94,12 +92,27 @@ pub fn init(options: LogOptions, run_log: Option<&Path>) -> Result<(), String> {
     tracing_subscriber::registry().with(stderr).with(file).try_init().map_err(|e| format!("cannot start logging: {e}"))
 }
 
+/// What clears the terminal's live lines (progress bars) around a log line and draws them again.
+/// Registered by whatever draws them (`progress`), so the logger knows nothing above it.
+static STDERR_GUARD: OnceLock<fn(&mut dyn FnMut())> = OnceLock::new();
+
+/// Makes every stderr log line go through `suspend` (once; later calls change nothing).
+pub fn guard_stderr(suspend: fn(&mut dyn FnMut())) {
+    let _ = STDERR_GUARD.set(suspend);
+}
+
 /// Stderr for log lines, written with the progress bars cleared and drawn again after.
 struct StderrBesideBars;
 
 impl std::io::Write for StderrBesideBars {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        crate::harness::progress::suspend(|| std::io::stderr().write(buf))
+        let mut written = None;
+        let mut write = || written = Some(std::io::stderr().write(buf));
+        match STDERR_GUARD.get() {
+            Some(suspend) => suspend(&mut write),
+            None => write(),
+        }
+        written.expect("the guard runs the write")
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

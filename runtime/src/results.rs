@@ -1,19 +1,18 @@
 //! Results for machines: `--format json|csv` of `run_harness`, `run`, `run_audit_harness` and
-//! `check_submission`, and the summaries NVIDIA's harness keeps in a run's log root
-//! (`perf_harness_summary.json`, `accuracy_summary.json`: `{"<system>-<workload>-<scenario>":
-//! {"<benchmark>": "<result>"}}`), which NVIDIA's and MLCFlow's result scripts read.
+//! `check_submission` (the log root's summaries are `rundir::summaries`).
 //!
 //! The JSON shape is documented as a JSON Schema in `docs/results.schema.json`; a test validates
 //! the output against it. CSV has one header line and one row per run, audit or finding (RFC 4180 quoting).
 
-use crate::check::official::OfficialVerdict;
-use crate::check::{Finding, Report, Severity};
+use crate::check::official::{self, OfficialVerdict};
+use crate::check::{Checked, Finding, Report, Severity};
 use crate::compliance::audit::AuditResult;
-use crate::fsutil::write_atomic;
-use crate::harness::report::{Outcome, RunStatus};
-use crate::submission::layout::ResultKey;
+use crate::error::Error;
+use crate::layout::ResultKey;
+use crate::rundir::report::{Outcome, RunStatus};
+use crate::submittable::NonSubmittable;
+use crate::{out, outln};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The schema's name and version, the first field of every JSON document.
@@ -60,7 +59,8 @@ struct RunRow<'a> {
     ttft_p99_ms: Option<f64>,
     tpot_p99_ms: Option<f64>,
     advice: Option<&'a str>,
-    non_submittable: &'a [String],
+    #[serde(serialize_with = "crate::submittable::as_text")]
+    non_submittable: &'a [NonSubmittable],
     dir: String,
 }
 
@@ -95,7 +95,8 @@ struct AuditRow<'a> {
     passed: bool,
     attempts: usize,
     summary: &'a str,
-    non_submittable: &'a [String],
+    #[serde(serialize_with = "crate::submittable::as_text")]
+    non_submittable: &'a [NonSubmittable],
     dir: String,
 }
 
@@ -290,38 +291,35 @@ fn csv(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     out
 }
 
-/// Writes NVIDIA's summaries into the log root `root`, each run under
-/// `<system>-<workload>-<scenario>` / `<benchmark>`: the performance result
-/// (`result_samples_per_second: 1234.5, Result is VALID`) or the accuracy run's `accuracy.txt`.
-/// Earlier entries of the same root are kept, as NVIDIA's harness appends.
-pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), String> {
-    let read = |name: &str| -> BTreeMap<String, BTreeMap<String, String>> {
-        std::fs::read_to_string(root.join(name)).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-    };
-    let (mut performance, mut accuracy) = (read(PERF_SUMMARY), read(ACCURACY_SUMMARY));
-    for o in outcomes {
-        let config = format!("{}-{}-{}", o.plan.system_name, o.plan.workload.section_name(), o.plan.scenario.name());
-        let benchmark = o.plan.bench_dir.clone();
-        if o.status == RunStatus::Accuracy {
-            let text = std::fs::read_to_string(o.dir.join("accuracy.txt")).map_or_else(|_| "no accuracy.txt".to_string(), |t| t.trim().to_string());
-            accuracy.entry(config).or_default().insert(benchmark, text);
-        } else {
-            let metric = o.metric.as_ref().map_or(String::new(), |(name, value)| format!("{name}: {value}, "));
-            performance.entry(config).or_default().insert(benchmark, format!("{metric}Result is {}", o.status.name()));
+/// Prints a checked tree: the pre-flight's findings and summary and the official checker's
+/// verdict and any disagreement as a table, or both as JSON or CSV. [`Error::CheckFailed`] when
+/// either found an error.
+pub fn print_check(checked: &Checked, input: &Path, checker_version: &str, format: Format) -> Result<(), Error> {
+    let report = &checked.report;
+    match format {
+        Format::Table => out!("{}", report.render()),
+        Format::Json => out!("{}", check_json(report, checked.official.as_ref())),
+        Format::Csv => out!("{}", check_csv(report)),
+    }
+    if let Some(verdict) = checked.official.as_ref().filter(|_| format == Format::Table) {
+        outln!(
+            "official checker ({checker_version}): {} (exit {}); {} result(s) accepted, {} rejected; log: {}",
+            verdict.summary,
+            verdict.exit_code.map_or("killed".to_string(), |c| c.to_string()),
+            verdict.accepted_results.len(),
+            verdict.rejected_results.len(),
+            verdict.log_path.display()
+        );
+        for line in official::disagreements(report, verdict) {
+            outln!("disagreement: {line}");
         }
     }
-    let json = |v: &BTreeMap<String, BTreeMap<String, String>>| serde_json::to_string_pretty(v).expect("summaries serialize") + "\n";
-    if !performance.is_empty() {
-        write_atomic(&root.join(PERF_SUMMARY), json(&performance).as_bytes())?;
+    if checked.passed() {
+        return Ok(());
     }
-    if !accuracy.is_empty() {
-        write_atomic(&root.join(ACCURACY_SUMMARY), json(&accuracy).as_bytes())?;
-    }
-    Ok(())
+    let see_above = if checked.official.is_some() && format != Format::Table { "" } else { " (see above)" };
+    Err(Error::CheckFailed(format!("{} has errors{see_above}", input.display())))
 }
-
-pub const PERF_SUMMARY: &str = "perf_harness_summary.json";
-pub const ACCURACY_SUMMARY: &str = "accuracy_summary.json";
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //! [`SelectionArgs`], [`resolve`] turns them into a [`Resolved`] selection).
 
 use crate::detect::{self, SystemMatch};
+use crate::submittable::NonSubmittable;
 use mlperf_config::benchmark::BenchmarkInfo;
 use mlperf_config::{AccuracyTarget, CompiledConfig, Harness, PowerSetting, Round, Scenario, Settings, SystemInfo, Tables, Workload};
 
@@ -148,7 +149,7 @@ pub struct Resolved {
     pub configs: Vec<Selected>,
     pub overrides: Vec<Override>,
     /// The selection's own reasons (overrides, a system chosen against the hardware).
-    pub non_submittable: Vec<String>,
+    pub non_submittable: Vec<NonSubmittable>,
 }
 
 /// Resolves the selection flags and overrides against the compiled tables: every flag and
@@ -166,9 +167,9 @@ pub fn resolve(tables: &Tables, args: &SelectionArgs, overrides: &[Override]) ->
         .into_iter()
         .map(|config| apply_overrides(&config.settings, overrides).map(|settings| Selected { config, settings }))
         .collect::<Result<Vec<_>, String>>()?;
-    let mut non_submittable: Vec<String> = overrides.iter().map(|o| format!("command-line override --{}={}", o.field, o.value)).collect();
+    let mut non_submittable: Vec<NonSubmittable> = overrides.iter().map(|o| NonSubmittable::Override { field: o.field.clone(), value: o.value.clone() }).collect();
     if !system.hardware_mismatch.is_empty() {
-        non_submittable.push(format!("system {} chosen against the hardware: {}", system.system.id, system.hardware_mismatch.join("; ")));
+        non_submittable.push(NonSubmittable::HardwareMismatch { system: system.system.id.to_string(), mismatch: system.hardware_mismatch.clone() });
     }
     Ok(Resolved { system, configs, overrides: overrides.to_vec(), non_submittable })
 }

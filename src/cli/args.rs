@@ -7,8 +7,8 @@ use crate::TABLES;
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::benchmark::BenchmarkInfo;
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi};
-use mlperf_runtime::harness::plan::{BackendKind, TestMode};
 use mlperf_runtime::results::Format;
+use mlperf_runtime::rundir::plan::{BackendKind, TestMode};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]

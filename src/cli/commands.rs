@@ -4,14 +4,15 @@
 use super::args::{BenchCommand, Cli, Command, ConfigCommand, HarnessArgs, StandInArgs};
 use super::resolve;
 use crate::TABLES;
+use mlperf_runtime::benchmarks::llm::stand_in::reference_answers;
 use mlperf_runtime::dataset::scratch::Scratch;
-use mlperf_runtime::engines::serving::stand_in::{Faults, ReferenceAnswers, StandInOptions};
-use mlperf_runtime::harness::plan::BackendKind;
-use mlperf_runtime::harness::report::Outcome;
+use mlperf_runtime::engines::serving::stand_in::{Faults, StandInOptions};
 use mlperf_runtime::results::Format;
+use mlperf_runtime::rundir::plan::BackendKind;
+use mlperf_runtime::rundir::report::Outcome;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{Error, out, outln};
-use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
+use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, rundir, scaffold, show, signals, submission};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ pub fn start_logging(cli: &Cli) -> Result<(), Error> {
     }
     let options = mlperf_runtime::logging::LogOptions { verbose: cli.verbose, quiet: cli.quiet, progress_interval: Duration::from_secs_f64(cli.progress_interval) };
     let run_log = match &cli.command {
-        Command::RunLoadgenTest { dir } => Some(dir.join(mlperf_runtime::logging::RUN_LOG)),
+        Command::RunLoadgenTest { dir } => Some(dir.join(mlperf_runtime::rundir::RUN_LOG)),
         _ => None,
     };
     Ok(mlperf_runtime::logging::init(options, run_log.as_deref())?)
@@ -152,7 +153,8 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
                 force,
                 python: &python,
             });
-            check::command(round, &input, submitter.as_deref(), official.as_ref(), format)?;
+            let checked = check::command(round, &input, submitter.as_deref(), official.as_ref())?;
+            mlperf_runtime::results::print_check(&checked, &input, &round.checker_version, format)?;
         }
         Command::StageResults(args) => print_stage(&args.out, submission::stage::stage_results(&resolve::stage_request(&args)?)?),
         Command::StageCompliance(args) => print_stage(&args.out, submission::stage::stage_compliance(&resolve::stage_request(&args)?)?),
@@ -251,7 +253,7 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     let outcomes: Vec<Outcome> = harness::run_all(&request)?;
     if args.log_copy_detail_to_stdout {
         for o in &outcomes {
-            let detail = o.dir.join("mlperf_log_detail.txt");
+            let detail = o.dir.join(rundir::DETAIL_LOG);
             outln!("==== {}", detail.display());
             out!("{}", std::fs::read_to_string(&detail).unwrap_or_else(|e| format!("(not written: {e})\n")));
         }
@@ -259,12 +261,12 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     out!(
         "{}",
         match args.format {
-            Format::Table => harness::report::table(&outcomes),
+            Format::Table => rundir::report::table(&outcomes),
             Format::Json => mlperf_runtime::results::runs_json(&outcomes),
             Format::Csv => mlperf_runtime::results::runs_csv(&outcomes),
         }
     );
-    harness::report::verdict(&outcomes, harness::signals::received())
+    rundir::report::verdict(&outcomes, signals::received())
 }
 
 fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
@@ -293,9 +295,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             never_ready: args.never_ready,
         },
         references: match (&args.reference_answers, &args.tokenizer) {
-            (Some(dataset), Some(tokenizer)) => {
-                Some(Arc::new(ReferenceAnswers::load(dataset, tokenizer).map_err(|e| Error::Data(e).context("serve_stand_in --reference_answers"))?))
-            }
+            (Some(dataset), Some(tokenizer)) => Some(Arc::new(reference_answers(dataset, tokenizer).map_err(|e| Error::Data(e).context("serve_stand_in --reference_answers"))?)),
             _ => None,
         },
     };

@@ -8,10 +8,11 @@ use crate::TABLES;
 use mlperf_config::Round;
 use mlperf_runtime::Error;
 use mlperf_runtime::compliance::audit::AuditRequest;
-use mlperf_runtime::harness::plan::Backend;
 use mlperf_runtime::harness::{self, RunRequest};
+use mlperf_runtime::rundir::plan::Backend;
 use mlperf_runtime::select::{self, Override, Resolved, SelectionArgs};
 use mlperf_runtime::submission::stage::StageRequest;
+use mlperf_runtime::submittable::NonSubmittable;
 use std::path::PathBuf;
 
 /// Splits `--<config field>=<value>` overrides (NVIDIA's RUN_ARGS habit) off the arguments.
@@ -64,7 +65,7 @@ pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequ
     let user_conf = match &args.user_conf_path {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("--user_conf_path {}: {e}", path.display())))?;
-            resolved.non_submittable.push(format!("user.conf from --user_conf_path {} instead of the config's", path.display()));
+            resolved.non_submittable.push(NonSubmittable::UserConf { path: path.clone() });
             Some(text)
         }
         None => None,

@@ -16,7 +16,7 @@ mod submission;
 mod unet3d;
 
 use mlperf_runtime::fsutil::walk_files;
-use mlperf_runtime::harness::logs::DetailLog;
+use mlperf_runtime::rundir::logs::DetailLog;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -369,7 +369,7 @@ fn gpu_engine_builds_checks_reuses_and_runs_offline() {
 
 #[test]
 fn gpu_configs_without_a_gpu_fail_with_what_is_missing() {
-    if mlperf_runtime::engines::gpu::exec::require_cuda().is_ok() {
+    if mlperf_runtime::engines::gpu::device::require_cuda().is_ok() {
         return; // a GPU machine: the ignored test above covers it
     }
     let cwd = scratch("gpu-missing");

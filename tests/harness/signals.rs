@@ -5,7 +5,7 @@
 
 use super::cpu_engine::{mlperf_cpu_command, synthetic_scratch};
 use super::{detail_log_paths, scratch};
-use mlperf_runtime::harness::logs::DetailLog;
+use mlperf_runtime::rundir::logs::DetailLog;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

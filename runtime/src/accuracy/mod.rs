@@ -1,53 +1,21 @@
-//! Accuracy scoring of LoadGen accuracy logs, writing accuracy.txt like the official scripts.
+//! What the accuracy scorers share: each family scores its own accuracy log as its official
+//! MLCommons script does (`benchmarks::<family>`), returning the text that script prints into
+//! `accuracy.txt`, which the submission checker's `ACC_PATTERN` reads back. Here:
 //!
-//! Each scorer reads `mlperf_log_accuracy.json` ([`log`]) plus what it needs about the dataset and
-//! returns a score whose `accuracy_txt()` is the text the official MLCommons script prints, which
-//! the submission checker's `ACC_PATTERN` regex reads:
-//!
-//! - [`imagenet::score_imagenet`]: ResNet50 top-1 (`accuracy-imagenet.py`),
-//!   `accuracy=76.456%, good=38228, total=50000`;
-//! - [`squad::score_squad`]: BERT SQuAD v1.1 exact match and F1 (`accuracy-squad.py` +
-//!   `evaluate_v1.1.py`), `{"exact_match": 83.67, "f1": 90.87}`;
-//! - [`kits::score_kits`]: 3D-UNet's KiTS19 DICE (`accuracy_kits.py`),
-//!   `Accuracy: mean = 0.86170, kidney = 0.9347, tumor = 0.7887`;
-//! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum of the LLM summarisation evaluations (llama2-70b,
-//!   llama3.1-8b), as `rouge_score` computes them with NLTK's Porter stemmer ([`porter`]), on
-//!   answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
-//! - [`summarization::score`]: the llama2-70b and llama3.1-8b evaluations built from them;
-//! - [`reasoning::evaluate`]: the exact-match evaluations of deepseek-r1 and gpt-oss-120b
-//!   (multiple choice, AIME, MATH500 through [`math_grader`], LiveCodeBench code through a
-//!   [`reasoning::CodeJudge`], LiveCodeBench's run by [`code_judge`]), answers parsed by
-//!   [`answers`];
-//! - [`mixtral::evaluate`]: mixtral-8x7b's OpenOrca ROUGE, GSM8K answers and MBXP code (run by
-//!   [`mbxp`]);
-//! - [`llama3_405b::evaluate`]: llama3.1-405b's ROUGE-L, needle-in-a-haystack and QA matches.
-//!
-//! Generated code (LiveCodeBench, MBXP) runs in the [`sandbox`].
-//!
-//! [`write_accuracy_txt`] puts the text next to the log, as NVIDIA's harness does.
+//! - [`log`]: reading `mlperf_log_accuracy.json`;
+//! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum as `rouge_score` computes them with NLTK's Porter
+//!   stemmer ([`porter`]), on answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
+//! - [`python_float_repr`]: Python's float `repr`, which the scripts print;
+//! - [`write_accuracy_txt`]: the text next to the log, as NVIDIA's harness puts it.
 
-pub mod answers;
-pub mod code_judge;
-pub mod imagenet;
-pub mod kits;
-pub mod llama3_405b;
 pub mod log;
-pub mod math_grader;
-pub mod mbxp;
-pub mod mixtral;
 pub mod porter;
 pub mod punkt;
-pub mod reasoning;
 pub mod rouge;
-pub mod sandbox;
-pub mod squad;
-pub mod summarization;
 
 use std::path::Path;
 
-pub use imagenet::{ImagenetScore, score_imagenet};
 pub use log::LogDtype;
-pub use squad::{SquadScore, SquadScoreOptions, score_squad};
 
 /// One scored accuracy log: the scorer's `accuracy.txt` text and each metric as the checker's
 /// pattern reads it back from that text.
@@ -57,10 +25,66 @@ pub struct Scored {
     pub metrics: Vec<(String, f64)>,
 }
 
+/// Python's `repr(float)`: the shortest text that reads back as the same double, in fixed notation
+/// for exponents -4..16 (with `.0` for whole numbers) and scientific (`1e-05`, `1.5e+16`) outside.
+pub fn python_float_repr(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+    }
+    // Rust's `{:e}` is also the shortest round-trip representation: "d.ddde-x".
+    let sci = format!("{:e}", v.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let n = digits.len() as i32;
+        let body = if exp < 0 {
+            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
+        } else if exp + 1 >= n {
+            format!("{}{}.0", digits, "0".repeat((exp + 1 - n) as usize))
+        } else {
+            format!("{}.{}", &digits[..(exp + 1) as usize], &digits[(exp + 1) as usize..])
+        };
+        format!("{sign}{body}")
+    } else {
+        let m = if digits.len() == 1 { digits } else { format!("{}.{}", &digits[..1], &digits[1..]) };
+        format!("{sign}{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
 /// Writes `accuracy.txt` (atomically) with `text`, e.g. a score's `accuracy_txt()`.
 pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
 
 #[cfg(test)]
-mod pattern_tests;
+mod tests {
+    use super::python_float_repr;
+    #[test]
+    fn python_repr_of_floats() {
+        for (v, text) in [
+            (83.0, "83.0"),
+            (1e-05, "1e-05"),
+            (1e16, "1e+16"),
+            (123456789012345.6, "123456789012345.6"),
+            (0.1, "0.1"),
+            (1.5e16, "1.5e+16"),
+            (0.0001, "0.0001"),
+            (0.00001234, "1.234e-05"),
+            (90.87452, "90.87452"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (100.0, "100.0"),
+            (-2.5, "-2.5"),
+            (100.0 / 3.0, "33.333333333333336"),
+        ] {
+            assert_eq!(python_float_repr(v), text, "{v}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! harnesses do: `pd.read_pickle`, then the `tok_input` lists and the reference column). Reported:
 //! the median time of the repeats and each process's peak resident memory.
 
-use crate::dataset::llm::read_reference_texts;
+use crate::benchmarks::llm::dataset::read_reference_texts;
 use std::path::PathBuf;
 use std::time::Instant;
 

@@ -1,18 +1,19 @@
-//! The benchmark seam: each benchmark family is one module behind one small trait ([`Benchmark`]),
-//! in the style of KILT's per-benchmark folders. The harness, `preprocess_data`, `mlperf info`,
-//! `generate_engines`, `calibrate` and the audits call the trait; nothing outside this module
-//! branches on a benchmark's name.
+//! The benchmark seam: each benchmark family is one folder behind one small trait ([`Benchmark`]),
+//! in the style of KILT's per-benchmark folders: everything that exists for one benchmark (its
+//! engines' model code, import, synthetic model and data, dataset reader, scorer, audit specifics)
+//! is in its folder. The harness, `preprocess_data`, `mlperf info`, `generate_engines`, `calibrate`
+//! and the audits call the trait; nothing outside this module branches on a benchmark's name.
 //!
-//! Adding a benchmark family: a module here implementing [`Benchmark`], its configs under
-//! `configs/<benchmark>/`, and one line in [`FAMILIES`].
+//! Adding a benchmark family: a folder here implementing [`Benchmark`], its configs under
+//! `configs/<benchmark>/`, and one line in [`FAMILIES`] (docs/architecture.md).
 //!
 //! - [`resnet50`]: ImageNet classification on the CPU engine (tract) or the GPU engine (cuDNN),
 //!   with a synthetic workload for machines without the dataset.
-//! - [`bert`]: SQuAD v1.1 question answering on the CPU engine (tract), with a synthetic workload
-//!   for machines without the dataset.
-//! - [`unet3d`]: 3D-UNet KiTS19 segmentation on the CPU engine (tract, sliding windows), on a
-//!   synthetic workload.
-//! - [`llm`]: the language models, driven through serving engines over HTTP.
+//! - [`bert`]: SQuAD v1.1 question answering on the CPU engine (tract) or its GPU engine (cuBLASLt
+//!   and NVRTC kernels), with a synthetic workload for machines without the dataset.
+//! - [`unet3d`]: 3D-UNet KiTS19 segmentation on the CPU engine (tract, sliding windows), on real or
+//!   synthetic data.
+//! - [`llm`]: the language models, driven through serving engines over HTTP, and their evaluations.
 //! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
 //!   paths; runs need a test backend (`--backend=null|fixed_latency`).
 
@@ -20,6 +21,9 @@ pub mod bert;
 pub mod llm;
 pub mod resnet50;
 pub mod unet3d;
+
+#[cfg(test)]
+mod pattern_tests;
 
 use crate::accuracy::{LogDtype, Scored};
 use crate::dataset::SampleSet;
@@ -29,8 +33,9 @@ use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
 use crate::error::Error;
-use crate::harness::progress::Progress;
+use crate::progress::Progress;
 use crate::select::Selected;
+use crate::submittable::NonSubmittable;
 use mlperf_config::Settings;
 use std::path::Path;
 use std::sync::Arc;
@@ -204,7 +209,7 @@ pub struct Workload {
     pub synthetic: bool,
     /// Why the run cannot be submitted, found while opening the workload (a dataset file that is
     /// not the published one).
-    pub caveats: Vec<String>,
+    pub caveats: Vec<NonSubmittable>,
 }
 
 /// How a benchmark's responses are compared by the audits.

@@ -2,7 +2,7 @@
 //! files, Python truthiness, the detail log as the checker reads it, and the checker's regexes.
 
 use super::{Findings, Rule};
-use crate::harness::logs::DetailLog;
+use crate::rundir::logs::DetailLog;
 use mlperf_config::BenchmarkRound;
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
@@ -13,7 +13,7 @@ pub(crate) struct Bench<'a> {
     pub round: &'a BenchmarkRound,
     /// The checker model = the directory name (`resnet`, `bert-99`, ...).
     pub checker_model: String,
-    /// The system's `system_type` includes edge: its results may be inferred ([`infer::inferable`]).
+    /// The system's `system_type` includes edge: its results may be inferred ([`layout::inferable`]).
     pub edge: bool,
 }
 

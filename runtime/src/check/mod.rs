@@ -8,7 +8,7 @@
 //! reviewers are not (an INVALID Offline run, errors in a performance log), the pre-flight is
 //! stricter on purpose; those rules say so ([`Rule::stricter_than_official`]).
 //!
-//! Paths come from [`crate::submission::layout`], the one module that knows a round's tree.
+//! Paths come from [`crate::layout`], the one module that knows a round's tree.
 //!
 //! Layers, each importing only those below it: [`walk`] (the tree, in the checker's order) calls
 //! the [`rules`] (one file per concern), which share [`common`] helpers; this module holds the
@@ -24,9 +24,7 @@ pub use rules::compliance::verify_problems;
 mod tests;
 
 use crate::error::Error;
-use crate::results::Format;
-use crate::submission::layout::{Division, ResultKey, SubmissionLayout};
-use crate::{out, outln};
+use crate::layout::{Division, ResultKey, SubmissionLayout};
 use mlperf_config::Round;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -340,44 +338,26 @@ pub fn check_submission(req: &CheckRequest) -> Report {
     Report { round: req.round.id.to_string(), results, findings: findings.list }
 }
 
-/// `mlperf check_submission`: prints the pre-flight's findings and summary and, when asked, the
-/// official checker's verdict and any disagreement (as a table, or as JSON or CSV). [`Error::CheckFailed`]
-/// when either finds an error.
-pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>, format: Format) -> Result<(), Error> {
+/// A checked tree: the pre-flight's report and, when asked, the official checker's verdict.
+pub struct Checked {
+    pub report: Report,
+    pub official: Option<official::OfficialVerdict>,
+}
+
+impl Checked {
+    /// Neither found an error.
+    pub fn passed(&self) -> bool {
+        self.report.error_count() == 0 && self.official.as_ref().is_none_or(|v| v.accepted)
+    }
+}
+
+/// `mlperf check_submission`: the pre-flight and, when asked, the official checker on the tree at
+/// `input` (`results::print_check` prints them).
+pub fn command(round: &Round, input: &Path, submitter: Option<&str>, official: Option<&official::OfficialRequest>) -> Result<Checked, Error> {
     if !input.is_dir() {
         return Err(Error::Usage(format!("--input {}: no such directory; stage a submission first (`mlperf stage_results`) or point --input at one", input.display())));
     }
     let report = check_submission(&CheckRequest { round, input, submitter });
-    if format == Format::Table {
-        out!("{}", report.render());
-    }
-    let verdict = official.map(official::run).transpose()?;
-    match format {
-        Format::Json => out!("{}", crate::results::check_json(&report, verdict.as_ref())),
-        Format::Csv => out!("{}", crate::results::check_csv(&report)),
-        Format::Table => {}
-    }
-    let mut failed = report.error_count() > 0;
-    if let Some(verdict) = verdict {
-        if format != Format::Table {
-            return if failed || !verdict.accepted { Err(Error::CheckFailed(format!("{} has errors", input.display()))) } else { Ok(()) };
-        }
-        outln!(
-            "official checker ({}): {} (exit {}); {} result(s) accepted, {} rejected; log: {}",
-            round.checker_version,
-            verdict.summary,
-            verdict.exit_code.map_or("killed".to_string(), |c| c.to_string()),
-            verdict.accepted_results.len(),
-            verdict.rejected_results.len(),
-            verdict.log_path.display()
-        );
-        for line in official::disagreements(&report, &verdict) {
-            outln!("disagreement: {line}");
-        }
-        failed |= !verdict.accepted;
-    }
-    if failed {
-        return Err(Error::CheckFailed(format!("{} has errors (see above)", input.display())));
-    }
-    Ok(())
+    let official = official.map(official::run).transpose()?;
+    Ok(Checked { report, official })
 }

@@ -10,7 +10,7 @@
 
 use super::Report;
 use crate::fsutil::write_atomic;
-use crate::submission::layout::ResultKey;
+use crate::layout::ResultKey;
 use mlperf_config::{Round, Scenario};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,8 +4,8 @@
 use super::common::{Bench, dir_names, require_files};
 use super::rules::{accuracy, compliance, files, performance, system};
 use super::{Findings, Rule, Tree};
-use crate::submission::infer;
-use crate::submission::layout::{DETAIL_LOG, ResultKey, SUMMARY_LOG};
+use crate::layout;
+use crate::layout::{DETAIL_LOG, ResultKey, SUMMARY_LOG};
 use mlperf_config::Scenario;
 use mlperf_config::round::system_type_key;
 use std::path::Path;
@@ -44,7 +44,7 @@ pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
                 );
                 continue;
             };
-            let edge = system_type.as_deref().is_some_and(infer::is_edge);
+            let edge = system_type.as_deref().is_some_and(layout::is_edge);
             let bench = Bench { round: round_bench, checker_model: bench_dir.clone(), edge };
             let scenarios = check_scenario_set(tree, &bench, &bench_path, system_type.as_deref(), f);
             for scenario in scenarios {

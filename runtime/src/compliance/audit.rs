@@ -10,10 +10,11 @@ use super::test01;
 use super::{TestDir, Verification, test04, test06, test07, test09};
 use crate::benchmarks;
 use crate::dataset::SampleSet;
-use crate::harness::plan::{Backend, RunPlan, TestMode};
-use crate::harness::report::{Outcome, RunStatus};
 use crate::harness::{self, RunRequest};
+use crate::rundir::plan::{Backend, RunPlan, TestMode};
+use crate::rundir::report::{Outcome, RunStatus};
 use crate::select::Selected;
+use crate::submittable::NonSubmittable;
 use mlperf_config::{Audit, AuditTest, BenchmarkRound, Round, Scenario, Settings, SystemInfo, render};
 use serde::Serialize;
 use std::fmt::Write;
@@ -36,7 +37,7 @@ pub struct AuditRequest<'a> {
     pub test_run: bool,
     pub backend: Backend,
     pub overrides: Vec<(String, String)>,
-    pub caveats: Vec<String>,
+    pub caveats: Vec<NonSubmittable>,
     /// `logs/` (references), `compliance_logs/` (audit runs) and `compliance/` (verified) live here.
     pub build_dir: &'a Path,
     /// Replace an existing verified TEST directory.
@@ -57,7 +58,8 @@ pub struct AuditResult {
     pub reference_performance: Option<PathBuf>,
     pub reference_accuracy: Option<PathBuf>,
     /// Why the audit or its references can never be part of a submission (empty = submittable).
-    pub non_submittable: Vec<String>,
+    #[serde(serialize_with = "crate::submittable::as_text")]
+    pub non_submittable: Vec<NonSubmittable>,
     /// The verified TEST directory.
     pub out_dir: PathBuf,
 }
@@ -358,7 +360,7 @@ pub fn table(results: &[AuditResult]) -> String {
         let _ = writeln!(out, "{config:<width$}  {:<6}  {:<6}  {:>8}  {}", r.test.name(), if r.passed { "PASS" } else { "FAIL" }, r.attempts.len(), r.summary);
     }
     if let Some(flagged) = results.iter().find(|r| !r.non_submittable.is_empty()) {
-        let _ = writeln!(out, "Not submittable: {}", flagged.non_submittable.join("; "));
+        let _ = writeln!(out, "Not submittable: {}", flagged.non_submittable.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
     }
     if let Some(first) = results.first() {
         let root = first.out_dir.ancestors().nth(4).unwrap_or(&first.out_dir);

@@ -23,7 +23,7 @@ pub mod test09;
 #[cfg(test)]
 mod testlogs;
 
-pub use crate::accuracy::squad::python_float_repr;
+pub use crate::accuracy::python_float_repr;
 use mlperf_config::Scenario;
 use std::path::{Path, PathBuf};
 

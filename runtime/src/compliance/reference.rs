@@ -3,9 +3,8 @@
 //! root (`build/logs/<timestamp>/<system_name>/<bench>/<Scenario>/`, or its `performance/` and
 //! `accuracy/` subdirectories for SubmissionRun). Audit runs themselves never count.
 
-use crate::harness::logs::{DetailLog, Validity};
-use crate::harness::plan::{RunMode, RunPlan, read_plan};
-use crate::harness::report::ABORTED_MARKER;
+use crate::rundir::logs::{DetailLog, Validity};
+use crate::rundir::plan::{RunMode, RunPlan, read_plan};
 use mlperf_config::Scenario;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +37,7 @@ pub struct RunKey<'a> {
 fn usable(dir: &Path, key: RunKey, kind: RunKind) -> Option<RunPlan> {
     let plan = read_plan(dir).ok()?;
     let same = plan.system_name == key.system_name && plan.bench_dir == key.bench_dir && plan.scenario == key.scenario && plan.round == key.round;
-    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || dir.join(ABORTED_MARKER).exists() {
+    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || dir.join(crate::rundir::ABORTED).exists() {
         return None;
     }
     let log = DetailLog::read(&dir.join("mlperf_log_detail.txt")).ok()?;

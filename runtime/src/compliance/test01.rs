@@ -16,7 +16,7 @@
 use super::{Verification, python_float_repr, threshold};
 use crate::accuracy::Scored;
 use crate::accuracy::log::{LogDtype, for_each_entry};
-use crate::harness::logs::{DetailLog, Validity};
+use crate::rundir::logs::{DetailLog, Validity};
 use mlperf_config::Scenario;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;

@@ -1,5 +1,6 @@
 use super::*;
-use crate::accuracy::{Scored, imagenet};
+use crate::accuracy::Scored;
+use crate::benchmarks::resnet50::accuracy as imagenet;
 use crate::compliance::testlogs::{accuracy_log, dir, labels, performance_detail, write};
 use std::path::PathBuf;
 

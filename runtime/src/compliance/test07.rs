@@ -6,7 +6,7 @@
 
 use super::Verification;
 use crate::accuracy::Scored;
-use crate::accuracy::squad::python_float_repr;
+use crate::accuracy::python_float_repr;
 use regex_automata::meta::Regex;
 
 /// The script's default `--score-pattern`.

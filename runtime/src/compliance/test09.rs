@@ -7,7 +7,7 @@
 
 use super::Verification;
 use crate::accuracy::log::decode_hex;
-use crate::accuracy::squad::python_float_repr;
+use crate::accuracy::python_float_repr;
 use mlperf_config::OutputTokenBounds;
 use serde::Deserialize;
 use std::fmt::Write;

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use mlperf_loadgen::Qsl;
 
-use super::imagenet::{read_val_map, sample_file_name};
 use super::npy::{NpyDtype, NpyFile, read_npy, read_npy_header};
+use super::val_map::{read_val_map, sample_file_name};
 use crate::engines::{Sample, SampleSource};
 
 /// One input tensor within a sample's bytes.

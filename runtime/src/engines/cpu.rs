@@ -524,16 +524,10 @@ mod tests {
 
     #[test]
     fn engine_trait_answers_little_endian_i32_classes() {
-        struct Source(Vec<Vec<u8>>);
-        impl SampleSource for Source {
-            fn sample(&self, index: usize) -> crate::engines::Sample {
-                crate::engines::Sample::whole(std::sync::Arc::from(self.0[index].clone()))
-            }
-        }
         let imgs = images(0..5, Layout::Nchw);
         let e8 = engine(8);
         let expected = e8.classify(&views(&imgs)).unwrap();
-        let source = Source(imgs);
+        let source = imgs;
         let mut outputs = vec![b"earlier".to_vec()];
         e8.infer(&[4, 0, 2], &source, &mut outputs).unwrap();
         assert_eq!(outputs.len(), 4, "appended after what was there");

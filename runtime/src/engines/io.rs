@@ -43,6 +43,14 @@ pub trait SampleSource: Send + Sync {
     fn sample(&self, index: usize) -> Sample;
 }
 
+/// Samples held in memory, one buffer each (tests).
+#[cfg(test)]
+impl SampleSource for Vec<Vec<u8>> {
+    fn sample(&self, index: usize) -> Sample {
+        Sample::whole(Arc::from(self[index].as_slice()))
+    }
+}
+
 /// A model on one device. `infer` fills `outputs` with one response per sample, in order.
 pub trait Engine: Send + Sync {
     fn name(&self) -> &str;

@@ -7,22 +7,24 @@
 //! still be running, and running exit handlers under them crashed the process (a tract worker
 //! "overflowed its stack" in 2 of 3 Ctrl-Cs).
 
-use super::backends::{EmptyQsl, NullSut};
+use super::backends::{EmptyQsl, FixedLatencyEngine, NullSut};
 use super::batcher::{BatcherConfig, BatchingSut};
-use super::plan::{AUDIT_CONFIG, Backend, RunMode, RunPlan, read_plan};
 use super::probe::{EngineMeasure, Measure};
-use super::progress::{Progress, Work};
 use super::serving_sut::ServingSut;
-use super::{batcher_config, engine_batcher_config, mark_aborted, probe, signals};
+use super::{batcher_config, engine_batcher_config, probe};
 use crate::benchmarks::llm::prompt_ids;
 use crate::benchmarks::{self, Drive, WorkloadSpec};
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::measure;
-use crate::engines::test_doubles::FixedLatencyEngine;
 use crate::engines::{Engine, SampleSource};
 use crate::fsutil::write_atomic;
+use crate::progress::{Progress, Work};
+use crate::rundir::plan::{Backend, RunMode, RunPlan, read_plan};
+use crate::rundir::{ACCURACY_LOG, ACCURACY_TXT, AUDIT_CONFIG, PROBE, USER_CONF, mark_aborted};
+use crate::signals;
+use crate::submittable::NonSubmittable;
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::{CompiledConfig, FieldOrigin, Origin, Scenario, Tables};
 use mlperf_loadgen::{Qsl, Sut};
@@ -121,14 +123,11 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> 
 
 /// Adds `reasons` found while opening the workload to the run's `NON_SUBMITTABLE.txt` (its
 /// plan's reasons first), and says so.
-fn mark_non_submittable(dir: &Path, reasons: &[String]) -> Result<(), String> {
-    let path = dir.join(crate::submission::stage::NON_SUBMITTABLE);
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+fn mark_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
     for reason in reasons {
         tracing::warn!("not submittable: {reason}");
-        text += &format!("{reason}\n");
     }
-    write_atomic(&path, text.as_bytes())
+    crate::rundir::add_non_submittable(dir, reasons)
 }
 
 /// Scores an accuracy run into `accuracy.txt`. Synthetic workloads say what their score means
@@ -141,9 +140,9 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
     }
     let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
-    let scored = family.score(&plan.settings, &dir.join("mlperf_log_accuracy.json"), plan.sample_set())?;
+    let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set())?;
     drop(scoring);
-    crate::accuracy::write_accuracy_txt(&dir.join("accuracy.txt"), &scored.text)?;
+    crate::accuracy::write_accuracy_txt(&dir.join(ACCURACY_TXT), &scored.text)?;
     if work.synthetic {
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
         write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
@@ -198,7 +197,7 @@ impl LoadgenRun<'_> {
             Scenario::SingleStream => mlperf_loadgen::Scenario::SingleStream,
             Scenario::MultiStream => mlperf_loadgen::Scenario::MultiStream,
         };
-        let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join("user.conf"), &plan.loadgen_model, scenario).map_err(|e| e.to_string())?;
+        let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join(USER_CONF), &plan.loadgen_model, scenario).map_err(|e| e.to_string())?;
         settings.set_mode(plan.mode.loadgen());
         write_atomic(&self.dir.join("effective_settings.txt"), format!("{:#?}\n", settings.effective()).as_bytes())?;
         let accuracy = plan.mode == RunMode::AccuracyOnly;
@@ -288,12 +287,12 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &Sam
     library.unload_samples(&loaded);
     let line = measured?;
     tracing::info!("{}: {line}", plan.label());
-    write_atomic(&dir.join("probe.txt"), format!("{line}\n").as_bytes())?;
+    write_atomic(&dir.join(PROBE), format!("{line}\n").as_bytes())?;
     // user.conf then says where the value came from, as it does for configured values.
     let field = probe::rate_field(plan.scenario).expect("probed scenarios have a rate field");
     let mut provenance: Vec<FieldOrigin> = config.provenance.iter().filter(|o| o.field != field).cloned().collect();
     let value = settings.get_toml(mlperf_config::Settings::index_of(field).expect("a config field")).map(|v| v.to_string()).unwrap_or_default();
-    provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: "probe.txt".into(), line: 1, col: 1 }, overrode: Default::default() });
+    provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: PROBE.into(), line: 1, col: 1 }, overrode: Default::default() });
     let probed = CompiledConfig { settings, provenance: provenance.into(), ..config.clone() };
-    write_atomic(&dir.join("user.conf"), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes())
+    write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes())
 }

@@ -2,9 +2,9 @@
 //! (LoadGen applies mlperf.conf only on the first `FromConfig` of a process, and a child keeps a
 //! crash contained to one run).
 //!
-//! Parent ([`run_all`]): plan every run ([`plan`]), check the log directory is writable before
+//! Parent ([`run_all`]): plan every run ([`plan()`]), check the log directory is writable before
 //! anything runs, write each run directory (`user.conf`, `run_plan.json`, `audit.config`,
-//! `NON_SUBMITTABLE.txt`), run the child, read the logs and return the result rows ([`report`]).
+//! `NON_SUBMITTABLE.txt`), run the child, read the logs and return the result rows (`rundir::report`).
 //! A stop signal (SIGINT, SIGTERM, SIGHUP) is forwarded to the running child, which flushes
 //! LoadGen's logs and leaves; the run is reported ABORTED and nothing further runs.
 //! Child ([`child::run_one`], `run_loadgen_test <dir>`): settings from user.conf through LoadGen's
@@ -14,23 +14,21 @@
 pub mod backends;
 pub mod batcher;
 pub mod child;
-pub mod logs;
-pub mod plan;
 pub mod probe;
-pub mod progress;
-pub mod report;
 pub mod serving_engines;
 pub mod serving_sut;
-pub mod signals;
 
 use crate::dataset::SampleSet;
 use crate::error::Error;
+use crate::rundir::plan::{self, Backend, RunMode, RunPlan, TestMode, prepare_dir};
+use crate::rundir::report::{Outcome, RunStatus};
+use crate::rundir::{self, mark_aborted};
 use crate::select::Selected;
+use crate::signals;
+use crate::submittable::NonSubmittable;
 use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose};
 use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Settings, SystemInfo};
-use plan::{Backend, RunMode, RunPlan, TestMode, prepare_dir};
-use report::{ABORTED_MARKER, FAILED_MARKER, Outcome, RunStatus};
 use serving_engines::ServingEngines;
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
@@ -51,7 +49,7 @@ pub struct RunRequest {
     /// `--<field>=<value>` overrides as given (development builds only), for the record.
     pub overrides: Vec<(String, String)>,
     /// Reasons that make every run non-submittable (overrides, a system chosen against the hardware).
-    pub caveats: Vec<String>,
+    pub caveats: Vec<NonSubmittable>,
     /// `--user_conf_path`: LoadGen's user.conf as given, instead of the config's (a caveat).
     pub user_conf: Option<String>,
     pub log_dir: PathBuf,
@@ -170,7 +168,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
             tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
             let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
             let outcome = Outcome::read(&dir, &plan, exit);
-            crate::results::write_summaries(&root, std::slice::from_ref(&outcome))?;
+            rundir::summaries::write_summaries(&root, std::slice::from_ref(&outcome))?;
             let stopped = outcome.status == RunStatus::Aborted;
             outcomes.push(outcome);
             if stopped {
@@ -224,7 +222,7 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
         if stopping.is_none()
             && let Some(why) = gone()
         {
-            let _ = crate::fsutil::write_atomic(&dir.join(FAILED_MARKER), format!("{why}\n").as_bytes());
+            let _ = rundir::mark_failed(dir, &why);
             tracing::error!("{why}");
             // SAFETY: plain kill(2) on the child we spawned and have not reaped yet.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
@@ -250,15 +248,6 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
     }
 }
 
-/// Records in a run directory that a signal stopped its run (the child writes the same marker
-/// when it gets there first).
-pub fn mark_aborted(dir: &Path, signal: signals::Signal) {
-    let marker = dir.join(ABORTED_MARKER);
-    if !marker.exists() {
-        let _ = std::fs::write(marker, format!("{}\n", signal.name()));
-    }
-}
-
 fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, system_name: &str, bench_dir: &str, mode: RunMode) -> RunPlan {
     let set = SampleSet::of_run(mode == RunMode::AccuracyOnly, req.audit_test);
     let mut settings = config.settings.clone();
@@ -269,14 +258,14 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
     let settings = &settings;
     let mut non_submittable = req.caveats.clone();
     if req.test_run {
-        non_submittable.push(format!("--test_run: min_duration {} ms", req.round.test_run_min_duration_ms));
+        non_submittable.push(NonSubmittable::TestRun { min_duration_ms: req.round.test_run_min_duration_ms });
     }
     if req.backend.is_test_double() {
-        non_submittable.push(format!("test backend {:?} instead of the configured engine", req.backend));
+        non_submittable.push(NonSubmittable::TestBackend { backend: format!("{:?}", req.backend) });
     }
     let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
     if synthetic {
-        non_submittable.push("synthetic dataset and model (accuracy measures agreement with the reference engine)".into());
+        non_submittable.push(NonSubmittable::SyntheticData);
     }
     // Development runs are sized by the engine's measured speed unless the command line sets it.
     let probe_rate = req.test_run
@@ -285,7 +274,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         && mode == RunMode::PerformanceOnly
         && probe::rate_field(config.scenario).is_some_and(|field| !req.overrides.iter().any(|(f, _)| f == field));
     if probe_rate {
-        non_submittable.push(format!("expected rate measured by a {} s probe of the engines (see probe.txt)", probe::PROBE.as_secs()));
+        non_submittable.push(NonSubmittable::ProbedRate { seconds: probe::PROBE.as_secs() });
     }
     RunPlan {
         system: req.system.id.to_string(),

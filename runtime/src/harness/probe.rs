@@ -162,7 +162,7 @@ mod tests {
     use super::*;
     use crate::dataset::qsl::SampleLibrary;
     use crate::engines::Sample;
-    use crate::engines::test_doubles::FixedLatencyEngine;
+    use crate::harness::backends::FixedLatencyEngine;
     use mlperf_loadgen::Qsl;
 
     struct NoData;

@@ -3,9 +3,9 @@
 //! the last one, on a stop signal, or when `run_harness` fails. Its logs stay in the scenario's
 //! log directory (`serving_<process>.log`).
 
-use super::signals;
 use crate::engines::serving::launch::{self, DEFAULT_READY_TIMEOUT, Engines, LaunchSpec};
 use crate::select::Selected;
+use crate::signals;
 use mlperf_config::{EngineKind, ServingEngine, Settings, SystemInfo};
 use std::path::Path;
 use std::time::Duration;

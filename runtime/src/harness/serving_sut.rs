@@ -8,20 +8,18 @@
 //! endpoints' record in `serving.json`, LoadGen is aborted (its logs flushed) and the run's process
 //! exits with status 1, so the run is reported FAILED.
 
-use super::report::FAILED_MARKER;
 use crate::benchmarks::llm::prompt_ids;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::SampleSource;
-use crate::engines::serving::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, StatsHandle, Tag, quantile};
-use crate::fsutil::write_atomic;
+use crate::engines::serving::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, StatsHandle, Tag};
+use crate::rundir::{
+    self,
+    serving::{EndpointRecord, ServingRecord},
+};
 use mlperf_loadgen::{QuerySample, Response, Sut};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
-
-/// The endpoints' record a run leaves in its directory.
-pub const SERVING_RECORD: &str = "serving.json";
 
 pub struct ServingSut {
     client: Client,
@@ -128,7 +126,7 @@ impl Sink for LoadgenSink {
             return;
         }
         let text = format!("request failed: {error}\nA failed request is never reported to LoadGen as an answer, so the run stops here.\n");
-        let _ = write_atomic(&self.dir.join(FAILED_MARKER), text.as_bytes());
+        let _ = rundir::mark_failed(&self.dir, text.trim_end());
         if let Some(stats) = self.stats.get() {
             let _ = self.write_record(&stats.snapshot());
         }
@@ -141,65 +139,8 @@ impl Sink for LoadgenSink {
     }
 }
 
-/// What a serving run leaves in `serving.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServingRecord {
-    /// Where the output ids came from: as the engine streamed them, or re-tokenized (and with which file).
-    pub output_ids: String,
-    pub endpoints: Vec<EndpointRecord>,
-}
-
-/// One endpoint's line of `serving.json` and of the result table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EndpointRecord {
-    pub url: String,
-    pub sent: u64,
-    pub completed: u64,
-    pub failed: u64,
-    pub resent: u64,
-    pub tokens: u64,
-    pub down: Option<String>,
-    pub first_error: Option<String>,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    pub tpot_p50_ms: Option<f64>,
-    pub tpot_p99_ms: Option<f64>,
-    /// Client-observed minus server-reported TTFT (stand-in servers report theirs).
-    pub added_ttft_p50_ms: Option<f64>,
-    pub added_ttft_p99_ms: Option<f64>,
-}
-
-impl EndpointRecord {
-    pub fn from_stats(s: &EndpointStats) -> EndpointRecord {
-        let ms = |v: &[u32], q: f64| quantile(&mut v.to_vec(), q).map(|us| f64::from(us) / 1000.0);
-        EndpointRecord {
-            url: s.url.clone(),
-            sent: s.sent,
-            completed: s.completed,
-            failed: s.failed,
-            resent: s.resent,
-            tokens: s.tokens,
-            down: s.down.clone(),
-            first_error: s.first_error.clone(),
-            ttft_p50_ms: ms(&s.ttft_us, 0.5),
-            ttft_p99_ms: ms(&s.ttft_us, 0.99),
-            tpot_p50_ms: ms(&s.tpot_us, 0.5),
-            tpot_p99_ms: ms(&s.tpot_us, 0.99),
-            added_ttft_p50_ms: ms(&s.added_ttft_us, 0.5),
-            added_ttft_p99_ms: ms(&s.added_ttft_us, 0.99),
-        }
-    }
-}
-
 impl LoadgenSink {
     fn write_record(&self, stats: &[EndpointStats]) -> Result<(), String> {
-        let record = ServingRecord { output_ids: self.output_ids.clone(), endpoints: stats.iter().map(EndpointRecord::from_stats).collect() };
-        let json = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
-        write_atomic(&self.dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())
+        ServingRecord { output_ids: self.output_ids.clone(), endpoints: stats.iter().map(EndpointRecord::from_stats).collect() }.write(&self.dir)
     }
-}
-
-/// The record of a finished serving run, if it has one.
-pub fn read_record(dir: &Path) -> Option<ServingRecord> {
-    serde_json::from_str(&std::fs::read_to_string(dir.join(SERVING_RECORD)).ok()?).ok()
 }

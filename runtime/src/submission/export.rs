@@ -3,8 +3,8 @@
 //! that are ours rather than the submission's (run provenance, editor backups, hidden files).
 //! Everything left out is listed with the reason.
 
-use super::layout::Division;
-use super::stage::{NON_SUBMITTABLE, RUN_PLAN};
+use crate::layout::Division;
+use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]

@@ -8,23 +8,11 @@
 //!
 //! Run it after `stage_compliance` (the copies carry the audits) and before `truncate_results`.
 
-use super::layout::{ResultKey, SubmissionLayout};
 use super::{Content, PlaceReport, Placement, benchmark_for_dir, copy_tree, place_all};
+use crate::layout::{ResultKey, SubmissionLayout, is_edge};
 use mlperf_config::{Round, Scenario};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Whether a system.json `system_type` ("edge", "datacenter,edge", ...) lists edge: only edge
-/// systems may submit inferred results.
-pub fn is_edge(system_type: &str) -> bool {
-    system_type.split(',').any(|t| t.trim() == "edge")
-}
-
-/// Whether the checker lets an edge system's `to` result be inferred from a `from` log.
-pub fn inferable(from: Scenario, to: Scenario) -> bool {
-    use Scenario::{MultiStream, Offline, SingleStream};
-    matches!((from, to), (SingleStream, MultiStream) | (SingleStream, Offline) | (MultiStream, Offline))
-}
 
 /// `(from, to)` pairs to infer, in the order of preprocess_submission.py: SingleStream alone gives
 /// Offline and MultiStream; SingleStream with one of them gives the missing MultiStream; a

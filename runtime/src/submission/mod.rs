@@ -3,13 +3,12 @@
 
 pub mod export;
 pub mod infer;
-pub mod layout;
 pub mod pack;
 pub mod stage;
 pub mod truncate;
 
 use crate::fsutil::write_atomic;
-use layout::Division;
+use crate::layout::Division;
 use mlperf_config::{AuditTest, BenchmarkRound, Round};
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@
 //! environment variable, never the command line (which other users can read). OpenSSL is an
 //! external tool; packing says so when it is missing.
 
-use super::layout::{Division, SubmissionLayout};
+use crate::layout::{Division, SubmissionLayout};
 use flate2::write::GzEncoder;
 use mlperf_config::Layout;
 use std::io::Write;

@@ -8,22 +8,19 @@
 //! audit verification, and changing an already staged file without `force`. Every refusal of every
 //! config is reported at once and nothing is written.
 
-use super::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
 use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
 use crate::generate;
-use crate::harness::plan::{RunMode, RunPlan, read_plan};
-use crate::harness::report::{Outcome, RunStatus};
+use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
+use crate::rundir::plan::{RunMode, RunPlan, read_plan};
+use crate::rundir::report::{Outcome, RunStatus};
+// A run directory's own record of what it was and why it can never be part of a submission:
+// staging keeps them next to the staged logs; export leaves them out.
+use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN};
 use crate::select::Selected;
 use mlperf_config::render;
 use mlperf_config::round::system_type_key;
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::path::{Path, PathBuf};
-
-/// A run directory's own record of what it was (`run_plan.json`) and why it can never be part of a
-/// submission (`NON_SUBMITTABLE.txt`). Staging keeps them next to the staged logs; export leaves
-/// them out.
-pub const RUN_PLAN: &str = "run_plan.json";
-pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
 
 /// What the staging commands work on.
 pub struct StageRequest<'a> {

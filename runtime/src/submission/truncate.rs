@@ -15,9 +15,9 @@
 //! TEST01 verification compares the full accuracy log, so truncation refuses to run on a result
 //! whose required audits are not staged yet.
 
-use super::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, verify_files};
 use super::required_audits;
 use crate::fsutil::write_atomic;
+use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, verify_files};
 use mlperf_config::{AuditTest, Round};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

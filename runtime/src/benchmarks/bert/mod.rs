@@ -3,24 +3,31 @@
 //! engine (tract) on the MLPerf model or on the synthetic workload ([`synthetic`]: a generated
 //! dev set, vocabulary and small BERT of the same interface; never submittable), and accuracy as
 //! `accuracy-squad.py` scores it, and the GPU engine (fp16, packed sequences:
-//! [`crate::engines::gpu::bert`]) on GPU systems; synthetic GPU configs run a BERT-Large-shaped
+//! [`crate::benchmarks::bert::gpu`]) on GPU systems; synthetic GPU configs run a BERT-Large-shaped
 //! model of the synthetic set ([`synthetic::ensure_large_model`]). Responses are each feature's
 //! start and end logits, f32 `[length, 2]`.
 
+pub mod accuracy;
+pub mod cpu;
+pub mod gpu;
+pub mod model;
+pub mod squad;
 pub mod synthetic;
+pub mod wordpiece;
 
 use super::{AuditSpecifics, Benchmark, Drive, Workload, WorkloadSpec, no_engine};
-use crate::accuracy::{LogDtype, Scored, SquadScoreOptions, score_squad};
+use crate::accuracy::{LogDtype, Scored};
+use crate::benchmarks::bert::cpu::CpuBertEngine;
+use crate::benchmarks::bert::gpu::RunOptions;
+use crate::benchmarks::bert::gpu::builder::BertGpuSpec;
+use crate::benchmarks::bert::squad::{FEATURES_FILE, SquadOptions, preprocess_squad};
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
-use crate::dataset::squad::{FEATURES_FILE, SquadOptions, preprocess_squad};
 use crate::engines::ElementType;
-use crate::engines::cpu_bert::CpuBertEngine;
-use crate::engines::gpu::bert::RunOptions;
-use crate::engines::gpu::bert::builder::BertGpuSpec;
-use crate::engines::gpu::exec::require_cuda;
+use crate::engines::gpu::device::require_cuda;
 use crate::error::Error;
+use accuracy::{SquadScoreOptions, score_squad};
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use mlperf_loadgen::Qsl;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //!   questions; most paragraphs fit one feature, some are long enough to be split into windows
 //!   (the doc-stride path). Questions are added until the set has exactly the round's feature
 //!   count, so LoadGen's sample counts are the real ones.
-//! - **Model**: [`crate::engines::synthetic::bert_model`], MLPerf BERT's interface at a small size.
+//! - **Model**: [`crate::benchmarks::bert::model`], MLPerf BERT's interface at a small size.
 //! - **Answers**: what the CPU engine predicts for each question (through the scorer's own
 //!   `write_predictions`), written into the dev set as its ground truth. F1 on synthetic data thus
 //!   measures agreement with the CPU engine, the oracle other engines are checked against: the CPU
@@ -30,12 +30,12 @@ use std::time::Instant;
 use prost::Message;
 use serde_json::json;
 
-use crate::accuracy::squad::{SquadScoreOptions, decode_logits, predict};
-use crate::dataset::squad::{FEATURES_FILE, SquadOptions, TENSOR_FILES, convert_examples_to_features, doc_spans, doc_tokens, parse_squad, preprocess_squad};
-use crate::dataset::wordpiece::{BertTokenizer, Vocab};
+use crate::benchmarks::bert::accuracy::{SquadScoreOptions, decode_logits, predict};
+use crate::benchmarks::bert::cpu::{CpuBertEngine, response_bytes};
+use crate::benchmarks::bert::model::{BertShape, bert};
+use crate::benchmarks::bert::squad::{FEATURES_FILE, SquadOptions, TENSOR_FILES, convert_examples_to_features, doc_spans, doc_tokens, parse_squad, preprocess_squad};
+use crate::benchmarks::bert::wordpiece::{BertTokenizer, Vocab};
 use crate::engines::cpu::parallel_chunks;
-use crate::engines::cpu_bert::{CpuBertEngine, response_bytes};
-use crate::engines::synthetic::bert_model::{BertShape, bert};
 use crate::engines::synthetic::manifest;
 use crate::engines::synthetic::rng::SplitMix64;
 
@@ -337,7 +337,7 @@ fn render_dev_set(articles: &[Vec<Paragraph>], answers: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accuracy::squad::score_squad;
+    use crate::benchmarks::bert::accuracy::score_squad;
     use crate::dataset::npy::read_npy;
 
     #[test]
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         let ids = read_npy(&set.tensors()[0]).unwrap();
         assert_eq!(ids.header.shape, [60, 384]);
-        let meta = crate::dataset::squad::SquadFeatures::load(&set.features()).unwrap();
+        let meta = crate::benchmarks::bert::squad::SquadFeatures::load(&set.features()).unwrap();
         assert!(meta.examples.len() < 60, "some paragraphs are split into several windows");
         assert!(meta.examples.iter().all(|e| e.answers.len() == 1 && !e.answers[0].is_empty()));
         // Reused while it matches; regenerated when a file changes.

@@ -1,9 +1,10 @@
 //! ResNet50's data: the ImageNet 2012 validation images, NVIDIA's val map, the preprocessed
 //! tensors the configs read, and the model; and `preprocess_data`, which derives the tensors.
 
-use crate::dataset::imagenet::{ImagenetOptions, preprocess_imagenet_with, read_val_map, sample_file_name};
+use super::imagenet::{ImagenetOptions, preprocess_imagenet_with};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
-use crate::harness::progress::{Progress, Work};
+use crate::dataset::val_map::{read_val_map, sample_file_name};
+use crate::progress::{Progress, Work};
 use mlperf_config::Settings;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

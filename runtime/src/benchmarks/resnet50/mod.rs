@@ -11,11 +11,14 @@
 //! Accuracy is top-1 against the val map, as `accuracy-imagenet.py` prints it; responses are one
 //! little-endian int32 class id per sample (the script's `--dtype int32`, which TEST01 uses too).
 
+pub mod accuracy;
 pub mod data;
+pub mod imagenet;
+pub mod synthetic;
 pub mod workload;
 
 use super::{AuditSpecifics, Benchmark, Workload, WorkloadSpec};
-use crate::accuracy::{LogDtype, Scored, imagenet};
+use crate::accuracy::{LogDtype, Scored};
 use crate::dataset::SampleSet;
 use crate::dataset::scratch::{DataReport, Scratch};
 use mlperf_config::{DatasetSource, Settings};
@@ -56,11 +59,11 @@ impl Benchmark for ResNet50 {
 
     fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
         let val_map = workload::val_map(settings)?;
-        Ok(imagenet::score_imagenet(accuracy_log, &val_map, imagenet::DEFAULT_DTYPE)?.scored())
+        Ok(accuracy::score_imagenet(accuracy_log, &val_map, accuracy::DEFAULT_DTYPE)?.scored())
     }
 
     fn audit(&self) -> AuditSpecifics {
         // NVIDIA's TEST01 for resnet50 runs with `--dtype int32`: the class id our engines log.
-        AuditSpecifics { test01_dtype: imagenet::DEFAULT_DTYPE, test06_dtype: LogDtype::Int32 }
+        AuditSpecifics { test01_dtype: accuracy::DEFAULT_DTYPE, test06_dtype: LogDtype::Int32 }
     }
 }

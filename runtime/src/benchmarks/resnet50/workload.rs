@@ -3,14 +3,14 @@
 //! sample library they read.
 
 use super::super::{Drive, Workload, WorkloadSpec, no_engine};
-use crate::dataset::imagenet::read_val_map;
+use super::synthetic::{self, SyntheticArtifacts};
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::Scratch;
+use crate::dataset::val_map::read_val_map;
 use crate::engines::cpu::CpuEngine;
 use crate::engines::gpu::RunOptions;
-use crate::engines::gpu::exec::require_cuda;
+use crate::engines::gpu::device::require_cuda;
 use crate::engines::gpu::spec::{CALIBRATION_ROOT, CHECK_SAMPLES, CalibrationSpec, GpuSpec};
-use crate::engines::synthetic::{self, SyntheticArtifacts};
 use crate::engines::{ElementType, InputSpec, Layout, SampleSource};
 use crate::error::Error;
 use mlperf_config::{DataType, DatasetSource, EngineKind, InputFormat, Settings};
@@ -114,7 +114,9 @@ fn ensure_model(settings: &Settings, gpu: &GpuSpec) -> Result<(), Error> {
 
 /// Generated samples in the engine's input type and layout (synthetic configs), from `first`.
 fn synthetic_samples(name: &str, input: InputSpec, first: usize, total: usize, performance: usize) -> SampleLibrary {
-    SampleLibrary::generated(name, total, performance, input.sample_bytes(), move |i| input.encode(&synthetic::synthetic_image_f32(first + i, input.height, input.layout)))
+    SampleLibrary::generated(name, total, performance, input.sample_bytes(), move |i| {
+        input.encode(&crate::engines::synthetic::synthetic_image_f32(first + i, input.height, input.layout))
+    })
 }
 
 /// The preprocessed samples of real ImageNet, or an error listing what is missing.
@@ -159,7 +161,7 @@ fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Op
     ensure_model(settings, gpu)?;
     let images = gpu.calibration.images();
     let library = if synthetic(settings) {
-        synthetic_samples("synthetic calibration images", gpu.input, synthetic::CALIBRATION_FIRST_INDEX, images, images)
+        synthetic_samples("synthetic calibration images", gpu.input, crate::engines::synthetic::image::CALIBRATION_FIRST_INDEX, images, images)
     } else {
         calibration_images(settings, images).map_err(Error::Data)?
     };
@@ -229,7 +231,7 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, Error> {
             let (model, input, library) = if synthetic(settings) {
                 // The synthetic model reads fp32 images of its own size.
                 let artifacts = ensure_synthetic(settings)?;
-                let input = synthetic::input_spec(artifacts.size, input.batch_size, input.layout);
+                let input = crate::engines::synthetic::input_spec(artifacts.size, input.batch_size, input.layout);
                 (artifacts.model_path, input, synthetic_samples("synthetic ImageNet", input, 0, total, performance))
             } else {
                 let model = Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("resnet50 configs need model_path".into()))?;

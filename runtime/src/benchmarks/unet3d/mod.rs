@@ -1,23 +1,26 @@
 //! 3D-UNet on KiTS19 kidney tumor segmentation: one sample is one preprocessed CT volume, answered
-//! with its labels by the CPU engine's sliding windows ([`crate::engines::cpu_unet3d`]) and scored
-//! as `accuracy_kits.py` scores it ([`crate::accuracy::kits`]). Volumes and ground truth come in
+//! with its labels by the CPU engine's sliding windows ([`crate::benchmarks::unet3d::cpu`]) and scored
+//! as `accuracy_kits.py` scores it ([`crate::benchmarks::unet3d::accuracy`]). Volumes and ground truth come in
 //! the reference's preprocessed layout ([`preprocessed`]): the config's `tensor_path` for real
 //! KiTS19 data, or the synthetic set ([`synthetic`]: generated volumes, model and ground truth;
 //! never submittable). A GPU engine is not here yet; configs asking for one are refused with what
 //! to use instead.
 
+pub mod accuracy;
+pub mod cpu;
+pub mod model;
 pub mod preprocessed;
 pub mod synthetic;
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
-use crate::accuracy::kits::score_kits;
+use crate::benchmarks::unet3d::accuracy::score_kits;
+use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
 use crate::dataset::SampleSet;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::Sample;
-use crate::engines::cpu_unet3d::CpuUNet3dEngine;
 use crate::error::Error;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use preprocessed::Preprocessed;

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::INFERENCE_CASES;
+use crate::benchmarks::unet3d::cpu::VolumeShape;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::numpy_pickle::{Pickled, PickledArray, to_pickle};
 use crate::dataset::pickle::{Value, parse};
-use crate::engines::cpu_unet3d::VolumeShape;
 
 /// The index file of the layout.
 pub const INDEX: &str = "preprocessed_files.pkl";

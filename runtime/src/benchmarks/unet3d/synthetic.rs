@@ -6,7 +6,7 @@
 //!   of half the region of interest, at least one region, as the reference preprocessing leaves
 //!   them), f32 `[1, D, H, W]` like the preprocessed images: a few smooth blobs over noise, in the
 //!   range of the normalised CT values (clipped to [-79, 304] HU, minus 101, over 76.9).
-//! - **Model**: [`crate::engines::synthetic::unet3d_model`], MLPerf's topology and interface at a
+//! - **Model**: [`crate::benchmarks::unet3d::model`], MLPerf's topology and interface at a
 //!   small size; the logits' biases are set from the model's mean logits over the first case so
 //!   that every class wins voxels.
 //! - **Labels**: what the CPU engine predicts for each case, written as its ground truth. DICE on
@@ -27,11 +27,11 @@ use serde_json::json;
 
 use super::INFERENCE_CASES;
 use super::preprocessed::{Case, INDEX, Preprocessed};
+use crate::benchmarks::unet3d::cpu::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, sliding_window};
+use crate::benchmarks::unet3d::model::{UNet3dShape, unet3d};
 use crate::engines::cpu::parallel_chunks;
-use crate::engines::cpu_unet3d::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, sliding_window};
 use crate::engines::synthetic::manifest;
 use crate::engines::synthetic::rng::SplitMix64;
-use crate::engines::synthetic::unet3d_model::{UNet3dShape, unet3d};
 
 /// Bumped whenever anything generated changes: a manifest of another version regenerates.
 pub const GENERATOR_VERSION: u32 = 2;

@@ -4,7 +4,7 @@
 
 use crate::check::common::{Bench, first_group, python_regex, read_detail_log};
 use crate::check::{Findings, Rule, Severity, Tree};
-use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
+use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
 use mlperf_config::AccuracyRequirement;
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 use super::performance;
 use crate::check::common::{Bench, dir_names, first_group, python_regex, require_files};
 use crate::check::{Findings, Rule, Tree};
-use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_PERFORMANCE, verify_files};
+use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, VERIFY_ACCURACY, VERIFY_PERFORMANCE, verify_files};
 use mlperf_config::{AuditTest, BenchmarkRound, Round};
 use std::path::Path;
 

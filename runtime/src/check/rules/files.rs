@@ -3,7 +3,7 @@
 
 use crate::check::common::is_truthy;
 use crate::check::{Findings, Rule, Tree};
-use crate::submission::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, TRACE_LOG};
+use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey, SUMMARY_LOG, TRACE_LOG};
 use std::path::Path;
 
 /// measurements.json fields the checker requires non-empty (`SYSTEM_IMP_REQUIRED_FILES`).

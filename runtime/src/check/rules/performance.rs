@@ -3,9 +3,9 @@
 
 use crate::check::common::{Bench, read_detail_log};
 use crate::check::{Findings, Rule, Tree};
-use crate::harness::logs::DetailLog;
-use crate::submission::infer;
-use crate::submission::layout::ResultKey;
+use crate::layout;
+use crate::layout::ResultKey;
+use crate::rundir::logs::DetailLog;
 use mlperf_config::Scenario;
 use std::path::Path;
 
@@ -21,7 +21,7 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, 
     let rerun = "rerun it without overrides: only target_qps / target_latency (and larger sample or query counts) may change in user.conf";
 
     let logged_scenario = log.str("effective_scenario").and_then(Scenario::parse);
-    let measured = logged_scenario.filter(|&s| s == key.scenario.loadgen() || (bench.edge && infer::inferable(s, key.scenario)));
+    let measured = logged_scenario.filter(|&s| s == key.scenario.loadgen() || (bench.edge && layout::inferable(s, key.scenario)));
     let Some(measured) = measured else {
         f.key_error(
             Rule::Layout,

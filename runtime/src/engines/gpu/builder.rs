@@ -9,7 +9,8 @@
 //! reported.
 
 use super::calibration::Calibration;
-use super::exec::{self, DeviceModel, Slot};
+use super::device;
+use super::exec::{DeviceModel, Slot};
 use super::network::WeightScaling;
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
 use super::spec::GpuSpec;
@@ -48,7 +49,7 @@ pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
         (ElementType::I8, None) => return Err("an int8 plan needs a calibration (run `mlperf calibrate`)".into()),
         (other @ (ElementType::F32 | ElementType::I32), _) => return Err(format!("the GPU engine builds fp16 and int8 plans; this config asks for {other}")),
     };
-    let (gpu_name, compute_capability, cuda_driver_version) = exec::device_identity(0)?;
+    let (gpu_name, compute_capability, cuda_driver_version) = device::device_identity(0)?;
     Ok(PlanKey {
         format_version: plan::FORMAT_VERSION,
         model_sha256: plan::file_sha256(&spec.model_path)?,

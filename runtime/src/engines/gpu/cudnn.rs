@@ -5,7 +5,7 @@
 //! its data. Every descriptor is NHWC, fp16 or int8 (convolutions accumulate in fp32, fp16 or
 //! int32).
 
-use super::exec::{DeviceBuffer, DevicePtr};
+use super::device::{DeviceBuffer, DevicePtr};
 use cudarc::cudnn::result as cr;
 use cudarc::cudnn::sys;
 use cudarc::driver::CudaStream;

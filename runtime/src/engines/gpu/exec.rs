@@ -9,6 +9,7 @@
 //! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
 use super::cudnn::{self, Activation, Algorithm, Convolution, DataType, Filter, FusedConv, Handle, Operand, Pooling, Tensor};
+use super::device::{DeviceBuffer, DevicePtr, PinnedBuffer, Result, compile_for, cu};
 use super::graph::GraphError;
 use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
 use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
@@ -17,23 +18,8 @@ use super::pointwise::{self, Pointwise};
 use super::stem::{self, StemConv};
 use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
-use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-pub type Result<T> = std::result::Result<T, String>;
-
-pub(super) fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
-    r.map_err(|e| format!("CUDA {what}: {e:?}"))
-}
-
-/// `source` (`what`, in errors) compiled by NVRTC for a GPU of compute capability `(major, minor)`,
-/// with `defines` (`-DNAME=value` options).
-pub(super) fn compile_for(what: &str, source: &str, (major, minor): (i32, i32), defines: Vec<String>) -> Result<Ptx> {
-    let mut options = defines;
-    options.push(format!("--gpu-architecture=compute_{major}{minor}"));
-    cudarc::nvrtc::compile_ptx_with_opts(source, CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC ({what}): {e:?}"))
-}
 
 /// The launch of the element-wise kernels (quantize, dequantize, the int8 pools): one thread per
 /// group of 8 elements, 256 per block.
@@ -51,292 +37,7 @@ fn kernel_dtype(element: ElementType) -> i32 {
     }
 }
 
-/// An address in device memory (the driver's `CUdeviceptr`). It borrows nothing, so the calls
-/// that read or write through one are `unsafe`: their callers vouch that the memory is there.
-#[derive(Clone, Copy, Debug)]
-pub struct DevicePtr(ds::CUdeviceptr);
-
-impl DevicePtr {
-    /// The address `bytes` further on.
-    pub fn offset(self, bytes: usize) -> DevicePtr {
-        DevicePtr(self.0 + bytes as u64)
-    }
-
-    /// The raw address, for driver calls and kernel arguments: the FFI boundary, and only there.
-    pub(super) fn raw(self) -> ds::CUdeviceptr {
-        self.0
-    }
-}
-
-/// Device memory, freed on drop.
-pub struct DeviceBuffer {
-    ptr: DevicePtr,
-    pub bytes: usize,
-}
-
-impl DeviceBuffer {
-    pub fn new(bytes: usize) -> Result<DeviceBuffer> {
-        // SAFETY: the memory is reached only through device addresses, never as Rust values, so
-        // its unset contents need to be valid for no type.
-        let ptr = cu("allocate device memory", unsafe { dr::malloc_sync(bytes.max(256)) }).map_err(|e| format!("{e} ({bytes} bytes)"))?;
-        Ok(DeviceBuffer { ptr: DevicePtr(ptr), bytes })
-    }
-
-    pub fn ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-
-    /// Copies `data` to `offset` bytes into the buffer, returning when it is there.
-    ///
-    /// # Panics
-    /// If `data` does not fit.
-    pub fn upload(&self, offset: usize, data: &[u8]) -> std::result::Result<(), dr::DriverError> {
-        assert!(offset + data.len() <= self.bytes, "upload within the buffer");
-        // SAFETY: the range is inside this live allocation (checked above); the copy is synchronous,
-        // so `data` is read before this returns.
-        unsafe { dr::memcpy_htod_sync(self.ptr.offset(offset).raw(), data) }
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        // SAFETY: allocated by `malloc_sync` in `new`, freed once, here; its owners synchronize the
-        // work that uses it before they can drop it (a slot every batch, builds every timing).
-        unsafe { dr::free_sync(self.ptr.raw()) }.ok();
-    }
-}
-
-/// Page-locked host memory (copies from it run asynchronously and can be captured in graphs).
-pub struct PinnedBuffer {
-    ptr: *mut u8,
-    pub bytes: usize,
-}
-
-// SAFETY: the buffer is plain memory owned by one slot; the slot's owner has exclusive access.
-unsafe impl Send for PinnedBuffer {}
-
-impl PinnedBuffer {
-    /// `bytes` of zeroed pinned memory (zeroed so that the slices over it are initialised).
-    pub fn new(bytes: usize) -> Result<PinnedBuffer> {
-        let len = bytes.max(64);
-        // SAFETY: the unset contents are overwritten below before anything reads them.
-        let ptr = cu("allocate pinned memory", unsafe { dr::malloc_host(len, 0) })? as *mut u8;
-        // SAFETY: `ptr` is a fresh allocation of `len` bytes.
-        unsafe { ptr.write_bytes(0, len) };
-        Ok(PinnedBuffer { ptr, bytes })
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: `bytes` initialised bytes owned by the buffer, borrowed exclusively with it; the
-        // GPU touches them only while a batch runs, and a slot's owner reaches them between batches.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: as in `as_mut_slice`, borrowed shared with the buffer.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: allocated by `malloc_host` in `new`, freed once, here; no copy to or from it is in
-        // flight (its slot synchronizes every batch).
-        unsafe { dr::free_host(self.ptr as *mut _) }.ok();
-    }
-}
-
-const KERNELS: &str = r#"
-__device__ float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-__device__ unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-
-// The NHWC fp16 batch the first layer reads, n x hs x ws x cpad (cpad a multiple of 4: the stem
-// kernel reads 12), one thread per grid position and group of 4 channels (grid y: the sample), so
-// that a warp's 8-byte writes are contiguous. Channel ch at grid position (a, bx) holds image
-// channel ch % c of pixel (a * block + sub / block - offset, bx * block + sub % block - offset),
-// sub = ch / c, or zero where that is outside the image or sub >= block * block
-// (network::SpaceToDepth::source); counters replace the per-channel divisions. Sample b is read at pool + slots[b] * sample_bytes in its own
-// element type and layout: DTYPE is a template argument so that a thread's loads are straight-line
-// code, all in flight at once (fp16 samples are copied as they are).
-template <int DTYPE> __device__ unsigned short sample_f16(const unsigned char* s, int e, float scale) {
-    if (DTYPE == 0) return f2h(((const float*)s)[e]);
-    if (DTYPE == 1) return ((const unsigned short*)s)[e];
-    return f2h((float)((const signed char*)s)[e] * scale);
-}
-template <int DTYPE> __device__ uint2 convert_group(const unsigned char* s, int first, int c, int h, int w, int block, int y0, int x0,
-        int nchw, float scale) {
-    int cc = first % c, sx = first / c % block, sy = first / c / block;  // the next channel's source
-    unsigned int v[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        int y = y0 + sy, x = x0 + sx;
-        v[k] = 0;
-        if (sy < block && y >= 0 && y < h && x >= 0 && x < w) {
-            v[k] = sample_f16<DTYPE>(s, nchw ? (cc * h + y) * w + x : (y * w + x) * c + cc, scale);
-        }
-        if (++cc == c) { cc = 0; if (++sx == block) { sx = 0; sy++; } }
-    }
-    return make_uint2(v[0] | (v[1] << 16), v[2] | (v[3] << 16));
-}
-extern "C" __global__ void convert_input(const unsigned char* pool, const int* slots, unsigned short* out,
-        int c, int h, int w, int hs, int ws, int cpad, int block, int offset,
-        long long sample_bytes, int dtype, int nchw, float scale) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x, groups = cpad / 4;
-    if (t >= hs * ws * groups) return;
-    const int pix = t / groups, first = t % groups * 4, b = blockIdx.y;
-    const unsigned char* s = pool + (long long)slots[b] * sample_bytes;
-    const int y0 = (pix / ws) * block - offset, x0 = (pix % ws) * block - offset;
-    uint2* dst = (uint2*)out + (long long)b * hs * ws * groups + t;
-    if (dtype == 0) *dst = convert_group<0>(s, first, c, h, w, block, y0, x0, nchw, scale);
-    else if (dtype == 1) *dst = convert_group<1>(s, first, c, h, w, block, y0, x0, nchw, scale);
-    else *dst = convert_group<2>(s, first, c, h, w, block, y0, x0, nchw, scale);
-}
-
-// 8 fp16 values (a uint4) to int8: round(x / scale) to nearest even, saturated to [-127, 127]
-// (the symmetric grid network::quantize uses).
-__device__ uint2 to_int8(uint4 v, float scale) {
-    unsigned int h[4] = {v.x, v.y, v.z, v.w}, q[2] = {0, 0};
-    for (int k = 0; k < 8; k++) {
-        int i = __float2int_rn(h2f((unsigned short)(h[k / 2] >> (16 * (k % 2)))) / scale);
-        q[k / 4] |= (unsigned int)(max(-127, min(127, i)) & 0xff) << (8 * (k % 4));
-    }
-    return make_uint2(q[0], q[1]);
-}
-
-// `groups` groups of 8 fp16 values to int8 (to_int8).
-extern "C" __global__ void quantize(const uint4* in, uint2* out, long long groups, float scale) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    out[g] = to_int8(in[g], scale);
-}
-
-// The larger of each pair of fp16 values in two words (NaN aside).
-__device__ unsigned int max_f16x2(unsigned int a, unsigned int b) {
-#if __CUDA_ARCH__ >= 800
-    unsigned int m;
-    asm("max.f16x2 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(b));
-    return m;
-#else
-    unsigned int m = 0;
-    for (int k = 0; k < 2; k++) {
-        unsigned short x = (unsigned short)(a >> (16 * k)), y = (unsigned short)(b >> (16 * k));
-        m |= (unsigned int)(h2f(x) >= h2f(y) ? x : y) << (16 * k);
-    }
-    return m;
-#endif
-}
-
-// Global average pooling of an NHWC int8 tensor on `scale`'s grid (c8 groups of 8 channels) to
-// fp16, one thread per sample and group: the dequantization fused, the sums exact in integers.
-extern "C" __global__ void average_pool_int8(const uint2* in, uint4* out, long long groups, int c8, int pixels, float scale) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    const uint2* x = in + g / c8 * pixels * c8 + g % c8;
-    int sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll 7
-    for (int p = 0; p < pixels; p++) {
-        const uint2 v = x[(long long)p * c8];
-        for (int k = 0; k < 8; k++) sum[k] += (signed char)(((k < 4 ? v.x : v.y) >> (8 * (k % 4))) & 0xff);
-    }
-    const float unit = scale / pixels;
-    unsigned int h[4] = {0, 0, 0, 0};
-    for (int k = 0; k < 8; k++) h[k / 2] |= (unsigned int)f2h((float)sum[k] * unit) << (16 * (k % 2));
-    out[g] = make_uint4(h[0], h[1], h[2], h[3]);
-}
-
-// 8 channels as the pools read them, fp16 (a uint4) or int8 (a uint2): the value below every other,
-// and the larger of two, channel by channel.
-struct Fp16x8 {
-    typedef uint4 T;
-    static __device__ T lowest() { return make_uint4(0xFC00FC00u, 0xFC00FC00u, 0xFC00FC00u, 0xFC00FC00u); }  // -inf
-    static __device__ T max(T a, T b) { return make_uint4(max_f16x2(a.x, b.x), max_f16x2(a.y, b.y), max_f16x2(a.z, b.z), max_f16x2(a.w, b.w)); }
-};
-struct Int8x8 {
-    typedef uint2 T;
-    static __device__ T lowest() { return make_uint2(0x80808080u, 0x80808080u); }  // -128, below the grid's -127
-    static __device__ T max(T a, T b) { return make_uint2(__vmaxs4(a.x, b.x), __vmaxs4(a.y, b.y)); }
-};
-
-// The maximum over a kernel x kernel window of group `group` of an NHWC tensor (c8 groups of 8
-// channels), padding ignored; with K > 0, of a K x K window whose loads are all issued before the
-// first maximum, so that they are in flight at once.
-template <typename V, int K> __device__ typename V::T window_max(const typename V::T* in, long long b, int oy, int ox, int group, int c8,
-        int h, int w, int kernel, int stride, int pad) {
-    const int size = K > 0 ? K : kernel;
-    typename V::T v[K > 0 ? K * K : 1];
-    typename V::T m = V::lowest();
-#pragma unroll
-    for (int t = 0; t < size * size; t++) {
-        const int y = oy * stride - pad + t / size, x = ox * stride - pad + t % size;
-        const typename V::T tap = y >= 0 && y < h && x >= 0 && x < w ? in[((b * h + y) * w + x) * c8 + group] : V::lowest();
-        if (K > 0) v[t] = tap;
-        else m = V::max(m, tap);
-    }
-#pragma unroll
-    for (int t = 0; t < (K > 0 ? K * K : 0); t++) m = V::max(m, v[t]);
-    return m;
-}
-
-// Output group g's window maximum (one thread per output pixel and group of 8 channels).
-template <typename V> __device__ typename V::T pool_group(const typename V::T* in, long long g, int c8, int h, int w, int ho, int wo,
-        int kernel, int stride, int pad) {
-    const long long pixel = g / c8;
-    const int ox = (int)(pixel % wo), oy = (int)(pixel / wo % ho), group = (int)(g % c8);
-    const long long b = pixel / wo / ho;
-    return kernel == 3 ? window_max<V, 3>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad)
-                       : window_max<V, 0>(in, b, oy, ox, group, c8, h, w, kernel, stride, pad);
-}
-
-// Max pooling of an NHWC fp16 tensor (c8 groups of 8 channels) to int8 on quantize's grid:
-// quantize(max_pool(x)) in one pass.
-extern "C" __global__ void max_pool_int8(const uint4* in, uint2* out, long long groups, int c8, int h, int w, int ho, int wo,
-        int kernel, int stride, int pad, float scale) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    out[g] = to_int8(pool_group<Fp16x8>(in, g, c8, h, w, ho, wo, kernel, stride, pad), scale);
-}
-
-// Max pooling of an NHWC int8 tensor (c8 groups of 8 channels) to int8 on the same grid.
-extern "C" __global__ void max_pool_from_int8(const uint2* in, uint2* out, long long groups, int c8, int h, int w, int ho, int wo,
-        int kernel, int stride, int pad) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    out[g] = pool_group<Int8x8>(in, g, c8, h, w, ho, wo, kernel, stride, pad);
-}
-
-// `groups` groups of 8 int8 values to fp16: q * scale.
-extern "C" __global__ void dequantize(const uint2* in, uint4* out, long long groups, float scale) {
-    long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    uint2 v = in[g];
-    unsigned int q[2] = {v.x, v.y}, h[4] = {0, 0, 0, 0};
-    for (int k = 0; k < 8; k++) {
-        signed char i = (signed char)((q[k / 4] >> (8 * (k % 4))) & 0xff);
-        h[k / 2] |= (unsigned int)f2h((float)i * scale) << (16 * (k % 2));
-    }
-    out[g] = make_uint4(h[0], h[1], h[2], h[3]);
-}
-
-// One warp per sample: the first index of the largest of `classes` logits (row stride `stride`).
-extern "C" __global__ void top1(const unsigned short* logits, int* out, int n, int classes, int stride, int offset) {
-    int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32);
-    int lane = threadIdx.x % 32;
-    if (warp >= n) return;
-    const unsigned short* row = logits + (long long)warp * stride;
-    float best = __int_as_float(0xff800000);
-    int arg = 0x7fffffff;
-    for (int i = lane; i < classes; i += 32) {
-        float v = h2f(row[i]);
-        if (v > best) { best = v; arg = i; }
-    }
-    for (int o = 16; o > 0; o /= 2) {
-        float ob = __shfl_down_sync(0xffffffffu, best, o);
-        int oa = __shfl_down_sync(0xffffffffu, arg, o);
-        if (ob > best || (ob == best && oa < arg)) { best = ob; arg = oa; }
-    }
-    if (lane == 0) out[warp] = arg + offset;
-}
-"#;
+const KERNELS: &str = include_str!("exec.cu");
 
 /// The plan resident on one GPU: weights and compiled kernels, shared by the device's slots.
 pub struct DeviceModel {
@@ -383,7 +84,7 @@ impl DeviceModel {
             ));
         }
         let runs_pointwise = |l: &&PlannedLayer| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. });
-        if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !pointwise::fits(l)) {
+        if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !l.fits_pointwise()) {
             return Err(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name));
         }
         if let Some(l) = header.layers.iter().find(|l| stem::runs(l) != stem::fits(l)) {
@@ -639,7 +340,7 @@ impl Slot {
     /// Enqueues int8 1x1 convolution `layer` at batch `n` on our kernel.
     ///
     /// # Safety
-    /// [`pointwise::fits`] the layer, `n` is at most the plan's batch size, and the device has the
+    /// the layer [`PlannedLayer::fits_pointwise`], `n` is at most the plan's batch size, and the device has the
     /// kernel.
     unsafe fn launch_pointwise(&self, layer: &PlannedLayer, n: usize) -> Result<()> {
         let LayerKind::Conv { residual, relu, stride, weight_offset, epilogue_offset: Some(epilogue), .. } = layer.kind else {
@@ -850,7 +551,7 @@ impl Slot {
         cu("top-1", unsafe { launch.launch(LaunchConfig { grid_dim: (threads.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) })?;
         // SAFETY: `n` ints fit `host_classes`, pinned and page-aligned; no other borrow of it is live
         // (`run` reads it after synchronizing the stream).
-        let host = unsafe { std::slice::from_raw_parts_mut(self.host_classes.ptr as *mut i32, n) };
+        let host = unsafe { std::slice::from_raw_parts_mut(self.host_classes.raw() as *mut i32, n) };
         // SAFETY: `n` ints from `device_classes` into that pinned memory, which outlives the copy.
         cu("download classes", unsafe { dr::memcpy_dtoh_async(host, classes_out, s) })?;
         Ok(())
@@ -1042,7 +743,7 @@ impl Slot {
             // Int8 layers: a cuDNN graph and, where the shape fits, our 1x1 kernel too (per-channel
             // weight scales, the epilogue fused).
             let graph = if int8 { self.tune_graph(layer, n, report) } else { None };
-            let pointwise = if int8 && self.model.pointwise.is_some() && pointwise::fits(layer) {
+            let pointwise = if int8 && self.model.pointwise.is_some() && layer.fits_pointwise() {
                 // SAFETY: an int8 1x1 layer the kernel takes, at the plan's batch size on the slot's
                 // buffers; `time_runs` waits for the work.
                 self.time_runs(&events, &mut || unsafe { self.launch_pointwise(layer, n) }.is_ok())?
@@ -1146,43 +847,4 @@ pub(super) fn conv_layer(layer: &PlannedLayer, n: usize) -> ConvLayer {
 /// Channels of the logits tensor (the class count padded for tensor cores).
 fn logit_channels(h: &PlanHeader) -> usize {
     h.layers[h.output - 1].output_shape.0
-}
-
-/// Fails with a message (where cudarc would panic) when the CUDA driver, cuDNN or NVRTC cannot be
-/// loaded: the GPU engine needs all three at run time, and nothing of them at build time.
-pub fn require_cuda() -> Result<()> {
-    let libraries = [
-        // SAFETY: only loads the library by its usual names, calling nothing in it (libloading's
-        // contract: the library's initialisers must be sound, as NVIDIA's are trusted to be).
-        ("the CUDA driver (libcuda.so)", unsafe { ds::is_culib_present() }),
-        // SAFETY: as above.
-        ("cuDNN 9 (libcudnn.so.9)", unsafe { cudarc::cudnn::sys::is_culib_present() }),
-        // SAFETY: as above.
-        ("NVRTC (libnvrtc.so)", unsafe { cudarc::nvrtc::sys::is_culib_present() }),
-    ];
-    let missing: Vec<&str> = libraries.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")",
-        missing.join(", ")
-    ))
-}
-
-/// The GPU's identity for plan keys: name, compute capability, driver version.
-pub fn device_identity(ordinal: usize) -> Result<(String, String, i32)> {
-    require_cuda()?;
-    let ctx = cu("open device", CudaContext::new(ordinal))?;
-    let name = cu("device name", ctx.name())?;
-    let (major, minor) = cu("compute capability", ctx.compute_capability())?;
-    let mut driver = 0;
-    // SAFETY: writes one int to `driver`; the driver library is present (`require_cuda`).
-    unsafe { ds::cuDriverGetVersion(&mut driver) };
-    Ok((name, format!("{major}.{minor}"), driver))
-}
-
-pub fn device_count() -> Result<usize> {
-    require_cuda()?;
-    cu("count devices", CudaContext::device_count()).map(|n| n as usize)
 }

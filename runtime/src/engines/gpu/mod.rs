@@ -27,14 +27,14 @@
 //! [`GpuEngine`] is one GPU behind the harness's `Engine` trait; the batching SUT gives it batches
 //! from as many workers as the config has inference streams, each on its own stream slot.
 
-pub mod bert;
-pub mod bert_import;
 pub mod builder;
 pub mod calibration;
 pub mod cudnn;
+pub mod device;
 pub mod exec;
 pub mod export;
 pub mod graph;
+pub mod lifecycle;
 pub mod lower;
 pub mod network;
 pub mod plan;
@@ -46,7 +46,8 @@ pub mod stem;
 mod network_tests;
 
 use crate::engines::{Engine, InputSpec, Sample, SampleSource};
-use exec::{DeviceBuffer, DeviceModel, Slot};
+use device::DeviceBuffer;
+use exec::{DeviceModel, Slot};
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -173,7 +174,7 @@ impl Engine for GpuEngine {
 
 /// An engine on each of the system's `devices` GPUs, which this machine must have.
 pub fn open_each<E: Engine + 'static>(devices: usize, open: impl Fn(usize) -> Result<E, String>) -> Result<Vec<Arc<dyn Engine>>, String> {
-    let present = exec::device_count()?;
+    let present = device::device_count()?;
     if present < devices {
         return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
     }

@@ -241,7 +241,7 @@ impl SpaceToDepth {
 
     /// The image element (channel, row, column) that rearranged channel `ch` at grid position
     /// (`a`, `b`) holds, or None where it holds zero (padding); `channels` is the image's.
-    /// The input conversion kernel (`exec::KERNELS`) computes the same.
+    /// The input conversion kernel (`exec.cu`) computes the same.
     pub fn source(&self, channels: usize, height: usize, width: usize, ch: usize, a: usize, b: usize) -> Option<(usize, usize, usize)> {
         let (sub, c) = (ch / channels, ch % channels);
         if sub >= self.block * self.block {

@@ -348,7 +348,7 @@ fn unsupported_graphs_are_refused_by_name() {
 
 /// Images the int8 tests calibrate on (the synthetic calibration set, not the checked images).
 fn calibration_image(i: usize) -> Vec<f32> {
-    synthetic_image_f32(crate::engines::synthetic::CALIBRATION_FIRST_INDEX + i, SIZE, Layout::Nchw)
+    synthetic_image_f32(crate::engines::synthetic::image::CALIBRATION_FIRST_INDEX + i, SIZE, Layout::Nchw)
 }
 
 /// Largest magnitude of each value's tensor over `images`, by the reference executor.
@@ -374,8 +374,7 @@ fn calibration_measures_each_fused_value_under_its_onnx_name() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(&model_path, prost::Message::encode_to_vec(&proto)).unwrap();
     let spec = InputSpec { batch_size: 2, channels: 3, height: SIZE, width: SIZE, layout: Layout::Nchw, element: ElementType::F32, scale: 1.0 };
-    let library = crate::dataset::qsl::SampleLibrary::generated("calibration", 4, 4, spec.sample_bytes(), |i| calibration_image(i).iter().flat_map(|v| v.to_le_bytes()).collect());
-    mlperf_loadgen::Qsl::load_samples(&library, &[0, 1, 2, 3]);
+    let library: Vec<Vec<u8>> = (0..4).map(|i| calibration_image(i).iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
     let set = CalibrationSet { source: &library, spec, batch: 2, batches: 2 };
     // The 100th percentile: the bin edge just above the largest magnitude (bins are 1/32 of an
     // octave wide, so at most 1/32 of the value).
@@ -597,7 +596,7 @@ fn layers_the_legacy_call_runs_are_quantised_per_tensor_and_keep_their_tuning() 
     let serialized = SerializedPlan { cudnn_version: 91400, gpu: "test GPU".into(), json: r#"{"engineId":7}"#.into() };
     let mut chosen = std::collections::HashMap::new();
     for (i, layer) in plan.header.layers.iter_mut().enumerate() {
-        let fits = super::pointwise::fits(layer);
+        let fits = layer.fits_pointwise();
         if let LayerKind::Conv { epilogue_offset: Some(_), runner, algorithm, measured_us, .. } = &mut layer.kind {
             (*runner, *algorithm) = match i % 3 {
                 0 => (ConvRunner::Graph(serialized.clone()), -1),
@@ -729,14 +728,14 @@ fn our_1x1_kernel_takes_resnet50s_wide_int8_1x1_layers() {
     use super::plan::LayerKind;
     let (net, q) = int8_resnet50();
     let lowered = lower(&q, true).unwrap();
-    let taken: Vec<&str> = lowered.layers.iter().filter(|l| super::pointwise::fits(l)).map(|l| l.name.as_str()).collect();
+    let taken: Vec<&str> = lowered.layers.iter().filter(|l| l.fits_pointwise()).map(|l| l.name.as_str()).collect();
     // Every int8 1x1 layer but stage 1's reductions to 64 channels (3), which its 128-channel
     // tiles do not divide: the 16 expansions, 4 projections (3 of stride 2) and 13 reductions.
     assert_eq!(taken.len(), 16 + 4 + 13, "{taken:?}");
     assert!(taken.iter().all(|name| !name.starts_with("layer1.") || !name.ends_with("conv1")));
     let fp16 = lower(&net, true).unwrap();
-    assert!(!fp16.layers.iter().any(super::pointwise::fits), "int8 layers only");
-    assert!(lowered.layers.iter().filter(|l| super::pointwise::fits(l)).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
+    assert!(!fp16.layers.iter().any(super::plan::PlannedLayer::fits_pointwise), "int8 layers only");
+    assert!(lowered.layers.iter().filter(|l| l.fits_pointwise()).all(|l| matches!(l.kind, LayerKind::Conv { kernel: 1, pad: 0, .. })));
 }
 
 #[test]

@@ -67,6 +67,15 @@ pub struct PlannedLayer {
     pub output_shape: (usize, usize, usize),
 }
 
+impl PlannedLayer {
+    /// Whether our 1x1 kernel takes this int8 convolution: one tap, no padding, and channel
+    /// counts its tiles divide.
+    pub fn fits_pointwise(&self) -> bool {
+        let LayerKind::Conv { kernel: 1, pad: 0, epilogue_offset: Some(_), .. } = self.kind else { return false };
+        super::pointwise::takes(self.input_shape.0, self.output_shape.0)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum LayerKind {
     Conv {

@@ -2,8 +2,7 @@
 //! ResNet50 builder times it beside cuDNN's legacy call and graph (`exec::Slot::choose_algorithms`),
 //! and `mlperf bench cudnn_graph` checks and times it on ResNet50's 1x1 shapes.
 
-use super::exec::{DevicePtr, compile_for, cu};
-use super::plan::{LayerKind, PlannedLayer};
+use super::device::{DevicePtr, compile_for, cu};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;
 
@@ -32,13 +31,6 @@ const SHARED_BYTES: usize = {
 /// channels: counts its tiles divide.
 pub fn takes(input: usize, output: usize) -> bool {
     input.is_multiple_of(TILE.k) && output.is_multiple_of(TILE.n)
-}
-
-/// Whether the kernel takes int8 convolution `layer`: one tap, no padding, and channel counts its
-/// tiles divide.
-pub fn fits(layer: &PlannedLayer) -> bool {
-    let LayerKind::Conv { kernel: 1, pad: 0, epilogue_offset: Some(_), .. } = layer.kind else { return false };
-    takes(layer.input_shape.0, layer.output_shape.0)
 }
 
 /// The kernel compiled for `ctx`'s GPU of compute `capability`, or `None` below 8.0 (no int8

@@ -1,14 +1,12 @@
-//! One GPU plan as the benchmark that owns the model resolves it from a config ([`GpuSpec`]), and
-//! what is done with it: calibrate (int8 plans), build or reuse the plan (`generate_engines`), and
-//! open it on every GPU of the system (runs, which never build and never run a stale plan).
+//! One GPU plan as the benchmark that owns the model resolves it from a config ([`GpuSpec`]): its
+//! model, plan path, samples, precision and calibration. What is done with it (calibrate, build,
+//! open) is in `lifecycle`.
 
-use super::builder::{self, BuildRequest, Outcome};
-use super::calibration::{self, CacheOutcome, Calibration, CalibrationSet};
+use super::RunOptions;
+use super::calibration::Calibration;
 use super::plan;
-use super::{GpuEngine, RunOptions};
-use crate::engines::{ElementType, Engine, InputSpec, SampleSource};
+use crate::engines::{ElementType, InputSpec};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Where plans go (NVIDIA's `build/engines`).
 pub const ENGINE_ROOT: &str = "build/engines";
@@ -69,10 +67,6 @@ impl GpuSpec {
         self.input.batch_size
     }
 
-    fn request<'a>(&'a self, check_samples: Option<(&'a dyn SampleSource, usize)>, calibration: Option<&'a Calibration>) -> BuildRequest<'a> {
-        BuildRequest { spec: self, check_samples, calibration }
-    }
-
     /// The calibration an int8 plan was built with, from its cache (runs never calibrate).
     pub fn cached_calibration(&self) -> Result<Option<Calibration>, String> {
         if self.precision != ElementType::I8 {
@@ -83,43 +77,5 @@ impl GpuSpec {
             return Err(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", cache.display()));
         }
         Calibration::load(cache).map(Some)
-    }
-
-    /// The int8 calibration (None for fp16 plans): the cache when it was measured on this model,
-    /// otherwise measured on `images` (the first [`CalibrationSpec::images`] of them, loaded) and
-    /// cached (`force`: measured and replaced). Returns it with a line for the user.
-    pub fn calibrate(&self, images: &dyn SampleSource, force: bool) -> Result<Option<(Calibration, String)>, String> {
-        if self.precision != ElementType::I8 {
-            return Ok(None);
-        }
-        let c = &self.calibration;
-        let set = CalibrationSet { source: images, spec: self.input, batch: c.batch, batches: c.batches };
-        let (calibration, outcome) = calibration::ensure(&c.cache_path, &self.model_path, &set, force)?;
-        let what = match outcome {
-            CacheOutcome::Reused => "reused",
-            CacheOutcome::Written => "measured and written",
-        };
-        let line = format!("{}: calibration cache {what} ({} tensors, {} images)", c.cache_path.display(), calibration.amax.len(), calibration.images);
-        Ok(Some((calibration, line)))
-    }
-
-    /// `generate_engines`: reuses an up-to-date plan or builds one, checked against the CPU engine
-    /// on the first `checked` samples of `check` (loaded). Returns a line for the user.
-    pub fn generate(&self, check: &dyn SampleSource, checked: usize, calibration: Option<&Calibration>, progress: &mut dyn FnMut(&str)) -> Result<String, String> {
-        let outcome = builder::ensure_plan(&self.request(Some((check, checked)), calibration), progress)?;
-        Ok(match outcome {
-            Outcome::Reused => format!("{}: up to date, reused", self.plan_path.display()),
-            Outcome::Built { reason, report } => format!("{}: built ({reason}); {report}", self.plan_path.display()),
-        })
-    }
-
-    /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that names
-    /// the command that rebuilds it: a run never builds or silently runs an outdated engine.
-    pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
-        let calibration = self.cached_calibration().map_err(crate::Error::Data)?;
-        let key = builder::wanted_key(&self.request(None, calibration.as_ref())).map_err(crate::Error::Data)?;
-        plan::require_fresh(&self.plan_path, &key).map_err(crate::Error::Data)?;
-        let loaded = plan::Plan::load(&self.plan_path).map_err(crate::Error::Data)?;
-        Ok(GpuEngine::open_all(devices, &loaded, self.input, self.options)?)
     }
 }

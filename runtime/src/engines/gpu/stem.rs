@@ -2,7 +2,7 @@
 //! the grid of the max pooling after it (`network::fuse_conv_quantization`). What it takes,
 //! compiling it, launching it.
 
-use super::exec::{DevicePtr, compile_for, cu};
+use super::device::{DevicePtr, compile_for, cu};
 use super::plan::{ConvRunner, LayerKind, PlannedLayer};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;

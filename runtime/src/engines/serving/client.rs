@@ -11,7 +11,7 @@
 //! and decides (the LoadGen SUT fails the run).
 
 use super::api::{self, Output, Prompt, Step};
-use crate::dataset::hf_tokenizer::HfTokenizer;
+use crate::engines::serving::tokenizer::HfTokenizer;
 use futures_util::StreamExt;
 use mlperf_config::ServingApi;
 use sse_stream::SseByteStream;

@@ -8,3 +8,4 @@ pub mod client;
 pub mod launch;
 pub mod measure;
 pub mod stand_in;
+pub mod tokenizer;

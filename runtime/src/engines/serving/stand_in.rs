@@ -6,16 +6,13 @@
 //! server that never becomes ready. Its first event carries `stand_in_ttft_us`, its own time from
 //! the request to the first token, so benches can tell what the client adds.
 //!
-//! Given a dataset and the model's tokenizer ([`ReferenceAnswers`]), it answers each of the
-//! dataset's prompts with its reference answer instead: a run then scores as a perfect model
+//! Given a dataset's reference answers ([`ReferenceAnswers`]), it answers each of the dataset's
+//! prompts with its reference answer instead: a run then scores as a perfect model
 //! would, which rehearses the accuracy and submission chain end to end.
 //!
 //! Runs are never submittable: the stand-in's answers are not a model's.
 
 use super::api::clip;
-use crate::accuracy::{llama3_405b, mixtral, reasoning};
-use crate::dataset::hf_tokenizer::HfTokenizer;
-use crate::dataset::llm::{References, read_any};
 use bytes::Bytes;
 use futures_util::stream;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -30,7 +27,6 @@ use sse_stream::Sse;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -86,27 +82,10 @@ pub struct ReferenceAnswers {
 }
 
 impl ReferenceAnswers {
-    /// The reference answers of an LLM dataset file, tokenized with the model's tokenizer: a
-    /// summarisation set's reference texts, or for a set of questions or tasks an answer its
-    /// evaluation counts right ([`reasoning::right_answer`], [`mixtral::right_answer`],
-    /// [`llama3_405b::right_answer`]; programs to write have none).
-    pub fn load(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
-        let samples = read_any(dataset)?;
-        let answers: Vec<Option<String>> = match samples.references {
-            References::Texts(texts) => texts.into_iter().map(Some).collect(),
-            References::Questions(questions) => questions.iter().map(reasoning::right_answer).collect(),
-            References::Tasks(tasks) => tasks.iter().map(mixtral::right_answer).collect(),
-            References::Targets(targets) => targets.iter().map(llama3_405b::right_answer).collect(),
-        };
-        let tokenizer = HfTokenizer::load(tokenizer)?;
-        let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
-        for (index, (prompt, answer)) in samples.prompts.into_iter().zip(answers).enumerate() {
-            if let Some(answer) = answer {
-                let ids = tokenizer.ids(&answer).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
-                by_prompt.insert(prompt, ids);
-            }
-        }
-        Ok(ReferenceAnswers { by_prompt })
+    /// Answers by prompt, both as token ids (a family reads them from its dataset:
+    /// `benchmarks::llm::stand_in::reference_answers`).
+    pub fn new(by_prompt: HashMap<Vec<i32>, Vec<i32>>) -> ReferenceAnswers {
+        ReferenceAnswers { by_prompt }
     }
 }
 
@@ -480,30 +459,12 @@ mod tests {
     }
 
     #[test]
-    fn reference_answers_replace_the_generated_ones_for_the_datasets_prompts() {
-        let dir = std::env::temp_dir().join(format!("mlperf-stand-in-references-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let own = StandInOptions { vocab: 50, ..StandInOptions::default() };
-        std::fs::write(dir.join("tokenizer.json"), own.tokenizer_json()).unwrap();
-        let dataset = dir.join("cnn_eval.json");
-        std::fs::write(&dataset, r#"[{"tok_input": [1, 2, 3], "output": "t5 t7 t9"}, {"tok_input": [4], "output": "t1"}]"#).unwrap();
-        let references = ReferenceAnswers::load(&dataset, &dir.join("tokenizer.json")).unwrap();
-        let o = StandInOptions { references: Some(Arc::new(references)), ..own.clone() };
-        assert_eq!(o.answer(&[1, 2, 3], 100), [5, 7, 9]);
-        assert_eq!(o.answer(&[1, 2, 3], 2), [5, 7], "the request's limit still caps it");
-        assert_eq!(o.answer(&[9, 9], 100), own.answer(&[9, 9], 100), "a prompt outside the dataset gets the generated answer");
-        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err();
-        assert!(err.contains("completions-text"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
     fn its_text_answers_re_tokenize_to_the_ids_it_generated() {
         let dir = std::env::temp_dir().join(format!("mlperf-stand-in-tokenizer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let stand_in = StandInOptions { vocab: 50, ..StandInOptions::default() };
         std::fs::write(dir.join("tokenizer.json"), stand_in.tokenizer_json()).unwrap();
-        let tokenizer = crate::dataset::hf_tokenizer::HfTokenizer::load(&dir.join("tokenizer.json")).unwrap();
+        let tokenizer = crate::engines::serving::tokenizer::HfTokenizer::load(&dir.join("tokenizer.json")).unwrap();
         let answer = stand_in.answer(&[1, 2, 3], 100);
         let text: String = answer.iter().map(|id| format!(" t{id}")).collect();
         assert_eq!(tokenizer.ids(&text).unwrap(), answer);

@@ -17,6 +17,9 @@ use crate::engines::Layout;
 pub const IMAGENET_MEAN: [f32; 3] = [123.68, 116.78, 103.94];
 /// Channels of a synthetic image.
 pub const CHANNELS: usize = 3;
+/// Calibration images are drawn from indices far beyond any validation set, so a classifier is
+/// not fitted on the very images it labels.
+pub const CALIBRATION_FIRST_INDEX: usize = 1 << 30;
 
 /// Image `index` at `size` x `size` pixels as little-endian f32 bytes in `layout` (one sample, no
 /// batch dimension): what a preprocessed ImageNet `.npy` sample holds.

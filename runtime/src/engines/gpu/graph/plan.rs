@@ -7,7 +7,7 @@ use super::error::{GraphError, cuda};
 use super::lowering::{AttrValue, Lowered, build, lower};
 use super::spec::{OperationGraph, Uid};
 use crate::engines::gpu::cudnn::Handle;
-use crate::engines::gpu::exec::{DeviceBuffer, DevicePtr};
+use crate::engines::gpu::device::{DeviceBuffer, DevicePtr};
 use cudarc::cudnn::sys;
 use cudarc::driver::{CudaStream, sys as ds};
 use serde::{Deserialize, Serialize};

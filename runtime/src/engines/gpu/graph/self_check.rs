@@ -14,7 +14,7 @@ use super::error::{GraphError, cuda};
 use super::plan::{Autotune, Graph, SerializedPlan};
 use super::spec::{ConvLayer, Gemm, OperationGraph, Uid, bert_gemm, conv_scale_bias_residual_relu, matmul_bias_gelu, resnet_layer};
 use crate::engines::gpu::cudnn::Handle;
-use crate::engines::gpu::exec::{self, DeviceBuffer};
+use crate::engines::gpu::device::{self, DeviceBuffer};
 use crate::engines::gpu::pointwise::{self, Pointwise};
 use crate::engines::synthetic::rng::SplitMix64;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result as dr};
@@ -187,7 +187,7 @@ pub fn bench_resnet50(ordinal: usize, batch: i64) -> Result<Report, GraphError> 
 }
 
 fn run_cases(ordinal: usize, cases: impl FnOnce() -> Result<Vec<Case>, GraphError>) -> Result<Report, GraphError> {
-    exec::require_cuda().map_err(GraphError::Device)?;
+    device::require_cuda().map_err(GraphError::Device)?;
     let ctx = CudaContext::new(ordinal).map_err(cuda("open the device"))?;
     ctx.bind_to_thread().map_err(cuda("bind the device"))?;
     let stream = ctx.new_stream().map_err(cuda("create a stream"))?;

@@ -1,0 +1,185 @@
+//! `generate_engines` for BERT on the GPU: import the ONNX model, lay its weights out, check the
+//! plan against the CPU engine (its accuracy oracle) on the first samples, write the plan. Runs
+//! never build: a missing, stale or corrupt plan is refused with the command that rebuilds it.
+
+use super::import as bert_import;
+use super::layout::{self, BertPlanHeader};
+use super::{GpuBertEngine, RunOptions, WORKSPACE_BYTES, matmul};
+use crate::benchmarks::bert::cpu::CpuBertEngine;
+use crate::engines::cpu::parallel_chunks;
+use crate::engines::gpu::device;
+use crate::engines::gpu::plan::{self, Plan, PlanKey, PlanStatus};
+use crate::engines::{ElementType, Engine, SampleSource};
+use crate::fsutil::write_atomic;
+use prost::Message as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, String>;
+
+/// The most the plan's logits may differ from the CPU engine's (rms), relative to how much the
+/// reference's logits vary between a feature's tokens (rms of their standard deviations): what
+/// decides an answer is that variation, not the logits' common offset. A wrong kernel scores
+/// near 1 or more. Start and end agreement (each feature's argmax token) is reported, not judged:
+/// on a model whose logits are nearly flat, fp16 rounding flips near-ties.
+pub const MAX_SPREAD_RELATIVE_ERROR: f64 = 0.1;
+
+/// One BERT plan as a config resolves it.
+#[derive(Clone, Debug)]
+pub struct BertGpuSpec {
+    pub model_path: PathBuf,
+    pub plan_path: PathBuf,
+    pub options: RunOptions,
+}
+
+impl BertGpuSpec {
+    /// The key a plan must have on this machine (GPU 0 stands for all).
+    pub fn wanted_key(&self) -> Result<PlanKey> {
+        let (gpu_name, compute_capability, cuda_driver_version) = device::device_identity(0)?;
+        matmul::require_cublaslt()?;
+        Ok(PlanKey {
+            format_version: plan::FORMAT_VERSION,
+            model_sha256: plan::file_sha256(&self.model_path)?,
+            gpu_name,
+            compute_capability,
+            cuda_driver_version,
+            cudnn_version: 0,
+            cublaslt_version: matmul::version(),
+            batch_size: self.options.batch_size,
+            precision: ElementType::F16,
+            input: format!("int32 3x{} (input_ids, segment_ids, input_mask)", self.options.seq),
+            workspace_bytes: WORKSPACE_BYTES as u64,
+            calibration_sha256: String::new(),
+        })
+    }
+
+    /// `generate_engines`: reuses an up-to-date plan or builds one, checked against the CPU
+    /// engine on the first `checked` samples of `source` (loaded). Returns a line for the user.
+    pub fn generate(&self, source: &dyn SampleSource, checked: usize, progress: &mut dyn FnMut(&str)) -> Result<String> {
+        let key = self.wanted_key()?;
+        let reason = match plan::check(&self.plan_path, &key) {
+            PlanStatus::Fresh => return Ok(format!("{}: up to date, reused", self.plan_path.display())),
+            PlanStatus::Missing => "no plan yet".to_string(),
+            PlanStatus::Stale(diffs) => format!("stale plan ({})", diffs.join("; ")),
+            PlanStatus::Corrupt(why) => format!("corrupt plan ({why})"),
+        };
+        progress(&format!("building {}: {reason}", self.plan_path.display()));
+        let origin = self.model_path.display().to_string();
+        let bytes = std::fs::read(&self.model_path).map_err(|e| format!("cannot read model {origin}: {e}"))?;
+        let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{origin} is not an ONNX model: {e}"))?;
+        let bert = bert_import::import(&proto).map_err(|e| format!("{origin}: {e}"))?;
+        let (header, blob) = layout::lay_out(&bert, key, origin.clone()).map_err(|e| format!("{origin}: {e}"))?;
+        let s = header.shape;
+        progress(&format!(
+            "{} layers, hidden {}, {} heads, intermediate {}, vocabulary {}: {:.0} MB of fp16 weights",
+            s.layers,
+            s.hidden,
+            s.heads,
+            s.intermediate,
+            s.vocab,
+            blob.len() as f64 / 1e6
+        ));
+        let mut plan = Plan { header, blob };
+        plan.header.verification = self.verify(&plan, source, checked)?;
+        progress(&plan.header.verification);
+        write_atomic(&self.plan_path, &plan.to_bytes())?;
+        Ok(format!("{}: built ({reason}); {}", self.plan_path.display(), plan.header.verification))
+    }
+
+    /// The GPU's logits against the CPU engine's on samples `0..checked`.
+    fn verify(&self, plan: &Plan<BertPlanHeader>, source: &dyn SampleSource, checked: usize) -> Result<String> {
+        let indices: Vec<usize> = (0..checked).collect();
+        let mut gpu = Vec::new();
+        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.infer(&indices, source, &mut gpu)?;
+        let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq)?);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(checked.max(1));
+        let reference = parallel_chunks(0..checked, threads, checked.div_ceil(threads).max(1), |range| {
+            let mut out = Vec::new();
+            cpu.infer(&range.collect::<Vec<_>>(), source, &mut out)?;
+            Ok(out)
+        })?;
+        judge(&gpu, &reference)
+    }
+
+    /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that
+    /// names the command that rebuilds it.
+    pub fn open(&self, devices: usize) -> std::result::Result<Vec<Arc<dyn Engine>>, crate::Error> {
+        let key = self.wanted_key().map_err(crate::Error::Data)?;
+        plan::require_fresh(&self.plan_path, &key).map_err(crate::Error::Data)?;
+        let loaded: Plan<BertPlanHeader> = Plan::load(&self.plan_path).map_err(crate::Error::Data)?;
+        Ok(GpuBertEngine::open_all(devices, &loaded, self.options)?)
+    }
+}
+
+/// Little-endian f32 `[length, 2]` responses as (start, end) columns.
+fn columns(response: &[u8]) -> (Vec<f32>, Vec<f32>) {
+    let values: Vec<f32> = response.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+    (values.iter().step_by(2).copied().collect(), values.iter().skip(1).step_by(2).copied().collect())
+}
+
+/// Variance of `v` about its mean.
+fn variance(v: &[f32]) -> f64 {
+    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len().max(1) as f64;
+    v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The plan's responses against the CPU engine's: logit error relative to the logits' spread
+/// between tokens (judged), start and end agreement (reported).
+fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
+    let argmax = |v: &[f32]| crate::engines::cpu::argmax(v);
+    let (mut starts, mut ends, mut max_error, mut error_sq, mut values, mut spread_sq) = (0, 0, 0f32, 0f64, 0usize, 0f64);
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        if g.len() != c.len() {
+            return Err(format!("sample {i}: the GPU answered {} logits, the CPU engine {}", g.len() / 4, c.len() / 4));
+        }
+        let ((gs, ge), (cs, ce)) = (columns(g), columns(c));
+        starts += usize::from(argmax(&gs) == argmax(&cs));
+        ends += usize::from(argmax(&ge) == argmax(&ce));
+        spread_sq += variance(&cs) + variance(&ce);
+        for (x, y) in gs.iter().chain(&ge).zip(cs.iter().chain(&ce)) {
+            max_error = max_error.max((x - y).abs());
+            error_sq += ((x - y) as f64).powi(2);
+        }
+        values += cs.len() + ce.len();
+    }
+    let n = gpu.len();
+    let error = (error_sq / values.max(1) as f64).sqrt();
+    let spread = (spread_sq / (2 * n).max(1) as f64).sqrt();
+    let relative = error / spread.max(f64::MIN_POSITIVE);
+    let line = format!(
+        "checked against the CPU engine on {n} features: logits rms error {error:.2e} (max {max_error:.2e}) = {relative:.3} of their spread between tokens ({spread:.2e}); start agrees {starts}/{n}, end {ends}/{n}"
+    );
+    if relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() {
+        return Err(format!("the GPU BERT plan disagrees with the CPU engine: {line}"));
+    }
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(pairs: &[(f32, f32)]) -> Vec<u8> {
+        pairs.iter().flat_map(|(s, e)| s.to_le_bytes().into_iter().chain(e.to_le_bytes())).collect()
+    }
+
+    #[test]
+    fn the_error_against_the_spread_between_tokens_decides_the_verdict() {
+        let cpu = vec![response(&[(0.1, 2.0), (3.0, 0.5), (0.2, 0.1)]); 10];
+        let close = vec![response(&[(0.1, 2.001), (3.001, 0.5), (0.2, 0.1)]); 10];
+        let line = judge(&close, &cpu).unwrap();
+        assert!(line.contains("start agrees 10/10, end 10/10"), "{line}");
+        // A near-tie flipped by rounding is reported, not failed.
+        let tie = vec![response(&[(3.0, 2.0), (3.0001, 0.5), (0.2, 0.1)]); 10];
+        let near = vec![response(&[(3.0001, 2.0), (3.0, 0.5), (0.2, 0.1)]); 10];
+        assert!(judge(&near, &tie).unwrap().contains("start agrees 0/10"));
+        let noisy = vec![response(&[(0.1, 2.5), (3.5, 0.5), (0.2, 0.1)]); 10];
+        assert!(judge(&noisy, &cpu).unwrap_err().contains("of their spread between tokens"));
+        // Logits offset by a constant are as wrong as their offset, however large the logits.
+        let flat = vec![response(&[(100.0, 100.0), (100.01, 100.0), (100.0, 100.01)]); 10];
+        let shifted = vec![response(&[(100.01, 100.01), (100.02, 100.01), (100.01, 100.02)]); 10];
+        assert!(judge(&shifted, &flat).is_err());
+        let short = vec![response(&[(0.1, 2.0)]); 10];
+        assert!(judge(&short, &cpu).unwrap_err().contains("the GPU answered 2 logits, the CPU engine 6"));
+    }
+}

@@ -1,0 +1,92 @@
+//! The run directory and the log root, owned in one place: the name of every file and marker a run
+//! directory holds, and the functions that write and read them. The harness writes them, the
+//! child process runs in them, and compliance, staging, the checker and the result formats read
+//! them back through here.
+//!
+//! ```text
+//! <log root>/perf_harness_summary.json, accuracy_summary.json      (summaries)
+//! <log root>/<timestamp>/<system>/<benchmark>/<Scenario>/...        (one run directory)
+//!   user.conf, run_plan.json, audit.config, NON_SUBMITTABLE.txt    (written before the run: plan)
+//!   probe.txt                                                       (a probed expected rate)
+//!   mlperf_log_{summary,detail}.txt, mlperf_log_{trace,accuracy}.json (LoadGen's)
+//!   accuracy.txt, serving.json, mlperf_run.log                      (the run's)
+//!   ABORTED, FAILED.txt                                             (markers: how it ended)
+//! ```
+//!
+//! - [`plan`]: what a run is (`run_plan.json`) and why it is not submittable.
+//! - [`logs`]: LoadGen's summary and detail logs.
+//! - [`report`]: a finished run read back ([`report::Outcome`]), the verdict and the result table.
+//! - [`serving`]: a serving run's record of its endpoints (`serving.json`).
+//! - [`summaries`]: NVIDIA's summaries of a log root.
+
+pub mod logs;
+pub mod plan;
+pub mod report;
+pub mod serving;
+pub mod summaries;
+
+pub use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, TRACE_LOG};
+
+use crate::fsutil::write_atomic;
+use crate::signals::Signal;
+use crate::submittable::{self, NonSubmittable};
+use std::path::Path;
+
+/// LoadGen's settings as the run reads them.
+pub const USER_CONF: &str = "user.conf";
+/// What the run is ([`plan::RunPlan`]), written before it starts.
+pub const RUN_PLAN: &str = "run_plan.json";
+/// The audit settings file of a compliance run.
+pub const AUDIT_CONFIG: &str = "audit.config";
+/// Why the run can never be part of a submission, one reason a line.
+pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
+/// The expected rate a development run measured for itself, and how.
+pub const PROBE: &str = "probe.txt";
+/// The run's own diagnostics at debug level, whatever the terminal showed.
+pub const RUN_LOG: &str = "mlperf_run.log";
+/// The marker a run directory gets when a signal stopped its run; it holds the signal's name.
+pub const ABORTED: &str = "ABORTED";
+/// The marker a run directory gets when its run failed for a reason LoadGen does not log (a
+/// serving request that failed, an engine that exited); it says what happened.
+pub const FAILED: &str = "FAILED.txt";
+
+/// Records in a run directory that a signal stopped its run (the child writes the same marker
+/// when it gets there first).
+pub fn mark_aborted(dir: &Path, signal: Signal) {
+    let marker = dir.join(ABORTED);
+    if !marker.exists() {
+        let _ = std::fs::write(marker, format!("{}\n", signal.name()));
+    }
+}
+
+/// The signal that stopped the run, if one did.
+pub fn aborted(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(ABORTED)).ok().map(|s| s.trim().to_string())
+}
+
+/// Records in a run directory why its run failed.
+pub fn mark_failed(dir: &Path, why: &str) -> Result<(), String> {
+    write_atomic(&dir.join(FAILED), format!("{why}\n").as_bytes())
+}
+
+/// Why the run failed, if a failure was recorded.
+pub fn failed(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(FAILED)).ok().map(|s| s.trim().to_string())
+}
+
+/// Writes `NON_SUBMITTABLE.txt` with `reasons`, one a line (nothing when there are none).
+pub fn write_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    write_atomic(&dir.join(NON_SUBMITTABLE), submittable::render(reasons).as_bytes())
+}
+
+/// Adds `reasons` found once the run started (a family opening its workload) to the run's plan
+/// and `NON_SUBMITTABLE.txt`, after the plan's own.
+pub fn add_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
+    let mut run = plan::read_plan(dir)?;
+    run.non_submittable.extend_from_slice(reasons);
+    plan::write_plan(dir, &run)?;
+    write_non_submittable(dir, &run.non_submittable)
+}
