@@ -1,6 +1,7 @@
 //! Integration tests of the configuration compiler (one test binary: builds are slow on 2 cores).
 
 mod cargo_build;
+mod docs;
 mod errors;
 mod generated;
 mod resolve;
