@@ -62,7 +62,7 @@ pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemC
             if let Some((near, why)) = nearest {
                 msg.push_str(&format!("\nNearest: {} — it did not match because:\n  - {}", near.id, why.join("\n  - ")));
             }
-            msg.push_str("\nAdd the machine with `mlperf add_system` (see README \"Adding a system\") or pick one with --system_name / SYSTEM_NAME.");
+            msg.push_str("\nAdd the machine with `mlperf add_system` (see docs/configs-and-systems.md, \"Adding a system\") or pick one with --system_name / SYSTEM_NAME.");
             Err(msg)
         }
     }

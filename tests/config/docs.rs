@@ -9,10 +9,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Linked documents that another branch writes (docs/architecture.md comes with the runtime's
-/// restructuring): allowed to be missing until it is merged, checked like any other once present.
-const PENDING: &[&str] = &["docs/architecture.md"];
-
 /// The commands that take `--<config field>=<value>` overrides (`takes_overrides` in
 /// src/cli/commands.rs).
 const TAKES_OVERRIDES: &[&str] = &["run_harness", "run", "run_audit_harness", "generate_engines", "calibrate", "run_llm_server", "bench engine"];
@@ -257,9 +253,7 @@ fn every_relative_link_points_at_a_file_and_heading_that_exist() {
             let (path, fragment) = target.split_once('#').map_or((target.as_str(), None), |(p, f)| (p, Some(f)));
             let relative = if path.is_empty() { PathBuf::from(&file) } else { normalize(&dir.join(path)) };
             if !root.join(&relative).exists() {
-                if !PENDING.iter().any(|p| Path::new(p) == relative) {
-                    broken.push(format!("{file}:{line}: {target}: {} does not exist", relative.display()));
-                }
+                broken.push(format!("{file}:{line}: {target}: {} does not exist", relative.display()));
                 continue;
             }
             let Some(fragment) = fragment else { continue };
