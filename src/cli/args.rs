@@ -145,31 +145,7 @@ pub enum Command {
     /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
     /// the fix); with --inference-repo also runs the official checker and compares verdicts.
     #[command(name = "check_submission", alias = "check-submission")]
-    CheckSubmission {
-        /// Submission root (holds closed/, open/, network/).
-        #[arg(long, default_value = "build/submission")]
-        input: PathBuf,
-        #[command(flatten)]
-        round: RoundArg,
-        /// Check only this submitter's tree.
-        #[arg(long)]
-        submitter: Option<String>,
-        /// A checkout of mlcommons/inference: also run its submission checker.
-        #[arg(long = "inference-repo", alias = "inference_repo")]
-        inference_repo: Option<PathBuf>,
-        /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
-        #[arg(long = "checker-log", alias = "checker_log")]
-        checker_log: Option<PathBuf>,
-        /// Overwrite an existing checker log.
-        #[arg(long)]
-        force: bool,
-        /// Python interpreter for the official checker (needs PyYAML).
-        #[arg(long, default_value = "python3")]
-        python: String,
-        /// How the findings print: table, json (docs/results.schema.json) or csv.
-        #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
-        format: Format,
-    },
+    CheckSubmission(CheckArgs),
     /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
     #[command(name = "export_submission", alias = "export-submission")]
     ExportSubmission {
@@ -420,6 +396,34 @@ pub struct AuditArgs {
     #[arg(long)]
     pub force: bool,
     /// How the results print: table, json (docs/results.schema.json) or csv.
+    #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
+    pub format: Format,
+}
+
+/// Flags of check_submission.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Submission root (holds closed/, open/, network/).
+    #[arg(long, default_value = "build/submission")]
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Check only this submitter's tree.
+    #[arg(long)]
+    pub submitter: Option<String>,
+    /// A checkout of mlcommons/inference: also run its submission checker.
+    #[arg(long = "inference-repo", alias = "inference_repo")]
+    pub inference_repo: Option<PathBuf>,
+    /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
+    #[arg(long = "checker-log", alias = "checker_log")]
+    pub checker_log: Option<PathBuf>,
+    /// Overwrite an existing checker log.
+    #[arg(long)]
+    pub force: bool,
+    /// Python interpreter for the official checker (needs PyYAML).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// How the findings print: table, json (docs/results.schema.json) or csv.
     #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
     pub format: Format,
 }
