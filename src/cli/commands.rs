@@ -2,7 +2,7 @@
 //! made here beyond which runtime function a command is.
 
 use super::args::{AuditArgs, BenchCommand, CheckArgs, Cli, Command, ConfigCommand, HarnessArgs, LlmBenchArgs, Selection, StageArgs, StandInArgs, TreeArgs};
-use super::parsers::List;
+use super::parsers::{List, PositiveSeconds};
 use super::resolve;
 use crate::TABLES;
 use mlperf_config::Round;
@@ -14,16 +14,14 @@ use mlperf_runtime::results::Format;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{Error, out, outln};
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, scaffold, show, submission};
+use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Starts logging as the global flags say; a run's child also logs into its run directory.
 pub fn start_logging(cli: &Cli) -> Result<(), Error> {
-    if !(cli.progress_interval.is_finite() && cli.progress_interval > 0.0) {
-        return Err(Error::Usage(format!("--progress_interval={}: give a positive number of seconds", cli.progress_interval)));
-    }
-    let options = mlperf_runtime::logging::LogOptions { verbose: cli.verbose, quiet: cli.quiet, progress_interval: Duration::from_secs_f64(cli.progress_interval) };
+    let options = mlperf_runtime::logging::LogOptions { verbose: cli.verbose, quiet: cli.quiet, progress_interval: cli.progress_interval.duration() };
     let run_log = match &cli.command {
         Command::RunLoadgenTest { dir } => Some(dir.join(mlperf_runtime::logging::RUN_LOG)),
         _ => None,
@@ -183,14 +181,11 @@ fn bench_loadgen(out: &Path, options: bench::LoadgenBenchOptions) -> Result<(), 
 
 /// `bench engine`: each selected config (Offline unless `--scenarios` says) under
 /// `out/<timestamp>/<benchmark>-<Scenario>-<workload>`.
-fn bench_engine(mut selection: Selection, overrides: &[Override], seconds: f64, skip_server_search: bool, out: &Path) -> Result<(), Error> {
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(Error::Usage(format!("--seconds={seconds}: give a positive number of seconds")));
-    }
+fn bench_engine(mut selection: Selection, overrides: &[Override], seconds: PositiveSeconds, skip_server_search: bool, out: &Path) -> Result<(), Error> {
     selection.scenarios.get_or_insert_with(|| List(vec![mlperf_config::Scenario::Offline]));
     let resolved = resolve::selection(&selection, overrides)?;
     let out = out.join(harness::timestamp());
-    let options = bench::engine::EngineBenchOptions { seconds, server_search: !skip_server_search };
+    let options = bench::engine::EngineBenchOptions { seconds: seconds.0, server_search: !skip_server_search };
     for selected in &resolved.configs {
         let c = selected.config;
         let dir = out.join(format!("{}-{}-{}", c.benchmark, c.scenario, c.workload.section_name()));
@@ -224,18 +219,13 @@ fn bench_dataset(options: bench::dataset::DatasetBenchOptions) -> Result<(), Err
 
 /// `bench llm`: the serving client against the stand-in, and its Python comparator.
 fn bench_llm(args: &LlmBenchArgs) -> Result<(), Error> {
-    for (flag, v) in [("--seconds", args.seconds), ("--warm_up", args.warm_up), ("--paced_token_ms", args.paced_token_ms)] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::Usage(format!("{flag}={v}: give a positive number")));
-        }
-    }
     let options = bench::llm::LlmBenchOptions {
         in_flight: args.in_flight,
         comparator_in_flight: args.comparator_in_flight,
         output_tokens: args.output_tokens,
-        seconds: args.seconds,
-        warm_up: args.warm_up,
-        paced_token_ms: args.paced_token_ms,
+        seconds: args.seconds.0,
+        warm_up: args.warm_up.0,
+        paced_token_ms: args.paced_token_ms.0,
         python: args.python.clone(),
     };
     let report = bench::llm::run(TABLES.default_round(), &args.out.join(harness::timestamp()), &options)?;
@@ -383,27 +373,24 @@ fn config_show(selection: &Selection, explain: bool) -> Result<(), Error> {
 }
 
 fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
-    let ms = |flag: &str, v: f64| {
-        if v.is_finite() && v >= 0.0 { Ok(Duration::from_secs_f64(v / 1e3)) } else { Err(Error::Usage(format!("--{flag}={v}: give a number of milliseconds, 0 or more"))) }
-    };
     let options = StandInOptions {
         host: args.host.clone(),
         port: args.port,
         api: args.api,
         model: args.model.clone(),
-        first_token: ms("first_token_ms", args.first_token_ms)?,
-        per_token: ms("token_ms", args.token_ms)?,
+        first_token: args.first_token_ms.duration(),
+        per_token: args.token_ms.duration(),
         min_output_tokens: args.min_output_tokens,
         max_output_tokens: args.max_output_tokens,
-        vocab: args.vocab,
-        threads: args.threads,
+        vocab: args.vocab.get(),
+        threads: args.threads.get(),
         cpus: args.cpus.clone(),
         faults: Faults {
-            http_500_every: args.http_500_every,
-            malformed_every: args.malformed_every,
-            drop_every: args.drop_every,
-            stall_every: args.stall_every,
-            die_after: args.die_after,
+            http_500_every: args.http_500_every.map(NonZeroU64::get),
+            malformed_every: args.malformed_every.map(NonZeroU64::get),
+            drop_every: args.drop_every.map(NonZeroU64::get),
+            stall_every: args.stall_every.map(NonZeroU64::get),
+            die_after: args.die_after.map(NonZeroU64::get),
             ready_after: Duration::from_millis(args.ready_after_ms),
             never_ready: args.never_ready,
         },
