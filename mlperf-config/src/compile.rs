@@ -4,10 +4,11 @@
 
 use crate::benchmark::{self, BenchmarkInfo};
 use crate::diag::{Diagnostic, FileId, Sources, Span, did_you_mean};
+use crate::field::FieldSpec;
 use crate::raw::RawValue;
 use crate::raw::parse_config_file;
 use crate::resolve::{ConfigUnit, Resolved, resolve_all};
-use crate::round::Round;
+use crate::round::{BenchmarkRound, Round};
 use crate::schema::Settings;
 use crate::serving::check_server_url;
 use crate::system::{SystemInfo, load_system};
@@ -374,10 +375,66 @@ fn origin(sources: &Sources, span: Span) -> Origin {
     Origin { file: Cow::Owned(sources.path(span.file).to_string()), line: line as u32, col: col as u32 }
 }
 
-/// Types the resolved values, records provenance and applies every rule that needs the full key.
+impl Key<'_> {
+    /// `<system>/<benchmark>/<Scenario> [<workload>]`, as diagnostics name a config.
+    fn describe(&self) -> String {
+        format!("{}/{}/{} [{}]", self.system.id, self.bench.id, self.scenario, self.workload.section_name())
+    }
+}
+
+/// One config as its rules read it: its key, its resolved values (where each was set) and their
+/// typed settings.
+struct Candidate<'a> {
+    key: &'a Key<'a>,
+    resolved: &'a Resolved,
+    settings: &'a Settings,
+    describe: String,
+}
+
+impl Candidate<'_> {
+    /// Where `field` is set, else the section header.
+    fn span_of(&self, field: &str) -> Span {
+        self.resolved.effective(field).map(|v| v.span).unwrap_or(self.key.header)
+    }
+}
+
+/// Types the resolved values, records provenance and applies every rule that needs the full key:
+/// the fields' applicability, then the rules of each part of the config (LoadGen, power, engine,
+/// serving) and of the rounds.
 fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sources, errors: &mut Vec<Diagnostic>) -> Option<CompiledConfig> {
     let before = errors.len();
-    let (bench, system, scenario, workload) = (key.bench, key.system, key.scenario, key.workload);
+    let (settings, provenance) = typed_settings(key, resolved, sources, errors);
+    let config = Candidate { key, resolved, settings: &settings, describe: key.describe() };
+    // The diagnostics come in the order of these checks (the error snapshots hold it).
+    check_required_fields(&config, errors);
+    check_power_limit(&config, errors);
+    check_server_latency(&config, errors);
+    check_engine_components(&config, errors);
+    check_parallelism(&config, errors);
+    check_serving_engine(&config, errors);
+    check_serving_endpoints(&config, errors);
+    check_server_urls(&config, errors);
+    check_text_api_tokenizer(&config, errors);
+    check_serving_ports(&config, errors);
+    let valid_rounds = valid_rounds(&config, rounds, errors);
+    if errors.len() > before {
+        return None;
+    }
+    Some(CompiledConfig {
+        system: key.system.id.clone(),
+        benchmark: Cow::Borrowed(key.bench.id),
+        scenario: key.scenario,
+        workload: key.workload,
+        rounds: Cow::Owned(valid_rounds),
+        settings,
+        provenance: Cow::Owned(provenance),
+        defined_at: origin(sources, key.header),
+    })
+}
+
+/// The effective value of every field, typed, with where it was set and what it overrode; a field
+/// that does not apply to the key is an error.
+fn typed_settings(key: &Key, resolved: &Resolved, sources: &Sources, errors: &mut Vec<Diagnostic>) -> (Settings, Vec<FieldOrigin>) {
     let mut settings = Settings::default();
     let mut provenance = Vec::new();
     for (field, history) in &resolved.fields {
@@ -386,32 +443,7 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         if settings.set(index, effective).is_err() {
             continue; // reported by check_values
         }
-        let spec = &Settings::FIELDS[index];
-        let misplaced = if !benchmark::applies(spec.benchmarks, bench) {
-            Some(format!("benchmark `{}` (it applies to {})", bench.id, spec.benchmarks.join(", ")))
-        } else if !spec.scenarios.is_empty() && !spec.scenarios.contains(&scenario.name()) {
-            Some(format!("the {scenario} scenario (it applies to {})", spec.scenarios.join(", ")))
-        } else if !spec.harness.is_empty() && !spec.harness.contains(&workload.harness.name()) {
-            Some(format!("the {} harness", workload.harness.name()))
-        } else {
-            None
-        };
-        if let Some(what) = misplaced {
-            errors.push(
-                Diagnostic::error("C0203", format!("`{field}` does not apply to {what}"))
-                    .at(effective.span, "not applicable here")
-                    .also(key.header, format!("resolved for {}/{}/{scenario} [{}]", system.id, bench.id, workload.section_name()))
-                    .help(format!("remove it, or move it to a config where it applies ({})", spec.doc)),
-            );
-        }
-        if spec.power == Some("MaxQ") && workload.power == PowerSetting::MaxP {
-            errors.push(
-                Diagnostic::error("C0204", format!("`{field}` is set on a MaxP workload"))
-                    .at(effective.span, "MaxP runs without a power limit")
-                    .also(key.header, "this workload is MaxP")
-                    .help("move it to a `[maxq]` section"),
-            );
-        }
+        check_field_applies(key, field, &Settings::FIELDS[index], effective.span, errors);
         provenance.push(FieldOrigin {
             field: Cow::Owned(field.clone()),
             value: Cow::Owned(effective.value.to_toml()),
@@ -419,53 +451,98 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
             overrode: Cow::Owned(history[..history.len() - 1].iter().rev().map(|v| Overridden { value: Cow::Owned(v.value.to_toml()), at: origin(sources, v.span) }).collect()),
         });
     }
-    let span_of = |field: &str| resolved.effective(field).map(|v| v.span).unwrap_or(key.header);
-    let describe = format!("{}/{}/{scenario} [{}]", system.id, bench.id, workload.section_name());
+    (settings, provenance)
+}
 
-    // Required fields.
+/// A field applies to its benchmarks, scenarios and harnesses only; a MaxQ field to MaxQ workloads.
+fn check_field_applies(key: &Key, field: &str, spec: &FieldSpec, at: Span, errors: &mut Vec<Diagnostic>) {
+    let (bench, scenario, workload) = (key.bench, key.scenario, key.workload);
+    let misplaced = if !benchmark::applies(spec.benchmarks, bench) {
+        Some(format!("benchmark `{}` (it applies to {})", bench.id, spec.benchmarks.join(", ")))
+    } else if !spec.scenarios.is_empty() && !spec.scenarios.contains(&scenario.name()) {
+        Some(format!("the {scenario} scenario (it applies to {})", spec.scenarios.join(", ")))
+    } else if !spec.harness.is_empty() && !spec.harness.contains(&workload.harness.name()) {
+        Some(format!("the {} harness", workload.harness.name()))
+    } else {
+        None
+    };
+    if let Some(what) = misplaced {
+        errors.push(
+            Diagnostic::error("C0203", format!("`{field}` does not apply to {what}"))
+                .at(at, "not applicable here")
+                .also(key.header, format!("resolved for {}", key.describe()))
+                .help(format!("remove it, or move it to a config where it applies ({})", spec.doc)),
+        );
+    }
+    if spec.power == Some("MaxQ") && workload.power == PowerSetting::MaxP {
+        errors.push(
+            Diagnostic::error("C0204", format!("`{field}` is set on a MaxP workload"))
+                .at(at, "MaxP runs without a power limit")
+                .also(key.header, "this workload is MaxP")
+                .help("move it to a `[maxq]` section"),
+        );
+    }
+}
+
+/// The fields the scenario requires (its performance target).
+fn check_required_fields(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let scenario = c.key.scenario;
     for spec in Settings::FIELDS.iter().filter(|f| f.required_for.contains(&scenario.name())) {
-        if resolved.effective(spec.name).is_none() {
+        if c.resolved.effective(spec.name).is_none() {
             errors.push(
-                Diagnostic::error("C0301", format!("{describe} lacks `{}`, which {scenario} requires", spec.name))
-                    .at(key.header, format!("no `{}` along this section's extends chain", spec.name))
+                Diagnostic::error("C0301", format!("{} lacks `{}`, which {scenario} requires", c.describe, spec.name))
+                    .at(c.key.header, format!("no `{}` along this section's extends chain", spec.name))
                     .help(format!("set `{} = ...` here or in a file it extends ({})", spec.name, spec.doc)),
             );
         }
     }
-    if workload.power == PowerSetting::MaxQ && settings.power_limit.is_none() {
+}
+
+/// Power: a MaxQ workload runs at a power limit.
+fn check_power_limit(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    if c.key.workload.power == PowerSetting::MaxQ && c.settings.power_limit.is_none() {
         errors.push(
-            Diagnostic::error("C0205", format!("{describe} is a MaxQ workload without `power_limit`"))
-                .at(key.header, "MaxQ needs a power limit")
+            Diagnostic::error("C0205", format!("{} is a MaxQ workload without `power_limit`", c.describe))
+                .at(c.key.header, "MaxQ needs a power limit")
                 .help("set `power_limit = \"300 W\"` (or the limit you run at) in this section"),
         );
     }
+}
 
-    if let Some(ns) = settings.server_target_latency_ns
+/// LoadGen settings: the Server target latency reaches user.conf in whole milliseconds.
+fn check_server_latency(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    if let Some(ns) = c.settings.server_target_latency_ns
         && ns % 1_000_000 != 0
     {
         errors.push(
             Diagnostic::error("C0310", format!("server_target_latency_ns {ns} is not a whole number of milliseconds"))
-                .at(span_of("server_target_latency_ns"), "LoadGen would truncate it")
+                .at(c.span_of("server_target_latency_ns"), "LoadGen would truncate it")
                 .note("LoadGen reads Server target_latency from user.conf as integer milliseconds (strtoull), so fractions are lost")
                 .help(format!("use {} ms or {} ms", ns / 1_000_000, ns / 1_000_000 + 1)),
         );
     }
+}
 
-    // Engine components.
-    if let Some(batch) = &settings.gpu_batch_size {
+/// Engine settings: per-component batch sizes name components of the benchmark's engine.
+fn check_engine_components(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let bench = c.key.bench;
+    if let Some(batch) = &c.settings.gpu_batch_size {
         for (component, _) in batch.iter() {
             if !bench.components.contains(&component.as_ref()) {
                 errors.push(
                     Diagnostic::error("C0305", format!("`gpu_batch_size` names component `{component}`, which {} does not have", bench.id))
-                        .at(span_of("gpu_batch_size"), "unknown component")
+                        .at(c.span_of("gpu_batch_size"), "unknown component")
                         .help(format!("{}'s engine components are: {}", bench.id, bench.components.join(", "))),
                 );
             }
         }
     }
+}
 
-    // Parallelism must tile the system's GPUs (the stand-in runs no model, so it has none to tile),
-    // and the instances an engine started by `mlperf` needs must fit one node.
+/// Parallelism must tile the system's GPUs (the stand-in runs no model, so it has none to tile),
+/// and the instances an engine started by `mlperf` needs must fit one node.
+fn check_parallelism(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let (bench, system, settings) = (c.key.bench, c.key.system, c.settings);
     let tp = settings.tensor_parallelism.unwrap_or(1);
     let pp = settings.pipeline_parallelism.unwrap_or(1);
     let gpus = system.total_gpus();
@@ -475,47 +552,57 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
     if parallel && (tp * pp == 0 || gpus == 0 || gpus % (tp * pp) != 0) {
         errors.push(
             Diagnostic::error("C0306", format!("tensor x pipeline parallelism = {tp} x {pp} = {} does not divide the {gpus} GPUs of {}", tp * pp, system.id))
-                .at(span_of(if settings.tensor_parallelism.is_some() { "tensor_parallelism" } else { "pipeline_parallelism" }), "does not tile the GPUs")
+                .at(c.span_of(if settings.tensor_parallelism.is_some() { "tensor_parallelism" } else { "pipeline_parallelism" }), "does not tile the GPUs")
                 .help(format!("choose TP x PP among the divisors of {gpus}")),
         );
     } else if llm && let Some(engine) = settings.serving_engine.filter(|e| e.started_by_harness() && e.runs_on_gpus()) {
-        let instances = settings.serving_instances.unwrap_or(1);
-        let dp = settings.data_parallelism.unwrap_or(1);
-        let per_instance = dp.saturating_mul(tp).saturating_mul(pp);
-        let need = instances.saturating_mul(per_instance);
-        let per_node = system.hardware.gpus_per_node;
-        if need > per_node {
-            let field = ["serving_instances", "data_parallelism", "tensor_parallelism", "pipeline_parallelism"]
-                .into_iter()
-                .find(|f| resolved.effective(f).is_some())
-                .unwrap_or("serving_engine");
-            let fits = per_node.checked_div(per_instance).unwrap_or(0);
-            errors.push(
-                Diagnostic::error(
-                    "C0306",
-                    format!(
-                        "serving_instances x data x tensor x pipeline parallelism = {instances} x {dp} x {tp} x {pp} = {need} GPUs, more than the {per_node} GPUs of one node of {}",
-                        system.id
-                    ),
-                )
-                .at(span_of(field), "needs more GPUs than a node has")
-                .also(span_of("serving_engine"), format!("{} is started by mlperf on every node", engine.name()))
-                .help(format!(
-                    "mlperf starts serving_instances engines on each node, each on data x tensor x pipeline parallelism = {per_instance} GPUs of its own: {}, or attach to engines spanning nodes with serving_engine = \"external\"",
-                    if fits == 0 { format!("lower the parallelism to at most {per_node} GPUs per instance") } else { format!("set serving_instances to at most {fits}") }
-                )),
-            );
-        }
+        check_instances_fit_node(c, engine, tp, pp, errors);
     }
+}
 
-    // Serving engine: `engine = "serving"` names one where the field applies (the LLMs; whisper's
-    // serving engine is not described by these fields yet), and only a serving config has one.
-    let names_serving_engine = Settings::index_of("serving_engine").is_some_and(|i| benchmark::applies(Settings::FIELDS[i].benchmarks, bench));
+/// The instances of a serving engine `mlperf` starts on each node, each on data x tensor x
+/// pipeline parallelism GPUs of its own, fit one node.
+fn check_instances_fit_node(c: &Candidate, engine: ServingEngine, tp: u64, pp: u64, errors: &mut Vec<Diagnostic>) {
+    let (system, settings) = (c.key.system, c.settings);
+    let instances = settings.serving_instances.unwrap_or(1);
+    let dp = settings.data_parallelism.unwrap_or(1);
+    let per_instance = dp.saturating_mul(tp).saturating_mul(pp);
+    let need = instances.saturating_mul(per_instance);
+    let per_node = system.hardware.gpus_per_node;
+    if need > per_node {
+        let field = ["serving_instances", "data_parallelism", "tensor_parallelism", "pipeline_parallelism"]
+            .into_iter()
+            .find(|f| c.resolved.effective(f).is_some())
+            .unwrap_or("serving_engine");
+        let fits = per_node.checked_div(per_instance).unwrap_or(0);
+        errors.push(
+            Diagnostic::error(
+                "C0306",
+                format!(
+                    "serving_instances x data x tensor x pipeline parallelism = {instances} x {dp} x {tp} x {pp} = {need} GPUs, more than the {per_node} GPUs of one node of {}",
+                    system.id
+                ),
+            )
+            .at(c.span_of(field), "needs more GPUs than a node has")
+            .also(c.span_of("serving_engine"), format!("{} is started by mlperf on every node", engine.name()))
+            .help(format!(
+                "mlperf starts serving_instances engines on each node, each on data x tensor x pipeline parallelism = {per_instance} GPUs of its own: {}, or attach to engines spanning nodes with serving_engine = \"external\"",
+                if fits == 0 { format!("lower the parallelism to at most {per_node} GPUs per instance") } else { format!("set serving_instances to at most {fits}") }
+            )),
+        );
+    }
+}
+
+/// Serving engine: `engine = "serving"` names one where the field applies (the LLMs; whisper's
+/// serving engine is not described by these fields yet), and only a serving config has one.
+fn check_serving_engine(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let (settings, describe) = (c.settings, &c.describe);
+    let names_serving_engine = Settings::index_of("serving_engine").is_some_and(|i| benchmark::applies(Settings::FIELDS[i].benchmarks, c.key.bench));
     match (settings.engine, settings.serving_engine) {
         (Some(EngineKind::Serving), None) if names_serving_engine => errors.push(
             Diagnostic::error("C0311", "`engine = \"serving\"` without `serving_engine`")
-                .at(span_of("engine"), "which serving engine?")
-                .also(key.header, format!("resolved for {describe}"))
+                .at(c.span_of("engine"), "which serving engine?")
+                .also(c.key.header, format!("resolved for {describe}"))
                 .help(format!(
                     "set `serving_engine` here or in a file it extends: {} (vllm, sglang, trtllm-serve and dynamo are started by mlperf; external attaches to llm_server_urls; stand-in is the test double)",
                     ServingEngine::NAMES.join(", ")
@@ -524,175 +611,200 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
         (engine, Some(serving)) if engine != Some(EngineKind::Serving) => {
             let what = engine.map_or("unset".to_string(), |e| format!("\"{}\"", e.name()));
             let d = Diagnostic::error("C0311", format!("`serving_engine = \"{}\"` on a config whose `engine` is {what}", serving.name()))
-                .at(span_of("serving_engine"), "only serving configs have a serving engine")
-                .also(key.header, format!("resolved for {describe}"));
-            errors.push(if engine.is_some() { d.also(span_of("engine"), "engine set here") } else { d }.help("set `engine = \"serving\"`, or remove `serving_engine`"));
+                .at(c.span_of("serving_engine"), "only serving configs have a serving engine")
+                .also(c.key.header, format!("resolved for {describe}"));
+            errors.push(if engine.is_some() { d.also(c.span_of("engine"), "engine set here") } else { d }.help("set `engine = \"serving\"`, or remove `serving_engine`"));
         }
         _ => {}
     }
+}
 
-    // Serving endpoints: external ones are listed and name their API; started ones get serving_port.
-    if let Some(engine) = settings.serving_engine {
-        if !engine.started_by_harness() {
-            if settings.llm_server_urls.as_ref().is_none_or(|urls| urls.is_empty()) {
-                errors.push(
-                    Diagnostic::error("C0312", "`serving_engine = \"external\"` without `llm_server_urls`")
-                        .at(span_of("serving_engine"), "mlperf starts nothing: where are the endpoints?")
-                        .also(key.header, format!("resolved for {describe}"))
-                        .help("list the endpoints' base URLs, e.g. `llm_server_urls = [\"http://10.0.0.1:8000/v1\"]`"),
-                );
-            }
-            if settings.serving_api.is_none() {
-                errors.push(
-                    Diagnostic::error("C0312", "`serving_engine = \"external\"` without `serving_api`")
-                        .at(span_of("serving_engine"), "external endpoints must name their API")
-                        .also(key.header, format!("resolved for {describe}"))
-                        .help(format!("set `serving_api` to the API the endpoints speak: {}", ServingApi::NAMES.join(", "))),
-                );
-            }
-        } else if let Some(urls) = resolved.effective("llm_server_urls") {
+/// Serving endpoints: external ones are listed and name their API; started ones get serving_port.
+fn check_serving_endpoints(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let (settings, describe) = (c.settings, &c.describe);
+    let Some(engine) = settings.serving_engine else { return };
+    if !engine.started_by_harness() {
+        if settings.llm_server_urls.as_ref().is_none_or(|urls| urls.is_empty()) {
             errors.push(
-                Diagnostic::error("C0312", format!("`llm_server_urls` with `serving_engine = \"{}\"`, which mlperf starts itself", engine.name()))
-                    .at(urls.span, format!("never used: mlperf starts {} and knows its ports", engine.name()))
-                    .also(span_of("serving_engine"), "started by mlperf, instance i on serving_port + i")
-                    .also(key.header, format!("resolved for {describe}"))
-                    .help("remove `llm_server_urls` (set `serving_port` instead), or use `serving_engine = \"external\"` to attach to endpoints something else started"),
+                Diagnostic::error("C0312", "`serving_engine = \"external\"` without `llm_server_urls`")
+                    .at(c.span_of("serving_engine"), "mlperf starts nothing: where are the endpoints?")
+                    .also(c.key.header, format!("resolved for {describe}"))
+                    .help("list the endpoints' base URLs, e.g. `llm_server_urls = [\"http://10.0.0.1:8000/v1\"]`"),
+            );
+        }
+        if settings.serving_api.is_none() {
+            errors.push(
+                Diagnostic::error("C0312", "`serving_engine = \"external\"` without `serving_api`")
+                    .at(c.span_of("serving_engine"), "external endpoints must name their API")
+                    .also(c.key.header, format!("resolved for {describe}"))
+                    .help(format!("set `serving_api` to the API the endpoints speak: {}", ServingApi::NAMES.join(", "))),
+            );
+        }
+    } else if let Some(urls) = c.resolved.effective("llm_server_urls") {
+        errors.push(
+            Diagnostic::error("C0312", format!("`llm_server_urls` with `serving_engine = \"{}\"`, which mlperf starts itself", engine.name()))
+                .at(urls.span, format!("never used: mlperf starts {} and knows its ports", engine.name()))
+                .also(c.span_of("serving_engine"), "started by mlperf, instance i on serving_port + i")
+                .also(c.key.header, format!("resolved for {describe}"))
+                .help("remove `llm_server_urls` (set `serving_port` instead), or use `serving_engine = \"external\"` to attach to endpoints something else started"),
+        );
+    }
+}
+
+/// Each of `llm_server_urls` is an http:// or https:// base URL with a host.
+fn check_server_urls(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let Some(RawValue::Array(items)) = c.resolved.effective("llm_server_urls").map(|v| &v.value) else { return };
+    for item in items {
+        if let RawValue::String(url) = &item.value
+            && let Err(why) = check_server_url(url)
+        {
+            errors.push(
+                Diagnostic::error("C0312", format!("`{url}` in `llm_server_urls` {why}"))
+                    .at(item.span, "not an http:// or https:// URL with a host")
+                    .help("write each endpoint as a base URL, e.g. \"http://10.0.0.1:8000/v1\""),
             );
         }
     }
-    if let Some(RawValue::Array(items)) = resolved.effective("llm_server_urls").map(|v| &v.value) {
-        for item in items {
-            if let RawValue::String(url) = &item.value
-                && let Err(why) = check_server_url(url)
-            {
-                errors.push(
-                    Diagnostic::error("C0312", format!("`{url}` in `llm_server_urls` {why}"))
-                        .at(item.span, "not an http:// or https:// URL with a host")
-                        .help("write each endpoint as a base URL, e.g. \"http://10.0.0.1:8000/v1\""),
-                );
-            }
-        }
-    }
+}
+
+/// A serving API that streams text needs the model's tokenizer to get the output ids back.
+fn check_text_api_tokenizer(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let settings = c.settings;
     let api = settings.serving_api.or(settings.serving_engine.and_then(ServingEngine::api));
     if api.is_some_and(ServingApi::streams_text) && settings.tokenizer_path.is_none() {
         let at = if settings.serving_api.is_some() { "serving_api" } else { "serving_engine" };
         errors.push(
             Diagnostic::error("C0312", "a text-only serving API (`completions-text`) without `tokenizer_path`")
-                .at(span_of(at), "streams text only: output ids must be re-tokenized")
-                .also(key.header, format!("resolved for {describe}"))
+                .at(c.span_of(at), "streams text only: output ids must be re-tokenized")
+                .also(c.key.header, format!("resolved for {}", c.describe))
                 .help("set `tokenizer_path` to the model's tokenizer.json, relative to the scratch space's models/ (e.g. `tokenizer_path = \"Llama2/Llama-2-70b-chat-hf/tokenizer.json\"`)"),
         );
     }
-    if settings.serving_instances == Some(0) {
-        errors.push(Diagnostic::error("C0312", "`serving_instances = 0` starts no endpoint").at(span_of("serving_instances"), "no instance").help("use at least 1 (the default)"));
-    }
-    if let Some(port) = settings.serving_port {
-        let instances = settings.serving_instances.unwrap_or(1).max(1);
-        let last = port.saturating_add(instances - 1);
-        if port == 0 {
-            errors.push(
-                Diagnostic::error("C0312", "`serving_port = 0` is not a port")
-                    .at(span_of("serving_port"), "not a port an engine can listen on")
-                    .help("use the first instance's port, e.g. 30000 (NVIDIA's default)"),
-            );
-        } else if last > 65535 {
-            let d = Diagnostic::error("C0312", format!("serving_port + serving_instances - 1 = {port} + {instances} - 1 = {last} is above port 65535"))
-                .at(span_of("serving_port"), "the last instance has no port");
-            let d = if settings.serving_instances.is_some() { d.also(span_of("serving_instances"), "instance i listens on serving_port + i") } else { d };
-            errors.push(d.help(format!("use a serving_port of at most {}", 65536 - instances.min(65535))));
-        }
-    }
+}
 
-    // Round rules: the config is valid in every round that has the benchmark, the scenario for this
-    // system type and the accuracy target.
+/// At least one serving instance, and every instance's port (serving_port + i) a port.
+fn check_serving_ports(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let settings = c.settings;
+    if settings.serving_instances == Some(0) {
+        errors
+            .push(Diagnostic::error("C0312", "`serving_instances = 0` starts no endpoint").at(c.span_of("serving_instances"), "no instance").help("use at least 1 (the default)"));
+    }
+    let Some(port) = settings.serving_port else { return };
+    let instances = settings.serving_instances.unwrap_or(1).max(1);
+    let last = port.saturating_add(instances - 1);
+    if port == 0 {
+        errors.push(
+            Diagnostic::error("C0312", "`serving_port = 0` is not a port")
+                .at(c.span_of("serving_port"), "not a port an engine can listen on")
+                .help("use the first instance's port, e.g. 30000 (NVIDIA's default)"),
+        );
+    } else if last > 65535 {
+        let d = Diagnostic::error("C0312", format!("serving_port + serving_instances - 1 = {port} + {instances} - 1 = {last} is above port 65535"))
+            .at(c.span_of("serving_port"), "the last instance has no port");
+        let d = if settings.serving_instances.is_some() { d.also(c.span_of("serving_instances"), "instance i listens on serving_port + i") } else { d };
+        errors.push(d.help(format!("use a serving_port of at most {}", 65536 - instances.min(65535))));
+    }
+}
+
+/// Round rules: the rounds in which the config is valid, those that have the benchmark, the
+/// scenario for this system type and the accuracy target; in each, its LoadGen settings must meet
+/// the round's limits. Valid in none is an error.
+fn valid_rounds(c: &Candidate, rounds: &[Round], errors: &mut Vec<Diagnostic>) -> Vec<Cow<'static, str>> {
     let mut valid_rounds = Vec::new();
     let mut why_not = Vec::new();
     for round in rounds {
-        let Some(br) = round.benchmark(bench.id) else {
-            why_not.push(format!("{} does not have {}", round.id, bench.id));
-            continue;
-        };
-        if br.checker_model(workload.accuracy).is_none() {
-            why_not.push(format!(
-                "{} has no {} % accuracy target for {} (it has {})",
-                round.id,
-                workload.accuracy.key(),
-                bench.id,
-                br.checker_models.keys().map(|k| k.as_ref()).collect::<Vec<_>>().join(", ")
-            ));
-            continue;
-        }
-        let allowed = if system.development { br.any_scenarios() } else { br.allowed_scenarios(&system.system_type) };
-        if !allowed.contains(&scenario) {
-            why_not.push(format!(
-                "{} allows {} on a `{}` system only in {}",
-                round.id,
-                bench.id,
-                system.system_type,
-                if allowed.is_empty() { "no scenario".to_string() } else { allowed.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ") }
-            ));
-            continue;
-        }
-        valid_rounds.push(Cow::Owned(round.id.to_string()));
-        if let Some(min) = settings.min_duration
-            && min < round.min_duration_ms
-        {
-            errors.push(
-                Diagnostic::error("C0307", format!("min_duration {min} ms is below the {} minimum of {} ms", round.id, round.min_duration_ms))
-                    .at(span_of("min_duration"), "too short for a submission")
-                    .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
-            );
-        }
-        // Development systems are never submitted; a smaller loaded set keeps LLM runs, which issue
-        // whole multiples of it (equal-issue mode), minutes long instead of hours.
-        if let Some(count) = settings.performance_sample_count_override
-            && count < br.performance_sample_count
-            && !system.development
-        {
-            errors.push(
-                Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))
-                    .at(span_of("performance_sample_count_override"), "too small for a submission")
-                    .help(format!("use at least {}", br.performance_sample_count)),
-            );
-        }
-        if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(scenario))
-            && target > limit
-        {
-            errors.push(
-                Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
-                    .at(span_of("server_target_latency_ns"), "above the benchmark's constraint")
-                    .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
-            );
+        match round_benchmark(c, round) {
+            Ok(br) => {
+                valid_rounds.push(Cow::Owned(round.id.to_string()));
+                check_round_limits(c, round, br, errors);
+            }
+            Err(why) => why_not.push(why),
         }
     }
     if valid_rounds.is_empty() {
-        let code = if why_not.iter().all(|w| w.contains("does not have")) {
-            "C0302"
-        } else if why_not.iter().any(|w| w.contains("accuracy target")) {
-            "C0304"
-        } else {
-            "C0303"
-        };
-        errors.push(Diagnostic::error(code, format!("{describe} is not a valid submission config in any round")).at(key.header, "defined here").note(why_not.join("; ")).help(
-            match code {
-                "C0302" => "remove the config, or add the round that has this benchmark to rounds/".to_string(),
-                "C0304" => "use the `[default]` (99 %) section for benchmarks without a high-accuracy variant".to_string(),
-                _ => "configure a scenario the round allows for this system type, or fix `system_type` in the system description".to_string(),
-            },
+        errors.push(valid_in_no_round(c, &why_not));
+    }
+    valid_rounds
+}
+
+/// The round's rules for the benchmark, or why the config is not valid in the round.
+fn round_benchmark<'r>(c: &Candidate, round: &'r Round) -> Result<&'r BenchmarkRound, String> {
+    let (bench, system, scenario, workload) = (c.key.bench, c.key.system, c.key.scenario, c.key.workload);
+    let Some(br) = round.benchmark(bench.id) else {
+        return Err(format!("{} does not have {}", round.id, bench.id));
+    };
+    if br.checker_model(workload.accuracy).is_none() {
+        return Err(format!(
+            "{} has no {} % accuracy target for {} (it has {})",
+            round.id,
+            workload.accuracy.key(),
+            bench.id,
+            br.checker_models.keys().map(|k| k.as_ref()).collect::<Vec<_>>().join(", ")
         ));
     }
-    if errors.len() > before {
-        return None;
+    let allowed = if system.development { br.any_scenarios() } else { br.allowed_scenarios(&system.system_type) };
+    if !allowed.contains(&scenario) {
+        return Err(format!(
+            "{} allows {} on a `{}` system only in {}",
+            round.id,
+            bench.id,
+            system.system_type,
+            if allowed.is_empty() { "no scenario".to_string() } else { allowed.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ") }
+        ));
     }
-    Some(CompiledConfig {
-        system: system.id.clone(),
-        benchmark: Cow::Borrowed(bench.id),
-        scenario,
-        workload,
-        rounds: Cow::Owned(valid_rounds),
-        settings,
-        provenance: Cow::Owned(provenance),
-        defined_at: origin(sources, key.header),
+    Ok(br)
+}
+
+/// LoadGen settings against a round's limits: the minimum duration, the performance sample count
+/// and the benchmark's latency constraint.
+fn check_round_limits(c: &Candidate, round: &Round, br: &BenchmarkRound, errors: &mut Vec<Diagnostic>) {
+    let (bench, settings) = (c.key.bench, c.settings);
+    if let Some(min) = settings.min_duration
+        && min < round.min_duration_ms
+    {
+        errors.push(
+            Diagnostic::error("C0307", format!("min_duration {min} ms is below the {} minimum of {} ms", round.id, round.min_duration_ms))
+                .at(c.span_of("min_duration"), "too short for a submission")
+                .help("remove it (LoadGen's mlperf.conf already sets the minimum) or raise it; `--test_run` shortens runs without touching configs"),
+        );
+    }
+    // Development systems are never submitted; a smaller loaded set keeps LLM runs, which issue
+    // whole multiples of it (equal-issue mode), minutes long instead of hours.
+    if let Some(count) = settings.performance_sample_count_override
+        && count < br.performance_sample_count
+        && !c.key.system.development
+    {
+        errors.push(
+            Diagnostic::error("C0308", format!("performance_sample_count_override {count} is below the {} value {} for {}", round.id, br.performance_sample_count, bench.id))
+                .at(c.span_of("performance_sample_count_override"), "too small for a submission")
+                .help(format!("use at least {}", br.performance_sample_count)),
+        );
+    }
+    if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(c.key.scenario))
+        && target > limit
+    {
+        errors.push(
+            Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
+                .at(c.span_of("server_target_latency_ns"), "above the benchmark's constraint")
+                .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
+        );
+    }
+}
+
+/// The error of a config valid in no round, coded by why: no round has the benchmark (C0302),
+/// the accuracy target (C0304) or the scenario (C0303).
+fn valid_in_no_round(c: &Candidate, why_not: &[String]) -> Diagnostic {
+    let code = if why_not.iter().all(|w| w.contains("does not have")) {
+        "C0302"
+    } else if why_not.iter().any(|w| w.contains("accuracy target")) {
+        "C0304"
+    } else {
+        "C0303"
+    };
+    Diagnostic::error(code, format!("{} is not a valid submission config in any round", c.describe)).at(c.key.header, "defined here").note(why_not.join("; ")).help(match code {
+        "C0302" => "remove the config, or add the round that has this benchmark to rounds/".to_string(),
+        "C0304" => "use the `[default]` (99 %) section for benchmarks without a high-accuracy variant".to_string(),
+        _ => "configure a scenario the round allows for this system type, or fix `system_type` in the system description".to_string(),
     })
 }
 

@@ -2,13 +2,14 @@
 //! parsed into its type here, so a bad value is refused before anything else happens, with the
 //! values that would be accepted.
 
-use super::parsers::{ConfigVers, List, one_of};
+use super::parsers::{ConfigVers, DelayMillis, List, PositiveMillis, PositiveSeconds, every, from_one, one_of};
 use crate::TABLES;
 use clap::{Args, Parser, Subcommand};
 use mlperf_config::benchmark::BenchmarkInfo;
 use mlperf_config::{AccuracyTarget, AuditTest, Harness, PowerSetting, Round, Scenario, ServingApi};
 use mlperf_runtime::results::Format;
 use mlperf_runtime::rundir::plan::{BackendKind, TestMode};
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -32,8 +33,8 @@ pub struct Cli {
     #[arg(short = 'q', long = "quiet", action = clap::ArgAction::Count, global = true)]
     pub quiet: u8,
     /// Seconds between progress lines when stderr is not a terminal (a terminal gets a bar).
-    #[arg(long = "progress_interval", default_value_t = 30.0, global = true, value_name = "SECONDS")]
-    pub progress_interval: f64,
+    #[arg(long = "progress_interval", value_parser = PositiveSeconds::parse, default_value_t = PositiveSeconds(30.0), global = true, value_name = "SECONDS")]
+    pub progress_interval: PositiveSeconds,
 }
 
 /// Which configs a command works on (NVIDIA's RUN_ARGS selection flags).
@@ -145,31 +146,7 @@ pub enum Command {
     /// Pre-flight of the official submission checker on a staged tree (each rule names the file and
     /// the fix); with --inference-repo also runs the official checker and compares verdicts.
     #[command(name = "check_submission", alias = "check-submission")]
-    CheckSubmission {
-        /// Submission root (holds closed/, open/, network/).
-        #[arg(long, default_value = "build/submission")]
-        input: PathBuf,
-        #[command(flatten)]
-        round: RoundArg,
-        /// Check only this submitter's tree.
-        #[arg(long)]
-        submitter: Option<String>,
-        /// A checkout of mlcommons/inference: also run its submission checker.
-        #[arg(long = "inference-repo", alias = "inference_repo")]
-        inference_repo: Option<PathBuf>,
-        /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
-        #[arg(long = "checker-log", alias = "checker_log")]
-        checker_log: Option<PathBuf>,
-        /// Overwrite an existing checker log.
-        #[arg(long)]
-        force: bool,
-        /// Python interpreter for the official checker (needs PyYAML).
-        #[arg(long, default_value = "python3")]
-        python: String,
-        /// How the findings print: table, json (docs/results.schema.json) or csv.
-        #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
-        format: Format,
-    },
+    CheckSubmission(CheckArgs),
     /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
     #[command(name = "export_submission", alias = "export-submission")]
     ExportSubmission {
@@ -322,40 +299,40 @@ pub struct StandInArgs {
     #[arg(long, default_value = "stand-in")]
     pub model: String,
     /// Delay from a request to its first token.
-    #[arg(long = "first_token_ms", default_value_t = 0.0)]
-    pub first_token_ms: f64,
+    #[arg(long = "first_token_ms", value_parser = DelayMillis::parse, default_value_t = DelayMillis(0.0))]
+    pub first_token_ms: DelayMillis,
     /// Delay between tokens.
-    #[arg(long = "token_ms", default_value_t = 0.0)]
-    pub token_ms: f64,
+    #[arg(long = "token_ms", value_parser = DelayMillis::parse, default_value_t = DelayMillis(0.0))]
+    pub token_ms: DelayMillis,
     /// Shortest answer (a request's max_tokens caps every answer).
     #[arg(long = "min_output_tokens", default_value_t = 128)]
     pub min_output_tokens: u32,
     /// Longest answer.
     #[arg(long = "max_output_tokens", default_value_t = 128)]
     pub max_output_tokens: u32,
-    #[arg(long, default_value_t = 32000)]
-    pub vocab: u32,
+    #[arg(long, value_parser = from_one::<NonZeroU32>, default_value = "32000")]
+    pub vocab: NonZeroU32,
     /// Worker threads.
-    #[arg(long, default_value_t = 2)]
-    pub threads: usize,
+    #[arg(long, value_parser = from_one::<NonZeroUsize>, default_value = "2")]
+    pub threads: NonZeroUsize,
     /// Run on these CPUs only (comma-separated numbers; default: wherever the system puts it).
     #[arg(long, value_delimiter = ',')]
     pub cpus: Vec<usize>,
     /// Fault: every n-th request answers HTTP 500.
-    #[arg(long = "http_500_every")]
-    pub http_500_every: Option<u64>,
+    #[arg(long = "http_500_every", value_parser = every)]
+    pub http_500_every: Option<NonZeroU64>,
     /// Fault: every n-th request's second event is not JSON.
-    #[arg(long = "malformed_every")]
-    pub malformed_every: Option<u64>,
+    #[arg(long = "malformed_every", value_parser = every)]
+    pub malformed_every: Option<NonZeroU64>,
     /// Fault: every n-th request's connection is cut after its first token.
-    #[arg(long = "drop_every")]
-    pub drop_every: Option<u64>,
+    #[arg(long = "drop_every", value_parser = every)]
+    pub drop_every: Option<NonZeroU64>,
     /// Fault: every n-th request stalls after its first token.
-    #[arg(long = "stall_every")]
-    pub stall_every: Option<u64>,
+    #[arg(long = "stall_every", value_parser = every)]
+    pub stall_every: Option<NonZeroU64>,
     /// Fault: the process exits after the first token of its n-th request.
-    #[arg(long = "die_after")]
-    pub die_after: Option<u64>,
+    #[arg(long = "die_after", value_parser = every)]
+    pub die_after: Option<NonZeroU64>,
     /// /health answers 503 this long after start.
     #[arg(long = "ready_after_ms", default_value_t = 0)]
     pub ready_after_ms: u64,
@@ -424,6 +401,34 @@ pub struct AuditArgs {
     pub format: Format,
 }
 
+/// Flags of check_submission.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Submission root (holds closed/, open/, network/).
+    #[arg(long, default_value = "build/submission")]
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Check only this submitter's tree.
+    #[arg(long)]
+    pub submitter: Option<String>,
+    /// A checkout of mlcommons/inference: also run its submission checker.
+    #[arg(long = "inference-repo", alias = "inference_repo")]
+    pub inference_repo: Option<PathBuf>,
+    /// Where the official checker's output is saved (default: <input>/../checker_log.txt).
+    #[arg(long = "checker-log", alias = "checker_log")]
+    pub checker_log: Option<PathBuf>,
+    /// Overwrite an existing checker log.
+    #[arg(long)]
+    pub force: bool,
+    /// Python interpreter for the official checker (needs PyYAML).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// How the findings print: table, json (docs/results.schema.json) or csv.
+    #[arg(long, value_parser = one_of::<Format>(), default_value = "table")]
+    pub format: Format,
+}
+
 /// Flags of the commands that work on a staged submission tree.
 #[derive(Args, Debug)]
 pub struct TreeArgs {
@@ -460,8 +465,8 @@ pub enum BenchCommand {
         #[command(flatten)]
         selection: Selection,
         /// Length of each measurement (engine loop, LoadGen minimum duration).
-        #[arg(long, default_value_t = 10.0)]
-        seconds: f64,
+        #[arg(long, value_parser = PositiveSeconds::parse, default_value_t = PositiveSeconds(10.0))]
+        seconds: PositiveSeconds,
         /// Leave out the null engine's Server search (row c), which takes minutes: for comparing
         /// engines, where the harness's ceiling is not in question.
         #[arg(long = "skip_server_search")]
@@ -517,14 +522,14 @@ pub struct LlmBenchArgs {
     #[arg(long = "output_tokens", default_value_t = 128)]
     pub output_tokens: u32,
     /// Length of each measurement.
-    #[arg(long, default_value_t = 10.0)]
-    pub seconds: f64,
+    #[arg(long, value_parser = PositiveSeconds::parse, default_value_t = PositiveSeconds(10.0))]
+    pub seconds: PositiveSeconds,
     /// Warm-up before each measurement.
-    #[arg(long = "warm_up", default_value_t = 2.0)]
-    pub warm_up: f64,
+    #[arg(long = "warm_up", value_parser = PositiveSeconds::parse, default_value_t = PositiveSeconds(2.0))]
+    pub warm_up: PositiveSeconds,
     /// Token pacing of the stand-in for the added-TTFT measurement (one token per this many ms).
-    #[arg(long = "paced_token_ms", default_value_t = 20.0)]
-    pub paced_token_ms: f64,
+    #[arg(long = "paced_token_ms", value_parser = PositiveMillis::parse, default_value_t = PositiveMillis(20.0))]
+    pub paced_token_ms: PositiveMillis,
     /// Python interpreter of the comparator (scripts/llm_reference_client.py; needs requests).
     #[arg(long, default_value = "python3")]
     pub python: String,

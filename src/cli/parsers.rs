@@ -1,6 +1,8 @@
 //! clap value parsers for the typed flags: one value of a closed set ([`one_of`]), a comma list of
-//! them or `all` ([`List`]), and NVIDIA's legacy `--config_ver` names ([`ConfigVers`]). A bad value
-//! is a clap error that lists the accepted values (and the nearest one), before anything runs.
+//! them or `all` ([`List`]), NVIDIA's legacy `--config_ver` names ([`ConfigVers`]), and numbers
+//! that must be in range: durations ([`PositiveSeconds`], [`PositiveMillis`], [`DelayMillis`]) and
+//! counts from 1 ([`from_one`], [`every`]). A bad value is a clap error (exit status 2) that lists
+//! the accepted values (and the nearest one) or says what a number must be, before anything runs.
 
 use crate::TABLES;
 use clap::builder::{PossibleValue, TypedValueParser};
@@ -12,7 +14,11 @@ use mlperf_runtime::results::Format;
 use mlperf_runtime::rundir::plan::{BackendKind, TestMode};
 use mlperf_runtime::select::ConfigVer;
 use std::ffi::OsStr;
+use std::fmt;
 use std::marker::PhantomData;
+use std::num::NonZeroU64;
+use std::str::FromStr;
+use std::time::Duration;
 
 /// A closed set of values a flag takes.
 pub trait Named: Copy + Send + Sync + std::fmt::Debug + 'static {
@@ -281,5 +287,110 @@ impl TypedValueParser for ConfigVersParser {
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
         Some(Box::new(workload_names().iter().map(|n| PossibleValue::new(*n))))
+    }
+}
+
+/// A finite number of `text` that `ok` accepts, else `want` (clap prints it after the flag and value).
+fn number(text: &str, ok: fn(f64) -> bool, want: &str) -> Result<f64, String> {
+    text.parse::<f64>().ok().filter(|v| v.is_finite() && ok(*v)).ok_or_else(|| want.to_string())
+}
+
+/// A number of seconds above 0 (`--seconds`, `--warm_up`, `--progress_interval`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PositiveSeconds(pub f64);
+
+impl PositiveSeconds {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        number(text, |v| v > 0.0, "give a positive number of seconds").map(PositiveSeconds)
+    }
+
+    pub fn duration(self) -> Duration {
+        Duration::from_secs_f64(self.0)
+    }
+}
+
+/// A number of milliseconds above 0 (`--paced_token_ms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PositiveMillis(pub f64);
+
+impl PositiveMillis {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        number(text, |v| v > 0.0, "give a positive number of milliseconds").map(PositiveMillis)
+    }
+}
+
+/// A delay in milliseconds, 0 or more (the stand-in's `--first_token_ms`, `--token_ms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DelayMillis(pub f64);
+
+impl DelayMillis {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        number(text, |v| v >= 0.0, "give a number of milliseconds, 0 or more").map(DelayMillis)
+    }
+
+    pub fn duration(self) -> Duration {
+        Duration::from_secs_f64(self.0 / 1e3)
+    }
+}
+
+/// `--help` shows a default as the number it is (`[default: 10]`).
+macro_rules! display_number {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    )*};
+}
+display_number!(PositiveSeconds, PositiveMillis, DelayMillis);
+
+/// A count from 1 (`--vocab`, `--threads`): `T` is a non-zero integer type, whose parse refuses 0.
+pub fn from_one<T: FromStr>(text: &str) -> Result<T, String> {
+    text.parse().map_err(|_| "give a whole number, at least 1".to_string())
+}
+
+/// Every n-th request (the stand-in's fault flags): requests count from 1.
+pub fn every(text: &str) -> Result<NonZeroU64, String> {
+    text.parse().map_err(|_| "give a whole number of requests, at least 1 (requests count from 1; 0 would never fire)".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::args::Cli;
+    use clap::Parser;
+    use clap::error::ErrorKind;
+
+    /// A number out of range is refused at parse time, with a usage error (exit status 2) that
+    /// names the flag and what it must be.
+    #[test]
+    fn numbers_out_of_range_are_usage_errors() {
+        for (args, flag, want) in [
+            (&["systems", "--progress_interval=0"][..], "--progress_interval", "positive number of seconds"),
+            (&["bench", "engine", "--seconds=0"], "--seconds", "positive number of seconds"),
+            (&["bench", "engine", "--seconds=nan"], "--seconds", "positive number of seconds"),
+            (&["bench", "llm", "--seconds=inf"], "--seconds", "positive number of seconds"),
+            (&["bench", "llm", "--warm_up=-1"], "--warm_up", "positive number of seconds"),
+            (&["bench", "llm", "--paced_token_ms=0"], "--paced_token_ms", "positive number of milliseconds"),
+            (&["serve_stand_in", "--token_ms=-1"], "--token_ms", "milliseconds, 0 or more"),
+            (&["serve_stand_in", "--first_token_ms=x"], "--first_token_ms", "milliseconds, 0 or more"),
+            (&["serve_stand_in", "--vocab=0"], "--vocab", "at least 1"),
+            (&["serve_stand_in", "--threads=0"], "--threads", "at least 1"),
+            (&["serve_stand_in", "--stall_every=0"], "--stall_every", "0 would never fire"),
+        ] {
+            let err = Cli::try_parse_from([&["mlperf"], args].concat()).expect_err(&format!("{args:?} is refused"));
+            assert_eq!((err.kind(), err.exit_code()), (ErrorKind::ValueValidation, 2), "{args:?}");
+            let text = err.to_string();
+            assert!(text.contains(flag) && text.contains(want), "{args:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn numbers_in_range_and_defaults_parse() {
+        let cli = Cli::try_parse_from(["mlperf", "systems", "--progress_interval=0.5"]).unwrap();
+        assert_eq!(cli.progress_interval.duration(), std::time::Duration::from_millis(500));
+        let cli = Cli::try_parse_from(["mlperf", "systems"]).unwrap();
+        assert_eq!(cli.progress_interval.0, 30.0);
+        Cli::try_parse_from(["mlperf", "serve_stand_in", "--token_ms=0", "--first_token_ms=2.5", "--vocab=1", "--die_after=1"]).unwrap();
     }
 }
