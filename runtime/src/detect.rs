@@ -9,7 +9,7 @@
 
 use mlperf_config::SystemInfo;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 
 /// Environment variable naming a JSON file to use instead of probing (machines without nvidia-smi,
@@ -44,12 +44,33 @@ impl DetectedHardware {
     }
 }
 
+/// Why the machine could not be described.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DetectError {
+    /// The override file cannot be read.
+    #[error("{HARDWARE_OVERRIDE_ENV}={}: {source}", .path.display())]
+    OverrideUnreadable { path: PathBuf, source: std::io::Error },
+    /// The override file is not a hardware description.
+    #[error("{HARDWARE_OVERRIDE_ENV}={}: not a hardware description: {source}", .path.display())]
+    OverrideInvalid { path: PathBuf, source: serde_json::Error },
+    /// `nvidia-smi` is there but failed.
+    #[error("nvidia-smi is installed but failed ({status}): {stderr}; fix the driver or describe the machine in a file named by {HARDWARE_OVERRIDE_ENV}")]
+    SmiFailed { status: std::process::ExitStatus, stderr: String },
+}
+
+impl From<DetectError> for crate::Error {
+    fn from(e: DetectError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
 /// Probes this machine, or reads the override file when `MLPERF_HARDWARE_JSON` is set.
-pub fn detect() -> Result<DetectedHardware, String> {
+pub fn detect() -> Result<DetectedHardware, DetectError> {
     if let Some(path) = std::env::var_os(HARDWARE_OVERRIDE_ENV) {
-        let path = Path::new(&path);
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{HARDWARE_OVERRIDE_ENV}={}: {e}", path.display()))?;
-        let mut hw: DetectedHardware = serde_json::from_str(&text).map_err(|e| format!("{HARDWARE_OVERRIDE_ENV}={}: not a hardware description: {e}", path.display()))?;
+        let path = PathBuf::from(path);
+        let text = std::fs::read_to_string(&path).map_err(|source| DetectError::OverrideUnreadable { path: path.clone(), source })?;
+        let mut hw: DetectedHardware = serde_json::from_str(&text).map_err(|source| DetectError::OverrideInvalid { path: path.clone(), source })?;
         hw.source = format!("{HARDWARE_OVERRIDE_ENV}={}", path.display());
         return Ok(hw);
     }
@@ -74,36 +95,33 @@ pub fn detect() -> Result<DetectedHardware, String> {
     Ok(DetectedHardware { cpu_arch: std::env::consts::ARCH.to_string(), cpu_vendor, host_memory_gib, gpus, source: format!("probe (/proc, {how})") })
 }
 
-/// The GPUs NVML reports; an error when NVML cannot be loaded or initialised.
-fn nvml_gpus() -> Result<Vec<DetectedGpu>, String> {
-    let nvml = nvml_wrapper::Nvml::init().map_err(|e| e.to_string())?;
-    let count = nvml.device_count().map_err(|e| e.to_string())?;
+/// The GPUs NVML reports; an error when NVML cannot be loaded or initialised (then `nvidia-smi` is
+/// asked, so the error is only logged).
+fn nvml_gpus() -> Result<Vec<DetectedGpu>, nvml_wrapper::error::NvmlError> {
+    let nvml = nvml_wrapper::Nvml::init()?;
+    let count = nvml.device_count()?;
     (0..count)
         .map(|i| {
-            let device = nvml.device_by_index(i).map_err(|e| format!("GPU {i}: {e}"))?;
-            let pci = device.pci_info().map_err(|e| format!("GPU {i}: {e}"))?;
+            let device = nvml.device_by_index(i)?;
+            let pci = device.pci_info()?;
             Ok(DetectedGpu {
-                name: device.name().map_err(|e| format!("GPU {i}: {e}"))?,
+                name: device.name()?,
                 // The device id in the upper 16 bits, the vendor (10DE) in the lower, as nvidia-smi shows it.
                 pci_device_id: format!("{:04X}", pci.pci_device_id >> 16),
-                memory_gib: device.memory_info().map_err(|e| format!("GPU {i}: {e}"))?.total as f64 / (1u64 << 30) as f64,
+                memory_gib: device.memory_info()?.total as f64 / (1u64 << 30) as f64,
                 max_power_w: device.power_management_limit_constraints().ok().map(|c| f64::from(c.max_limit) / 1000.0),
             })
         })
         .collect()
 }
 
-fn smi_gpus() -> Result<Vec<DetectedGpu>, String> {
+fn smi_gpus() -> Result<Vec<DetectedGpu>, DetectError> {
     let output = match Command::new("nvidia-smi").args(["--query-gpu=name,pci.device_id,memory.total,power.max_limit", "--format=csv,noheader,nounits"]).output() {
         Ok(o) => o,
         Err(_) => return Ok(Vec::new()), // no driver tools: a CPU-only machine
     };
     if !output.status.success() {
-        return Err(format!(
-            "nvidia-smi is installed but failed ({}): {}; fix the driver or describe the machine in a file named by {HARDWARE_OVERRIDE_ENV}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        return Err(DetectError::SmiFailed { status: output.status, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
     }
     Ok(String::from_utf8_lossy(&output.stdout).lines().filter(|l| !l.trim().is_empty()).map(parse_smi_line).collect())
 }

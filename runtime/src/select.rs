@@ -17,31 +17,65 @@ pub struct SystemChoice {
     pub hardware_mismatch: Vec<String>,
 }
 
+/// Why the selection cannot make a run; each is a config error (exit status 3).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    #[error("--{field}={value}: command-line config overrides are refused by locked builds (this one is locked to {locked}); build without system features to experiment")]
+    OverrideInLockedBuild { field: String, value: String, locked: String },
+    #[error("this binary is locked to {locked}; it cannot run as {requested}. Build without system features for development use")]
+    LockedToAnother { locked: String, requested: String },
+    #[error("this binary is locked to {locked}, but this machine does not match it:\n  - {}\n(hardware from {hardware_from})", .mismatch.join("\n  - "))]
+    LockedHardwareDiffers { locked: String, mismatch: Vec<String>, hardware_from: String },
+    #[error("no system named {name}.{} Known systems: {}", .suggestion.as_ref().map(|m| format!(" Did you mean {m}?")).unwrap_or_default(), .known.join(", "))]
+    UnknownSystem { name: String, suggestion: Option<String>, known: Vec<String> },
+    /// Detection found a machine no compiled system describes; the nearest and why it differs.
+    #[error("this machine ({id}) matches no compiled system.{}\nAdd the machine with `mlperf add_system` (see docs/configs-and-systems.md, \"Adding a system\") or pick one with --system_name / SYSTEM_NAME.", .nearest.as_ref().map(|(near, why)| format!("\nNearest: {near} — it did not match because:\n  - {}", why.join("\n  - "))).unwrap_or_default())]
+    Unregistered { id: String, nearest: Option<(String, Vec<String>)> },
+    #[error(transparent)]
+    Detect(#[from] detect::DetectError),
+    #[error("--{field}={value}: {why}")]
+    Override { field: String, value: String, why: String },
+    /// What the selection asked for and the system has no config of, one line each.
+    #[error("{}", .0.join("\n"))]
+    NotConfigured(Vec<String>),
+    #[error("{system}/{label} is not a valid config in round {round} (valid in: {valid})")]
+    NotInRound { system: String, label: String, round: String, valid: String },
+    #[error("none of the selected configs of {system} is valid in round {round}; check --benchmarks/--scenarios/--round")]
+    NoneInRound { system: String, round: String },
+}
+
+impl From<SelectError> for crate::Error {
+    fn from(e: SelectError) -> crate::Error {
+        crate::Error::Config(e.to_string())
+    }
+}
+
 /// Environment variable that names the system in development builds (NVIDIA's `SYSTEM_NAME`).
 pub const SYSTEM_NAME_ENV: &str = "SYSTEM_NAME";
 
 /// Picks the system: a locked build uses its one system and refuses other hardware; a development
 /// build takes `--system_name` / `SYSTEM_NAME`, else the detected match.
-pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemChoice, String> {
+pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemChoice, SelectError> {
     let detected = detect::detect();
     if let Some(locked) = tables.locked_system {
         let hw = detected?;
         let system = tables.system(locked).expect("a locked build holds its system");
         if let Some(name) = requested.filter(|n| *n != locked) {
-            return Err(format!("this binary is locked to {locked}; it cannot run as {name}. Build without system features for development use"));
+            return Err(SelectError::LockedToAnother { locked: locked.to_string(), requested: name.to_string() });
         }
         let why = detect::mismatches(&hw, system);
         if !why.is_empty() {
-            return Err(format!("this binary is locked to {locked}, but this machine does not match it:\n  - {}\n(hardware from {})", why.join("\n  - "), hw.source));
+            return Err(SelectError::LockedHardwareDiffers { locked: locked.to_string(), mismatch: why, hardware_from: hw.source });
         }
         return Ok(SystemChoice { system, how: "locked build, hardware matches".into(), hardware_mismatch: vec![] });
     }
     let env_name = std::env::var(SYSTEM_NAME_ENV).ok();
     if let Some(name) = requested.or(env_name.as_deref()) {
         let system = tables.system(name).ok_or_else(|| {
-            let known: Vec<&str> = tables.systems.iter().map(|s| s.id.as_ref()).collect();
-            let hint = mlperf_config::diag::did_you_mean(name, known.iter().copied()).map(|m| format!(" Did you mean {m}?")).unwrap_or_default();
-            format!("no system named {name}.{hint} Known systems: {}", known.join(", "))
+            let known: Vec<String> = tables.systems.iter().map(|s| s.id.to_string()).collect();
+            let suggestion = mlperf_config::diag::did_you_mean(name, known.iter().map(String::as_str)).map(|m| m.to_string());
+            SelectError::UnknownSystem { name: name.to_string(), suggestion, known }
         })?;
         let source = if requested.is_some() { "--system_name" } else { "SYSTEM_NAME" };
         // A named system runs even where detection fails, its runs marked as not matching.
@@ -58,12 +92,7 @@ pub fn choose_system(tables: &Tables, requested: Option<&str>) -> Result<SystemC
     match detect::match_system(&hw, tables.systems) {
         SystemMatch::Matched(system) => Ok(SystemChoice { system, how: format!("detected ({})", hw.source), hardware_mismatch: vec![] }),
         SystemMatch::Unmatched { unregistered_id, nearest } => {
-            let mut msg = format!("this machine ({unregistered_id}) matches no compiled system.");
-            if let Some((near, why)) = nearest {
-                msg.push_str(&format!("\nNearest: {} — it did not match because:\n  - {}", near.id, why.join("\n  - ")));
-            }
-            msg.push_str("\nAdd the machine with `mlperf add_system` (see docs/configs-and-systems.md, \"Adding a system\") or pick one with --system_name / SYSTEM_NAME.");
-            Err(msg)
+            Err(SelectError::Unregistered { id: unregistered_id, nearest: nearest.map(|(near, why)| (near.id.to_string(), why)) })
         }
     }
 }
@@ -155,18 +184,15 @@ pub struct Resolved {
 /// Resolves the selection flags and overrides against the compiled tables: every flag and
 /// override error is reported here, before any model, data or engine is touched. Locked builds
 /// refuse overrides.
-pub fn resolve(tables: &Tables, args: &SelectionArgs, overrides: &[Override]) -> Result<Resolved, String> {
+pub fn resolve(tables: &Tables, args: &SelectionArgs, overrides: &[Override]) -> Result<Resolved, SelectError> {
     if let (Some(first), Some(locked)) = (overrides.first(), tables.locked_system) {
-        return Err(format!(
-            "--{}={}: command-line config overrides are refused by locked builds (this one is locked to {locked}); build without system features to experiment",
-            first.field, first.value
-        ));
+        return Err(SelectError::OverrideInLockedBuild { field: first.field.clone(), value: first.value.clone(), locked: locked.to_string() });
     }
     let system = choose_system(tables, args.system_name.as_deref())?;
     let configs = select_configs(tables, system.system, args)?
         .into_iter()
         .map(|config| apply_overrides(&config.settings, overrides).map(|settings| Selected { config, settings }))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, SelectError>>()?;
     let mut non_submittable: Vec<NonSubmittable> = overrides.iter().map(|o| NonSubmittable::Override { field: o.field.clone(), value: o.value.clone() }).collect();
     if !system.hardware_mismatch.is_empty() {
         non_submittable.push(NonSubmittable::HardwareMismatch { system: system.system.id.to_string(), mismatch: system.hardware_mismatch.clone() });
@@ -176,18 +202,18 @@ pub fn resolve(tables: &Tables, args: &SelectionArgs, overrides: &[Override]) ->
 
 impl Resolved {
     /// The configs, which must all be valid submission configs of `round`.
-    pub fn require_round(&self, round: &Round) -> Result<(), String> {
+    pub fn require_round(&self, round: &Round) -> Result<(), SelectError> {
         match self.configs.iter().find(|s| !s.config.rounds.contains(&round.id)) {
-            Some(s) => Err(format!("{}/{} is not a valid config in round {} (valid in: {})", s.config.system, s.label(), round.id, s.config.rounds.join(", "))),
+            Some(s) => Err(SelectError::NotInRound { system: s.config.system.to_string(), label: s.label(), round: round.id.to_string(), valid: s.config.rounds.join(", ") }),
             None => Ok(()),
         }
     }
 
     /// Keeps the configs valid in `round`; an error when none is.
-    pub fn keep_round(&mut self, round: &Round) -> Result<(), String> {
+    pub fn keep_round(&mut self, round: &Round) -> Result<(), SelectError> {
         self.configs.retain(|s| s.config.rounds.contains(&round.id));
         if self.configs.is_empty() {
-            return Err(format!("none of the selected configs of {} is valid in round {}; check --benchmarks/--scenarios/--round", self.system.system.id, round.id));
+            return Err(SelectError::NoneInRound { system: self.system.system.id.to_string(), round: round.id.to_string() });
         }
         Ok(())
     }
@@ -200,19 +226,19 @@ impl Resolved {
 
 /// Applies `--<field>=<value>` overrides to a copy of the settings, with the same type and unit
 /// checks as the build.
-pub fn apply_overrides(settings: &Settings, overrides: &[Override]) -> Result<Settings, String> {
+pub fn apply_overrides(settings: &Settings, overrides: &[Override]) -> Result<Settings, SelectError> {
     let mut out = settings.clone();
     for Override { field, value } in overrides {
         // Read the value as TOML; a bare word that is not TOML is a string.
         let raw = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|t| t.get("v").cloned()).unwrap_or_else(|| toml::Value::String(value.clone()));
-        out.set_toml(field, &raw).map_err(|e| format!("--{field}={value}: {e}"))?;
+        out.set_toml(field, &raw).map_err(|e| SelectError::Override { field: field.clone(), value: value.clone(), why: e.to_string() })?;
     }
     Ok(out)
 }
 
 /// The configs of `system` for the requested benchmarks, scenarios and workloads, or an error
 /// that names what is configured instead.
-fn select_configs(tables: &Tables, system: &SystemInfo, args: &SelectionArgs) -> Result<Vec<&'static CompiledConfig>, String> {
+fn select_configs(tables: &Tables, system: &SystemInfo, args: &SelectionArgs) -> Result<Vec<&'static CompiledConfig>, SelectError> {
     let of_system: Vec<&'static CompiledConfig> = tables.configs_for(&system.id).collect();
     let mut chosen = Vec::new();
     let mut problems = Vec::new();
@@ -248,7 +274,7 @@ fn select_configs(tables: &Tables, system: &SystemInfo, args: &SelectionArgs) ->
         }
     }
     if !problems.is_empty() {
-        return Err(problems.join("\n"));
+        return Err(SelectError::NotConfigured(problems));
     }
     Ok(chosen)
 }
@@ -291,7 +317,7 @@ mod tests {
         let o = |field: &str, value: &str| Override { field: field.into(), value: value.into() };
         let s = apply_overrides(&Settings::default(), &[o("min_duration", "\"10 s\""), o("gpu_batch_size", "{resnet50=8}")]).unwrap();
         assert_eq!((s.min_duration, s.batch_size("resnet50")), (Some(10_000), Some(8)));
-        let e = apply_overrides(&Settings::default(), &[o("offline_expected_qps", "fast")]).unwrap_err();
+        let e = apply_overrides(&Settings::default(), &[o("offline_expected_qps", "fast")]).unwrap_err().to_string();
         assert!(e.starts_with("--offline_expected_qps=fast: ") && e.contains("expects a number"), "{e}");
     }
 }

@@ -43,14 +43,14 @@ fn selection_args(s: &Selection) -> SelectionArgs {
 
 /// The selected configs of the chosen system with the overrides applied.
 pub fn selection(s: &Selection, overrides: &[Override]) -> Result<Resolved, Error> {
-    select::resolve(&TABLES, &selection_args(s), overrides).map_err(Error::Config)
+    Ok(select::resolve(&TABLES, &selection_args(s), overrides)?)
 }
 
 /// The selection, every config of which must be valid in the round.
 fn selection_in_round(s: &Selection, round: &RoundArg, overrides: &[Override]) -> Result<(Resolved, &'static Round), Error> {
     let resolved = selection(s, overrides)?;
     let round = round.get();
-    resolved.require_round(round).map_err(Error::Config)?;
+    resolved.require_round(round)?;
     Ok((resolved, round))
 }
 
@@ -112,7 +112,7 @@ pub fn audit_request<'a>(args: &'a AuditArgs, overrides: &[Override]) -> Result<
 pub fn stage_request(args: &StageArgs) -> Result<StageRequest<'_>, Error> {
     let mut resolved = selection(&args.selection, &[])?;
     let round = args.round.get();
-    resolved.keep_round(round).map_err(Error::Config)?;
+    resolved.keep_round(round)?;
     Ok(StageRequest {
         tables: &TABLES,
         round,
