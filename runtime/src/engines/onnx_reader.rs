@@ -1,5 +1,5 @@
 //! Reading ONNX protobuf messages: initializer values and node attributes, for the importers of
-//! the GPU engine (image classifiers in `gpu::network`, BERT encoders in `gpu::bert_import`).
+//! the GPU engine (image classifiers in `gpu::network`, BERT encoders in `benchmarks::bert::gpu::import`).
 
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_proto::DataType;

@@ -1,23 +1,24 @@
-//! The GPU engines: our own replacements for TensorRT engines, for image classifiers (ResNet50,
-//! below) and BERT ([`bert`]).
+//! The GPU layers, our own replacements for TensorRT engines: the device layer, cuDNN and its graph
+//! API, our kernels, and the engine for convolutional image networks (ResNet50's, below). BERT's
+//! GPU engine is its family's (`benchmarks::bert::gpu`), built on the device layer here.
 //!
+//! - [`device`]: device pointers and buffers, pinned memory, checked driver calls, NVRTC
+//!   compilation; everything else here sits on it.
 //! - [`network`]: ONNX import and the graph passes (batch-norm folding, residual and activation
 //!   fusion, int8 quantisation). CPU only, tested in CI.
-//! - [`bert_import`]: BERT question-answering models from ONNX into typed weights (by dataflow,
-//!   not names). CPU only, tested in CI.
-//! - [`bert`]: the GPU BERT engine (fp16, packed sequences, cuBLASLt and NVRTC kernels), its plan
-//!   and builder.
 //! - [`calibration`]: int8 ranges measured on the CPU (tract) over calibration images, and their
 //!   cache file. CPU only.
 //! - [`lower`]: the space-to-depth stem, NHWC fp16 layout, channel padding, weight blob, buffer
 //!   assignment. CPU only.
 //! - [`plan`]: the serialized engine and its cache key; stale or corrupt plans are never run.
+//! - [`spec`] and [`lifecycle`]: one plan as a family resolves it from a config, and what is done
+//!   with it (calibrate, build or reuse, open on every GPU).
 //! - [`export`]: the network back to ONNX, int8 rounding included: the CPU reference of an int8 plan.
 //! - [`builder`]: `generate_engines`: import, quantise (int8 plans), lower, time cuDNN's algorithms
 //!   (fp32 and fp16 sums, int32 for int8) on the GPU, check the result against the CPU engine,
 //!   write the plan.
-//! - [`cudnn`] and [`exec`]: execution through cudarc (driver, cuDNN, NVRTC): streams, pinned
-//!   buffers, CUDA graphs, the device-resident sample pool.
+//! - [`cudnn`] and [`exec`]: execution through cudarc (cuDNN, the kernels of `exec.cu`): streams,
+//!   CUDA graphs, the device-resident sample pool.
 //! - [`pointwise`]: our int8 1x1 tensor-core kernel (NVRTC), a third way to run int8 1x1 layers.
 //! - [`stem`]: our fp16 tensor-core kernel for the image's convolution, writing int8 for the max
 //!   pooling after it (int8 plans).
