@@ -37,7 +37,7 @@ pub struct RunKey<'a> {
 fn usable(dir: &Path, key: RunKey, kind: RunKind) -> Option<RunPlan> {
     let plan = read_plan(dir).ok()?;
     let same = plan.system_name == key.system_name && plan.bench_dir == key.bench_dir && plan.scenario == key.scenario && plan.round == key.round;
-    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || dir.join(crate::rundir::ABORTED).exists() {
+    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || crate::rundir::aborted(dir).is_some() {
         return None;
     }
     let log = DetailLog::read(&dir.join("mlperf_log_detail.txt")).ok()?;
