@@ -33,8 +33,8 @@ use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
-use crate::engines::serving::launch;
 use crate::engines::serving::tokenizer::HfTokenizer;
+use crate::engines::serving::{ServingError, launch};
 use crate::error::Error;
 use crate::submittable::NonSubmittable;
 use code_judge::LiveCodeBench;
@@ -108,7 +108,7 @@ impl Benchmark for Llm {
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id, settings));
         }
-        let options = client_options(settings, self.id, spec.output_limit).map_err(Error::Config)?;
+        let options = client_options(settings, self.id, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
             let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
             return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
@@ -144,11 +144,11 @@ impl Benchmark for Llm {
         let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
         let references = file.read(&scratch, set)?.references;
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
-        let tokenizer = HfTokenizer::load(&tokenizer)?;
+        let tokenizer = HfTokenizer::load(&tokenizer).map_err(|e| e.to_string())?;
         let entries = read_accuracy_log(accuracy_log)?;
         let in_log = |e: String| format!("{}: {e}", accuracy_log.display());
         let punkt = || Punkt::load(&punkt::find_english_model()?);
-        let text = |ids: &[i32]| tokenizer.text(ids);
+        let text = |ids: &[i32]| tokenizer.text(ids).map_err(|e| e.to_string());
         match (references, self.evaluation) {
             (References::Texts(references), Evaluation::Summaries(style)) => {
                 let answers = summarization::first_answers(entries, &references, &text).map_err(in_log)?;
@@ -157,7 +157,7 @@ impl Benchmark for Llm {
             (References::Tasks(tasks), Evaluation::Mixtral) => Ok(mixtral::evaluate(entries, &tasks, &text, &punkt()?, &Mbxp::default()).map_err(in_log)?.scored()),
             (References::Targets(targets), Evaluation::LongContext) => Ok(llama3_405b::evaluate(entries, &targets, &text, &punkt()?).map_err(in_log)?.scored()),
             (References::Questions(questions), Evaluation::ExactMatch(reference)) => {
-                let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens());
+                let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens()).map_err(|e| e.to_string());
                 let judge = LiveCodeBench::new(&scratch, reference);
                 let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(in_log)?;
                 Ok(evaluation.scored())
@@ -168,12 +168,11 @@ impl Benchmark for Llm {
 }
 
 /// How the harness talks to a config's endpoints.
-pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, String> {
+pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, ServingError> {
     let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
     let api = launch::api_of(settings)?;
     let tokenizer = if api.streams_text() {
-        let path =
-            Scratch::from_env().tokenizer_path(settings).ok_or_else(|| format!("the {} API streams text only: set tokenizer_path to the model's tokenizer.json", api.name()))?;
+        let path = Scratch::from_env().tokenizer_path(settings).ok_or(ServingError::NoTokenizerPath { api: api.name() })?;
         Some(Arc::new(HfTokenizer::load(&path)?))
     } else {
         None

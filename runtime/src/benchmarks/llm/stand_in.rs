@@ -21,7 +21,7 @@ pub fn reference_answers(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAn
         References::Tasks(tasks) => tasks.iter().map(mixtral::right_answer).collect(),
         References::Targets(targets) => targets.iter().map(llama3_405b::right_answer).collect(),
     };
-    let tokenizer = HfTokenizer::load(tokenizer)?;
+    let tokenizer = HfTokenizer::load(tokenizer).map_err(|e| e.to_string())?;
     let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
     for (index, (prompt, answer)) in samples.prompts.into_iter().zip(answers).enumerate() {
         if let Some(answer) = answer {
@@ -52,7 +52,7 @@ mod tests {
         assert_eq!(o.answer(&[1, 2, 3], 100), [5, 7, 9]);
         assert_eq!(o.answer(&[1, 2, 3], 2), [5, 7], "the request's limit still caps it");
         assert_eq!(o.answer(&[9, 9], 100), own.answer(&[9, 9], 100), "a prompt outside the dataset gets the generated answer");
-        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err();
+        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err().to_string();
         assert!(err.contains("completions-text"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
