@@ -16,6 +16,7 @@
 pub mod answers;
 pub mod code_judge;
 pub mod dataset;
+mod error;
 pub mod llama3_405b;
 pub mod math_grader;
 pub mod mbxp;
@@ -116,9 +117,8 @@ impl Benchmark for Llm {
         let file = DatasetFile::of(self.id)
             .ok_or_else(|| Error::Config(format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id)))?;
         let scratch = Scratch::from_env();
-        let samples = file.read(&scratch, spec.set).map_err(Error::Data)?;
-        let caveats: Vec<NonSubmittable> =
-            file.unofficial(&scratch, spec.set).map_err(Error::Data)?.into_iter().map(|finding| NonSubmittable::UnofficialData { finding }).collect();
+        let samples = file.read(&scratch, spec.set)?;
+        let caveats: Vec<NonSubmittable> = file.unofficial(&scratch, spec.set)?.into_iter().map(|finding| NonSubmittable::UnofficialData { finding }).collect();
         if samples.prompts.len() != spec.total_samples {
             return Err(Error::Data(format!(
                 "{}: {} samples, but the round's {} {} set has {}: is it the right file?",
@@ -142,7 +142,7 @@ impl Benchmark for Llm {
         let no_scorer = || format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display());
         let scratch = Scratch::from_env();
         let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
-        let references = file.read(&scratch, set)?.references;
+        let references = file.read(&scratch, set).map_err(|e| e.to_string())?.references;
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
         let tokenizer = HfTokenizer::load(&tokenizer).map_err(|e| e.to_string())?;
         let entries = read_accuracy_log(accuracy_log)?;
