@@ -30,6 +30,7 @@ use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
+use crate::benchmarks::llm::error::EvalError;
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
@@ -146,9 +147,9 @@ impl Benchmark for Llm {
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
         let tokenizer = HfTokenizer::load(&tokenizer).map_err(|e| e.to_string())?;
         let entries = read_accuracy_log(accuracy_log)?;
-        let in_log = |e: String| format!("{}: {e}", accuracy_log.display());
+        let in_log = |e: EvalError| format!("{}: {e}", accuracy_log.display());
         let punkt = || Punkt::load(&punkt::find_english_model()?);
-        let text = |ids: &[i32]| tokenizer.text(ids).map_err(|e| e.to_string());
+        let text = |ids: &[i32]| tokenizer.text(ids);
         match (references, self.evaluation) {
             (References::Texts(references), Evaluation::Summaries(style)) => {
                 let answers = summarization::first_answers(entries, &references, &text).map_err(in_log)?;
@@ -157,7 +158,7 @@ impl Benchmark for Llm {
             (References::Tasks(tasks), Evaluation::Mixtral) => Ok(mixtral::evaluate(entries, &tasks, &text, &punkt()?, &Mbxp::default()).map_err(in_log)?.scored()),
             (References::Targets(targets), Evaluation::LongContext) => Ok(llama3_405b::evaluate(entries, &targets, &text, &punkt()?).map_err(in_log)?.scored()),
             (References::Questions(questions), Evaluation::ExactMatch(reference)) => {
-                let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens()).map_err(|e| e.to_string());
+                let decode = |ids: &[i32]| tokenizer.decode(ids, reference.skips_special_tokens());
                 let judge = LiveCodeBench::new(&scratch, reference);
                 let evaluation = reasoning::evaluate(reference, entries, &questions, &decode, &judge).map_err(in_log)?;
                 Ok(evaluation.scored())
