@@ -397,7 +397,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             never_ready: args.never_ready,
         },
         references: match (&args.reference_answers, &args.tokenizer) {
-            (Some(dataset), Some(tokenizer)) => Some(Arc::new(reference_answers(dataset, tokenizer).map_err(|e| Error::Data(e).context("serve_stand_in --reference_answers"))?)),
+            (Some(dataset), Some(tokenizer)) => Some(Arc::new(reference_answers(dataset, tokenizer).map_err(|e| Error::from(e).context("serve_stand_in --reference_answers"))?)),
             _ => None,
         },
     };

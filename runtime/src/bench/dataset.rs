@@ -73,7 +73,7 @@ fn ours(options: &DatasetBenchOptions) -> Result<Side, String> {
     let mut counts = (0, 0);
     for _ in 0..options.repeats {
         let start = Instant::now();
-        let samples = read_reference_texts(&options.file, &options.reference_column)?;
+        let samples = read_reference_texts(&options.file, &options.reference_column).map_err(|e| e.to_string())?;
         times.push(start.elapsed().as_secs_f64());
         counts = (samples.prompts.len(), samples.prompts.iter().map(Vec::len).sum());
     }

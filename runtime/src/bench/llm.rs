@@ -97,7 +97,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
 
     tracing::info!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
-    let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration))?;
+    let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration)).map_err(|e| e.to_string())?;
     tracing::info!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
     let theirs = comparator(options, options.comparator_in_flight, &fast.1, None)?;
 
@@ -195,7 +195,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
                 if !client_cpus.is_empty() {
                     crate::cpu::pin_current_thread(&client_cpus).map_err(|e| format!("cannot keep the clients on CPU {}: {e}", list(&client_cpus)))?;
                 }
-                let ours = measure::closed_loop(paced_client, &prompt, shape)?;
+                let ours = measure::closed_loop(paced_client, &prompt, shape).map_err(|e| e.to_string())?;
                 Ok((ours, comparator(&paced_options, options.in_flight, &paced.1, Some(answer))?))
             })
             .join()
@@ -247,9 +247,9 @@ fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), S
     };
     let dir = out.join(format!("stand-in-{port}"));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut engines = Engines::start(&spec, &dir)?;
+    let mut engines = Engines::start(&spec, &dir).map_err(|e| e.to_string())?;
     let endpoint = format!("http://127.0.0.1:{port}/v1");
-    launch::wait_ready(std::slice::from_ref(&endpoint), Duration::from_secs(30), || engines.exited().map_or(Ok(()), Err))?;
+    launch::wait_ready(std::slice::from_ref(&endpoint), Duration::from_secs(30), || engines.exited().map_or(Ok(()), Err)).map_err(|e| e.to_string())?;
     Ok((engines, endpoint))
 }
 

@@ -250,7 +250,7 @@ struct ServingMeasure<'a> {
 impl ServingMeasure<'_> {
     fn closed_loop(&self, in_flight: usize, duration: Duration) -> Result<measure::ClosedLoop, String> {
         let prompt = |k: usize| prompt_ids(&self.library.sample(self.loaded[k % self.loaded.len()]));
-        measure::closed_loop(self.options.clone(), &prompt, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration))
+        measure::closed_loop(self.options.clone(), &prompt, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration)).map_err(|e| e.to_string())
     }
 }
 

@@ -21,11 +21,11 @@ impl ServingEngines {
     /// is ready. An engine that exits, a stop signal or the ready timeout end the wait with an error
     /// (a started engine is stopped again).
     pub fn start(settings: &Settings, benchmark: &str, system: &SystemInfo, log_dir: &Path) -> Result<ServingEngines, String> {
-        let endpoints = launch::endpoints(settings)?;
-        let spec = LaunchSpec::from_settings(settings, benchmark, system.hardware.gpus_per_node as u32)?;
+        let endpoints = launch::endpoints(settings).map_err(|e| e.to_string())?;
+        let spec = LaunchSpec::from_settings(settings, benchmark, system.hardware.gpus_per_node as u32).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
         let mut started = match &spec {
-            Some(spec) => Some(Engines::start(spec, log_dir)?),
+            Some(spec) => Some(Engines::start(spec, log_dir).map_err(|e| e.to_string())?),
             None => None,
         };
         let timeout = settings.serving_ready_timeout.map_or(DEFAULT_READY_TIMEOUT, Duration::from_millis);
@@ -38,7 +38,8 @@ impl ServingEngines {
                 Some(exit) => Err(format!("the serving engine exited before it was ready: {exit}")),
                 None => Ok(()),
             }
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(ServingEngines { started, endpoints })
     }
 
@@ -58,7 +59,11 @@ pub fn serve_until_stopped(system: &SystemInfo, configs: &[Selected], log_dir: &
         .find(|s| s.settings.engine == Some(EngineKind::Serving))
         .ok_or("none of the selected configs runs on a serving engine (engine = \"serving\"); select an LLM with --benchmarks and --scenarios")?;
     if selected.settings.serving_engine == Some(ServingEngine::External) {
-        return Err(format!("{} attaches to external endpoints ({}); whatever started them serves them", selected.label(), launch::endpoints(&selected.settings)?.join(", ")));
+        return Err(format!(
+            "{} attaches to external endpoints ({}); whatever started them serves them",
+            selected.label(),
+            launch::endpoints(&selected.settings).map_err(|e| e.to_string())?.join(", ")
+        ));
     }
     let mut engines = ServingEngines::start(&selected.settings, &selected.config.benchmark, system, log_dir)?;
     crate::outln!("{}: serving at {}; logs in {}; stop with Ctrl-C", selected.label(), engines.endpoints.join(", "), log_dir.display());

@@ -81,7 +81,7 @@ impl ServingSut {
         let output_ids = options.output_ids_source();
         tracing::info!("serving client: output ids {output_ids}");
         let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
-        let client = Client::start(options, sink.clone())?;
+        let client = Client::start(options, sink.clone()).map_err(|e| e.to_string())?;
         let _ = sink.stats.set(client.stats_handle());
         Ok(ServingSut { client, library, sink, completed })
     }

@@ -12,6 +12,7 @@
 //! Without Python 3, the problem files or network isolation the evaluation stops and names what
 //! is missing: a missing toolchain never scores zero silently.
 
+use super::error::{EvalError, ProblemError, ProblemField};
 use super::reasoning::{CodeJudge, Reference};
 use super::sandbox;
 use crate::dataset::pickle::{self, Value};
@@ -33,7 +34,7 @@ pub const RUNNER: &str = include_str!("lcb_runner.py");
 pub const TEST_TIMEOUT_S: u64 = 60;
 const RESULT_MARKER: &str = "mlperf-lcb-results ";
 /// How the problems are fetched.
-const FETCH: &str = "huggingface-cli download livecodebench/code_generation_lite --repo-type dataset --local-dir";
+pub(super) const FETCH: &str = "huggingface-cli download livecodebench/code_generation_lite --repo-type dataset --local-dir";
 
 /// The judge of one evaluation: where its problems are and which release it grades against.
 pub struct LiveCodeBench {
@@ -81,20 +82,18 @@ impl LiveCodeBench {
     }
 
     /// The release's problems by `question_id`.
-    pub fn problems(&self) -> Result<HashMap<String, Problem>, String> {
+    pub fn problems(&self) -> Result<HashMap<String, Problem>, EvalError> {
         let mut problems = HashMap::new();
         for path in self.files() {
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                format!(
-                    "{}: {e}: LiveCodeBench release v{} needs test.jsonl .. test{}.jsonl there; fetch them with\n  {FETCH} {}",
-                    path.display(),
-                    self.release,
-                    if self.release == 1 { String::new() } else { self.release.to_string() },
-                    self.problems_dir.display()
-                )
+            let text = std::fs::read_to_string(&path).map_err(|source| EvalError::Problems {
+                path: path.clone(),
+                source,
+                release: self.release,
+                last: if self.release == 1 { String::new() } else { self.release.to_string() },
+                dir: self.problems_dir.clone(),
             })?;
             for (line_no, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let (id, problem) = parse_problem(line).map_err(|e| format!("{}:{}: {e}", path.display(), line_no + 1))?;
+                let (id, problem) = parse_problem(line).map_err(|problem| EvalError::ProblemLine { path: path.clone(), line: line_no + 1, problem })?;
                 problems.insert(id, problem);
             }
         }
@@ -102,23 +101,23 @@ impl LiveCodeBench {
     }
 
     /// Fails with what is missing when Python 3 cannot run here.
-    fn check_toolchain(&self) -> Result<(), String> {
+    fn check_toolchain(&self) -> Result<(), EvalError> {
         let out = Command::new(&self.python).args(["-c", "import sys; assert sys.version_info >= (3, 11), sys.version"]).output();
         match out {
             Ok(o) if o.status.success() => Ok(()),
-            Ok(o) => Err(format!("LiveCodeBench's generated code runs under Python 3.11 or newer; `{}` is not: {}", self.python, String::from_utf8_lossy(&o.stderr).trim())),
-            Err(e) => Err(format!("LiveCodeBench's generated code runs under Python 3.11 or newer, and `{}` cannot be started ({e}): install python3", self.python)),
+            Ok(o) => Err(EvalError::OldPython { python: self.python.clone(), stderr: String::from_utf8_lossy(&o.stderr).trim().to_string() }),
+            Err(source) => Err(EvalError::NoPython { python: self.python.clone(), source }),
         }
     }
 
     /// Runs `code` against `problem`: LiveCodeBench's per-test results (true, or -2 wrong answer,
     /// -3 time limit, -4 error; -1 when the process gave none within its time).
-    pub fn run(&self, code: &str, problem: &Problem) -> Result<Vec<serde_json::Value>, String> {
+    pub fn run(&self, code: &str, problem: &Problem) -> Result<Vec<serde_json::Value>, EvalError> {
         let job = serde_json::json!({"code": code, "inputs": problem.inputs, "outputs": problem.outputs, "fn_name": problem.fn_name, "timeout": self.test_timeout_s});
         let mut command = Command::new(&self.python);
         command.args(["-c", RUNNER]);
         let limit = Duration::from_secs((self.test_timeout_s + 1) * problem.inputs.len() as u64 + 5);
-        let outcome = sandbox::run(&mut command, job.to_string().as_bytes(), limit).map_err(|e| format!("LiveCodeBench runner: {e}"))?;
+        let outcome = sandbox::run(&mut command, job.to_string().as_bytes(), limit).map_err(EvalError::Runner)?;
         let results = String::from_utf8_lossy(&outcome.stdout).lines().rev().find_map(|l| l.strip_prefix(RESULT_MARKER)).and_then(|json| {
             #[derive(Deserialize)]
             struct Results {
@@ -129,7 +128,7 @@ impl LiveCodeBench {
         match (outcome.status, results) {
             (Some(_), Some(r)) => Ok(r.results),
             (Some(s), None) if s.code().is_some_and(|c| c != 0) && outcome.elapsed < Duration::from_secs(1) && outcome.stdout.is_empty() => {
-                Err(format!("the LiveCodeBench runner failed at once ({s}) without a result: is {} Python 3.11 or newer, and may it create a network namespace?", self.python))
+                Err(EvalError::RunnerFailed { status: s, python: self.python.clone() })
             }
             _ => Ok(vec![serde_json::Value::from(-1); problem.inputs.len()]),
         }
@@ -137,7 +136,7 @@ impl LiveCodeBench {
 }
 
 impl CodeJudge for LiveCodeBench {
-    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String> {
+    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, EvalError> {
         self.check_toolchain()?;
         sandbox::check_isolation("LiveCodeBench's generated code")?;
         let problems = self.problems()?;
@@ -174,29 +173,28 @@ struct Test {
 
 /// One line of a problem file: its id, and its public then private tests. Private tests are JSON,
 /// or (most) base64 of zlib of a pickled JSON string.
-pub fn parse_problem(line: &str) -> Result<(String, Problem), String> {
-    let l: Line = serde_json::from_str(line).map_err(|e| format!("not a LiveCodeBench problem line: {e}"))?;
-    let at = |what: String| format!("problem {}: {what}", l.question_id);
-    let mut tests: Vec<Test> = serde_json::from_str(&l.public_test_cases).map_err(|e| at(format!("public_test_cases: {e}")))?;
+pub fn parse_problem(line: &str) -> Result<(String, Problem), ProblemError> {
+    let l: Line = serde_json::from_str(line).map_err(ProblemError::NotALine)?;
+    let at = |field: ProblemField| ProblemError::Field { id: l.question_id.clone(), field };
+    let mut tests: Vec<Test> = serde_json::from_str(&l.public_test_cases).map_err(|e| at(ProblemField::PublicTests(e)))?;
     let private = match serde_json::from_str::<Vec<Test>>(&l.private_test_cases) {
         Ok(t) => t,
         Err(_) => {
-            let packed =
-                base64::engine::general_purpose::STANDARD.decode(l.private_test_cases.trim()).map_err(|e| at(format!("private_test_cases: neither JSON nor base64: {e}")))?;
+            let packed = base64::engine::general_purpose::STANDARD.decode(l.private_test_cases.trim()).map_err(|e| at(ProblemField::PrivateNotBase64(e)))?;
             let mut pickled = Vec::new();
-            flate2::read::ZlibDecoder::new(packed.as_slice()).read_to_end(&mut pickled).map_err(|e| at(format!("private_test_cases: not zlib data: {e}")))?;
-            let json = match pickle::parse(&pickled).map_err(|e| at(format!("private_test_cases: {e}")))? {
+            flate2::read::ZlibDecoder::new(packed.as_slice()).read_to_end(&mut pickled).map_err(|e| at(ProblemField::PrivateNotZlib(e)))?;
+            let json = match pickle::parse(&pickled).map_err(|e| at(ProblemField::PrivatePickle(e)))? {
                 Value::Str(s) => s,
-                other => return Err(at(format!("private_test_cases: a pickled {}, not a JSON string", other.kind()))),
+                other => return Err(at(ProblemField::PrivateNotString(other.kind()))),
             };
-            serde_json::from_str(&json).map_err(|e| at(format!("private_test_cases: {e}")))?
+            serde_json::from_str(&json).map_err(|e| at(ProblemField::PrivateJson(e)))?
         }
     };
     tests.extend(private);
     let fn_name = if l.metadata.trim().is_empty() {
         None
     } else {
-        let metadata: serde_json::Value = serde_json::from_str(&l.metadata).map_err(|e| at(format!("metadata: {e}")))?;
+        let metadata: serde_json::Value = serde_json::from_str(&l.metadata).map_err(|e| at(ProblemField::Metadata(e)))?;
         metadata.get("func_name").and_then(|v| v.as_str()).map(str::to_string)
     };
     let (inputs, outputs) = tests.into_iter().map(|t| (t.input, t.output)).unzip();
@@ -227,7 +225,7 @@ mod tests {
         assert_eq!((id.as_str(), p.inputs, p.outputs, p.fn_name), ("abc001", vec!["2\n".to_string(), "3\n".into()], vec!["4\n".to_string(), "9\n".into()], None));
         let line = problem_line("lc7", "[]", r#"[{"input": "[1, 2]\n3", "output": "[4, 5]", "testtype": "functional"}]"#, r#"{"func_name": "add"}"#);
         assert_eq!(parse_problem(&line).unwrap().1.fn_name.as_deref(), Some("add"));
-        let err = parse_problem(&problem_line("bad", "[]", "%%%", "{}")).unwrap_err();
+        let err = parse_problem(&problem_line("bad", "[]", "%%%", "{}")).unwrap_err().to_string();
         assert!(err.contains("problem bad: private_test_cases: neither JSON nor base64"), "{err}");
     }
 
@@ -266,10 +264,10 @@ mod tests {
     fn a_missing_toolchain_or_problem_file_names_what_is_missing() {
         let (judge, dir) = judge_with(&[]);
         let no_python = LiveCodeBench::with(&dir, 1, "/nonexistent/python3", 1);
-        let err = no_python.judge(&[("x".into(), "print(1)".into())]).unwrap_err();
+        let err = no_python.judge(&[("x".into(), "print(1)".into())]).unwrap_err().to_string();
         assert!(err.contains("/nonexistent/python3") && err.contains("install python3"), "{err}");
         let v6 = LiveCodeBench::with(&dir, 6, "python3", 1);
-        let err = v6.judge(&[("x".into(), "print(1)".into())]).unwrap_err();
+        let err = v6.judge(&[("x".into(), "print(1)".into())]).unwrap_err().to_string();
         let items = v6.items();
         assert_eq!(items.iter().map(|i| i.present).collect::<Vec<_>>(), [true, false, false, false, false, false], "the data check lists all six files");
         assert!(items[5].path.ends_with("test6.jsonl") && items[5].remedy.contains("huggingface-cli download livecodebench/code_generation_lite"));

@@ -21,6 +21,7 @@
 //! gzip-compressed or not, so a `.pkl` left compressed by the download reads too) or
 //! [`crate::dataset::parquet`], told apart by their first bytes: the reference scripts accept either.
 
+pub use crate::benchmarks::llm::error::{LlmDataError, SampleProblem};
 use crate::benchmarks::llm::llama3_405b::{Metric, Target};
 use crate::benchmarks::llm::mixtral::Task;
 use crate::benchmarks::llm::reasoning::Question;
@@ -174,25 +175,25 @@ impl DatasetFile {
 
     /// Why `set`'s file is not the official one, when its published MD5 is known and differs:
     /// the run goes on, marked non-submittable with this reason.
-    pub fn unofficial(&self, scratch: &Scratch, set: SampleSet) -> Result<Option<String>, String> {
+    pub fn unofficial(&self, scratch: &Scratch, set: SampleSet) -> Result<Option<String>, LlmDataError> {
         let Some(md5) = self.md5.filter(|_| self.file_of(set) == self.file) else { return Ok(None) };
         let path = self.path(scratch, set);
-        let (_, actual) = crate::fsutil::md5_file(&path)?;
+        let (_, actual) = crate::fsutil::md5_file(&path).map_err(LlmDataError::Checksum)?;
         Ok((actual != md5).then(|| format!("{}: md5 {actual}, not the published file's {md5}: not the official {} dataset", path.display(), self.benchmark)))
     }
 
     /// Reads the samples of `set`.
-    pub fn read(&self, scratch: &Scratch, set: SampleSet) -> Result<LlmSamples, String> {
+    pub fn read(&self, scratch: &Scratch, set: SampleSet) -> Result<LlmSamples, LlmDataError> {
         let path = self.path(scratch, set);
         if !path.is_file() {
-            return Err(format!("{}: the {} dataset is missing; fetch it with\n  {}", path.display(), self.benchmark, self.fetch_command(scratch)));
+            return Err(LlmDataError::Missing { path, benchmark: self.benchmark, fetch: self.fetch_command(scratch) });
         }
         read(&path, self.format)
     }
 }
 
 /// Reads the dataset file `path`, written in `format`.
-pub fn read(path: &Path, format: Format) -> Result<LlmSamples, String> {
+pub fn read(path: &Path, format: Format) -> Result<LlmSamples, LlmDataError> {
     match format {
         Format::CnnDailyMailJson => read_cnn_dailymail_json(path),
         Format::ReferenceTexts { reference } => read_reference_texts(path, reference),
@@ -205,7 +206,7 @@ pub fn read(path: &Path, format: Format) -> Result<LlmSamples, String> {
 /// Any LLM dataset file, its format told by its content: a JSON array (CNN/DailyMail), or a
 /// DataFrame with reference texts in `output` (OpenOrca), metrics in `metric` (llama3.1-405b),
 /// labels in `gt_output` (mixtral-8x7b), else one of questions.
-pub fn read_any(path: &Path) -> Result<LlmSamples, String> {
+pub fn read_any(path: &Path) -> Result<LlmSamples, LlmDataError> {
     let mut first = [0u8; 1];
     if std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut first)).is_ok() && first[0] == b'[' {
         return read_cnn_dailymail_json(path);
@@ -262,47 +263,56 @@ struct CnnEntry {
 }
 
 /// `cnn_eval.json` / `sample_cnn_eval_5000.json` as `download_cnndm.py` writes them.
-pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, LlmDataError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LlmDataError::Unreadable { path: path.to_path_buf(), source })?;
     let entries: Vec<serde_json::Value> =
-        serde_json::from_str(&text).map_err(|e| format!("{}:{}:{}: not the CNN/DailyMail dataset's JSON array: {e}", path.display(), e.line(), e.column()))?;
+        serde_json::from_str(&text).map_err(|source| LlmDataError::NotJsonArray { path: path.to_path_buf(), line: source.line(), column: source.column(), source })?;
     let (mut prompts, mut references) = (Vec::with_capacity(entries.len()), Vec::with_capacity(entries.len()));
     for (index, value) in entries.into_iter().enumerate() {
-        let entry: CnnEntry = serde_json::from_value(value)
-            .map_err(|e| format!("{}: sample {index}: {e} (each entry needs tok_input, a list of token ids, and output, the reference summary)", path.display()))?;
-        prompts.push(prompt_ids(&entry.tok_input).map_err(|e| format!("{}: sample {index}: {e}", path.display()))?);
+        let entry: CnnEntry = serde_json::from_value(value).map_err(|source| LlmDataError::CnnEntry { path: path.to_path_buf(), index, source })?;
+        prompts.push(prompt_ids(&entry.tok_input).map_err(|problem| sample(path, index, problem))?);
         references.push(entry.output);
     }
     Ok(LlmSamples { prompts, references: References::Texts(references) })
 }
 
 /// A DataFrame file: parquet when it starts with parquet's magic bytes, else a pandas pickle.
-pub fn read_frame(path: &Path) -> Result<DataFrame, String> {
+pub fn read_frame(path: &Path) -> Result<DataFrame, LlmDataError> {
     let mut magic = [0u8; 4];
     let is_parquet = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == parquet::MAGIC;
-    if is_parquet { parquet::read_parquet(path) } else { pandas::read_pickle(path) }
+    if is_parquet { parquet::read_parquet(path) } else { pandas::read_pickle(path) }.map_err(LlmDataError::Frame)
+}
+
+/// The error of sample `index` of `path`.
+fn sample(path: &Path, index: usize, problem: SampleProblem) -> LlmDataError {
+    LlmDataError::Sample { path: path.to_path_buf(), index, problem }
+}
+
+/// A frame's column `name`; the error names the file.
+fn column<'f>(path: &Path, frame: &'f DataFrame, name: &str) -> Result<&'f [Value], LlmDataError> {
+    frame.column(name).map_err(|reason| LlmDataError::Column { path: path.to_path_buf(), reason })
 }
 
 /// Each row's prompt ids from `column`; errors name the file and the sample.
-fn frame_prompts(path: &Path, frame: &DataFrame, column: &str) -> Result<Vec<Vec<i32>>, String> {
-    let cells = frame.column(column).map_err(|e| format!("{}: {e}", path.display()))?;
+fn frame_prompts(path: &Path, frame: &DataFrame, name: &str) -> Result<Vec<Vec<i32>>, LlmDataError> {
+    let cells = column(path, frame, name)?;
     cells
         .iter()
         .enumerate()
         .map(|(index, ids)| {
-            let at = |what: String| format!("{}: sample {index}: {what}", path.display());
-            prompt_ids(&pandas::ints(ids).map_err(|e| at(format!("{column} is {e}")))?).map_err(at)
+            let ids = pandas::ints(ids).map_err(|reason| SampleProblem::PromptCell { column: name.to_string(), reason }).and_then(|ids| prompt_ids(&ids));
+            ids.map_err(|problem| sample(path, index, problem))
         })
         .collect()
 }
 
 /// A DataFrame's `tok_input` (lists or numpy arrays of ids) and `reference` (strings).
-pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, String> {
+pub fn read_reference_texts(path: &Path, reference: &str) -> Result<LlmSamples, LlmDataError> {
     reference_texts(path, &read_frame(path)?, reference)
 }
 
 /// [`read_reference_texts`] of a frame read from `path`.
-fn reference_texts(path: &Path, frame: &DataFrame, reference: &str) -> Result<LlmSamples, String> {
+fn reference_texts(path: &Path, frame: &DataFrame, reference: &str) -> Result<LlmSamples, LlmDataError> {
     let references = string_column(path, frame, reference)?;
     let prompts = frame_prompts(path, frame, "tok_input")?;
     Ok(LlmSamples { prompts, references: References::Texts(references) })
@@ -310,22 +320,21 @@ fn reference_texts(path: &Path, frame: &DataFrame, reference: &str) -> Result<Ll
 
 /// A DataFrame of questions: prompts (`tok_input`, else `input_tokens`, as the gpt-oss reference
 /// prefers), `dataset` and `ground_truth` (a string, or a number as Python's `str()` of it).
-pub fn read_questions(path: &Path) -> Result<LlmSamples, String> {
+pub fn read_questions(path: &Path) -> Result<LlmSamples, LlmDataError> {
     questions(path, &read_frame(path)?)
 }
 
 /// [`read_questions`] of a frame read from `path`.
-fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
+fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, LlmDataError> {
     let prompt_column = if frame.column("tok_input").is_ok() { "tok_input" } else { "input_tokens" };
     let prompts = frame_prompts(path, frame, prompt_column)?;
-    let column = |name: &str| frame.column(name).map_err(|e| format!("{}: {e}", path.display()));
-    let (subsets, truths) = (column("dataset")?, column("ground_truth")?);
+    let (subsets, truths) = (column(path, frame, "dataset")?, column(path, frame, "ground_truth")?);
     let mut questions = Vec::with_capacity(frame.rows);
     for (index, (subset, truth)) in subsets.iter().zip(truths).enumerate() {
-        let at = |what: String| format!("{}: sample {index}: {what}", path.display());
+        let at = |problem: SampleProblem| sample(path, index, problem);
         let subset = match subset {
             Value::None => None,
-            v => Some(v.as_str().ok_or_else(|| at(format!("dataset is a {}, not a sub-benchmark name", v.kind())))?.to_string()),
+            v => Some(v.as_str().ok_or_else(|| at(SampleProblem::Subset { kind: v.kind() }))?.to_string()),
         };
         let ground_truth = match truth {
             Value::None => None,
@@ -333,7 +342,7 @@ fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
             Value::Float(f) => Some(crate::accuracy::python_float_repr(*f)),
             v => Some(match v.as_int() {
                 Some(i) => i.to_string(),
-                None => v.as_str().ok_or_else(|| at(format!("ground_truth is a {}, not a string or a number", v.kind())))?.to_string(),
+                None => v.as_str().ok_or_else(|| at(SampleProblem::GroundTruth { kind: v.kind() }))?.to_string(),
             }),
         };
         questions.push(Question { subset, ground_truth });
@@ -342,18 +351,18 @@ fn questions(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
 }
 
 /// A DataFrame's string column `name`; errors name the file and the sample.
-fn string_column(path: &Path, frame: &DataFrame, name: &str) -> Result<Vec<String>, String> {
-    let cells = frame.column(name).map_err(|e| format!("{}: {e}", path.display()))?;
+fn string_column(path: &Path, frame: &DataFrame, name: &str) -> Result<Vec<String>, LlmDataError> {
+    let cells = column(path, frame, name)?;
     cells
         .iter()
         .enumerate()
-        .map(|(index, v)| v.as_str().map(str::to_string).ok_or_else(|| format!("{}: sample {index}: {name} is a {}, not a string", path.display(), v.kind())))
+        .map(|(index, v)| v.as_str().map(str::to_string).ok_or_else(|| sample(path, index, SampleProblem::NotString { column: name.to_string(), kind: v.kind() })))
         .collect()
 }
 
 /// mixtral-8x7b's tasks: `dataset` "OpenOrca" and "GSM8K" by name, any other MBXP, as its
 /// evaluation tells them apart.
-fn mixtral_tasks(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
+fn mixtral_tasks(path: &Path, frame: &DataFrame) -> Result<LlmSamples, LlmDataError> {
     let prompts = frame_prompts(path, frame, "tok_input")?;
     let (kinds, ids, labels) = (string_column(path, frame, "dataset")?, string_column(path, frame, "id")?, string_column(path, frame, "gt_output")?);
     let tasks = kinds
@@ -366,7 +375,7 @@ fn mixtral_tasks(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
             "GSM8K" => Ok(Task::Gsm8k { answer: label }),
             _ => match id.split_once('_') {
                 Some((language, entry_point)) => Ok(Task::Mbxp { language: language.into(), entry_point: entry_point.into(), test_code: label }),
-                None => Err(format!("{}: sample {index}: the MBXP id {id:?} is not <language>_<entry point>", path.display())),
+                None => Err(sample(path, index, SampleProblem::MbxpId { id })),
             },
         })
         .collect::<Result<_, _>>()?;
@@ -374,7 +383,7 @@ fn mixtral_tasks(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
 }
 
 /// llama3.1-405b's labels and metrics.
-fn metric_targets(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> {
+fn metric_targets(path: &Path, frame: &DataFrame) -> Result<LlmSamples, LlmDataError> {
     let prompts = frame_prompts(path, frame, "tok_input")?;
     let (metrics, labels) = (string_column(path, frame, "metric")?, string_column(path, frame, "gt_output")?);
     let targets = metrics
@@ -382,19 +391,19 @@ fn metric_targets(path: &Path, frame: &DataFrame) -> Result<LlmSamples, String> 
         .zip(labels)
         .enumerate()
         .map(|(index, (metric, label))| {
-            let metric = Metric::of(&metric).ok_or_else(|| format!("{}: sample {index}: metric {metric:?} is none of rouge, niah_em, qa_em", path.display()))?;
+            let metric = Metric::of(&metric).ok_or_else(|| sample(path, index, SampleProblem::Metric { metric: metric.clone() }))?;
             Ok(Target { metric, label })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, LlmDataError>>()?;
     Ok(LlmSamples { prompts, references: References::Targets(targets) })
 }
 
 /// A prompt's token ids as the SUT sends them: not empty, each an int32.
-fn prompt_ids(ids: &[i64]) -> Result<Vec<i32>, String> {
+fn prompt_ids(ids: &[i64]) -> Result<Vec<i32>, SampleProblem> {
     if ids.is_empty() {
-        return Err("tok_input is empty".into());
+        return Err(SampleProblem::EmptyPrompt);
     }
-    ids.iter().map(|&id| i32::try_from(id).map_err(|_| format!("token id {id} does not fit int32"))).collect()
+    ids.iter().map(|&id| i32::try_from(id).map_err(|_| SampleProblem::IdRange { id })).collect()
 }
 
 #[cfg(test)]
@@ -420,18 +429,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mlperf-llm-dataset-{}", std::process::id()));
         let scratch = Scratch::new(&dir);
         let file = DatasetFile::of("llama3.1-8b").unwrap();
-        let missing = file.read(&scratch, SampleSet::Performance).unwrap_err();
+        let missing = file.read(&scratch, SampleSet::Performance).unwrap_err().to_string();
         assert!(missing.contains("data/llama3.1-8b/cnn_eval.json") && missing.contains("llama3-1-8b-cnn-eval.uri") && missing.contains("mlc-r2-downloader"), "{missing}");
         assert!(!file.items(&scratch)[0].present);
 
         std::fs::create_dir_all(file.path(&scratch, SampleSet::Performance).parent().unwrap()).unwrap();
         std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1, 2]}]").unwrap();
-        let no_output = file.read(&scratch, SampleSet::Performance).unwrap_err();
+        let no_output = file.read(&scratch, SampleSet::Performance).unwrap_err().to_string();
         assert!(no_output.contains("sample 1: missing field `output`"), "{no_output}");
         std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 99999999999], \"output\": \"a\"}]").unwrap();
-        assert!(file.read(&scratch, SampleSet::Performance).unwrap_err().contains("sample 0: token id 99999999999 does not fit int32"));
+        assert!(file.read(&scratch, SampleSet::Performance).unwrap_err().to_string().contains("sample 0: token id 99999999999 does not fit int32"));
         std::fs::write(file.path(&scratch, SampleSet::Performance), "[{\"tok_input\": [1, 2], \"output\": \"a\"},\n {\"tok_input\": [1").unwrap();
-        let truncated = file.read(&scratch, SampleSet::Performance).unwrap_err();
+        let truncated = file.read(&scratch, SampleSet::Performance).unwrap_err().to_string();
         assert!(truncated.contains("cnn_eval.json:2:") && truncated.contains("not the CNN/DailyMail dataset's JSON array"), "{truncated}");
         let item = &file.items(&scratch)[0];
         assert!(item.present && item.detail.as_deref().unwrap().contains("sha256 "), "{item:?}");
@@ -439,7 +448,7 @@ mod tests {
         let pickle = DatasetFile::of("llama2-70b").unwrap();
         std::fs::create_dir_all(pickle.path(&scratch, SampleSet::Accuracy).parent().unwrap()).unwrap();
         std::fs::write(pickle.path(&scratch, SampleSet::Accuracy), b"\x80\x05").unwrap();
-        let err = pickle.read(&scratch, SampleSet::Accuracy).unwrap_err();
+        let err = pickle.read(&scratch, SampleSet::Accuracy).unwrap_err().to_string();
         assert!(err.contains("open_orca_gpt4_tokenized_llama.sampled_24576.pkl: not a readable pickle"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -471,9 +480,9 @@ mod tests {
         assert_eq!(samples.prompts[0][0], 1, "Llama 2's BOS first");
         let References::Texts(references) = samples.references else { panic!("reference texts") };
         assert_eq!(references[1], "Guten Morgen.");
-        let err = read_reference_texts(&path, "ground_truth").unwrap_err();
+        let err = read_reference_texts(&path, "ground_truth").unwrap_err().to_string();
         assert!(err.contains("open_orca_tiny.pkl: no column \"ground_truth\"") && err.contains("tok_output"), "{err}");
-        let err = read_reference_texts(&path, "tok_output").unwrap_err();
+        let err = read_reference_texts(&path, "tok_output").unwrap_err().to_string();
         assert!(err.contains("open_orca_tiny.pkl: sample 0: tok_output is a list, not a string"), "{err}");
     }
 
@@ -490,12 +499,12 @@ mod tests {
         let References::Questions(questions) = &gpt_oss.references else { panic!("questions") };
         assert_eq!(gpt_oss.prompts[1], [5, 6, 8], "gpt-oss's input_tokens column");
         assert_eq!(questions[8], Question { subset: Some("aime25".into()), ground_truth: Some("70".into()) });
-        let err = read_questions(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets/open_orca_tiny.pkl")).unwrap_err();
+        let err = read_questions(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/datasets/open_orca_tiny.pkl")).unwrap_err().to_string();
         assert!(err.contains("open_orca_tiny.pkl: no column \"dataset\""), "{err}");
         let truncated = std::env::temp_dir().join(format!("mlperf-truncated-{}.parquet", std::process::id()));
         let bytes = std::fs::read(dir.join("gpt_oss_dataset.parquet")).unwrap();
         std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-        let err = read_questions(&truncated).unwrap_err();
+        let err = read_questions(&truncated).unwrap_err().to_string();
         assert!(err.contains("not a readable parquet file"), "{err}");
         std::fs::remove_file(truncated).unwrap();
     }

@@ -18,12 +18,14 @@
 //! samples scored). The script's environment pins vLLM 0.6.3 and so NumPy 1, which prints
 //! `gen_len` as a plain integer.
 
+use super::error::EvalError;
 use super::summarization::{one_sentence_per_line, pairwise_sum, python_round};
 use crate::accuracy::Scored;
 use crate::accuracy::log::{self, AccuracyEntry};
 use crate::accuracy::punkt::{Punkt, py_space};
 use crate::accuracy::python_float_repr;
 use crate::accuracy::rouge::RougeScorer;
+use crate::engines::serving::tokenizer::TokenizerError;
 use std::sync::LazyLock;
 
 /// A row's metric.
@@ -88,19 +90,19 @@ pub struct LongContextScore {
 }
 
 /// Decodes an answer's token ids without special tokens.
-pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
+pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, TokenizerError> + 'a;
 
 /// Scores `entries` (the accuracy log, in file order) against `targets` (the dataset, by sample
 /// index); errors name the sample.
-pub fn evaluate(entries: Vec<AccuracyEntry>, targets: &[Target], decode: &Decode, punkt: &Punkt) -> Result<LongContextScore, String> {
-    let (answers, _) = log::first_answers(entries, targets)?;
+pub fn evaluate(entries: Vec<AccuracyEntry>, targets: &[Target], decode: &Decode, punkt: &Punkt) -> Result<LongContextScore, EvalError> {
+    let (answers, _) = log::first_answers(entries, targets).map_err(EvalError::Log)?;
     let mut scorer = RougeScorer::new();
     let (mut gen_len, gen_tok_len) = (0, answers.iter().map(|a| a.ids.len()).sum());
     // Each scored row's column and value, in log order.
     let mut rows: Vec<(Column, f64)> = Vec::new();
     for answer in &answers {
         let target = answer.row;
-        let prediction = one_sentence_per_line(punkt, &decode(&answer.ids).map_err(|e| format!("sample {}: {e}", answer.qsl_idx))?);
+        let prediction = one_sentence_per_line(punkt, &decode(&answer.ids).map_err(|source| EvalError::Decode { sample: answer.qsl_idx, source })?);
         let label = one_sentence_per_line(punkt, &target.label);
         gen_len += prediction.chars().count();
         let value = match target.metric {
@@ -111,7 +113,7 @@ pub fn evaluate(entries: Vec<AccuracyEntry>, targets: &[Target], decode: &Decode
         rows.push((target.metric.column(), value));
     }
     if rows.is_empty() {
-        return Err("the log holds no answer to score".into());
+        return Err(EvalError::NoAnswer);
     }
     let mut columns: Vec<Column> = Vec::new();
     for (column, _) in &rows {

@@ -16,6 +16,7 @@
 //! Every program runs in the [`super::sandbox`]. A language whose toolchain is missing stops the
 //! evaluation with the tool to install: a missing toolchain never scores zero silently.
 
+use super::error::EvalError;
 use super::sandbox;
 use crate::accuracy::punkt::py_space;
 use crate::progress::{Progress, Work};
@@ -127,7 +128,7 @@ impl Default for Mbxp {
 impl Mbxp {
     /// Whether each task passes its tests, in order. Fails, before running anything, when a
     /// language of `tasks` has no toolchain here or generated code cannot be cut from the network.
-    pub fn judge(&self, tasks: &[Task]) -> Result<Vec<bool>, String> {
+    pub fn judge(&self, tasks: &[Task]) -> Result<Vec<bool>, EvalError> {
         let mut per_language: BTreeMap<Language, usize> = BTreeMap::new();
         for task in tasks {
             *per_language.entry(task.language).or_default() += 1;
@@ -136,11 +137,8 @@ impl Mbxp {
             let python = [self.python.as_str()];
             let tools = if language == Language::Python { &python[..] } else { language.tools() };
             for tool in tools {
-                if let Err(e) = Command::new(tool).arg("--version").output() {
-                    return Err(format!(
-                        "MBXP's {} answers ({count} in this log) run with `{tool}`, which cannot be started here ({e}): install it (mxeval's language_setup/ubuntu.sh lists each language's toolchain)",
-                        language.tag()
-                    ));
+                if let Err(source) = Command::new(tool).arg("--version").output() {
+                    return Err(EvalError::Toolchain { language: language.tag(), count, tool: tool.to_string(), source });
                 }
             }
         }
@@ -151,7 +149,7 @@ impl Mbxp {
         let judged = Arc::new(AtomicU64::new(0));
         let _progress = Progress::start(Work { label: "MBXP".into(), unit: Some("programs"), expected: Some(tasks.len() as u64), min_duration: None }, judged.clone());
         let next = AtomicUsize::new(0);
-        let mut verdicts: Vec<Option<Result<bool, String>>> = vec![None; tasks.len()];
+        let mut verdicts: Vec<Option<Result<bool, EvalError>>> = tasks.iter().map(|_| None).collect();
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..self.workers.clamp(1, tasks.len().max(1)))
                 .map(|_| {
@@ -179,26 +177,22 @@ impl Mbxp {
     /// MBXP's JavaScript and TypeScript tests compare with lodash's `isEqual`: fails unless
     /// `node` finds the package from where the programs run (mxeval's set-up installs it beside
     /// them).
-    fn require_lodash(&self) -> Result<(), String> {
+    fn require_lodash(&self) -> Result<(), EvalError> {
         match Command::new("node").args(["-e", "require('lodash')"]).current_dir(&self.work_dir).output() {
             Ok(out) if out.status.success() => Ok(()),
-            _ => Err(format!(
-                "MBXP's javascript and typescript tests require the npm package lodash, which node does not find from {}: install it there (npm install --prefix {} lodash) or set NODE_PATH to a node_modules holding it",
-                self.work_dir.display(),
-                self.work_dir.display()
-            )),
+            _ => Err(EvalError::Lodash { dir: self.work_dir.clone() }),
         }
     }
 
     /// Runs one task in `dir` (made, then removed).
-    fn run(&self, task: &Task, dir: &Path) -> Result<bool, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    fn run(&self, task: &Task, dir: &Path) -> Result<bool, EvalError> {
+        std::fs::create_dir_all(dir).map_err(|source| EvalError::MakeDir { path: dir.to_path_buf(), source })?;
         let passed = self.run_in(task, dir);
         let _ = std::fs::remove_dir_all(dir);
         passed
     }
 
-    fn run_in(&self, task: &Task, dir: &Path) -> Result<bool, String> {
+    fn run_in(&self, task: &Task, dir: &Path) -> Result<bool, EvalError> {
         let code = solution(task.language, &task.response);
         let language = task.language;
         if language == Language::Python {
@@ -209,7 +203,7 @@ impl Mbxp {
             return Ok(verdict.as_deref() == Some("\"passed\""));
         }
         let source = PathBuf::from(format!("main.{}", language.extension()));
-        std::fs::write(dir.join(&source), format!("{code}{}", task.test_code)).map_err(|e| format!("cannot write {}: {e}", dir.join(&source).display()))?;
+        std::fs::write(dir.join(&source), format!("{code}{}", task.test_code)).map_err(|e| EvalError::Write { path: dir.join(&source), source: e })?;
         let in_dir = |program: &str, args: &[&str]| {
             let mut command = Command::new(program);
             command.args(args).current_dir(dir);
@@ -266,10 +260,10 @@ mod tests {
     #[test]
     fn a_missing_toolchain_is_named_before_anything_runs() {
         let judge = Mbxp { python: "/nonexistent/python3".into(), ..Mbxp::default() };
-        let err = judge.judge(&[task(Language::Python, "", "")]).unwrap_err();
+        let err = judge.judge(&[task(Language::Python, "", "")]).unwrap_err().to_string();
         assert!(err.contains("MBXP's python answers (1 in this log) run with `/nonexistent/python3`") && err.contains("install it"), "{err}");
         let judge = Mbxp { work_dir: PathBuf::from("/"), ..Mbxp::default() };
-        let err = judge.judge(&[task(Language::JavaScript, "", "")]).unwrap_err();
+        let err = judge.judge(&[task(Language::JavaScript, "", "")]).unwrap_err().to_string();
         assert!(err.contains("`node`") || err.contains("lodash, which node does not find from /"), "{err}");
     }
 }

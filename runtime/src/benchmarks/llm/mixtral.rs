@@ -20,12 +20,14 @@
 //! 'gen_tok_len': ..., 'tokens_per_sample': 144.8}`.
 
 use super::answers::python_float;
+use super::error::EvalError;
 use super::mbxp::{self, Language, Mbxp};
 use super::summarization::{self, Answer, SummarizationScore};
 use crate::accuracy::Scored;
 use crate::accuracy::log::{self, AccuracyEntry};
 use crate::accuracy::punkt::Punkt;
 use crate::accuracy::python_float_repr;
+use crate::engines::serving::tokenizer::TokenizerError;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -65,19 +67,19 @@ pub struct MbxpScore {
 }
 
 /// Decodes an answer's token ids without special tokens.
-pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
+pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, TokenizerError> + 'a;
 
 /// Scores `entries` (the accuracy log, in file order) against `tasks` (the dataset, by sample
 /// index). Errors name the sample, and stop where the script stops: a sample past the dataset,
 /// no GSM8K answer, or MBXP answers none of which is in a language it runs.
-pub fn evaluate(entries: Vec<AccuracyEntry>, tasks: &[Task], decode: &Decode, punkt: &Punkt, judge: &Mbxp) -> Result<MixtralScore, String> {
-    let (answers, gen_num) = log::first_answers(entries, tasks)?;
+pub fn evaluate(entries: Vec<AccuracyEntry>, tasks: &[Task], decode: &Decode, punkt: &Punkt, judge: &Mbxp) -> Result<MixtralScore, EvalError> {
+    let (answers, gen_num) = log::first_answers(entries, tasks).map_err(EvalError::Log)?;
     let gen_tok_len = answers.iter().map(|a| a.ids.len()).sum();
     let mut open_orca: Vec<(Answer, &str)> = Vec::new();
     let mut gsm8k: Vec<(String, &str)> = Vec::new();
     let (mut mbxp_answers, mut mbxp_tasks) = (0, Vec::new());
     for answer in answers {
-        let text = decode(&answer.ids).map_err(|e| format!("sample {}: {e}", answer.qsl_idx))?;
+        let text = decode(&answer.ids).map_err(|source| EvalError::Decode { sample: answer.qsl_idx, source })?;
         match answer.row {
             Task::OpenOrca { reference } => open_orca.push((Answer { tokens: answer.ids.len(), text }, reference)),
             Task::Gsm8k { answer } => gsm8k.push((text, answer)),
@@ -90,16 +92,12 @@ pub fn evaluate(entries: Vec<AccuracyEntry>, tasks: &[Task], decode: &Decode, pu
         }
     }
     if gsm8k.is_empty() {
-        return Err("the log holds no GSM8K answer, and the reference evaluation divides by their number: score a log of the whole accuracy set".into());
+        return Err(EvalError::NoGsm8k);
     }
     let right = gsm8k.iter().filter(|(text, truth)| gsm8k_is_correct(text, truth)).count();
     let mbxp = match (mbxp_answers, mbxp_tasks.is_empty()) {
         (0, _) => None,
-        (n, true) => {
-            return Err(format!(
-                "the log's {n} MBXP answers are all in languages the evaluation does not run (it runs cpp, python, php, javascript, ruby, typescript), and it divides by their number"
-            ));
-        }
+        (count, true) => return Err(EvalError::MbxpLanguages { count }),
         (_, false) => Some(judge_mbxp(judge, &mbxp_tasks)?),
     };
     Ok(MixtralScore {
@@ -111,7 +109,7 @@ pub fn evaluate(entries: Vec<AccuracyEntry>, tasks: &[Task], decode: &Decode, pu
     })
 }
 
-fn judge_mbxp(judge: &Mbxp, tasks: &[mbxp::Task]) -> Result<MbxpScore, String> {
+fn judge_mbxp(judge: &Mbxp, tasks: &[mbxp::Task]) -> Result<MbxpScore, EvalError> {
     let start = Instant::now();
     let verdicts = judge.judge(tasks)?;
     let mut per_language: Vec<(Language, usize, usize)> = Vec::new();

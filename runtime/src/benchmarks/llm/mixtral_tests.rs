@@ -52,11 +52,11 @@ fn the_evaluation_counts_repeats_in_gen_num_and_stops_where_the_script_does() {
     assert!(score.accuracy_txt().contains("\n 100.00% pass@1\n{'python': 1} {'python': 1}\n\nResults\n\n{'rouge1'"), "{}", score.accuracy_txt());
 
     let only_java = vec![entry(0, 1, &[1]), entry(1, 3, &[3])];
-    let err = evaluate(only_java, &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err();
+    let err = evaluate(only_java, &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err().to_string();
     assert!(err.contains("1 MBXP answers are all in languages the evaluation does not run"), "{err}");
-    let err = evaluate(vec![entry(0, 0, &[0])], &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err();
+    let err = evaluate(vec![entry(0, 0, &[0])], &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err().to_string();
     assert!(err.contains("no GSM8K answer"), "{err}");
-    let err = evaluate(vec![entry(0, 9, &[0])], &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err();
+    let err = evaluate(vec![entry(0, 9, &[0])], &tasks, &decode, &punkt, &Mbxp::default()).unwrap_err().to_string();
     assert_eq!(err, "sample 9: past the dataset's 4 samples");
     let no_mbxp = evaluate(vec![entry(0, 1, &[1])], &tasks, &decode, &punkt, &Mbxp::default()).unwrap();
     assert_eq!(no_mbxp.result_line(), "{'gsm8k': 100.0, 'mbxp': 0, 'gen_len': 0, 'gen_num': 1, 'gen_tok_len': 1, 'tokens_per_sample': 1.0}", "no OpenOrca: no ROUGE keys");
@@ -96,7 +96,7 @@ mod official {
         let score = evaluate(read_accuracy_log(&fixture("mixtral_log.json")).unwrap(), &tasks, &decode, &punkt, &judge);
         std::fs::remove_dir_all(&work_dir).unwrap();
         if std::process::Command::new("node").arg("--version").output().is_err() {
-            let err = score.unwrap_err();
+            let err = score.unwrap_err().to_string();
             assert!(err.contains("javascript answers (2 in this log) run with `node`"), "without node the evaluation names it: {err}");
             return;
         }

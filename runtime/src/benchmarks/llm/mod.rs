@@ -16,6 +16,7 @@
 pub mod answers;
 pub mod code_judge;
 pub mod dataset;
+mod error;
 pub mod llama3_405b;
 pub mod math_grader;
 pub mod mbxp;
@@ -29,12 +30,13 @@ use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
+use crate::benchmarks::llm::error::EvalError;
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::client::ClientOptions;
-use crate::engines::serving::launch;
 use crate::engines::serving::tokenizer::HfTokenizer;
+use crate::engines::serving::{ServingError, launch};
 use crate::error::Error;
 use crate::submittable::NonSubmittable;
 use code_judge::LiveCodeBench;
@@ -108,7 +110,7 @@ impl Benchmark for Llm {
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id, settings));
         }
-        let options = client_options(settings, self.id, spec.output_limit).map_err(Error::Config)?;
+        let options = client_options(settings, self.id, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
             let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
             return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
@@ -116,9 +118,8 @@ impl Benchmark for Llm {
         let file = DatasetFile::of(self.id)
             .ok_or_else(|| Error::Config(format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id)))?;
         let scratch = Scratch::from_env();
-        let samples = file.read(&scratch, spec.set).map_err(Error::Data)?;
-        let caveats: Vec<NonSubmittable> =
-            file.unofficial(&scratch, spec.set).map_err(Error::Data)?.into_iter().map(|finding| NonSubmittable::UnofficialData { finding }).collect();
+        let samples = file.read(&scratch, spec.set)?;
+        let caveats: Vec<NonSubmittable> = file.unofficial(&scratch, spec.set)?.into_iter().map(|finding| NonSubmittable::UnofficialData { finding }).collect();
         if samples.prompts.len() != spec.total_samples {
             return Err(Error::Data(format!(
                 "{}: {} samples, but the round's {} {} set has {}: is it the right file?",
@@ -142,11 +143,11 @@ impl Benchmark for Llm {
         let no_scorer = || format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display());
         let scratch = Scratch::from_env();
         let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
-        let references = file.read(&scratch, set)?.references;
+        let references = file.read(&scratch, set).map_err(|e| e.to_string())?.references;
         let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
-        let tokenizer = HfTokenizer::load(&tokenizer)?;
+        let tokenizer = HfTokenizer::load(&tokenizer).map_err(|e| e.to_string())?;
         let entries = read_accuracy_log(accuracy_log)?;
-        let in_log = |e: String| format!("{}: {e}", accuracy_log.display());
+        let in_log = |e: EvalError| format!("{}: {e}", accuracy_log.display());
         let punkt = || Punkt::load(&punkt::find_english_model()?);
         let text = |ids: &[i32]| tokenizer.text(ids);
         match (references, self.evaluation) {
@@ -168,12 +169,11 @@ impl Benchmark for Llm {
 }
 
 /// How the harness talks to a config's endpoints.
-pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, String> {
+pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, ServingError> {
     let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
     let api = launch::api_of(settings)?;
     let tokenizer = if api.streams_text() {
-        let path =
-            Scratch::from_env().tokenizer_path(settings).ok_or_else(|| format!("the {} API streams text only: set tokenizer_path to the model's tokenizer.json", api.name()))?;
+        let path = Scratch::from_env().tokenizer_path(settings).ok_or(ServingError::NoTokenizerPath { api: api.name() })?;
         Some(Arc::new(HfTokenizer::load(&path)?))
     } else {
         None

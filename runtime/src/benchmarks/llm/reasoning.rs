@@ -17,10 +17,12 @@
 //! graded by [`super::math_grader`], and LiveCodeBench code run by a [`CodeJudge`].
 
 use super::answers::{self, Choices};
+pub use super::error::EvalError;
 use super::math_grader;
 use crate::accuracy::Scored;
 use crate::accuracy::log::AccuracyEntry;
 use crate::accuracy::python_float_repr;
+use crate::engines::serving::tokenizer::TokenizerError;
 use std::collections::{BTreeMap, HashSet};
 
 /// Which reference evaluation scores the log.
@@ -78,7 +80,7 @@ impl Grader {
 /// Runs extracted code against a LiveCodeBench problem's tests.
 pub trait CodeJudge {
     /// Whether each `(question_id, code)` passes every test of its problem, in order.
-    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String>;
+    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, EvalError>;
 }
 
 /// The shortest answer `question`'s grader counts right, for a stand-in playing a perfect model:
@@ -125,13 +127,13 @@ fn repeats(subset: &str) -> usize {
 }
 
 /// Decodes an answer's token ids to the text the reference grades.
-pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, String> + 'a;
+pub type Decode<'a> = dyn Fn(&[i32]) -> Result<String, TokenizerError> + 'a;
 
 /// Scores `entries` (the accuracy log, in file order) against `questions` (the dataset, by sample
 /// index). Errors name the log's sample; an answer whose bytes are not whole int32 ids, a row
 /// without a sub-benchmark and a sub-benchmark no grader knows stop the evaluation, as they stop
 /// the reference scripts.
-pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[Question], decode: &Decode, judge: &dyn CodeJudge) -> Result<Evaluation, String> {
+pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[Question], decode: &Decode, judge: &dyn CodeJudge) -> Result<Evaluation, EvalError> {
     let mut seen = HashSet::new();
     let mut graded: Vec<Graded> = Vec::new();
     // LiveCodeBench answers, judged in one batch: their rows in `graded`, and (question id, code).
@@ -141,11 +143,11 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
         if reference == Reference::DeepSeekR1 && !seen.insert(entry.qsl_idx) {
             continue;
         }
-        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
+        let sample = entry.qsl_idx;
         // Both scripts skip (with a warning) an answer past the dataset.
-        let Some(question) = questions.get(entry.qsl_idx) else { continue };
-        let ids = entry.int32_ids().map_err(at)?;
-        let text = decode(&ids).map_err(at)?;
+        let Some(question) = questions.get(sample) else { continue };
+        let ids = entry.int32_ids().map_err(|reason| EvalError::Ids { sample, reason })?;
+        let text = decode(&ids).map_err(|source| EvalError::Decode { sample, source })?;
         let subset = match &question.subset {
             Some(s) if !s.is_empty() => s.to_lowercase(),
             // pandas' groupby drops a missing name: deepseek-r1 counts the row, never right.
@@ -153,9 +155,9 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
                 graded.push(Graded { subset: String::new(), correct: false, tokens: ids.len() });
                 continue;
             }
-            _ => return Err(at("the dataset row names no sub-benchmark (its `dataset` column is empty)".into())),
+            _ => return Err(EvalError::NoSubset { sample }),
         };
-        let grader = Grader::of(&subset, reference).ok_or_else(|| at(format!("no evaluator for sub-benchmark {subset:?}: is this the {reference:?} dataset?")))?;
+        let grader = Grader::of(&subset, reference).ok_or_else(|| EvalError::NoGrader { sample, subset: subset.clone(), reference })?;
         let truth = question.ground_truth.as_deref();
         let correct = match grader {
             Grader::LiveCodeBench => {

@@ -172,7 +172,7 @@ fn right_answers_are_graded_right_by_both_evaluations() {
 
 struct NoCode;
 impl CodeJudge for NoCode {
-    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, String> {
+    fn judge(&self, work: &[(String, String)]) -> Result<Vec<bool>, EvalError> {
         Ok(work.iter().map(|(id, code)| id == "lc1" && code.contains("return")).collect())
     }
 }
@@ -188,7 +188,7 @@ fn question(subset: &str, truth: &str) -> Question {
 /// Answer texts by token id: each logged answer is its text's id repeated.
 const TEXTS: [&str; 5] = ["Answer: B", "\\boxed{70}", "Answer: C", "```python\ndef f():\n    return 1\n```", "\\boxed{\\frac{1}{2}}"];
 
-fn decode(ids: &[i32]) -> Result<String, String> {
+fn decode(ids: &[i32]) -> Result<String, crate::engines::serving::tokenizer::TokenizerError> {
     Ok(TEXTS[ids[0] as usize].to_string())
 }
 
@@ -220,10 +220,10 @@ fn gpt_oss_weights_each_sub_benchmark_by_its_repeats() {
 
 #[test]
 fn unknown_sub_benchmarks_and_bad_answers_name_the_sample() {
-    let bad = evaluate(Reference::GptOss120b, vec![entry(0, &[0])], &[question("trivia", "B")], &decode, &NoCode).unwrap_err();
+    let bad = evaluate(Reference::GptOss120b, vec![entry(0, &[0])], &[question("trivia", "B")], &decode, &NoCode).unwrap_err().to_string();
     assert!(bad.contains("sample 0") && bad.contains("trivia"), "{bad}");
     let odd = AccuracyEntry { seq_id: 0, qsl_idx: 0, data: vec![1, 2, 3] };
-    let bad = evaluate(Reference::DeepSeekR1, vec![odd], &[question("gpqa", "B")], &decode, &NoCode).unwrap_err();
+    let bad = evaluate(Reference::DeepSeekR1, vec![odd], &[question("gpqa", "B")], &decode, &NoCode).unwrap_err().to_string();
     assert!(bad.contains("sample 0") && bad.contains("int32"), "{bad}");
     let unnamed = Question { subset: None, ground_truth: Some("B".into()) };
     let eval = evaluate(Reference::DeepSeekR1, vec![entry(0, &[0])], std::slice::from_ref(&unnamed), &decode, &NoCode).unwrap();

@@ -4,6 +4,7 @@
 //! The time limits are the reference evaluations'; the network cut is ours (the references
 //! advise a sandbox and leave it to the submitter).
 
+pub use super::error::SandboxError;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
@@ -27,7 +28,7 @@ impl Outcome {
 
 /// Runs `command` without network, `stdin` written to it, its stdout kept (stderr dropped), its
 /// whole process group killed once `limit` has passed. An error only when it cannot start.
-pub fn run(command: &mut Command, stdin: &[u8], limit: Duration) -> Result<Outcome, String> {
+pub fn run(command: &mut Command, stdin: &[u8], limit: Duration) -> Result<Outcome, SandboxError> {
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
     // SAFETY: unshare(2) and prctl(2) are async-signal-safe and touch only the child itself.
     unsafe {
@@ -35,11 +36,11 @@ pub fn run(command: &mut Command, stdin: &[u8], limit: Duration) -> Result<Outco
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            without_network().map_err(std::io::Error::other)
+            without_network()
         });
     }
     let start = Instant::now();
-    let mut child = command.spawn().map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
+    let mut child = command.spawn().map_err(|source| SandboxError::Start { program: command.get_program().to_os_string(), source })?;
     let mut input = child.stdin.take().expect("piped stdin");
     let stdin = stdin.to_vec();
     // A child may exit without reading its input; the broken pipe is then expected.
@@ -51,7 +52,7 @@ pub fn run(command: &mut Command, stdin: &[u8], limit: Duration) -> Result<Outco
         out
     });
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = child.try_wait().map_err(SandboxError::Wait)? {
             break Some(status);
         }
         if start.elapsed() > limit {
@@ -71,28 +72,28 @@ pub fn run(command: &mut Command, stdin: &[u8], limit: Duration) -> Result<Outco
 
 /// Puts the calling process in a network namespace of its own: as root a new network namespace;
 /// otherwise a user namespace with one.
-fn without_network() -> Result<(), String> {
+fn without_network() -> std::io::Result<()> {
     // SAFETY: plain system calls on the calling process.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNET) == 0 || libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
             return Ok(());
         }
     }
-    Err(format!("unshare(CLONE_NEWNET) failed ({})", std::io::Error::last_os_error()))
+    Err(std::io::Error::other(format!("unshare(CLONE_NEWNET) failed ({})", std::io::Error::last_os_error())))
 }
 
 /// Whether generated code can be cut from the network here, tried in a short-lived child;
 /// the error names `whose` code and the remedy.
-pub fn check_isolation(whose: &str) -> Result<(), String> {
+pub fn check_isolation(whose: &str) -> Result<(), SandboxError> {
     let mut probe = Command::new("true");
     // SAFETY: as in `run`.
     unsafe {
-        probe.pre_exec(|| without_network().map_err(std::io::Error::other));
+        probe.pre_exec(without_network);
     }
     match probe.status() {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("cannot cut the network of {whose} ({s}): run as root or allow unprivileged user namespaces")),
-        Err(e) => Err(format!("cannot cut the network of {whose} ({e}): run as root or allow unprivileged user namespaces")),
+        Ok(s) => Err(SandboxError::Isolation { whose: whose.to_string(), why: s.to_string() }),
+        Err(e) => Err(SandboxError::Isolation { whose: whose.to_string(), why: e.to_string() }),
     }
 }
 

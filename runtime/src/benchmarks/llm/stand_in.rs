@@ -2,7 +2,7 @@
 //! dataset: each prompt's reference answer, so a run against it scores as a perfect model would and
 //! rehearses the accuracy and submission chain end to end.
 
-use super::dataset::{References, read_any};
+use super::dataset::{LlmDataError, References, SampleProblem, read_any};
 use super::{llama3_405b, mixtral, reasoning};
 use crate::engines::serving::stand_in::ReferenceAnswers;
 use crate::engines::serving::tokenizer::HfTokenizer;
@@ -13,7 +13,7 @@ use std::path::Path;
 /// summarisation set's reference texts, or for a set of questions or tasks an answer its
 /// evaluation counts right ([`reasoning::right_answer`], [`mixtral::right_answer`],
 /// [`llama3_405b::right_answer`]; programs to write have none).
-pub fn reference_answers(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, String> {
+pub fn reference_answers(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAnswers, LlmDataError> {
     let samples = read_any(dataset)?;
     let answers: Vec<Option<String>> = match samples.references {
         References::Texts(texts) => texts.into_iter().map(Some).collect(),
@@ -25,7 +25,7 @@ pub fn reference_answers(dataset: &Path, tokenizer: &Path) -> Result<ReferenceAn
     let mut by_prompt = HashMap::with_capacity(samples.prompts.len());
     for (index, (prompt, answer)) in samples.prompts.into_iter().zip(answers).enumerate() {
         if let Some(answer) = answer {
-            let ids = tokenizer.ids(&answer).map_err(|e| format!("{}: sample {index}: {e}", dataset.display()))?;
+            let ids = tokenizer.ids(&answer).map_err(|e| LlmDataError::Sample { path: dataset.to_path_buf(), index, problem: SampleProblem::Encode(e) })?;
             by_prompt.insert(prompt, ids);
         }
     }
@@ -52,7 +52,7 @@ mod tests {
         assert_eq!(o.answer(&[1, 2, 3], 100), [5, 7, 9]);
         assert_eq!(o.answer(&[1, 2, 3], 2), [5, 7], "the request's limit still caps it");
         assert_eq!(o.answer(&[9, 9], 100), own.answer(&[9, 9], 100), "a prompt outside the dataset gets the generated answer");
-        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err();
+        let err = StandInOptions { api: ServingApi::CompletionsText, ..o }.validate().unwrap_err().to_string();
         assert!(err.contains("completions-text"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

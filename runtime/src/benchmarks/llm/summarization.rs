@@ -11,10 +11,12 @@
 //!
 //! `gen_len` counts characters of the processed answers, `gen_tok_len` the logged token ids.
 
+use super::error::EvalError;
 use crate::accuracy::log::{self, AccuracyEntry};
 use crate::accuracy::punkt::Punkt;
 use crate::accuracy::python_float_repr;
 use crate::accuracy::rouge::RougeScorer;
+use crate::engines::serving::tokenizer::TokenizerError;
 
 /// Which reference script's result line to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,9 +47,16 @@ pub struct SummarizationScore {
 
 /// Each sample's first logged answer (the reference scripts keep the first), decoded, paired with
 /// its reference; errors name the sample.
-pub fn first_answers<'r>(entries: Vec<AccuracyEntry>, references: &'r [String], decode: &dyn Fn(&[i32]) -> Result<String, String>) -> Result<Vec<(Answer, &'r str)>, String> {
-    let (answers, _) = log::first_answers(entries, references)?;
-    answers.into_iter().map(|a| Ok((Answer { tokens: a.ids.len(), text: decode(&a.ids).map_err(|e| format!("sample {}: {e}", a.qsl_idx))? }, a.row.as_str()))).collect()
+pub fn first_answers<'r>(
+    entries: Vec<AccuracyEntry>,
+    references: &'r [String],
+    decode: &dyn Fn(&[i32]) -> Result<String, TokenizerError>,
+) -> Result<Vec<(Answer, &'r str)>, EvalError> {
+    let (answers, _) = log::first_answers(entries, references).map_err(EvalError::Log)?;
+    answers
+        .into_iter()
+        .map(|a| Ok((Answer { tokens: a.ids.len(), text: decode(&a.ids).map_err(|source| EvalError::Decode { sample: a.qsl_idx, source })? }, a.row.as_str())))
+        .collect()
 }
 
 /// `"\n".join(nltk.sent_tokenize(text.strip()))`.

@@ -15,6 +15,7 @@
 //! `tokens_predicted`), the decoder checks the ids it collected against that count, so a stream
 //! that lost events is an error rather than a short answer.
 
+use super::tokenizer::TokenizerError;
 use mlperf_config::ServingApi;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -128,13 +129,38 @@ pub struct Output {
 impl Output {
     /// What every dialect's event may carry besides ids: an error the engine streams instead of
     /// tokens, and the stand-in's own time to first token.
-    fn common(&mut self, error: Option<&serde_json::Value>, stand_in_ttft_us: Option<u64>) -> Result<(), String> {
+    fn common(&mut self, error: Option<&serde_json::Value>, stand_in_ttft_us: Option<u64>) -> Result<(), ResponseError> {
         if let Some(e) = error {
-            return Err(format!("the engine streamed an error: {}", clip(&e.to_string())));
+            return Err(ResponseError::EngineError { error: clip(&e.to_string()) });
         }
         self.server_ttft_us = self.server_ttft_us.or(stand_in_ttft_us);
         Ok(())
     }
+}
+
+/// An answer the client cannot take: what was wrong with the engine's event or output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResponseError {
+    /// `error` is the engine's error, clipped.
+    #[error("the engine streamed an error: {error}")]
+    EngineError { error: String },
+    /// `event` is the event's data, clipped.
+    #[error("malformed event ({reason}): {event}")]
+    Malformed { reason: String, event: String },
+    #[error("the event has no `choices[0].token_ids`: the engine ignored the request's token-id option (use a newer engine, or serving_api = \"completions-text\"): {event}")]
+    NoTokenIds { event: String },
+    #[error("the event has no `meta_info.completion_tokens`: {event}")]
+    NoMetaInfo { event: String },
+    #[error("`output_ids` has {got} ids, {have} received before, but `completion_tokens` says {count}")]
+    OutputIds { got: usize, have: usize, count: usize },
+    #[error("the engine reports {reported} output tokens but streamed {streamed}")]
+    Count { reported: u64, streamed: usize },
+    #[error("the engine streamed text without token ids, and no tokenizer is set to re-tokenize it (tokenizer_path)")]
+    NoTokenizer,
+    /// Re-tokenizing streamed text.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
 }
 
 /// After one event: more to come, or the answer is complete.
@@ -201,12 +227,12 @@ struct LlamaCppChunk {
 }
 
 /// Decodes one SSE event's data into `out`. An error names what was wrong with the event.
-pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, String> {
+pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, ResponseError> {
     let data = data.trim();
     if data == "[DONE]" {
         return Ok(Step::Done);
     }
-    let malformed = |e: serde_json::Error| format!("malformed event ({e}): {}", clip(data));
+    let malformed = |e: serde_json::Error| ResponseError::Malformed { reason: e.to_string(), event: clip(data) };
     match api {
         ServingApi::CompletionsTokenIds | ServingApi::TrtllmCompletions | ServingApi::CompletionsText => {
             let chunk: CompletionChunk = serde_json::from_str(data).map_err(malformed)?;
@@ -217,10 +243,7 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
                     (ServingApi::CompletionsText, _, None) => {}
                     (_, Some(ids), _) => out.ids.extend_from_slice(ids),
                     (_, None, _) => {
-                        return Err(format!(
-                            "the event has no `choices[0].token_ids`: the engine ignored the request's token-id option (use a newer engine, or serving_api = \"completions-text\"): {}",
-                            clip(data)
-                        ));
+                        return Err(ResponseError::NoTokenIds { event: clip(data) });
                     }
                 }
             }
@@ -232,7 +255,7 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
         ServingApi::SglangGenerate => {
             let chunk: SglangChunk = serde_json::from_str(data).map_err(malformed)?;
             out.common(chunk.error.as_ref(), chunk.stand_in_ttft_us)?;
-            let Some(meta) = chunk.meta_info else { return Err(format!("the event has no `meta_info.completion_tokens`: {}", clip(data))) };
+            let Some(meta) = chunk.meta_info else { return Err(ResponseError::NoMetaInfo { event: clip(data) }) };
             // SGLang streams all ids so far, or (with --stream-output) only the new ones: the
             // count says which.
             let count = meta.completion_tokens as usize;
@@ -242,7 +265,7 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
             } else if have + chunk.output_ids.len() == count {
                 out.ids.extend_from_slice(&chunk.output_ids);
             } else {
-                return Err(format!("`output_ids` has {} ids, {have} received before, but `completion_tokens` says {count}", chunk.output_ids.len()));
+                return Err(ResponseError::OutputIds { got: chunk.output_ids.len(), have, count });
             }
             out.engine_count = Some(meta.completion_tokens);
             Ok(Step::More)
@@ -260,9 +283,9 @@ pub fn decode(api: ServingApi, data: &str, out: &mut Output) -> Result<Step, Str
 }
 
 /// Checks a finished output against the engine's own count of tokens.
-pub fn check_count(out: &Output) -> Result<(), String> {
+pub fn check_count(out: &Output) -> Result<(), ResponseError> {
     match out.engine_count {
-        Some(n) if n != out.ids.len() as u64 => Err(format!("the engine reports {n} output tokens but streamed {}", out.ids.len())),
+        Some(n) if n != out.ids.len() as u64 => Err(ResponseError::Count { reported: n, streamed: out.ids.len() }),
         _ => Ok(()),
     }
 }
@@ -315,7 +338,7 @@ mod tests {
         assert_eq!((out.ids.as_slice(), out.server_ttft_us), (&[5, 6, 7][..], Some(40)));
         check_count(&out).unwrap();
         out.engine_count = Some(4);
-        assert!(check_count(&out).unwrap_err().contains("reports 4 output tokens but streamed 3"));
+        assert!(check_count(&out).unwrap_err().to_string().contains("reports 4 output tokens but streamed 3"));
 
         // SGLang: cumulative ids (default) and incremental ids (--stream-output) both decode.
         let mut out = Output::default();
@@ -334,8 +357,8 @@ mod tests {
     #[test]
     fn malformed_events_engine_errors_and_missing_ids_are_errors() {
         let mut out = Output::default();
-        assert!(decode(ServingApi::TrtllmCompletions, "{not json", &mut out).unwrap_err().starts_with("malformed event"));
-        assert!(decode(ServingApi::TrtllmCompletions, r#"{"error":{"message":"boom"}}"#, &mut out).unwrap_err().contains("boom"));
-        assert!(decode(ServingApi::CompletionsTokenIds, r#"{"choices":[{"text":"a"}]}"#, &mut out).unwrap_err().contains("token_ids"));
+        assert!(decode(ServingApi::TrtllmCompletions, "{not json", &mut out).unwrap_err().to_string().starts_with("malformed event"));
+        assert!(decode(ServingApi::TrtllmCompletions, r#"{"error":{"message":"boom"}}"#, &mut out).unwrap_err().to_string().contains("boom"));
+        assert!(decode(ServingApi::CompletionsTokenIds, r#"{"choices":[{"text":"a"}]}"#, &mut out).unwrap_err().to_string().contains("token_ids"));
     }
 }

@@ -10,7 +10,8 @@
 //! error, a malformed or truncated stream, a timeout) fails its request: the [`Sink`] hears of it
 //! and decides (the LoadGen SUT fails the run).
 
-use super::api::{self, Output, Prompt, Step};
+use super::ServingError;
+use super::api::{self, Output, Prompt, ResponseError, Step};
 use crate::engines::serving::tokenizer::HfTokenizer;
 use futures_util::StreamExt;
 use mlperf_config::ServingApi;
@@ -65,18 +66,14 @@ pub struct Tag {
     pub sample: usize,
 }
 
-/// A request that failed: where, which sample, and what happened.
-#[derive(Debug, Clone, PartialEq)]
+/// A request that failed: where, which sample, and what happened (a wrong answer's
+/// [`ResponseError`], a timeout or a connection that failed, as the [`Sink`] hears of it).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("endpoint {endpoint}, sample {sample}: {what}")]
 pub struct RequestError {
     pub endpoint: String,
     pub sample: usize,
     pub what: String,
-}
-
-impl std::fmt::Display for RequestError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "endpoint {}, sample {}: {}", self.endpoint, self.sample, self.what)
-    }
 }
 
 /// Where answers go. Called on the client's threads; return quickly.
@@ -185,25 +182,20 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn start(options: ClientOptions, sink: Arc<dyn Sink>) -> Result<Client, String> {
+    pub fn start(options: ClientOptions, sink: Arc<dyn Sink>) -> Result<Client, ServingError> {
         if options.endpoints.is_empty() {
-            return Err("no serving endpoints to send requests to".into());
+            return Err(ServingError::NoEndpoints);
         }
         if options.api.streams_text() && options.tokenizer.is_none() {
-            return Err(format!("the {} API streams text only: its output ids need the model's tokenizer (set tokenizer_path)", options.api.name()));
+            return Err(ServingError::NeedsTokenizer { api: options.api.name() });
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.threads.max(1))
             .thread_name("serving-client")
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the serving client's runtime: {e}"))?;
-        let http = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(options.per_endpoint_limit.max(1))
-            .http1_only()
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(ServingError::ClientRuntime)?;
+        let http = reqwest::Client::builder().tcp_nodelay(true).pool_max_idle_per_host(options.per_endpoint_limit.max(1)).http1_only().build().map_err(ServingError::ClientHttp)?;
         let stats: Arc<Vec<Mutex<EndpointStats>>> =
             Arc::new(options.endpoints.iter().map(|url| Mutex::new(EndpointStats { url: url.clone(), ..EndpointStats::default() })).collect());
         let (queue, inbox) = mpsc::unbounded_channel();
@@ -421,7 +413,7 @@ impl RequestTask {
             match api::decode(options.api, data, &mut out) {
                 Ok(Step::Done) => done = true,
                 Ok(Step::More) => {}
-                Err(what) => return Attempt::Failed(what),
+                Err(what) => return Attempt::Failed(what.to_string()),
             }
             if out.ids.len() + out.text.len() > had {
                 first_at.get_or_insert_with(Instant::now);
@@ -433,7 +425,7 @@ impl RequestTask {
                         }
                         // Text that encodes to no id yet (white space): the first id comes later.
                         Ok(None) => {}
-                        Err(what) => return Attempt::Failed(what),
+                        Err(what) => return Attempt::Failed(what.to_string()),
                     }
                 }
             }
@@ -449,11 +441,11 @@ impl RequestTask {
             // some, so its count is not compared.
             Some(tokenizer) if options.api.streams_text() => match tokenizer.ids(&out.text) {
                 Ok(ids) => out.ids = ids,
-                Err(what) => return Attempt::Failed(what),
+                Err(what) => return Attempt::Failed(what.to_string()),
             },
             _ => {
                 if let Err(what) = api::check_count(&out) {
-                    return Attempt::Failed(what);
+                    return Attempt::Failed(what.to_string());
                 }
             }
         }
@@ -483,11 +475,11 @@ impl RequestTask {
 impl RequestTask {
     /// The answer's first output id so far: the first streamed id, or the first id of the text
     /// so far re-tokenized (None while it encodes to nothing).
-    fn first_id(&self, out: &Output) -> Result<Option<i32>, String> {
+    fn first_id(&self, out: &Output) -> Result<Option<i32>, ResponseError> {
         match (out.ids.first(), &self.options.tokenizer) {
             (Some(&first), _) => Ok(Some(first)),
             (None, Some(tokenizer)) => Ok(tokenizer.ids(&out.text)?.first().copied()),
-            (None, None) => Err("the engine streamed text without token ids, and no tokenizer is set to re-tokenize it (tokenizer_path)".into()),
+            (None, None) => Err(ResponseError::NoTokenizer),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! TP x PP x DP GPUs through `CUDA_VISIBLE_DEVICES` (NVIDIA's one engine per TP group). Dynamo is
 //! one frontend on `serving_port` with one worker per instance.
 
-use super::api;
+use super::{ServingError, api};
 use mlperf_config::{ServingApi, ServingEngine, Settings};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -62,17 +62,17 @@ impl ProcessCommand {
 
 /// The endpoints of a config's engine: `llm_server_urls` of an external one, else one per
 /// started instance (`http://127.0.0.1:<port + i>/v1`; Dynamo: its frontend).
-pub fn endpoints(settings: &Settings) -> Result<Vec<String>, String> {
-    let engine = settings.serving_engine.ok_or("the config has no serving_engine")?;
+pub fn endpoints(settings: &Settings) -> Result<Vec<String>, ServingError> {
+    let engine = settings.serving_engine.ok_or(ServingError::NoServingEngine)?;
     if engine == ServingEngine::External {
         let urls: Vec<String> = settings.llm_server_urls.as_ref().map(|u| u.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
         if urls.is_empty() {
-            return Err("serving_engine = \"external\" needs llm_server_urls".into());
+            return Err(ServingError::NoServerUrls);
         }
         for url in &urls {
-            mlperf_config::check_server_url(url).map_err(|e| format!("llm_server_urls: `{url}` {e}"))?;
+            mlperf_config::check_server_url(url).map_err(|reason| ServingError::BadServerUrl { url: url.clone(), reason })?;
             if url.starts_with("https://") {
-                return Err(format!("llm_server_urls: `{url}`: this build reaches serving engines over plain HTTP (inside a cluster); use the engine's http:// address"));
+                return Err(ServingError::Https { url: url.clone() });
             }
         }
         return Ok(urls);
@@ -82,19 +82,19 @@ pub fn endpoints(settings: &Settings) -> Result<Vec<String>, String> {
     Ok((0..count).map(|i| format!("http://127.0.0.1:{}/v1", port + i)).collect())
 }
 
-fn port(settings: &Settings) -> Result<u16, String> {
+fn port(settings: &Settings) -> Result<u16, ServingError> {
     let port = settings.serving_port.unwrap_or(u64::from(DEFAULT_PORT));
     let last = port + settings.serving_instances.unwrap_or(1).max(1) - 1;
     if port == 0 || last > 65535 {
-        return Err(format!("serving_port {port} with {} instances needs ports up to {last}; ports are 1-65535", settings.serving_instances.unwrap_or(1)));
+        return Err(ServingError::PortRange { port, instances: settings.serving_instances.unwrap_or(1), last });
     }
     Ok(port as u16)
 }
 
 /// The API a config's endpoints are driven through.
-pub fn api_of(settings: &Settings) -> Result<ServingApi, String> {
-    let engine = settings.serving_engine.ok_or("the config has no serving_engine")?;
-    settings.serving_api.or(engine.api()).ok_or_else(|| "serving_engine = \"external\" needs serving_api (how its endpoints take token ids)".into())
+pub fn api_of(settings: &Settings) -> Result<ServingApi, ServingError> {
+    let engine = settings.serving_engine.ok_or(ServingError::NoServingEngine)?;
+    settings.serving_api.or(engine.api()).ok_or(ServingError::NoServingApi)
 }
 
 /// The model name requests carry.
@@ -104,8 +104,8 @@ pub fn model_of(settings: &Settings, benchmark: &str) -> String {
 
 impl LaunchSpec {
     /// The spec of a config whose engine `mlperf` starts; None for external endpoints.
-    pub fn from_settings(settings: &Settings, benchmark: &str, gpus_per_node: u32) -> Result<Option<LaunchSpec>, String> {
-        let engine = settings.serving_engine.ok_or("the config has no serving_engine")?;
+    pub fn from_settings(settings: &Settings, benchmark: &str, gpus_per_node: u32) -> Result<Option<LaunchSpec>, ServingError> {
+        let engine = settings.serving_engine.ok_or(ServingError::NoServingEngine)?;
         if engine == ServingEngine::External {
             return Ok(None);
         }
@@ -123,10 +123,10 @@ impl LaunchSpec {
             expert: n(settings.moe_expert_parallelism),
             extra_args: settings.serving_args.as_ref().map(|a| a.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
             gpus_per_node,
-            exe: std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?,
+            exe: std::env::current_exe().map_err(ServingError::CurrentExe)?,
         };
         if engine == ServingEngine::TrtllmServe && spec.data > 1 {
-            return Err("trtllm-serve has no data-parallel flag: run more serving_instances instead of data_parallelism".into());
+            return Err(ServingError::TrtllmDataParallel);
         }
         Ok(Some(spec))
     }
@@ -226,12 +226,12 @@ pub struct Engines {
 impl Engines {
     /// Starts every process of `spec`, each in its own process group, output to
     /// `<log_dir>/serving_<name>.log`.
-    pub fn start(spec: &LaunchSpec, log_dir: &Path) -> Result<Engines, String> {
+    pub fn start(spec: &LaunchSpec, log_dir: &Path) -> Result<Engines, ServingError> {
         let mut engines = Engines { processes: Vec::new() };
         for command in spec.commands() {
             let log_path = log_dir.join(format!("serving_{}.log", command.name));
-            let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
-            let err = log.try_clone().map_err(|e| e.to_string())?;
+            let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|source| ServingError::Log { path: log_path.clone(), source })?;
+            let err = log.try_clone().map_err(ServingError::LogHandle)?;
             let mut cmd = Command::new(&command.program);
             cmd.args(&command.args).envs(command.env.iter().cloned()).stdin(Stdio::null()).stdout(log).stderr(err);
             // SAFETY: runs in the forked child before exec and makes only async-signal-safe calls:
@@ -245,7 +245,7 @@ impl Engines {
                     Ok(())
                 });
             }
-            let child = cmd.spawn().map_err(|e| format!("cannot start the serving engine `{}`: {e}; is {} installed and on PATH?", command.display(), command.program))?;
+            let child = cmd.spawn().map_err(|source| ServingError::Spawn { command: command.display(), program: command.program.clone(), source })?;
             tracing::info!("started {} (pid {}): {}; log {}", command.name, child.id(), command.display(), log_path.display());
             engines.processes.push((command, child, log_path));
         }
@@ -303,10 +303,11 @@ pub fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Waits until every endpoint answers `/health` and `/v1/models` with 200, at most `timeout`.
-/// `check` runs between polls: an engine that exited, or a stop signal, ends the wait with its error.
-pub fn wait_ready(endpoints: &[String], timeout: Duration, mut check: impl FnMut() -> Result<(), String>) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(|e| e.to_string())?;
+/// `check` runs between polls: an engine that exited, or a stop signal, ends the wait with its
+/// message ([`ServingError::WaitEnded`]).
+pub fn wait_ready(endpoints: &[String], timeout: Duration, mut check: impl FnMut() -> Result<(), String>) -> Result<(), ServingError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServingError::ProbeRuntime)?;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(ServingError::ProbeClient)?;
     let start = Instant::now();
     for endpoint in endpoints {
         let root = api::root(endpoint);
@@ -326,9 +327,9 @@ pub fn wait_ready(endpoints: &[String], timeout: Duration, mut check: impl FnMut
                 Ok(()) => break,
                 Err(e) => e,
             };
-            check()?;
+            check().map_err(ServingError::WaitEnded)?;
             if start.elapsed() > timeout {
-                return Err(format!("the serving endpoint {endpoint} was not ready within {} s (serving_ready_timeout): {last}", timeout.as_secs()));
+                return Err(ServingError::NotReady { endpoint: endpoint.clone(), timeout_s: timeout.as_secs(), last });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -385,9 +386,9 @@ mod tests {
         let dynamo = Settings { serving_engine: Some(ServingEngine::Dynamo), serving_instances: Some(4), ..Settings::default() };
         assert_eq!(endpoints(&dynamo).unwrap(), ["http://127.0.0.1:30000/v1"]);
         let external = Settings { serving_engine: Some(ServingEngine::External), ..Settings::default() };
-        assert!(endpoints(&external).unwrap_err().contains("llm_server_urls"));
-        assert!(api_of(&external).unwrap_err().contains("serving_api"));
+        assert!(endpoints(&external).unwrap_err().to_string().contains("llm_server_urls"));
+        assert!(api_of(&external).unwrap_err().to_string().contains("serving_api"));
         let high = Settings { serving_port: Some(65535), serving_instances: Some(2), ..started };
-        assert!(endpoints(&high).unwrap_err().contains("ports are 1-65535"));
+        assert!(endpoints(&high).unwrap_err().to_string().contains("ports are 1-65535"));
     }
 }

@@ -2,6 +2,7 @@
 //! starts a new one whenever one ends. The rate probe of development runs and `mlperf bench llm`
 //! measure with it.
 
+use super::ServingError;
 use super::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, Tag};
 use crate::cpu::CpuClock;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ impl ClosedLoop {
 
 enum Event {
     Done { tokens: usize },
-    Failed(String),
+    Failed(RequestError),
 }
 
 struct Channel(std::sync::Mutex<mpsc::Sender<Event>>);
@@ -48,7 +49,7 @@ impl Sink for Channel {
         let _ = self.0.lock().expect("sender").send(Event::Done { tokens: ids.len() });
     }
     fn failed(&self, _: Tag, error: &RequestError) {
-        let _ = self.0.lock().expect("sender").send(Event::Failed(error.to_string()));
+        let _ = self.0.lock().expect("sender").send(Event::Failed(error.clone()));
     }
 }
 
@@ -74,7 +75,7 @@ impl Shape {
 /// Keeps `shape.in_flight` requests going to the endpoints of `options`, prompts from `prompt(k)`
 /// for the k-th request, for the warm-up and then the duration. A failed request ends the loop
 /// with its error.
-pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, shape: Shape) -> Result<ClosedLoop, String> {
+pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, shape: Shape) -> Result<ClosedLoop, ServingError> {
     let Shape { in_flight, ramp, warm_up, duration } = shape;
     let (tx, rx) = mpsc::channel();
     let client = Client::start(options, Arc::new(Channel(std::sync::Mutex::new(tx))))?;
@@ -111,12 +112,12 @@ pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>,
                 }
                 submit(&client);
             }
-            Ok(Event::Failed(e)) => return Err(e),
+            Ok(Event::Failed(e)) => return Err(ServingError::Request(e)),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the client stopped".into()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ServingError::ClientStopped),
         }
     }
-    let (since, cpu) = measuring.ok_or("the loop ended before its warm-up did")?;
+    let (since, cpu) = measuring.ok_or(ServingError::EndedInWarmUp)?;
     let (elapsed, cpu_us) = (since.elapsed(), cpu.elapsed_us());
     Ok(ClosedLoop { completed, tokens, elapsed, cpu_us, endpoints: client.finish() })
 }

@@ -5,7 +5,10 @@
 
 pub mod api;
 pub mod client;
+mod error;
 pub mod launch;
 pub mod measure;
 pub mod stand_in;
 pub mod tokenizer;
+
+pub use error::ServingError;

@@ -109,23 +109,50 @@ impl Default for StandInOptions {
     }
 }
 
+/// Options the stand-in cannot serve with, or a server it cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StandInError {
+    #[error("output lengths {min}..={max} are empty: min_output_tokens must be at least 1 and at most max_output_tokens")]
+    OutputLengths { min: u32, max: u32 },
+    #[error("vocab and threads must be at least 1")]
+    Zero,
+    #[error("fault intervals count requests from 1; 0 would never fire")]
+    FaultInterval,
+    #[error("reference answers are token ids of the model's tokenizer; the {api} dialect spells the stand-in's own tokens")]
+    ReferencesWithText { api: &'static str },
+    #[error("cannot start the stand-in's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("the stand-in cannot listen on {bind}: {source}")]
+    Listen { bind: String, source: std::io::Error },
+    /// The listener's own address.
+    #[error("{0}")]
+    Address(std::io::Error),
+    #[error("serve_stand_in --cpus {cpus:?}: {source}")]
+    Pin { cpus: Vec<usize>, source: std::io::Error },
+}
+
+impl From<StandInError> for crate::Error {
+    /// `serve_stand_in` has always exited with the general status: the stand-in is a test tool.
+    fn from(e: StandInError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
 impl StandInOptions {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), StandInError> {
         if self.min_output_tokens == 0 || self.min_output_tokens > self.max_output_tokens {
-            return Err(format!(
-                "output lengths {}..={} are empty: min_output_tokens must be at least 1 and at most max_output_tokens",
-                self.min_output_tokens, self.max_output_tokens
-            ));
+            return Err(StandInError::OutputLengths { min: self.min_output_tokens, max: self.max_output_tokens });
         }
         if self.vocab == 0 || self.threads == 0 {
-            return Err("vocab and threads must be at least 1".into());
+            return Err(StandInError::Zero);
         }
         let every = [self.faults.http_500_every, self.faults.malformed_every, self.faults.drop_every, self.faults.stall_every, self.faults.die_after];
         if every.contains(&Some(0)) {
-            return Err("fault intervals count requests from 1; 0 would never fire".into());
+            return Err(StandInError::FaultInterval);
         }
         if self.references.is_some() && self.api.streams_text() {
-            return Err(format!("reference answers are token ids of the model's tokenizer; the {} dialect spells the stand-in's own tokens", self.api.name()));
+            return Err(StandInError::ReferencesWithText { api: self.api.name() });
         }
         Ok(())
     }
@@ -190,28 +217,23 @@ impl Drop for StandIn {
 }
 
 /// Starts a stand-in on its own runtime and returns once it listens.
-pub fn start(options: StandInOptions) -> Result<StandIn, String> {
+pub fn start(options: StandInOptions) -> Result<StandIn, StandInError> {
     options.validate()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.threads)
-        .thread_name("stand-in")
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the stand-in's runtime: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(options.threads).thread_name("stand-in").enable_all().build().map_err(StandInError::Runtime)?;
     let bind = format!("{}:{}", options.host, options.port);
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(&bind)).map_err(|e| format!("the stand-in cannot listen on {bind}: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind(&bind)).map_err(|source| StandInError::Listen { bind: bind.clone(), source })?;
+    let addr = listener.local_addr().map_err(StandInError::Address)?;
     let state = Arc::new(State { options, requests: AtomicU64::new(0), started: Instant::now() });
     runtime.spawn(accept(listener, state));
     Ok(StandIn { addr, runtime: Some(runtime) })
 }
 
 /// `mlperf serve_stand_in`: serves until the process is stopped.
-pub fn serve(options: StandInOptions) -> Result<(), String> {
+pub fn serve(options: StandInOptions) -> Result<(), StandInError> {
     let api = options.api;
     if !options.cpus.is_empty() {
         // Before the runtime starts: its workers inherit the placement.
-        crate::cpu::pin_current_thread(&options.cpus).map_err(|e| format!("serve_stand_in --cpus {:?}: {e}", options.cpus))?;
+        crate::cpu::pin_current_thread(&options.cpus).map_err(|source| StandInError::Pin { cpus: options.cpus.clone(), source })?;
     }
     let server = start(options)?;
     tracing::info!("stand-in serving engine ({}) listening on {}", api.name(), server.endpoint());
