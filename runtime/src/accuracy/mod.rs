@@ -61,7 +61,7 @@ pub fn python_float_repr(v: f64) -> String {
 
 /// Writes `accuracy.txt` (atomically) with `text`, e.g. a score's `accuracy_txt()`.
 pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
-    crate::fsutil::write_atomic(path, text.as_bytes())
+    crate::fsutil::write_atomic(path, text.as_bytes()).map_err(String::from)
 }
 
 #[cfg(test)]

@@ -162,7 +162,7 @@ impl DatasetFile {
         if path.is_file() {
             let published = if file == self.file { self.md5 } else { None };
             let (present, detail) = match (crate::fsutil::file_digests(&path), published) {
-                (Err(e), _) => (false, e),
+                (Err(e), _) => (false, e.to_string()),
                 (Ok(d), None) => (true, format!("{} bytes, sha256 {}", d.bytes, d.sha256)),
                 (Ok(d), Some(md5)) if d.md5 == md5 => (true, format!("{} bytes, sha256 {}, md5 {md5} as published", d.bytes, d.sha256)),
                 (Ok(d), Some(md5)) => (false, format!("{} bytes, md5 {}, but the published file's is {md5}: a partial download or another file", d.bytes, d.md5)),
@@ -280,7 +280,7 @@ pub fn read_cnn_dailymail_json(path: &Path) -> Result<LlmSamples, String> {
 pub fn read_frame(path: &Path) -> Result<DataFrame, String> {
     let mut magic = [0u8; 4];
     let is_parquet = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == parquet::MAGIC;
-    if is_parquet { parquet::read_parquet(path) } else { pandas::read_pickle(path) }
+    if is_parquet { parquet::read_parquet(path) } else { pandas::read_pickle(path) }.map_err(String::from)
 }
 
 /// Each row's prompt ids from `column`; errors name the file and the sample.

@@ -49,5 +49,5 @@ pub fn write(path: &Path, mut fields: Value, hashed: &[Hashed]) -> Result<(), St
         fields[key] = json!(hash_of(file)?);
     }
     let text = serde_json::to_string_pretty(&fields).map_err(|e| e.to_string())? + "\n";
-    crate::fsutil::write_atomic(path, text.as_bytes())
+    crate::fsutil::write_atomic(path, text.as_bytes()).map_err(String::from)
 }
