@@ -144,7 +144,7 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
         let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
         // Both scripts skip (with a warning) an answer past the dataset.
         let Some(question) = questions.get(entry.qsl_idx) else { continue };
-        let ids = entry.int32_ids().map_err(at)?;
+        let ids = entry.int32_ids().map_err(|e| at(e.to_string()))?;
         let text = decode(&ids).map_err(at)?;
         let subset = match &question.subset {
             Some(s) if !s.is_empty() => s.to_lowercase(),
