@@ -237,7 +237,7 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, Error> {
                 let model = Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("resnet50 configs need model_path".into()))?;
                 (model, input, real_samples(settings, performance)?)
             };
-            let cpu = Arc::new(CpuEngine::load(&model, input).map_err(Error::Data)?);
+            let cpu = Arc::new(CpuEngine::load(&model, input)?);
             Ok(Workload { drive: Drive::Batched(vec![cpu; spec.devices.max(1)]), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Serving => Err(no_engine("resnet50", settings)),
