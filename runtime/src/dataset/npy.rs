@@ -30,7 +30,7 @@ pub enum NpyError {
     HeaderNotUtf8,
     /// The header dict does not parse; `reason` says where.
     #[error("malformed .npy header {header:?}: {reason}")]
-    MalformedHeader { header: String, reason: String },
+    MalformedHeader { header: String, reason: HeaderSyntax },
     #[error(".npy header has no '{key}': {header}")]
     MissingKey { key: &'static str, header: String },
     #[error("unsupported dtype '{descr}' (supported: {supported})")]
@@ -62,6 +62,26 @@ pub enum NpyError {
     RowNeverWritten { path: PathBuf, row: usize },
     #[error(transparent)]
     Write(#[from] FsError),
+}
+
+/// Where and why a `.npy` header dict does not parse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderSyntax {
+    #[error("expected '{expected}' at byte {at}")]
+    Expected { expected: char, at: usize },
+    #[error("expected a quoted string at byte {0}")]
+    ExpectedString(usize),
+    #[error("unterminated string")]
+    UnterminatedString,
+    #[error("expected a dimension at byte {0}")]
+    ExpectedDimension(usize),
+    #[error("bad dimension: {0}")]
+    BadDimension(#[source] std::num::ParseIntError),
+    #[error("fortran_order must be True or False")]
+    FortranOrder,
+    #[error("unknown key '{0}'")]
+    UnknownKey(String),
 }
 
 impl NpyError {
@@ -226,7 +246,7 @@ struct HeaderDict {
 
 /// The header dict is a Python literal with three known keys; a small hand parser avoids any
 /// general Python-literal machinery.
-fn parse_dict(text: &str) -> Result<HeaderDict, String> {
+fn parse_dict(text: &str) -> Result<HeaderDict, HeaderSyntax> {
     let mut p = Cursor { s: text.as_bytes(), i: 0 };
     let mut dict = HeaderDict::default();
     p.ws();
@@ -248,11 +268,11 @@ fn parse_dict(text: &str) -> Result<HeaderDict, String> {
                 } else if p.word("False") {
                     false
                 } else {
-                    return Err("fortran_order must be True or False".into());
+                    return Err(HeaderSyntax::FortranOrder);
                 })
             }
             "shape" => dict.shape = Some(p.tuple()?),
-            other => return Err(format!("unknown key '{other}'")),
+            other => return Err(HeaderSyntax::UnknownKey(other.to_string())),
         }
         p.ws();
         if p.eat(b',') {
@@ -284,8 +304,8 @@ impl Cursor<'_> {
             false
         }
     }
-    fn expect(&mut self, c: u8) -> Result<(), String> {
-        if self.eat(c) { Ok(()) } else { Err(format!("expected '{}' at byte {}", c as char, self.i)) }
+    fn expect(&mut self, c: u8) -> Result<(), HeaderSyntax> {
+        if self.eat(c) { Ok(()) } else { Err(HeaderSyntax::Expected { expected: c as char, at: self.i }) }
     }
     fn word(&mut self, w: &str) -> bool {
         if self.s[self.i..].starts_with(w.as_bytes()) {
@@ -295,10 +315,10 @@ impl Cursor<'_> {
             false
         }
     }
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, HeaderSyntax> {
         let quote = match self.s.get(self.i) {
             Some(&q @ (b'\'' | b'"')) => q,
-            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+            _ => return Err(HeaderSyntax::ExpectedString(self.i)),
         };
         self.i += 1;
         let start = self.i;
@@ -306,13 +326,13 @@ impl Cursor<'_> {
             self.i += 1;
         }
         if self.i >= self.s.len() {
-            return Err("unterminated string".into());
+            return Err(HeaderSyntax::UnterminatedString);
         }
         let out = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
         self.i += 1;
         Ok(out)
     }
-    fn tuple(&mut self) -> Result<Vec<usize>, String> {
+    fn tuple(&mut self) -> Result<Vec<usize>, HeaderSyntax> {
         self.expect(b'(')?;
         let mut dims = Vec::new();
         loop {
@@ -325,9 +345,9 @@ impl Cursor<'_> {
                 self.i += 1;
             }
             if start == self.i {
-                return Err(format!("expected a dimension at byte {}", self.i));
+                return Err(HeaderSyntax::ExpectedDimension(self.i));
             }
-            let n: usize = std::str::from_utf8(&self.s[start..self.i]).unwrap().parse().map_err(|e| format!("bad dimension: {e}"))?;
+            let n: usize = std::str::from_utf8(&self.s[start..self.i]).unwrap().parse().map_err(HeaderSyntax::BadDimension)?;
             dims.push(n);
             self.eat(b'L'); // Python 2 longs
             self.ws();

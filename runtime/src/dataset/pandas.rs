@@ -194,7 +194,7 @@ fn array_1d(value: &Value) -> Result<Vec<Value>, String> {
     if array.shape.len() != 1 {
         return Err(format!("an index of shape {:?}", array.shape));
     }
-    array.values()
+    Ok(array.values()?)
 }
 
 /// The integers of a cell that holds a list, a tuple or a 1-D numpy array of them (a token list).
