@@ -9,6 +9,7 @@ use std::fmt;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
+use super::AccuracyError;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// One logged response.
@@ -22,9 +23,9 @@ pub struct AccuracyEntry {
 
 impl AccuracyEntry {
     /// `data` as the LLM SUTs log it: little-endian int32 token ids.
-    pub fn int32_ids(&self) -> Result<Vec<i32>, String> {
+    pub fn int32_ids(&self) -> Result<Vec<i32>, AccuracyError> {
         if !self.data.len().is_multiple_of(4) {
-            return Err(format!("{} bytes are not whole int32 token ids: was the log written with another dtype?", self.data.len()));
+            return Err(AccuracyError::NotInt32Ids { bytes: self.data.len() });
         }
         Ok(self.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
@@ -40,7 +41,7 @@ pub struct FirstAnswer<'r, T> {
 /// Each sample's first logged LLM answer in log order (the reference evaluations keep the first),
 /// with its row of `rows`, and how many answers were logged, repeats included. Errors name the
 /// sample: one past the dataset, or bytes that are not int32 ids.
-pub fn first_answers<T>(entries: Vec<AccuracyEntry>, rows: &[T]) -> Result<(Vec<FirstAnswer<'_, T>>, usize), String> {
+pub fn first_answers<T>(entries: Vec<AccuracyEntry>, rows: &[T]) -> Result<(Vec<FirstAnswer<'_, T>>, usize), AccuracyError> {
     let mut seen = std::collections::HashSet::new();
     let logged = entries.len();
     let mut answers = Vec::new();
@@ -48,8 +49,8 @@ pub fn first_answers<T>(entries: Vec<AccuracyEntry>, rows: &[T]) -> Result<(Vec<
         if !seen.insert(entry.qsl_idx) {
             continue;
         }
-        let at = |what: String| format!("sample {}: {what}", entry.qsl_idx);
-        let row = rows.get(entry.qsl_idx).ok_or_else(|| at(format!("past the dataset's {} samples", rows.len())))?;
+        let at = |what: AccuracyError| AccuracyError::Sample { qsl_idx: entry.qsl_idx, source: Box::new(what) };
+        let row = rows.get(entry.qsl_idx).ok_or_else(|| at(AccuracyError::PastDataset { rows: rows.len() }))?;
         answers.push(FirstAnswer { qsl_idx: entry.qsl_idx, row, ids: entry.int32_ids().map_err(at)? });
     }
     Ok((answers, logged))
@@ -83,8 +84,11 @@ impl LogDtype {
         }
     }
 
-    pub fn parse(name: &str) -> Result<LogDtype, String> {
-        LogDtype::ALL.into_iter().find(|d| d.name() == name).ok_or_else(|| format!("unknown dtype '{name}' (one of {})", LogDtype::ALL.map(|d| d.name()).join(", ")))
+    pub fn parse(name: &str) -> Result<LogDtype, AccuracyError> {
+        LogDtype::ALL
+            .into_iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| AccuracyError::UnknownDtype { name: name.to_string(), known: LogDtype::ALL.map(|d| d.name()).join(", ") })
     }
 
     pub const fn size(self) -> usize {
@@ -135,37 +139,32 @@ impl fmt::Display for LogDtype {
 }
 
 /// Decodes hex like `bytes.fromhex` (either case; ASCII whitespace between bytes is skipped).
-pub fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
+pub fn decode_hex(hex: &str) -> Result<Vec<u8>, AccuracyError> {
     let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
+        return Err(AccuracyError::OddHexDigits(digits.len()));
     }
-    let val = |c: u8| -> Result<u8, String> {
+    let val = |c: u8| -> Result<u8, AccuracyError> {
         match c {
             b'0'..=b'9' => Ok(c - b'0'),
             b'a'..=b'f' => Ok(c - b'a' + 10),
             b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(format!("non-hex character {:?}", c as char)),
+            _ => Err(AccuracyError::NonHex(c as char)),
         }
     };
     digits.chunks(2).map(|p| Ok(val(p[0])? << 4 | val(p[1])?)).collect()
 }
 
 /// Calls `f` for every entry of an accuracy log, in file order; returns the number of entries.
-/// Errors name the file and, where known, the entry.
-pub fn for_each_entry(path: &Path, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open accuracy log {}: {e}", path.display()))?;
-    read_entries(BufReader::with_capacity(1 << 20, file), f).map_err(|e| {
-        let mut msg = format!("{}: {e}", path.display());
-        if looks_truncated(path) {
-            msg.push_str(" (this log was truncated by truncate_accuracy_log.py; score the full log it backed up)");
-        }
-        msg
-    })
+/// Errors name the file and, where known, the entry; `f`'s own errors (a caller's message about
+/// an entry) come back inside [`AccuracyError::Json`].
+pub fn for_each_entry(path: &Path, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, AccuracyError> {
+    let file = std::fs::File::open(path).map_err(|source| AccuracyError::OpenLog { path: path.to_path_buf(), source })?;
+    read_entries(BufReader::with_capacity(1 << 20, file), f).map_err(|e| AccuracyError::InLog { path: path.to_path_buf(), source: Box::new(e), truncated: looks_truncated(path) })
 }
 
 /// All entries of an accuracy log.
-pub fn read_accuracy_log(path: &Path) -> Result<Vec<AccuracyEntry>, String> {
+pub fn read_accuracy_log(path: &Path) -> Result<Vec<AccuracyEntry>, AccuracyError> {
     let mut out = Vec::new();
     for_each_entry(path, &mut |e| {
         out.push(e);
@@ -175,10 +174,10 @@ pub fn read_accuracy_log(path: &Path) -> Result<Vec<AccuracyEntry>, String> {
 }
 
 /// [`for_each_entry`] on any reader.
-pub fn read_entries<R: Read>(reader: R, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, String> {
+pub fn read_entries<R: Read>(reader: R, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, AccuracyError> {
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let count = (&mut de).deserialize_seq(EntriesVisitor { f }).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| format!("trailing data after the JSON array: {e}"))?;
+    let count = (&mut de).deserialize_seq(EntriesVisitor { f }).map_err(AccuracyError::Json)?;
+    de.end().map_err(AccuracyError::TrailingData)?;
     Ok(count)
 }
 
@@ -250,7 +249,7 @@ impl<'de> Visitor<'de> for EntrySeed {
 mod tests {
     use super::*;
 
-    fn entries(text: &str) -> Result<Vec<AccuracyEntry>, String> {
+    fn entries(text: &str) -> Result<Vec<AccuracyEntry>, AccuracyError> {
         let mut out = Vec::new();
         read_entries(text.as_bytes(), &mut |e| {
             out.push(e);
@@ -274,11 +273,11 @@ mod tests {
     #[test]
     fn errors_name_the_entry() {
         let bad_hex = "[{\"seq_id\": 0, \"qsl_idx\": 0, \"data\": \"ABC\"}]";
-        assert!(entries(bad_hex).unwrap_err().contains("entry 0: data: odd number of hex digits"));
+        assert!(entries(bad_hex).unwrap_err().to_string().contains("entry 0: data: odd number of hex digits"));
         let missing = "[{\"seq_id\": 0, \"qsl_idx\": 0, \"data\": \"00\"}, {\"seq_id\": 1, \"data\": \"00\"}]";
-        assert!(entries(missing).unwrap_err().contains("entry 1 has no \"qsl_idx\""));
+        assert!(entries(missing).unwrap_err().to_string().contains("entry 1 has no \"qsl_idx\""));
         assert!(entries("[{\"seq_id\": 0, \"qsl_idx\": 0, \"data\": \"00\"}").is_err());
-        assert!(entries("{}").unwrap_err().contains("JSON array"));
+        assert!(entries("{}").unwrap_err().to_string().contains("JSON array"));
     }
 
     #[test]
@@ -287,15 +286,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("mlperf_log_accuracy.json");
         std::fs::write(&path, "[\n{ \"seq_id\" : 0, \"qsl_idx\" : 7, \"da\n\n...\n\n1 }\n]\n").unwrap();
-        let e = read_accuracy_log(&path).unwrap_err();
+        let e = read_accuracy_log(&path).unwrap_err().to_string();
         assert!(e.contains("mlperf_log_accuracy.json") && e.contains("truncate_accuracy_log.py"), "{e}");
-        assert!(read_accuracy_log(&dir.join("absent.json")).unwrap_err().contains("cannot open"));
+        assert!(read_accuracy_log(&dir.join("absent.json")).unwrap_err().to_string().contains("cannot open"));
     }
 
     #[test]
     fn dtypes_decode_like_numpy() {
         assert_eq!(decode_hex("0aFf").unwrap(), vec![10, 255]);
-        assert!(decode_hex("0g").unwrap_err().contains("non-hex"));
+        assert!(decode_hex("0g").unwrap_err().to_string().contains("non-hex"));
         let f = (-2.75f32).to_le_bytes();
         assert_eq!(LogDtype::Float32.get_f64(&f, 0), -2.75);
         assert_eq!(LogDtype::Float32.get_int(&f, 0), Some(-2), "int() truncates toward zero");
@@ -304,6 +303,6 @@ mod tests {
         assert_eq!(LogDtype::Float16.get_f64(&h, 0), 1.5);
         assert_eq!(LogDtype::Int64.get_int(&i64::MIN.to_le_bytes(), 0), Some(i64::MIN));
         assert_eq!(LogDtype::parse("float16").unwrap(), LogDtype::Float16);
-        assert!(LogDtype::parse("fp16").unwrap_err().contains("float16"));
+        assert!(LogDtype::parse("fp16").unwrap_err().to_string().contains("float16"));
     }
 }

@@ -13,9 +13,68 @@ pub mod porter;
 pub mod punkt;
 pub mod rouge;
 
-use std::path::Path;
+use crate::fsutil::FsError;
+use std::path::{Path, PathBuf};
 
 pub use log::LogDtype;
+
+/// Why an accuracy log cannot be scored: the log is unreadable or malformed, an entry is not what
+/// the scorer reads, or data a scorer needs (NLTK's Punkt model) is missing. Every kind is
+/// [`crate::Error::Data`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccuracyError {
+    #[error("cannot open accuracy log {}: {source}", path.display())]
+    OpenLog { path: PathBuf, source: std::io::Error },
+    /// The log is not a JSON array of entries (serde's message names the entry and what is wrong),
+    /// or the caller's per-entry step refused an entry.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    #[error("trailing data after the JSON array: {0}")]
+    TrailingData(#[source] serde_json::Error),
+    /// An error reading the log at `path`; `truncated` when the file looks cut by
+    /// truncate_accuracy_log.py.
+    #[error("{}: {source}{}", path.display(), if *truncated { " (this log was truncated by truncate_accuracy_log.py; score the full log it backed up)" } else { "" })]
+    InLog { path: PathBuf, source: Box<AccuracyError>, truncated: bool },
+    #[error("{bytes} bytes are not whole int32 token ids: was the log written with another dtype?")]
+    NotInt32Ids { bytes: usize },
+    #[error("past the dataset's {rows} samples")]
+    PastDataset { rows: usize },
+    /// An entry's error, with its sample in front.
+    #[error("sample {qsl_idx}: {source}")]
+    Sample { qsl_idx: usize, source: Box<AccuracyError> },
+    #[error("unknown dtype '{name}' (one of {known})")]
+    UnknownDtype { name: String, known: String },
+    #[error("odd number of hex digits ({0})")]
+    OddHexDigits(usize),
+    #[error("non-hex character {0:?}")]
+    NonHex(char),
+    #[error(
+        "NLTK's English Punkt model ({}) is in none of {}: install it as the reference evaluation does (python -m nltk.downloader punkt_tab) or set NLTK_DATA",
+        model.display(),
+        looked.join(", ")
+    )]
+    PunktNotFound { model: PathBuf, looked: Vec<String> },
+    #[error("{}: {source}; NLTK's punkt_tab model is needed (python -m nltk.downloader punkt_tab)", path.display())]
+    PunktUnreadable { path: PathBuf, source: std::io::Error },
+    /// A line of a Punkt model file that is not `expected` ("two tab-separated words").
+    #[error("{}: `{line}` is not {expected}", path.display())]
+    PunktLine { path: PathBuf, line: String, expected: &'static str },
+}
+
+impl From<AccuracyError> for crate::Error {
+    fn from(e: AccuracyError) -> crate::Error {
+        crate::Error::Data(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): scorers behind `Benchmark::score` (which returns `String`) and the
+/// compliance tests keep using `?`.
+impl From<AccuracyError> for String {
+    fn from(e: AccuracyError) -> String {
+        e.to_string()
+    }
+}
 
 /// One scored accuracy log: the scorer's `accuracy.txt` text and each metric as the checker's
 /// pattern reads it back from that text.
@@ -60,7 +119,7 @@ pub fn python_float_repr(v: f64) -> String {
 }
 
 /// Writes `accuracy.txt` (atomically) with `text`, e.g. a score's `accuracy_txt()`.
-pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), String> {
+pub fn write_accuracy_txt(path: &Path, text: &str) -> Result<(), FsError> {
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
 

@@ -11,6 +11,7 @@
 //! the patterns' `\s` likewise). The word patterns use `fancy_regex` for their lookaheads, which
 //! backtracks as Python's `re` does.
 
+use super::AccuracyError;
 use fancy_regex::Regex;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -87,7 +88,7 @@ enum Starter {
 
 /// NLTK's English `punkt_tab` model, where `nltk.data.find` looks: `$NLTK_DATA` (colon-separated),
 /// `~/nltk_data`, then the system-wide data directories.
-pub fn find_english_model() -> Result<std::path::PathBuf, String> {
+pub fn find_english_model() -> Result<std::path::PathBuf, AccuracyError> {
     let mut roots: Vec<std::path::PathBuf> = std::env::var_os("NLTK_DATA").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     if let Some(home) = std::env::var_os("HOME") {
         roots.push(Path::new(&home).join("nltk_data"));
@@ -96,33 +97,30 @@ pub fn find_english_model() -> Result<std::path::PathBuf, String> {
     let model = Path::new("tokenizers/punkt_tab/english");
     roots.iter().map(|root| root.join(model)).find(|dir| dir.join("ortho_context.tab").is_file()).ok_or_else(|| {
         let looked: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-        format!(
-            "NLTK's English Punkt model ({}) is in none of {}: install it as the reference evaluation does (python -m nltk.downloader punkt_tab) or set NLTK_DATA",
-            model.display(),
-            looked.join(", ")
-        )
+        AccuracyError::PunktNotFound { model: model.to_path_buf(), looked }
     })
 }
 
 impl Punkt {
     /// Reads `<dir>/{abbrev_types.txt, collocations.tab, sent_starters.txt, ortho_context.tab}`
     /// (`nltk_data/tokenizers/punkt_tab/english`).
-    pub fn load(dir: &Path) -> Result<Punkt, String> {
+    pub fn load(dir: &Path) -> Result<Punkt, AccuracyError> {
         let read = |name: &str| {
             let path = dir.join(name);
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}; NLTK's punkt_tab model is needed (python -m nltk.downloader punkt_tab)", path.display()))
+            std::fs::read_to_string(&path).map_err(|source| AccuracyError::PunktUnreadable { path, source })
         };
+        let bad_line = |file: &str, line: &str, expected| AccuracyError::PunktLine { path: dir.join(file), line: line.to_string(), expected };
         // NLTK reads each file line by line and cuts one trailing newline per line.
         let lines = |text: String| text.lines().map(str::to_string).collect::<Vec<_>>();
         let mut collocations = HashSet::new();
         for line in lines(read("collocations.tab")?) {
-            let (a, b) = line.split_once('\t').ok_or_else(|| format!("{}: `{line}` is not two tab-separated words", dir.join("collocations.tab").display()))?;
+            let (a, b) = line.split_once('\t').ok_or_else(|| bad_line("collocations.tab", &line, "two tab-separated words"))?;
             collocations.insert((a.to_string(), b.to_string()));
         }
         let mut ortho_context = HashMap::new();
         for line in lines(read("ortho_context.tab")?) {
             let flags = line.split_once('\t').and_then(|(word, flags)| Some((word.to_string(), flags.parse::<u32>().ok()?)));
-            let (word, flags) = flags.ok_or_else(|| format!("{}: `{line}` is not a word, a tab and a number", dir.join("ortho_context.tab").display()))?;
+            let (word, flags) = flags.ok_or_else(|| bad_line("ortho_context.tab", &line, "a word, a tab and a number"))?;
             ortho_context.insert(word, flags);
         }
         let regex = |pattern: &str| Regex::new(pattern).expect("a valid pattern");

@@ -40,6 +40,6 @@ fn hand_checked_sentences_and_a_missing_model() {
     assert_eq!(punkt.sentences("Very bad acting!!! I promise."), ["Very bad acting!!!", "I promise."]);
     assert_eq!(punkt.sentences("(See above.) Then we left."), ["(See above.)", "Then we left."]);
     assert_eq!(punkt.sentences("  \n "), Vec::<&str>::new());
-    let missing = Punkt::load(Path::new("/nonexistent/punkt_tab/english")).err().unwrap();
+    let missing = Punkt::load(Path::new("/nonexistent/punkt_tab/english")).err().unwrap().to_string();
     assert!(missing.contains("/nonexistent/punkt_tab/english/collocations.tab") && missing.contains("punkt_tab"), "{missing}");
 }

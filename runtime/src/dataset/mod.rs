@@ -21,6 +21,60 @@ pub mod scratch;
 pub mod val_map;
 
 use mlperf_config::{AuditTest, BenchmarkRound};
+use std::path::PathBuf;
+
+/// Why a dataset file (a val map, a pickle, a parquet file, a QSL's samples) cannot be used: the
+/// file, what is wrong and, where there is one, the fix. Every kind is [`crate::Error::Data`]: the
+/// data a run needs is missing, corrupt or stale.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot read val map {}: {source}", path.display())]
+    ReadValMap { path: PathBuf, source: std::io::Error },
+    /// A val-map line that does not parse; `line` counts from 1.
+    #[error("{line}: {problem}")]
+    ValMapLine { line: usize, problem: ValMapProblem },
+    /// What a file holds is not what its format (or the reference's writer) says; `what` names the
+    /// format's expectation ("not a readable pickle"), `reason` the first thing found wrong.
+    #[error("{}: {what}: {reason}", path.display())]
+    Malformed { path: PathBuf, what: &'static str, reason: String },
+    /// A parquet file the `parquet` crate cannot read, at `at` (a row, a cell) where it says.
+    #[error("{}: {}{reason}", path.display(), at.as_ref().map(|at| format!("{at}: ")).unwrap_or_default())]
+    Parquet { path: PathBuf, at: Option<String>, reason: String },
+    /// A val map's line error, with the file's path in front.
+    #[error("{}:{source}", path.display())]
+    InValMap { path: PathBuf, source: Box<DataError> },
+    #[error(transparent)]
+    Npy(#[from] npy::NpyError),
+}
+
+/// What is wrong with a line of a val map.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValMapProblem {
+    #[error("blank line inside the map")]
+    BlankLine,
+    #[error("label '{0}' is not an integer")]
+    LabelNotInteger(String),
+}
+
+impl From<DataError> for crate::Error {
+    fn from(e: DataError) -> crate::Error {
+        match e {
+            DataError::Npy(e) => e.into(),
+            e => crate::Error::Data(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
+impl From<DataError> for String {
+    fn from(e: DataError) -> String {
+        e.to_string()
+    }
+}
 
 /// Which of a benchmark's sample sets a run reads. Most benchmarks have one set (the accuracy set
 /// is all or part of it); gpt-oss-120b publishes three files: performance, accuracy and TEST07's.

@@ -8,9 +8,103 @@
 //! and ending in `\n`, so that the data starts at a multiple of 64 bytes. The data follows in C
 //! order. [`header_bytes`] writes the header exactly as `numpy.save` does, so files are identical.
 
+use crate::fsutil::FsError;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Why a `.npy` file cannot be read or written. A file that is missing or not what the run needs is
+/// [`crate::Error::Data`]; one that cannot be written is [`crate::Error::Other`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NpyError {
+    #[error("not a NumPy .npy file (missing the \\x93NUMPY magic)")]
+    NotNpy,
+    #[error("truncated .npy header")]
+    TruncatedHeader,
+    #[error(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")]
+    UnsupportedVersion { major: u8, minor: u8 },
+    #[error("truncated .npy header: announces {announced} bytes, file has {have}")]
+    HeaderShorterThanAnnounced { announced: usize, have: usize },
+    #[error(".npy header is not UTF-8 text")]
+    HeaderNotUtf8,
+    /// The header dict does not parse; `reason` says where.
+    #[error("malformed .npy header {header:?}: {reason}")]
+    MalformedHeader { header: String, reason: HeaderSyntax },
+    #[error(".npy header has no '{key}': {header}")]
+    MissingKey { key: &'static str, header: String },
+    #[error("unsupported dtype '{descr}' (supported: {supported})")]
+    UnsupportedDtype { descr: String, supported: String },
+    #[error("dtype '{descr}' is not little-endian; only little-endian data is supported")]
+    NotLittleEndian { descr: String },
+    #[error("Fortran-order .npy arrays are not supported (save with C order)")]
+    FortranOrder,
+    #[error("truncated data: shape {shape:?} of {} needs {needs} bytes, the file holds {have}", dtype.numpy_name())]
+    TruncatedData { shape: Vec<usize>, dtype: NpyDtype, needs: usize, have: usize },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot open {}: {source}", path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    /// Fewer than the 12 bytes every header starts with.
+    #[error("{}: not a .npy file ({source})", path.display())]
+    TooShort { path: PathBuf, source: std::io::Error },
+    #[error("{}: truncated .npy header ({source})", path.display())]
+    HeaderUnreadable { path: PathBuf, source: std::io::Error },
+    /// An error of the file's content, with the file's path in front.
+    #[error("{}: {source}", path.display())]
+    InFile { path: PathBuf, source: Box<NpyError> },
+    /// Data handed to a writer that does not match the shape.
+    #[error("{}: {len} bytes of data for shape {shape:?} of {} (needs {needs})", path.display(), dtype.numpy_name())]
+    WrongDataSize { path: PathBuf, len: usize, shape: Vec<usize>, dtype: NpyDtype, needs: usize },
+    #[error("{}: row {index} of {len} bytes does not fit ({rows} rows of {row_bytes} bytes)", path.display())]
+    RowDoesNotFit { path: PathBuf, index: usize, len: usize, rows: usize, row_bytes: usize },
+    #[error("{}: row {row} was never written", path.display())]
+    RowNeverWritten { path: PathBuf, row: usize },
+    #[error(transparent)]
+    Write(#[from] FsError),
+}
+
+/// Where and why a `.npy` header dict does not parse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderSyntax {
+    #[error("expected '{expected}' at byte {at}")]
+    Expected { expected: char, at: usize },
+    #[error("expected a quoted string at byte {0}")]
+    ExpectedString(usize),
+    #[error("unterminated string")]
+    UnterminatedString,
+    #[error("expected a dimension at byte {0}")]
+    ExpectedDimension(usize),
+    #[error("bad dimension: {0}")]
+    BadDimension(#[source] std::num::ParseIntError),
+    #[error("fortran_order must be True or False")]
+    FortranOrder,
+    #[error("unknown key '{0}'")]
+    UnknownKey(String),
+}
+
+impl NpyError {
+    fn in_file(path: &Path) -> impl FnOnce(NpyError) -> NpyError + '_ {
+        move |e| NpyError::InFile { path: path.to_path_buf(), source: Box::new(e) }
+    }
+}
+
+impl From<NpyError> for crate::Error {
+    fn from(e: NpyError) -> crate::Error {
+        match e {
+            NpyError::Write(_) | NpyError::WrongDataSize { .. } | NpyError::RowDoesNotFit { .. } | NpyError::RowNeverWritten { .. } => crate::Error::Other(e.to_string()),
+            _ => crate::Error::Data(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
+impl From<NpyError> for String {
+    fn from(e: NpyError) -> String {
+        e.to_string()
+    }
+}
 
 /// The element types the MLPerf tensors use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +156,7 @@ impl NpyDtype {
 
     /// Parses a `descr`. One-byte types accept any byte-order mark (`|`, `<`, `>`, `=`); wider
     /// ones must be little-endian (`<`, or `=` on this little-endian host).
-    pub fn from_descr(descr: &str) -> Result<NpyDtype, String> {
+    pub fn from_descr(descr: &str) -> Result<NpyDtype, NpyError> {
         let (order, code) = match descr.chars().next() {
             Some(c @ ('<' | '>' | '|' | '=')) => (c, &descr[1..]),
             _ => ('|', descr),
@@ -74,10 +168,10 @@ impl NpyDtype {
             "i8" => NpyDtype::I64,
             "f2" | "e" => NpyDtype::F16,
             "f4" | "f" => NpyDtype::F32,
-            _ => return Err(format!("unsupported dtype '{descr}' (supported: {})", Self::supported())),
+            _ => return Err(NpyError::UnsupportedDtype { descr: descr.to_string(), supported: Self::supported() }),
         };
         if dtype.size() > 1 && (order == '>' || (order == '=' && cfg!(target_endian = "big")) || order == '|') {
-            return Err(format!("dtype '{descr}' is not little-endian; only little-endian data is supported"));
+            return Err(NpyError::NotLittleEndian { descr: descr.to_string() });
         }
         Ok(dtype)
     }
@@ -112,33 +206,34 @@ const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// Parses the header at the start of `bytes` (which may be the whole file or just its beginning).
 /// Fortran-order arrays are refused: every consumer here indexes in C order.
-pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, String> {
+pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err("not a NumPy .npy file (missing the \\x93NUMPY magic)".into());
+        return Err(NpyError::NotNpy);
     }
     let (major, minor) = (bytes[6], bytes[7]);
     let (len, start) = match major {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
         2 | 3 => {
             if bytes.len() < 12 {
-                return Err("truncated .npy header".into());
+                return Err(NpyError::TruncatedHeader);
             }
             (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
         }
-        _ => return Err(format!(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")),
+        _ => return Err(NpyError::UnsupportedVersion { major, minor }),
     };
     let end = start + len;
     if bytes.len() < end {
-        return Err(format!("truncated .npy header: announces {len} bytes, file has {}", bytes.len() - start));
+        return Err(NpyError::HeaderShorterThanAnnounced { announced: len, have: bytes.len() - start });
     }
-    let text = std::str::from_utf8(&bytes[start..end]).map_err(|_| ".npy header is not UTF-8 text".to_string())?;
-    let dict = parse_dict(text).map_err(|e| format!("malformed .npy header {:?}: {e}", text.trim_end()))?;
-    let descr = dict.descr.ok_or_else(|| format!(".npy header has no 'descr': {}", text.trim_end()))?;
+    let text = std::str::from_utf8(&bytes[start..end]).map_err(|_| NpyError::HeaderNotUtf8)?;
+    let header = || text.trim_end().to_string();
+    let dict = parse_dict(text).map_err(|reason| NpyError::MalformedHeader { header: header(), reason })?;
+    let descr = dict.descr.ok_or_else(|| NpyError::MissingKey { key: "descr", header: header() })?;
     let dtype = NpyDtype::from_descr(&descr)?;
     if dict.fortran_order.unwrap_or(false) {
-        return Err("Fortran-order .npy arrays are not supported (save with C order)".into());
+        return Err(NpyError::FortranOrder);
     }
-    let shape = dict.shape.ok_or_else(|| format!(".npy header has no 'shape': {}", text.trim_end()))?;
+    let shape = dict.shape.ok_or_else(|| NpyError::MissingKey { key: "shape", header: header() })?;
     Ok(NpyHeader { dtype, shape, data_offset: end })
 }
 
@@ -151,7 +246,7 @@ struct HeaderDict {
 
 /// The header dict is a Python literal with three known keys; a small hand parser avoids any
 /// general Python-literal machinery.
-fn parse_dict(text: &str) -> Result<HeaderDict, String> {
+fn parse_dict(text: &str) -> Result<HeaderDict, HeaderSyntax> {
     let mut p = Cursor { s: text.as_bytes(), i: 0 };
     let mut dict = HeaderDict::default();
     p.ws();
@@ -173,11 +268,11 @@ fn parse_dict(text: &str) -> Result<HeaderDict, String> {
                 } else if p.word("False") {
                     false
                 } else {
-                    return Err("fortran_order must be True or False".into());
+                    return Err(HeaderSyntax::FortranOrder);
                 })
             }
             "shape" => dict.shape = Some(p.tuple()?),
-            other => return Err(format!("unknown key '{other}'")),
+            other => return Err(HeaderSyntax::UnknownKey(other.to_string())),
         }
         p.ws();
         if p.eat(b',') {
@@ -209,8 +304,8 @@ impl Cursor<'_> {
             false
         }
     }
-    fn expect(&mut self, c: u8) -> Result<(), String> {
-        if self.eat(c) { Ok(()) } else { Err(format!("expected '{}' at byte {}", c as char, self.i)) }
+    fn expect(&mut self, c: u8) -> Result<(), HeaderSyntax> {
+        if self.eat(c) { Ok(()) } else { Err(HeaderSyntax::Expected { expected: c as char, at: self.i }) }
     }
     fn word(&mut self, w: &str) -> bool {
         if self.s[self.i..].starts_with(w.as_bytes()) {
@@ -220,10 +315,10 @@ impl Cursor<'_> {
             false
         }
     }
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, HeaderSyntax> {
         let quote = match self.s.get(self.i) {
             Some(&q @ (b'\'' | b'"')) => q,
-            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+            _ => return Err(HeaderSyntax::ExpectedString(self.i)),
         };
         self.i += 1;
         let start = self.i;
@@ -231,13 +326,13 @@ impl Cursor<'_> {
             self.i += 1;
         }
         if self.i >= self.s.len() {
-            return Err("unterminated string".into());
+            return Err(HeaderSyntax::UnterminatedString);
         }
         let out = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
         self.i += 1;
         Ok(out)
     }
-    fn tuple(&mut self) -> Result<Vec<usize>, String> {
+    fn tuple(&mut self) -> Result<Vec<usize>, HeaderSyntax> {
         self.expect(b'(')?;
         let mut dims = Vec::new();
         loop {
@@ -250,9 +345,9 @@ impl Cursor<'_> {
                 self.i += 1;
             }
             if start == self.i {
-                return Err(format!("expected a dimension at byte {}", self.i));
+                return Err(HeaderSyntax::ExpectedDimension(self.i));
             }
-            let n: usize = std::str::from_utf8(&self.s[start..self.i]).unwrap().parse().map_err(|e| format!("bad dimension: {e}"))?;
+            let n: usize = std::str::from_utf8(&self.s[start..self.i]).unwrap().parse().map_err(HeaderSyntax::BadDimension)?;
             dims.push(n);
             self.eat(b'L'); // Python 2 longs
             self.ws();
@@ -318,50 +413,50 @@ impl NpyFile {
     }
 
     /// Parses a file held in memory.
-    pub fn from_bytes(bytes: Arc<[u8]>) -> Result<NpyFile, String> {
+    pub fn from_bytes(bytes: Arc<[u8]>) -> Result<NpyFile, NpyError> {
         let header = parse_header(&bytes)?;
         let have = bytes.len() - header.data_offset;
         if have < header.data_len() {
-            return Err(format!("truncated data: shape {:?} of {} needs {} bytes, the file holds {have}", header.shape, header.dtype.numpy_name(), header.data_len()));
+            return Err(NpyError::TruncatedData { shape: header.shape.clone(), dtype: header.dtype, needs: header.data_len(), have });
         }
         Ok(NpyFile { header, bytes })
     }
 }
 
 /// Reads a whole `.npy` file. Errors name the file.
-pub fn read_npy(path: &Path) -> Result<NpyFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    NpyFile::from_bytes(Arc::from(bytes)).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_npy(path: &Path) -> Result<NpyFile, NpyError> {
+    let bytes = std::fs::read(path).map_err(|source| NpyError::Read { path: path.to_path_buf(), source })?;
+    NpyFile::from_bytes(Arc::from(bytes)).map_err(NpyError::in_file(path))
 }
 
 /// Reads only the header of a `.npy` file (cheap checks of big files).
-pub fn read_npy_header(path: &Path) -> Result<NpyHeader, String> {
+pub fn read_npy_header(path: &Path) -> Result<NpyHeader, NpyError> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut file = std::fs::File::open(path).map_err(|source| NpyError::Open { path: path.to_path_buf(), source })?;
     let mut buf = vec![0u8; 12];
-    file.read_exact(&mut buf).map_err(|e| format!("{}: not a .npy file ({e})", path.display()))?;
+    file.read_exact(&mut buf).map_err(|source| NpyError::TooShort { path: path.to_path_buf(), source })?;
     let total = match buf[6] {
         1 => 10 + u16::from_le_bytes([buf[8], buf[9]]) as usize,
         _ => 12 + u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize,
     };
     if &buf[..6] == MAGIC && total > buf.len() && total < (1 << 24) {
         let mut rest = vec![0u8; total - buf.len()];
-        file.read_exact(&mut rest).map_err(|e| format!("{}: truncated .npy header ({e})", path.display()))?;
+        file.read_exact(&mut rest).map_err(|source| NpyError::HeaderUnreadable { path: path.to_path_buf(), source })?;
         buf.extend_from_slice(&rest);
     }
-    parse_header(&buf).map_err(|e| format!("{}: {e}", path.display()))
+    parse_header(&buf).map_err(NpyError::in_file(path))
 }
 
 /// Writes `data` (little-endian elements of `dtype`, C order) as a `.npy` file identical to
 /// `numpy.save`'s, atomically (a temporary file and a rename).
-pub fn write_npy(path: &Path, dtype: NpyDtype, shape: &[usize], data: &[u8]) -> Result<(), String> {
+pub fn write_npy(path: &Path, dtype: NpyDtype, shape: &[usize], data: &[u8]) -> Result<(), NpyError> {
     let expected = shape.iter().product::<usize>() * dtype.size();
     if data.len() != expected {
-        return Err(format!("{}: {} bytes of data for shape {shape:?} of {} (needs {expected})", path.display(), data.len(), dtype.numpy_name()));
+        return Err(NpyError::WrongDataSize { path: path.to_path_buf(), len: data.len(), shape: shape.to_vec(), dtype, needs: expected });
     }
     let mut bytes = header_bytes(dtype, shape);
     bytes.extend_from_slice(data);
-    crate::fsutil::write_atomic(path, &bytes)
+    Ok(crate::fsutil::write_atomic(path, &bytes)?)
 }
 
 /// Writes a `.npy` file whose rows arrive one at a time (large contiguous tensors that should
@@ -380,17 +475,17 @@ pub struct NpyWriter {
 
 impl NpyWriter {
     /// A writer for an array of `dtype` and shape `[rows, row_shape...]`.
-    pub fn create(path: &Path, dtype: NpyDtype, rows: usize, row_shape: &[usize]) -> Result<NpyWriter, String> {
+    pub fn create(path: &Path, dtype: NpyDtype, rows: usize, row_shape: &[usize]) -> Result<NpyWriter, NpyError> {
         let mut shape = vec![rows];
         shape.extend_from_slice(row_shape);
         let header = header_bytes(dtype, &shape);
         let row_bytes = row_shape.iter().product::<usize>() * dtype.size();
-        let dir = path.parent().ok_or_else(|| format!("{} has no parent directory", path.display()))?;
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = path.parent().ok_or_else(|| FsError::NoParent { path: path.to_path_buf() })?;
+        std::fs::create_dir_all(dir).map_err(FsError::create(dir))?;
         let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("npy"), std::process::id()));
-        let mut file = std::fs::File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-        file.write_all(&header).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        file.set_len((header.len() + rows * row_bytes) as u64).map_err(|e| format!("cannot size {}: {e}", tmp.display()))?;
+        let mut file = std::fs::File::create(&tmp).map_err(FsError::create(&tmp))?;
+        file.write_all(&header).map_err(FsError::write(&tmp))?;
+        file.set_len((header.len() + rows * row_bytes) as u64).map_err(|source| FsError::Size { path: tmp.clone(), source })?;
         Ok(NpyWriter {
             path: path.to_path_buf(),
             tmp,
@@ -404,26 +499,24 @@ impl NpyWriter {
     }
 
     /// Writes row `index` (exactly one row's bytes).
-    pub fn write_at(&self, index: usize, row: &[u8]) -> Result<(), String> {
+    pub fn write_at(&self, index: usize, row: &[u8]) -> Result<(), NpyError> {
         use std::io::{Seek, SeekFrom};
         if index >= self.rows || row.len() != self.row_bytes {
-            return Err(format!("{}: row {index} of {} bytes does not fit ({} rows of {} bytes)", self.path.display(), row.len(), self.rows, self.row_bytes));
+            return Err(NpyError::RowDoesNotFit { path: self.path.clone(), index, len: row.len(), rows: self.rows, row_bytes: self.row_bytes });
         }
         let mut file = self.file.lock().unwrap();
-        file.seek(SeekFrom::Start(self.data_offset + (index * self.row_bytes) as u64))
-            .and_then(|_| file.write_all(row))
-            .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
+        file.seek(SeekFrom::Start(self.data_offset + (index * self.row_bytes) as u64)).and_then(|_| file.write_all(row)).map_err(FsError::write(&self.tmp))?;
         self.written.lock().unwrap()[index] = true;
         Ok(())
     }
 
     /// Checks every row was written, then moves the file into place.
-    pub fn finish(mut self) -> Result<(), String> {
+    pub fn finish(mut self) -> Result<(), NpyError> {
         if let Some(missing) = self.written.lock().unwrap().iter().position(|w| !w) {
-            return Err(format!("{}: row {missing} was never written", self.path.display()));
+            return Err(NpyError::RowNeverWritten { path: self.path.clone(), row: missing });
         }
-        self.file.lock().unwrap().sync_all().map_err(|e| format!("cannot flush {}: {e}", self.tmp.display()))?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| format!("cannot move {} into place: {e}", self.path.display()))?;
+        self.file.lock().unwrap().sync_all().map_err(|source| FsError::Flush { path: self.tmp.clone(), source })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|source| FsError::Rename { path: self.path.clone(), source })?;
         self.finished = true;
         Ok(())
     }
@@ -482,7 +575,7 @@ mod tests {
             assert_eq!(f.header.data_offset % 64, 0);
             assert_eq!(read_npy_header(&path).unwrap(), f.header);
         }
-        assert!(write_npy(&dir.join("bad.npy"), NpyDtype::I32, &[2], &[0u8; 7]).unwrap_err().contains("needs 8"));
+        assert!(write_npy(&dir.join("bad.npy"), NpyDtype::I32, &[2], &[0u8; 7]).unwrap_err().to_string().contains("needs 8"));
     }
 
     #[test]
@@ -496,7 +589,7 @@ mod tests {
         let h = parse_header(&bytes).unwrap();
         assert_eq!((h.dtype, h.shape.clone(), h.data_offset), (NpyDtype::I8, vec![2, 2], bytes.len()));
         bytes.extend_from_slice(&[1, 2, 3]);
-        assert!(NpyFile::from_bytes(Arc::from(bytes)).unwrap_err().contains("truncated data"));
+        assert!(NpyFile::from_bytes(Arc::from(bytes)).unwrap_err().to_string().contains("truncated data"));
     }
 
     fn raw_header(dict: &str) -> Vec<u8> {
@@ -510,14 +603,14 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_index() {
         let fortran = raw_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }");
-        assert!(parse_header(&fortran).unwrap_err().contains("Fortran"));
+        assert!(parse_header(&fortran).unwrap_err().to_string().contains("Fortran"));
         let big = raw_header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }");
-        assert!(parse_header(&big).unwrap_err().contains("little-endian"));
+        assert!(parse_header(&big).unwrap_err().to_string().contains("little-endian"));
         let f8 = raw_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }");
-        assert!(parse_header(&f8).unwrap_err().contains("unsupported dtype '<f8'"));
+        assert!(parse_header(&f8).unwrap_err().to_string().contains("unsupported dtype '<f8'"));
         let no_shape = raw_header("{'descr': '<f4', 'fortran_order': False, }");
-        assert!(parse_header(&no_shape).unwrap_err().contains("no 'shape'"));
-        assert!(parse_header(b"PK\x03\x04 not npy").unwrap_err().contains("magic"));
+        assert!(parse_header(&no_shape).unwrap_err().to_string().contains("no 'shape'"));
+        assert!(parse_header(b"PK\x03\x04 not npy").unwrap_err().to_string().contains("magic"));
         assert_eq!(NpyDtype::from_descr("<i1").unwrap(), NpyDtype::I8);
         assert_eq!(NpyDtype::from_descr("|u1").unwrap(), NpyDtype::U8);
     }
@@ -539,7 +632,7 @@ mod tests {
         assert_eq!(vals, vec![0, 0, 1, -1, 2, -2]);
         let partial = NpyWriter::create(&dir.join("partial.npy"), NpyDtype::U8, 2, &[1]).unwrap();
         partial.write_at(0, &[1]).unwrap();
-        assert!(partial.finish().unwrap_err().contains("row 1 was never written"));
+        assert!(partial.finish().unwrap_err().to_string().contains("row 1 was never written"));
         assert!(!dir.join("partial.npy").exists());
     }
 }

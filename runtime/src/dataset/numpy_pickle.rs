@@ -9,6 +9,56 @@ use super::npy::NpyDtype;
 use super::pickle::Value;
 use std::rc::Rc;
 
+/// What a pickled value is instead of the numpy array a reader expected (or why its data does not
+/// decode). A reason, not a whole message: callers put the file and the field in front.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArrayError {
+    #[error("an array shape that is not a tuple")]
+    ShapeNotTuple,
+    #[error("an array dimension that is not a size")]
+    DimensionNotSize,
+    #[error("a numpy array without its state")]
+    NoState,
+    #[error("a numpy array state of {0} items")]
+    StateItems(usize),
+    #[error("a numpy _frombuffer call of other arguments")]
+    FrombufferArgs,
+    /// `0` is what the value is ([`Value::kind`]).
+    #[error("a {0} where a numpy array belongs")]
+    NotAnArray(String),
+    #[error("an array dtype that is a {0}")]
+    DtypeNotDtype(String),
+    #[error("a numpy dtype without its code")]
+    DtypeWithoutCode,
+    #[error("numpy array data that is a {0}")]
+    DataKind(String),
+    #[error("a numpy array of shape {shape:?} with {count} values")]
+    ValueCount { shape: Vec<usize>, count: usize },
+    #[error("a numpy array of dtype {code}{}, not {}", if *big_endian { ", big-endian" } else { "" }, wanted.numpy_name())]
+    WrongDtype { code: String, big_endian: bool, wanted: NpyDtype },
+    #[error("a numpy array of shape {0:?} in Fortran order, not C order")]
+    FortranOrder(Vec<usize>),
+    #[error("a numpy array of shape {shape:?} with {bytes} bytes of {}", dtype.numpy_name())]
+    ByteCount { shape: Vec<usize>, bytes: usize, dtype: NpyDtype },
+    #[error("numpy dtype {0:?}")]
+    BadDtypeCode(String),
+    #[error("{bytes} bytes of numpy dtype {code}")]
+    BytesNotWhole { bytes: usize, code: String },
+    #[error("uint64 value {0} past int64")]
+    U64PastI64(u64),
+    #[error("numpy dtype {0}, which this reader does not decode")]
+    UndecodedDtype(String),
+}
+
+/// Transition bridge (issue 36): the DataFrame reader's internals ([`super::pandas`]) still build
+/// `String` reasons.
+impl From<ArrayError> for String {
+    fn from(e: ArrayError) -> String {
+        e.to_string()
+    }
+}
+
 /// A pickled numpy array, its values not yet decoded.
 pub struct PickledArray {
     pub shape: Vec<usize>,
@@ -19,22 +69,22 @@ pub struct PickledArray {
 }
 
 impl PickledArray {
-    pub fn read(value: &Value) -> Result<PickledArray, String> {
-        let shape_of = |v: &Value| -> Result<Vec<usize>, String> {
-            v.items().ok_or("an array shape that is not a tuple")?.iter().map(|d| d.as_usize().ok_or_else(|| "an array dimension that is not a size".to_string())).collect()
+    pub fn read(value: &Value) -> Result<PickledArray, ArrayError> {
+        let shape_of = |v: &Value| -> Result<Vec<usize>, ArrayError> {
+            v.items().ok_or(ArrayError::ShapeNotTuple)?.iter().map(|d| d.as_usize().ok_or(ArrayError::DimensionNotSize)).collect()
         };
         if value.built_by_ends("multiarray._reconstruct") {
-            let state = value.state().and_then(|s| s.items()).ok_or("a numpy array without its state")?;
+            let state = value.state().and_then(|s| s.items()).ok_or(ArrayError::NoState)?;
             // (version, shape, dtype, is_fortran, data); numpy also writes the older 4-tuple.
             let state = if state.len() == 5 { &state[1..] } else { &state[..] };
-            let [shape, dtype, fortran, data] = state else { return Err(format!("a numpy array state of {} items", state.len())) };
+            let [shape, dtype, fortran, data] = state else { return Err(ArrayError::StateItems(state.len())) };
             Ok(PickledArray { shape: shape_of(shape)?, fortran: fortran.as_int() == Some(1), dtype: dtype.clone(), data: data.clone() })
         } else if value.built_by_ends("numeric._frombuffer") {
             let args = value.args();
-            let [data, dtype, shape, order] = args.as_slice() else { return Err("a numpy _frombuffer call of other arguments".into()) };
+            let [data, dtype, shape, order] = args.as_slice() else { return Err(ArrayError::FrombufferArgs) };
             Ok(PickledArray { shape: shape_of(shape)?, fortran: order.as_str() == Some("F"), dtype: dtype.clone(), data: data.clone() })
         } else {
-            Err(format!("a {} where a numpy array belongs", value.kind()))
+            Err(ArrayError::NotAnArray(value.kind()))
         }
     }
 
@@ -43,58 +93,57 @@ impl PickledArray {
     }
 
     /// The dtype's code (`f4`, `u1`, `O8`) and whether its bytes are big-endian.
-    fn code(&self) -> Result<(String, bool), String> {
+    fn code(&self) -> Result<(String, bool), ArrayError> {
         if !self.dtype.built_by_ends("numpy.dtype") {
-            return Err(format!("an array dtype that is a {}", self.dtype.kind()));
+            return Err(ArrayError::DtypeNotDtype(self.dtype.kind()));
         }
-        let code = self.dtype.args().first().and_then(|c| c.as_str().map(str::to_string)).ok_or("a numpy dtype without its code")?;
+        let code = self.dtype.args().first().and_then(|c| c.as_str().map(str::to_string)).ok_or(ArrayError::DtypeWithoutCode)?;
         let big_endian = self.dtype.state().and_then(|s| s.items()).and_then(|s| s.get(1).and_then(|o| o.as_str().map(|o| o == ">"))).unwrap_or(false);
         Ok((code, big_endian))
     }
 
     /// One value per element in storage order: an object array's pickled items, or a numeric
     /// array's numbers.
-    pub fn values(&self) -> Result<Vec<Value>, String> {
+    pub fn values(&self) -> Result<Vec<Value>, ArrayError> {
         let values = match &self.data {
             Value::List(items) => items.borrow().clone(),
             Value::Bytes(bytes) => {
                 let (code, big_endian) = self.code()?;
                 numbers(&code, big_endian, bytes)?
             }
-            other => return Err(format!("numpy array data that is a {}", other.kind())),
+            other => return Err(ArrayError::DataKind(other.kind())),
         };
         if values.len() != self.count() {
-            return Err(format!("a numpy array of shape {:?} with {} values", self.shape, values.len()));
+            return Err(ArrayError::ValueCount { shape: self.shape.clone(), count: values.len() });
         }
         Ok(values)
     }
 
     /// The raw bytes of a C-order array of `dtype` (little-endian where it has an order); anything
     /// else is an error that says what the array is instead.
-    pub fn bytes_of(&self, dtype: NpyDtype) -> Result<Rc<[u8]>, String> {
+    pub fn bytes_of(&self, dtype: NpyDtype) -> Result<Rc<[u8]>, ArrayError> {
         let (code, big_endian) = self.code()?;
         let wanted = &dtype.descr()[1..];
         if code != wanted || (big_endian && dtype.size() > 1) {
-            let order = if big_endian { ", big-endian" } else { "" };
-            return Err(format!("a numpy array of dtype {code}{order}, not {}", dtype.numpy_name()));
+            return Err(ArrayError::WrongDtype { code, big_endian, wanted: dtype });
         }
         if self.fortran && self.shape.iter().filter(|&&d| d > 1).count() > 1 {
-            return Err(format!("a numpy array of shape {:?} in Fortran order, not C order", self.shape));
+            return Err(ArrayError::FortranOrder(self.shape.clone()));
         }
-        let Value::Bytes(bytes) = &self.data else { return Err(format!("numpy array data that is a {}", self.data.kind())) };
+        let Value::Bytes(bytes) = &self.data else { return Err(ArrayError::DataKind(self.data.kind())) };
         if bytes.len() != self.count() * dtype.size() {
-            return Err(format!("a numpy array of shape {:?} with {} bytes of {}", self.shape, bytes.len(), dtype.numpy_name()));
+            return Err(ArrayError::ByteCount { shape: self.shape.clone(), bytes: bytes.len(), dtype });
         }
         Ok(bytes.clone())
     }
 }
 
 /// A numeric array's values from its raw bytes.
-fn numbers(code: &str, big_endian: bool, bytes: &[u8]) -> Result<Vec<Value>, String> {
+fn numbers(code: &str, big_endian: bool, bytes: &[u8]) -> Result<Vec<Value>, ArrayError> {
     let (kind, size) = code.split_at(1);
-    let size: usize = size.parse().map_err(|_| format!("numpy dtype {code:?}"))?;
+    let size: usize = size.parse().map_err(|_| ArrayError::BadDtypeCode(code.to_string()))?;
     if size == 0 || size > 8 || !bytes.len().is_multiple_of(size) {
-        return Err(format!("{} bytes of numpy dtype {code}", bytes.len()));
+        return Err(ArrayError::BytesNotWhole { bytes: bytes.len(), code: code.to_string() });
     }
     bytes
         .chunks(size)
@@ -109,11 +158,11 @@ fn numbers(code: &str, big_endian: bool, bytes: &[u8]) -> Result<Vec<Value>, Str
             match (kind, size) {
                 ("i", 1 | 2 | 4 | 8) => Ok(Value::Int(signed(size as u32 * 8))),
                 ("u", 1 | 2 | 4) => Ok(Value::Int(unsigned as i64)),
-                ("u", 8) => i64::try_from(unsigned).map(Value::Int).map_err(|_| format!("uint64 value {unsigned} past int64")),
+                ("u", 8) => i64::try_from(unsigned).map(Value::Int).map_err(|_| ArrayError::U64PastI64(unsigned)),
                 ("b", 1) => Ok(Value::Bool(unsigned != 0)),
                 ("f", 4) => Ok(Value::Float(f64::from(f32::from_bits(unsigned as u32)))),
                 ("f", 8) => Ok(Value::Float(f64::from_bits(unsigned))),
-                _ => Err(format!("numpy dtype {code}, which this reader does not decode")),
+                _ => Err(ArrayError::UndecodedDtype(code.to_string())),
             }
         })
         .collect()
@@ -234,7 +283,7 @@ mod tests {
         assert_eq!(&image_back.bytes_of(NpyDtype::F32).unwrap()[..], &image[..]);
         assert_eq!(&labels_back.bytes_of(NpyDtype::U8).unwrap()[..], &labels[..]);
         assert_eq!(labels_back.values().unwrap()[2].as_int(), Some(2));
-        let err = labels_back.bytes_of(NpyDtype::F32).err().unwrap();
+        let err = labels_back.bytes_of(NpyDtype::F32).err().unwrap().to_string();
         assert_eq!(err, "a numpy array of dtype u1, not float32");
     }
 

@@ -5,6 +5,7 @@
 //! (numpy 1 `numpy.core` and numpy 2 `numpy._core` names, pandas 3's Arrow-backed strings); the
 //! values come out as [`Value`]s, one per cell.
 
+use super::DataError;
 use super::numpy_pickle::PickledArray;
 use super::pickle::{self, Value};
 use std::io::Read;
@@ -38,17 +39,18 @@ impl DataFrame {
 }
 
 /// Reads the DataFrame pickled in `path` (gzip-compressed when it starts with gzip's magic bytes).
-pub fn read_pickle(path: &Path) -> Result<DataFrame, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_pickle(path: &Path) -> Result<DataFrame, DataError> {
+    let malformed = |what: &'static str| move |reason: String| DataError::Malformed { path: path.to_path_buf(), what, reason };
+    let raw = std::fs::read(path).map_err(|source| DataError::Read { path: path.to_path_buf(), source })?;
     let data = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(raw.as_slice()).read_to_end(&mut out).map_err(|e| format!("{}: a gzip file that does not decompress: {e}", path.display()))?;
+        flate2::read::GzDecoder::new(raw.as_slice()).read_to_end(&mut out).map_err(|e| malformed("a gzip file that does not decompress")(e.to_string()))?;
         out
     } else {
         raw
     };
-    let root = pickle::parse(&data).map_err(|e| format!("{}: not a readable pickle: {e}", path.display()))?;
-    data_frame(&root).map_err(|e| format!("{}: not a pandas DataFrame pickle as the reference writes it: {e}", path.display()))
+    let root = pickle::parse(&data).map_err(|e| malformed("not a readable pickle")(e.to_string()))?;
+    data_frame(&root).map_err(malformed("not a pandas DataFrame pickle as the reference writes it"))
 }
 
 /// The DataFrame `root` was pickled from.
@@ -192,7 +194,7 @@ fn array_1d(value: &Value) -> Result<Vec<Value>, String> {
     if array.shape.len() != 1 {
         return Err(format!("an index of shape {:?}", array.shape));
     }
-    array.values()
+    Ok(array.values()?)
 }
 
 /// The integers of a cell that holds a list, a tuple or a 1-D numpy array of them (a token list).
@@ -306,10 +308,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("list.pkl");
         std::fs::write(&path, b"\x80\x04]\x94.").unwrap();
-        let err = read_pickle(&path).unwrap_err();
+        let err = read_pickle(&path).unwrap_err().to_string();
         assert!(err.contains("list.pkl: not a pandas DataFrame pickle") && err.contains("holds a list"), "{err}");
         std::fs::write(&path, b"\x80\x04]\x94").unwrap();
-        let err = read_pickle(&path).unwrap_err();
+        let err = read_pickle(&path).unwrap_err().to_string();
         assert!(err.contains("list.pkl: not a readable pickle") && err.contains("ends at byte 4"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -3,6 +3,7 @@
 //! DataFrame (token lists as lists of integers, strings, nulls as `None`), so one reader of
 //! columns serves both formats. Read with the `parquet` crate's record API (no Arrow).
 
+use super::DataError;
 use super::pandas::DataFrame;
 use super::pickle::Value;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -15,16 +16,17 @@ use std::rc::Rc;
 pub const MAGIC: &[u8; 4] = b"PAR1";
 
 /// Reads every row of the parquet file `path`.
-pub fn read_parquet(path: &Path) -> Result<DataFrame, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let reader = SerializedFileReader::new(file).map_err(|e| format!("{}: not a readable parquet file: {e}", path.display()))?;
+pub fn read_parquet(path: &Path) -> Result<DataFrame, DataError> {
+    let malformed = |what: &'static str, reason: String| DataError::Malformed { path: path.to_path_buf(), what, reason };
+    let file = std::fs::File::open(path).map_err(|source| DataError::Read { path: path.to_path_buf(), source })?;
+    let reader = SerializedFileReader::new(file).map_err(|e| malformed("not a readable parquet file", e.to_string()))?;
     let names: Vec<String> = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().iter().map(|f| f.name().to_string()).collect();
     let mut columns: Vec<Vec<Value>> = vec![Vec::new(); names.len()];
-    let rows = reader.get_row_iter(None).map_err(|e| format!("{}: {e}", path.display()))?;
+    let rows = reader.get_row_iter(None).map_err(|e| DataError::Parquet { path: path.to_path_buf(), at: None, reason: e.to_string() })?;
     for (index, row) in rows.enumerate() {
-        let row = row.map_err(|e| format!("{}: row {index}: {e}", path.display()))?;
+        let row = row.map_err(|e| DataError::Parquet { path: path.to_path_buf(), at: Some(format!("row {index}")), reason: e.to_string() })?;
         for (column, (name, field)) in row.get_column_iter().enumerate() {
-            let cell = value(field).map_err(|e| format!("{}: row {index}, column {name:?}: {e}", path.display()))?;
+            let cell = value(field).map_err(|reason| DataError::Parquet { path: path.to_path_buf(), at: Some(format!("row {index}, column {name:?}")), reason })?;
             columns[column].push(cell);
         }
     }

@@ -124,8 +124,22 @@ impl Value {
     }
 }
 
+/// Why a pickle cannot be read: where it ends early, or which opcode at which byte fails and why.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PickleError {
+    #[error("the file ends at byte {len} inside a value")]
+    Truncated { len: usize },
+    /// `reason` is what the opcode found wrong (the stack, the memo, an argument).
+    #[error("pickle opcode {opcode:#04x} at byte {offset}: {reason}")]
+    Opcode { opcode: u8, offset: usize, reason: String },
+    /// STOP found no value to return (an empty stack, or only a MARK's).
+    #[error("{reason}")]
+    Stop { reason: String },
+}
+
 /// Reads the pickle in `data` and returns its one value. Errors give the byte offset.
-pub fn parse(data: &[u8]) -> Result<Value, String> {
+pub fn parse(data: &[u8]) -> Result<Value, PickleError> {
     Machine { data, at: 0, stack: Vec::new(), marks: Vec::new(), memo: HashMap::new() }.run()
 }
 
@@ -139,13 +153,14 @@ struct Machine<'a> {
 }
 
 impl Machine<'_> {
-    fn run(mut self) -> Result<Value, String> {
+    fn run(mut self) -> Result<Value, PickleError> {
+        let len = self.data.len();
         loop {
             let offset = self.at;
-            let op = self.take(1)?[0];
-            self.step(op).map_err(|e| format!("pickle opcode {:#04x} at byte {offset}: {e}", op))?;
+            let op = self.take(1).map_err(|_| PickleError::Truncated { len })?[0];
+            self.step(op).map_err(|reason| PickleError::Opcode { opcode: op, offset, reason })?;
             if op == b'.' {
-                return self.pop();
+                return self.pop().map_err(|reason| PickleError::Stop { reason });
             }
         }
     }
@@ -483,13 +498,13 @@ mod tests {
 
     #[test]
     fn truncated_and_unknown_input_say_where() {
-        let err = parse(b"\x80\x05\x8c\x05ab").unwrap_err();
+        let err = parse(b"\x80\x05\x8c\x05ab").unwrap_err().to_string();
         assert!(err.contains("at byte 2") && err.contains("ends at byte 6"), "{err}");
-        let err = parse(b"\x80\x05I1\n.").unwrap_err();
+        let err = parse(b"\x80\x05I1\n.").unwrap_err().to_string();
         assert!(err.contains("opcode 0x49 at byte 2") && err.contains("does not know"), "{err}");
-        let err = parse(b"\x80\x01").unwrap_err();
+        let err = parse(b"\x80\x01").unwrap_err().to_string();
         assert!(err.contains("pickle protocol 1"), "{err}");
-        let err = parse(b"\x80\x05e.").unwrap_err();
+        let err = parse(b"\x80\x05e.").unwrap_err().to_string();
         assert!(err.contains("needs a MARK"), "{err}");
     }
 }

@@ -24,9 +24,57 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use mlperf_loadgen::Qsl;
 
-use super::npy::{NpyDtype, NpyFile, read_npy, read_npy_header};
+use super::DataError;
+use super::npy::{NpyDtype, NpyError, NpyFile, read_npy, read_npy_header};
 use super::val_map::{read_val_map, sample_file_name};
 use crate::engines::{Sample, SampleSource};
+
+/// Why a QSL cannot be opened or a sample loaded: the library, the file and what is wrong. Every
+/// kind is [`crate::Error::Data`] (the preprocessed data is missing, corrupt or stale).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QslError {
+    #[error("QSL {name}: no samples")]
+    NoSamples { name: String },
+    #[error("QSL {name}: {missing} of {total} sample files missing in {} (first: {first})", dir.display())]
+    SampleFilesMissing { name: String, missing: usize, total: usize, dir: PathBuf, first: String },
+    #[error("QSL {name}: no tensor files")]
+    NoTensorFiles { name: String },
+    #[error("{}: a 0-d array has no samples", path.display())]
+    ZeroDimensional { path: PathBuf },
+    #[error("{}: {count} samples, but {} has {first_count}", path.display(), first.display())]
+    SampleCountsDiffer { path: PathBuf, count: usize, first: PathBuf, first_count: usize },
+    #[error("QSL {name}: {} holds no samples", path.display())]
+    Empty { name: String, path: PathBuf },
+    #[error("QSL {name}: {} is a directory of samples but no val map names them", dir.display())]
+    NoValMap { name: String, dir: PathBuf },
+    #[error("QSL {name}: {} does not exist", path.display())]
+    Missing { name: String, path: PathBuf },
+    #[error("{} changed since the QSL was opened", path.display())]
+    Changed { path: PathBuf },
+    #[error("{}: {shape:?} of {}, but the QSL's samples are {expected_shape:?} of {}", path.display(), dtype.numpy_name(), expected_dtype.numpy_name())]
+    SampleMismatch { path: PathBuf, shape: Vec<usize>, dtype: NpyDtype, expected_shape: Vec<usize>, expected_dtype: NpyDtype },
+    #[error(transparent)]
+    Npy(#[from] NpyError),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A benchmark's own reader ([`SampleLibrary::read_by`]) failed; its message says why.
+    #[error("{0}")]
+    Reader(String),
+}
+
+impl From<QslError> for crate::Error {
+    fn from(e: QslError) -> crate::Error {
+        crate::Error::Data(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
+impl From<QslError> for String {
+    fn from(e: QslError) -> String {
+        e.to_string()
+    }
+}
 
 /// One input tensor within a sample's bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,19 +136,19 @@ impl SampleLibrary {
     /// Per-sample `.npy` files in `dir` named after the val map's entries (`<name>.npy`, or the
     /// name itself when it ends in `.npy`). Every file must exist; the first one's header fixes the
     /// dtype and shape every sample must have.
-    pub fn npy_dir(name: &str, dir: &Path, val_map: &Path, performance: usize) -> Result<SampleLibrary, String> {
+    pub fn npy_dir(name: &str, dir: &Path, val_map: &Path, performance: usize) -> Result<SampleLibrary, QslError> {
         let names: Vec<String> = read_val_map(val_map)?.into_iter().map(|e| sample_file_name(&e.name)).collect();
         SampleLibrary::npy_files(name, dir, names, performance)
     }
 
     /// [`SampleLibrary::npy_dir`] with the file names given.
-    pub fn npy_files(name: &str, dir: &Path, names: Vec<String>, performance: usize) -> Result<SampleLibrary, String> {
+    pub fn npy_files(name: &str, dir: &Path, names: Vec<String>, performance: usize) -> Result<SampleLibrary, QslError> {
         if names.is_empty() {
-            return Err(format!("QSL {name}: no samples"));
+            return Err(QslError::NoSamples { name: name.to_string() });
         }
         let missing: Vec<&String> = names.iter().filter(|n| !dir.join(n).is_file()).collect();
         if let Some(first) = missing.first() {
-            return Err(format!("QSL {name}: {} of {} sample files missing in {} (first: {first})", missing.len(), names.len(), dir.display()));
+            return Err(QslError::SampleFilesMissing { name: name.to_string(), missing: missing.len(), total: names.len(), dir: dir.to_path_buf(), first: first.to_string() });
         }
         let header = read_npy_header(&dir.join(&names[0]))?;
         let input = TensorInfo { name: "input".into(), dtype: Some(header.dtype), shape: header.shape.clone(), offset: 0, bytes: header.data_len() };
@@ -118,18 +166,18 @@ impl SampleLibrary {
 
     /// One or more `[N, ...]` tensors (same `N`); sample `i` is row `i` of each, concatenated. Only
     /// the headers are read here; the data on the first load.
-    pub fn contiguous(name: &str, paths: &[PathBuf], performance: usize) -> Result<SampleLibrary, String> {
+    pub fn contiguous(name: &str, paths: &[PathBuf], performance: usize) -> Result<SampleLibrary, QslError> {
         if paths.is_empty() {
-            return Err(format!("QSL {name}: no tensor files"));
+            return Err(QslError::NoTensorFiles { name: name.to_string() });
         }
         let mut inputs = Vec::new();
         let mut total = None;
         let mut offset = 0;
         for path in paths {
             let h = read_npy_header(path)?;
-            let (&n, row_shape) = h.shape.split_first().ok_or_else(|| format!("{}: a 0-d array has no samples", path.display()))?;
-            if total.is_some_and(|t| t != n) {
-                return Err(format!("{}: {n} samples, but {} has {}", path.display(), paths[0].display(), total.unwrap()));
+            let (&n, row_shape) = h.shape.split_first().ok_or_else(|| QslError::ZeroDimensional { path: path.clone() })?;
+            if let Some(first_count) = total.filter(|&t| t != n) {
+                return Err(QslError::SampleCountsDiffer { path: path.clone(), count: n, first: paths[0].clone(), first_count });
             }
             total = Some(n);
             let bytes = row_shape.iter().product::<usize>() * h.dtype.size();
@@ -139,7 +187,7 @@ impl SampleLibrary {
         }
         let total = total.unwrap();
         if total == 0 {
-            return Err(format!("QSL {name}: {} holds no samples", paths[0].display()));
+            return Err(QslError::Empty { name: name.to_string(), path: paths[0].clone() });
         }
         let storage = Storage::Contiguous { paths: paths.to_vec(), buffer: Mutex::new(None) };
         Ok(SampleLibrary::with(name, total, performance, storage, inputs))
@@ -147,15 +195,15 @@ impl SampleLibrary {
 
     /// The QSL for a resolved `tensor_path` (comma-separated, as NVIDIA writes BERT's three files):
     /// `.npy` files are contiguous tensors; a directory holds per-sample files named by `val_map`.
-    pub fn open(name: &str, tensor_paths: &[PathBuf], val_map: Option<&Path>, performance: usize) -> Result<SampleLibrary, String> {
+    pub fn open(name: &str, tensor_paths: &[PathBuf], val_map: Option<&Path>, performance: usize) -> Result<SampleLibrary, QslError> {
         match tensor_paths {
             [dir] if dir.is_dir() => {
-                let map = val_map.ok_or_else(|| format!("QSL {name}: {} is a directory of samples but no val map names them", dir.display()))?;
+                let map = val_map.ok_or_else(|| QslError::NoValMap { name: name.to_string(), dir: dir.clone() })?;
                 SampleLibrary::npy_dir(name, dir, map, performance)
             }
             paths => {
                 if let Some(p) = paths.iter().find(|p| !p.is_file()) {
-                    return Err(format!("QSL {name}: {} does not exist", p.display()));
+                    return Err(QslError::Missing { name: name.to_string(), path: p.clone() });
                 }
                 SampleLibrary::contiguous(name, paths, performance)
             }
@@ -185,7 +233,7 @@ impl SampleLibrary {
     }
 
     /// Reads the contiguous tensors once (interleaving several files into one buffer).
-    fn contiguous_buffer(&self, paths: &[PathBuf], cell: &Mutex<Option<Contiguous>>) -> Result<Contiguous, String> {
+    fn contiguous_buffer(&self, paths: &[PathBuf], cell: &Mutex<Option<Contiguous>>) -> Result<Contiguous, QslError> {
         let mut guard = cell.lock().unwrap();
         if let Some(b) = guard.as_ref() {
             return Ok(b.clone());
@@ -194,7 +242,7 @@ impl SampleLibrary {
         for (file, (info, path)) in files.iter().zip(self.inputs.iter().zip(paths)) {
             // The file may have changed since the header was read at construction.
             if file.header.dtype != info.dtype.unwrap() || file.header.shape.first() != Some(&self.total) || file.header.data_len() != self.total * info.bytes {
-                return Err(format!("{} changed since the QSL was opened", path.display()));
+                return Err(QslError::Changed { path: path.clone() });
             }
         }
         let built = if files.len() == 1 {
@@ -216,19 +264,13 @@ impl SampleLibrary {
     }
 
     /// Makes one sample's bytes.
-    fn fetch(&self, index: usize) -> Result<Sample, String> {
+    fn fetch(&self, index: usize) -> Result<Sample, QslError> {
         match &self.storage {
             Storage::Files { dir, names, dtype, shape } => {
                 let path = dir.join(&names[index]);
                 let f = read_npy(&path)?;
                 if f.header.dtype != *dtype || &f.header.shape != shape {
-                    return Err(format!(
-                        "{}: {:?} of {}, but the QSL's samples are {shape:?} of {}",
-                        path.display(),
-                        f.header.shape,
-                        f.header.dtype.numpy_name(),
-                        dtype.numpy_name()
-                    ));
+                    return Err(QslError::SampleMismatch { path, shape: f.header.shape.clone(), dtype: f.header.dtype, expected_shape: shape.clone(), expected_dtype: *dtype });
                 }
                 let range = f.data_range();
                 Ok(Sample::new(f.bytes, range))
@@ -238,7 +280,7 @@ impl SampleLibrary {
                 Ok(Sample::new(buf, start + index * stride..start + (index + 1) * stride))
             }
             Storage::Generated(generate) => Ok(Sample::whole(Arc::from(generate(index)))),
-            Storage::Read(read) => read(index),
+            Storage::Read(read) => read(index).map_err(QslError::Reader),
         }
     }
 }
@@ -375,7 +417,7 @@ mod tests {
         let d = dir("missing");
         let map = per_sample_set(&d, 3);
         std::fs::remove_file(d.join("ILSVRC2012_val_00000002.JPEG.npy")).unwrap();
-        let e = SampleLibrary::npy_dir("imagenet", &d, &map, 3).unwrap_err();
+        let e = SampleLibrary::npy_dir("imagenet", &d, &map, 3).unwrap_err().to_string();
         assert!(e.contains("1 of 3 sample files missing") && e.contains("ILSVRC2012_val_00000002.JPEG.npy"), "{e}");
         write_npy(&d.join("ILSVRC2012_val_00000002.JPEG.npy"), NpyDtype::I8, &[6], &[0; 6]).unwrap();
         let q = SampleLibrary::npy_dir("imagenet", &d, &map, 3).unwrap();
@@ -418,10 +460,10 @@ mod tests {
         let vals: Vec<i32> = s.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(vals, vec![104, 105, 106, 107, 204, 205, 206, 207]);
         write_npy(&d.join("short.npy"), NpyDtype::I32, &[2, 4], &ids[..32]).unwrap();
-        let e = SampleLibrary::open("bert", &[d.join("input_ids.npy"), d.join("short.npy")], None, 3).unwrap_err();
+        let e = SampleLibrary::open("bert", &[d.join("input_ids.npy"), d.join("short.npy")], None, 3).unwrap_err().to_string();
         assert!(e.contains("2 samples, but"), "{e}");
-        assert!(SampleLibrary::open("bert", &[d.join("absent.npy")], None, 3).unwrap_err().contains("does not exist"));
-        assert!(SampleLibrary::open("imagenet", std::slice::from_ref(&d), None, 3).unwrap_err().contains("no val map"));
+        assert!(SampleLibrary::open("bert", &[d.join("absent.npy")], None, 3).unwrap_err().to_string().contains("does not exist"));
+        assert!(SampleLibrary::open("imagenet", std::slice::from_ref(&d), None, 3).unwrap_err().to_string().contains("no val map"));
     }
 
     #[test]

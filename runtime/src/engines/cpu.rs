@@ -33,6 +33,77 @@ use tract_onnx::tract_hir::infer::Factoid;
 
 use crate::engines::{Engine, InputSpec, Layout, SampleSource};
 
+/// Why the CPU engine cannot load a model or run it. Load errors (the model file missing,
+/// unparsable, or not the classifier the config describes) are [`crate::Error::Data`]; run errors
+/// are [`crate::Error::Other`]. tract's own errors are kept (`cause`) and shown with their chain.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CpuError {
+    #[error("CPU engine: model {origin}: {source}")]
+    ModelUnreadable { origin: String, source: std::io::Error },
+    #[error("CPU engine: model {origin} is not a file")]
+    NotAFile { origin: String },
+    #[error("CPU engine: cannot read ONNX model {origin}: {cause:#}")]
+    NotOnnx { origin: String, cause: TractError },
+    /// The config's input spec is unusable; `reason` is [`InputSpec::validate`]'s.
+    #[error("CPU engine for {origin}: {reason}")]
+    BadSpec { origin: String, reason: String },
+    #[error("CPU engine: model {origin} does not accept a batch of {batch} x {input}: {cause:#}")]
+    BatchNotAccepted { origin: String, batch: usize, input: String, cause: TractError },
+    /// tract refused a query about the model's graph.
+    #[error("CPU engine: model {origin}: {cause:#}")]
+    Model { origin: String, cause: TractError },
+    /// tract failed without a model to name (building a tensor, reading outlets).
+    #[error("{0:#}")]
+    Tract(TractError),
+    #[error("CPU engine: cannot optimise model {origin} for batch {batch}: {cause:#}")]
+    CannotOptimise { origin: String, batch: usize, cause: TractError },
+    #[error("CPU engine: model {origin} has {count} inputs; an image classifier has one")]
+    InputCount { origin: String, count: usize },
+    #[error("CPU engine: model {origin} takes {dtype:?} input `{input}`; the CPU engine feeds f32")]
+    InputType { origin: String, dtype: DatumType, input: String },
+    #[error("CPU engine: model {origin} declares input `{input}` as {shape}, not a batch of images (rank 4)")]
+    InputRank { origin: String, input: String, shape: String },
+    #[error(
+        "CPU engine: model {origin} declares input `{input}` as {shape}, which fits neither {c}x{h}x{w} (NCHW) nor \
+         {h}x{w}x{c} (NHWC) from the config (image size {h}x{w}, {c} channels)"
+    )]
+    InputShape { origin: String, input: String, shape: String, c: usize, h: usize, w: usize },
+    #[error(
+        "CPU engine: model {origin} has no classifier output (per-sample scores or class ids) for batch {batch}; \
+         outputs: {}",
+        outputs.join(", ")
+    )]
+    NoClassifierOutput { origin: String, batch: usize, outputs: Vec<String> },
+    #[error("model {origin} outputs class ids, not scores")]
+    NotScores { origin: String },
+    #[error("CPU engine: model {origin} failed: {cause:#}")]
+    RunFailed { origin: String, cause: TractError },
+    #[error("CPU engine: model {origin}: unexpected output: {cause:#}")]
+    UnexpectedOutput { origin: String, cause: TractError },
+    #[error("CPU engine for {origin}: a sample has {bytes} bytes, the input is {input} = {needs} bytes")]
+    SampleSize { origin: String, bytes: usize, input: String, needs: usize },
+}
+
+impl From<CpuError> for crate::Error {
+    fn from(e: CpuError) -> crate::Error {
+        match e {
+            CpuError::NotScores { .. } | CpuError::RunFailed { .. } | CpuError::UnexpectedOutput { .. } | CpuError::SampleSize { .. } | CpuError::Tract(_) => {
+                crate::Error::Other(e.to_string())
+            }
+            _ => crate::Error::Data(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): the synthetic generators, the GPU builder's reference runs and
+/// [`parallel_chunks`]'s callers still return `Result<_, String>`.
+impl From<CpuError> for String {
+    fn from(e: CpuError) -> String {
+        e.to_string()
+    }
+}
+
 /// One optimised plan for one input shape, with its pool of idle run states (the BERT engine's
 /// plans too, one per sequence-length bucket).
 pub(crate) struct Plan {
@@ -100,48 +171,49 @@ pub struct CpuEngine {
 impl CpuEngine {
     /// Loads the ONNX model at `model_path` and optimises it for `input`. Errors name the model
     /// file and say what is wrong (missing file, unparsable model, input shape mismatch, ...).
-    pub fn load(model_path: &Path, input: InputSpec) -> Result<CpuEngine, String> {
+    pub fn load(model_path: &Path, input: InputSpec) -> Result<CpuEngine, CpuError> {
         let origin = model_path.display().to_string();
-        let meta = std::fs::metadata(model_path).map_err(|e| format!("CPU engine: model {origin}: {e}"))?;
+        let meta = std::fs::metadata(model_path).map_err(|source| CpuError::ModelUnreadable { origin: origin.clone(), source })?;
         if !meta.is_file() {
-            return Err(format!("CPU engine: model {origin} is not a file"));
+            return Err(CpuError::NotAFile { origin });
         }
-        let model = onnx().with_ignore_output_shapes(true).model_for_path(model_path).map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let model = onnx().with_ignore_output_shapes(true).model_for_path(model_path).map_err(|cause| CpuError::NotOnnx { origin: origin.clone(), cause })?;
         let name = format!("cpu-tract:{}", model_path.file_stem().and_then(|s| s.to_str()).unwrap_or("model"));
         CpuEngine::build(model, name, origin, input)
     }
 
     /// Builds an engine from an in-memory ONNX model (the synthetic generator calibrates its model
     /// this way before writing it). `origin` names it in errors.
-    pub fn from_proto(model: &ModelProto, origin: &str, input: InputSpec) -> Result<CpuEngine, String> {
-        let model = onnx().with_ignore_output_shapes(true).model_for_proto_model(model).map_err(|e| format!("CPU engine: cannot read ONNX model {origin}: {e:#}"))?;
+    pub fn from_proto(model: &ModelProto, origin: &str, input: InputSpec) -> Result<CpuEngine, CpuError> {
+        let model = onnx().with_ignore_output_shapes(true).model_for_proto_model(model).map_err(|cause| CpuError::NotOnnx { origin: origin.to_string(), cause })?;
         CpuEngine::build(model, format!("cpu-tract:{origin}"), origin.to_string(), input)
     }
 
-    fn build(model: InferenceModel, name: String, origin: String, spec: InputSpec) -> Result<CpuEngine, String> {
-        spec.validate().map_err(|e| format!("CPU engine for {origin}: {e}"))?;
+    fn build(model: InferenceModel, name: String, origin: String, spec: InputSpec) -> Result<CpuEngine, CpuError> {
+        spec.validate().map_err(|reason| CpuError::BadSpec { origin: origin.clone(), reason })?;
         let model_layout = check_input(&model, &origin, &spec)?;
         let shape = |batch: usize| match model_layout {
             Layout::Nchw => [batch, spec.channels, spec.height, spec.width],
             Layout::Nhwc => [batch, spec.height, spec.width, spec.channels],
         };
-        let typed = |batch: usize| -> Result<TypedModel, String> {
-            model
-                .clone()
-                .with_input_fact(0, f32::fact(shape(batch)).into())
-                .and_then(|m| m.into_typed())
-                .map_err(|e| format!("CPU engine: model {origin} does not accept a batch of {batch} x {}: {e:#}", spec.describe()))
+        let typed = |batch: usize| -> Result<TypedModel, CpuError> {
+            model.clone().with_input_fact(0, f32::fact(shape(batch)).into()).and_then(|m| m.into_typed()).map_err(|cause| CpuError::BatchNotAccepted {
+                origin: origin.clone(),
+                batch,
+                input: spec.describe(),
+                cause,
+            })
         };
 
         let mut full_model = typed(spec.batch_size)?;
         let (output_ix, output, class_offset) = choose_output(&full_model, spec.batch_size, &origin)?;
-        let keep = |m: &mut TypedModel| -> Result<(), String> {
-            let outlet = m.output_outlets().map_err(|e| format!("{e:#}"))?[output_ix];
-            m.select_output_outlets(&[outlet]).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))
+        let keep = |m: &mut TypedModel| -> Result<(), CpuError> {
+            let outlet = m.output_outlets().map_err(CpuError::Tract)?[output_ix];
+            m.select_output_outlets(&[outlet]).map_err(|cause| CpuError::Model { origin: origin.clone(), cause })
         };
         keep(&mut full_model)?;
         let origin_ref = origin.as_str();
-        let optimise_err = |batch: usize| move |e: TractError| format!("CPU engine: cannot optimise model {origin_ref} for batch {batch}: {e:#}");
+        let optimise_err = |batch: usize| move |cause: TractError| CpuError::CannotOptimise { origin: origin_ref.to_string(), batch, cause };
         let full = Plan::new(full_model, spec.batch_size).map_err(optimise_err(spec.batch_size))?;
         let single = if spec.batch_size > 1 {
             let mut m = typed(1)?;
@@ -169,7 +241,7 @@ impl CpuEngine {
     }
 
     /// The predicted class of each sample, in order.
-    pub fn classify(&self, samples: &[&[u8]]) -> Result<Vec<i32>, String> {
+    pub fn classify(&self, samples: &[&[u8]]) -> Result<Vec<i32>, CpuError> {
         let mut classes = Vec::with_capacity(samples.len());
         self.for_each_run(samples, |out, n| {
             match self.output {
@@ -192,9 +264,9 @@ impl CpuEngine {
 
     /// The raw scores of each sample (`samples.len() x classes`, row-major). For calibration and
     /// comparisons with other engines; fails for models that output class ids.
-    pub fn scores(&self, samples: &[&[u8]]) -> Result<Vec<f32>, String> {
+    pub fn scores(&self, samples: &[&[u8]]) -> Result<Vec<f32>, CpuError> {
         let Output::Scores { classes: k } = self.output else {
-            return Err(format!("model {} outputs class ids, not scores", self.origin));
+            return Err(CpuError::NotScores { origin: self.origin.clone() });
         };
         let mut scores = Vec::with_capacity(samples.len() * k);
         self.for_each_run(samples, |out, n| {
@@ -208,7 +280,7 @@ impl CpuEngine {
     /// Runs `samples` as whole batches on the main plan, then what is left either padded to a whole
     /// batch or one by one on the batch-1 plan (see `pad_from`), handing each output tensor and the
     /// number of real samples in it to `sink`.
-    fn for_each_run(&self, samples: &[&[u8]], mut sink: impl FnMut(&Tensor, usize) -> TractResult<()>) -> Result<(), String> {
+    fn for_each_run(&self, samples: &[&[u8]], mut sink: impl FnMut(&Tensor, usize) -> TractResult<()>) -> Result<(), CpuError> {
         let batch = self.full.batch;
         let whole = samples.len() / batch * batch;
         let rest = &samples[whole..];
@@ -219,8 +291,8 @@ impl CpuEngine {
         };
         for (plan, chunk) in runs.chain(rest) {
             let input = self.assemble(chunk, plan.batch)?;
-            let out = plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
-            sink(&out[0], chunk.len()).map_err(|e| format!("CPU engine: model {}: unexpected output: {e:#}", self.origin))?;
+            let out = plan.run(input).map_err(|cause| CpuError::RunFailed { origin: self.origin.clone(), cause })?;
+            sink(&out[0], chunk.len()).map_err(|cause| CpuError::UnexpectedOutput { origin: self.origin.clone(), cause })?;
         }
         Ok(())
     }
@@ -228,16 +300,16 @@ impl CpuEngine {
     /// The smallest short batch worth padding: times one run of each plan (after a warm-up run,
     /// which also leaves a ready state in each pool) and compares `r` single runs with one padded
     /// run. Returns `batch_size` (never pad) when there is no batch-1 plan.
-    fn measure_crossover(&self) -> Result<usize, String> {
+    fn measure_crossover(&self) -> Result<usize, CpuError> {
         let Some(single) = &self.single else { return Ok(self.full.batch) };
-        let time = |plan: &Plan| -> Result<f64, String> {
+        let time = |plan: &Plan| -> Result<f64, CpuError> {
             let zeros = vec![0u8; self.spec.sample_bytes()];
             let samples = vec![zeros.as_slice(); plan.batch];
             let mut best = f64::INFINITY;
             for _ in 0..2 {
                 let input = self.assemble(&samples, plan.batch)?;
                 let t = std::time::Instant::now();
-                plan.run(input).map_err(|e| format!("CPU engine: model {} failed: {e:#}", self.origin))?;
+                plan.run(input).map_err(|cause| CpuError::RunFailed { origin: self.origin.clone(), cause })?;
                 best = best.min(t.elapsed().as_secs_f64());
             }
             Ok(best)
@@ -254,7 +326,7 @@ impl CpuEngine {
     }
 
     /// The f32 input tensor of one run (see [`batch_tensor`]).
-    fn assemble(&self, samples: &[&[u8]], batch: usize) -> Result<Tensor, String> {
+    fn assemble(&self, samples: &[&[u8]], batch: usize) -> Result<Tensor, CpuError> {
         batch_tensor(&self.spec, self.model_layout, samples, batch, &self.origin)
     }
 }
@@ -262,7 +334,7 @@ impl CpuEngine {
 /// The f32 input tensor of one run of a model whose input has `model_layout`: `samples` (as
 /// `spec` describes them) converted to that layout, followed by zero padding up to `batch`.
 /// `origin` names the model in errors.
-pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], batch: usize, origin: &str) -> Result<Tensor, String> {
+pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], batch: usize, origin: &str) -> Result<Tensor, CpuError> {
     let s = spec;
     let (c, h, w) = (s.channels, s.height, s.width);
     let elems = s.sample_elements();
@@ -270,13 +342,13 @@ pub fn batch_tensor(spec: &InputSpec, model_layout: Layout, samples: &[&[u8]], b
         Layout::Nchw => [batch, c, h, w],
         Layout::Nhwc => [batch, h, w, c],
     };
-    let mut tensor = Tensor::zero::<f32>(&shape).map_err(|e| format!("{e:#}"))?;
+    let mut tensor = Tensor::zero::<f32>(&shape).map_err(CpuError::Tract)?;
     {
-        let mut view = tensor.try_as_plain_ram_mut().map_err(|e| format!("{e:#}"))?;
-        let dst = view.as_slice_mut::<f32>().map_err(|e| format!("{e:#}"))?;
+        let mut view = tensor.try_as_plain_ram_mut().map_err(CpuError::Tract)?;
+        let dst = view.as_slice_mut::<f32>().map_err(CpuError::Tract)?;
         for (slot, bytes) in samples.iter().enumerate() {
             if bytes.len() != s.sample_bytes() {
-                return Err(format!("CPU engine for {}: a sample has {} bytes, the input is {} = {} bytes", origin, bytes.len(), s.describe(), s.sample_bytes()));
+                return Err(CpuError::SampleSize { origin: origin.to_string(), bytes: bytes.len(), input: s.describe(), needs: s.sample_bytes() });
             }
             let out = &mut dst[slot * elems..(slot + 1) * elems];
             if s.layout == model_layout {
@@ -338,17 +410,18 @@ pub fn argmax(scores: &[f32]) -> usize {
 /// ONNX models may declare their input with a symbolic batch and concrete sides; tract would happily
 /// retype a 224 px model for 64 px (ResNet's global pooling makes any side work), so a declared side
 /// that differs from the config is an error here rather than a silently different workload.
-fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result<Layout, String> {
-    let inputs = model.input_outlets().map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result<Layout, CpuError> {
+    let model_err = |cause| CpuError::Model { origin: origin.to_string(), cause };
+    let inputs = model.input_outlets().map_err(model_err)?;
     if inputs.len() != 1 {
-        return Err(format!("CPU engine: model {origin} has {} inputs; an image classifier has one", inputs.len()));
+        return Err(CpuError::InputCount { origin: origin.to_string(), count: inputs.len() });
     }
     let input_name = model.node(inputs[0].node).name.clone();
-    let fact = model.input_fact(0).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+    let fact = model.input_fact(0).map_err(model_err)?;
     if let Some(dt) = fact.datum_type.concretize()
         && dt != f32::datum_type()
     {
-        return Err(format!("CPU engine: model {origin} takes {dt:?} input `{input_name}`; the CPU engine feeds f32"));
+        return Err(CpuError::InputType { origin: origin.to_string(), dtype: dt, input: input_name });
     }
     let dims: Vec<Option<usize>> = fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
     let shown = || {
@@ -359,7 +432,7 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
         return Ok(Layout::Nchw); // nothing declared: ONNX's convention
     }
     if dims.len() != 4 {
-        return Err(format!("CPU engine: model {origin} declares input `{input_name}` as {}, not a batch of images (rank 4)", shown()));
+        return Err(CpuError::InputRank { origin: origin.to_string(), input: input_name, shape: shown() });
     }
     let fits = |expected: [usize; 3]| dims[1..].iter().zip(expected).all(|(d, e)| d.is_none_or(|d| d == e));
     let (c, h, w) = (spec.channels, spec.height, spec.width);
@@ -368,23 +441,20 @@ fn check_input(model: &InferenceModel, origin: &str, spec: &InputSpec) -> Result
     } else if fits([h, w, c]) {
         Ok(Layout::Nhwc)
     } else {
-        Err(format!(
-            "CPU engine: model {origin} declares input `{input_name}` as {}, which fits neither {c}x{h}x{w} (NCHW) nor \
-             {h}x{w}x{c} (NHWC) from the config (image size {h}x{w}, {c} channels)",
-            shown()
-        ))
+        Err(CpuError::InputShape { origin: origin.to_string(), input: input_name, shape: shown(), c, h, w })
     }
 }
 
 /// Picks the output to read classes from: the first with per-sample scores (a 1001-class output
 /// has ImageNet's background class first and gets offset -1), else the first with one integer per
 /// sample (a model ending in ArgMax).
-fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usize, Output, i32), String> {
-    let outlets = model.output_outlets().map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usize, Output, i32), CpuError> {
+    let model_err = |cause| CpuError::Model { origin: origin.to_string(), cause };
+    let outlets = model.output_outlets().map_err(model_err)?;
     let mut class_id = None;
     let mut seen = Vec::new();
     for ix in 0..outlets.len() {
-        let fact = model.output_fact(ix).map_err(|e| format!("CPU engine: model {origin}: {e:#}"))?;
+        let fact = model.output_fact(ix).map_err(model_err)?;
         let shape: Option<Vec<usize>> = fact.shape.as_concrete().map(|s| s.to_vec());
         seen.push(format!("{:?} {:?}", fact.datum_type, shape));
         let Some(shape) = shape else { continue };
@@ -400,13 +470,7 @@ fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usiz
             class_id = Some(ix);
         }
     }
-    class_id.map(|ix| (ix, Output::ClassId, 0)).ok_or_else(|| {
-        format!(
-            "CPU engine: model {origin} has no classifier output (per-sample scores or class ids) for batch {batch}; \
-             outputs: {}",
-            seen.join(", ")
-        )
-    })
+    class_id.map(|ix| (ix, Output::ClassId, 0)).ok_or_else(|| CpuError::NoClassifierOutput { origin: origin.to_string(), batch, outputs: seen })
 }
 
 /// Runs `work` (CPU engine calls: one tract run uses one core) over consecutive chunks of `chunk`
@@ -548,19 +612,19 @@ mod tests {
     #[test]
     fn errors_name_the_model_and_the_problem() {
         let missing = Path::new("/nonexistent/dir/resnet50.onnx");
-        let e = CpuEngine::load(missing, input_spec(SIZE, 8, Layout::Nchw)).err().unwrap();
+        let e = CpuEngine::load(missing, input_spec(SIZE, 8, Layout::Nchw)).err().unwrap().to_string();
         assert!(e.contains("/nonexistent/dir/resnet50.onnx"), "{e}");
 
         // The model declares 3x32x32; a 64 px config must not silently run it at another size.
-        let e = CpuEngine::from_proto(proto(), "resnet50-32px.onnx", input_spec(64, 8, Layout::Nchw)).err().unwrap();
+        let e = CpuEngine::from_proto(proto(), "resnet50-32px.onnx", input_spec(64, 8, Layout::Nchw)).err().unwrap().to_string();
         assert!(e.contains("resnet50-32px.onnx") && e.contains("[?, 3, 32, 32]") && e.contains("64x64"), "{e}");
 
-        let e = engine(8).classify(&[&[0u8; 12][..]]).err().unwrap();
+        let e = engine(8).classify(&[&[0u8; 12][..]]).err().unwrap().to_string();
         assert!(e.contains("12 bytes") && e.contains("12288 bytes"), "{e}");
 
         let mut bad = input_spec(SIZE, 8, Layout::Nchw);
         bad.batch_size = 0;
-        assert!(CpuEngine::from_proto(proto(), "m.onnx", bad).err().unwrap().contains("zero"));
+        assert!(CpuEngine::from_proto(proto(), "m.onnx", bad).err().unwrap().to_string().contains("zero"));
     }
 
     #[test]

@@ -4,10 +4,32 @@
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_proto::DataType;
 
+/// An initializer whose element type is not the one the importer reads: the model is not the one
+/// the run needs ([`crate::Error::Data`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OnnxReadError {
+    #[error("initializer {name:?} is not {wanted} (type {data_type})")]
+    WrongType { name: String, wanted: &'static str, data_type: i32 },
+}
+
+impl From<OnnxReadError> for crate::Error {
+    fn from(e: OnnxReadError) -> crate::Error {
+        crate::Error::Data(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): the GPU importers still return `Result<_, String>`.
+impl From<OnnxReadError> for String {
+    fn from(e: OnnxReadError) -> String {
+        e.to_string()
+    }
+}
+
 /// The values of a float32 initializer (raw little-endian data or `float_data`).
-pub fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, String> {
+pub fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, OnnxReadError> {
     if t.data_type != DataType::Float as i32 {
-        return Err(format!("initializer {:?} is not float32 (type {})", t.name, t.data_type));
+        return Err(OnnxReadError::WrongType { name: t.name.clone(), wanted: "float32", data_type: t.data_type });
     }
     if !t.raw_data.is_empty() {
         return Ok(t.raw_data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect());
@@ -16,9 +38,9 @@ pub fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, String> {
 }
 
 /// The values of an int64 initializer (shapes, axes, indices).
-pub fn i64_values(t: &pb::TensorProto) -> Result<Vec<i64>, String> {
+pub fn i64_values(t: &pb::TensorProto) -> Result<Vec<i64>, OnnxReadError> {
     if t.data_type != DataType::Int64 as i32 {
-        return Err(format!("initializer {:?} is not int64 (type {})", t.name, t.data_type));
+        return Err(OnnxReadError::WrongType { name: t.name.clone(), wanted: "int64", data_type: t.data_type });
     }
     if !t.raw_data.is_empty() {
         return Ok(t.raw_data.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect());

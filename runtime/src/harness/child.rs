@@ -137,7 +137,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         && work.synthetic
     {
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
-        return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes());
+        return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes()).map_err(String::from);
     }
     let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
     let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set())?;
@@ -294,5 +294,5 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &Sam
     let value = settings.get_toml(mlperf_config::Settings::index_of(field).expect("a config field")).map(|v| v.to_string()).unwrap_or_default();
     provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: PROBE.into(), line: 1, col: 1 }, overrode: Default::default() });
     let probed = CompiledConfig { settings, provenance: provenance.into(), ..config.clone() };
-    write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes())
+    write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes()).map_err(String::from)
 }

@@ -66,7 +66,7 @@ pub fn aborted(dir: &Path) -> Option<String> {
 
 /// Records in a run directory why its run failed.
 pub fn mark_failed(dir: &Path, why: &str) -> Result<(), String> {
-    write_atomic(&dir.join(FAILED), format!("{why}\n").as_bytes())
+    write_atomic(&dir.join(FAILED), format!("{why}\n").as_bytes()).map_err(String::from)
 }
 
 /// Why the run failed, if a failure was recorded.
@@ -79,7 +79,7 @@ pub fn write_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(
     if reasons.is_empty() {
         return Ok(());
     }
-    write_atomic(&dir.join(NON_SUBMITTABLE), submittable::render(reasons).as_bytes())
+    write_atomic(&dir.join(NON_SUBMITTABLE), submittable::render(reasons).as_bytes()).map_err(String::from)
 }
 
 /// Adds `reasons` found once the run started (a family opening its workload) to the run's plan

@@ -192,7 +192,7 @@ pub fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str, audit_config: Op
 /// Writes a run directory's plan.
 pub fn write_plan(dir: &Path, plan: &RunPlan) -> Result<(), String> {
     let json = serde_json::to_string_pretty(plan).expect("plans serialize");
-    write_atomic(&dir.join(RUN_PLAN), json.as_bytes())
+    write_atomic(&dir.join(RUN_PLAN), json.as_bytes()).map_err(String::from)
 }
 
 /// Reads a run directory's plan.

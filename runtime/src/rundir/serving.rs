@@ -64,7 +64,7 @@ impl ServingRecord {
     /// Writes the record into run directory `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
         let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())
+        write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes()).map_err(String::from)
     }
 }
 

@@ -141,7 +141,7 @@ impl Bert {
             }
         }
         let (tensors, _) = tensors_and_features(&scratch, settings, set)?;
-        let library = SampleLibrary::open("SQuAD", &tensors, None, resident).map_err(Error::Data)?;
+        let library = SampleLibrary::open("SQuAD", &tensors, None, resident)?;
         if let Some(expected) = expected.filter(|&e| e != library.total_sample_count()) {
             return Err(Error::Data(format!(
                 "{} holds {} features; the round's SQuAD v1.1 dev set has {expected}: run `{}` again",

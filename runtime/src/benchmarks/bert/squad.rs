@@ -311,7 +311,7 @@ impl SquadFeatures {
     /// Writes the metadata as JSON.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_vec(self).map_err(|e| format!("cannot encode {}: {e}", path.display()))?;
-        crate::fsutil::write_atomic(path, &text)
+        crate::fsutil::write_atomic(path, &text).map_err(String::from)
     }
 
     /// The reference's `unique_id` of feature `i`.

@@ -192,13 +192,13 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
         "options": spec.options,
         "model": format!("{shape:?}"),
     });
-    manifest::write(&set.manifest(), fields, &set.hashed())
+    manifest::write(&set.manifest(), fields, &set.hashed()).map_err(String::from)
 }
 
 /// Reuse check: the manifest matches `spec` and this generator, and every file its hash.
 fn check_existing(set: &SyntheticSquad, spec: &SyntheticSpec) -> Result<(), String> {
     let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(spec.seed)), ("features", json!(spec.features)), ("options", json!(spec.options))];
-    manifest::check(&set.manifest(), &wanted, &set.hashed()).map(|_| ())
+    manifest::check(&set.manifest(), &wanted, &set.hashed()).map(|_| ()).map_err(String::from)
 }
 
 /// The generated words: the first [`VOCAB_WORDS`] are in the vocabulary.

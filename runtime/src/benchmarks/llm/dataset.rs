@@ -163,7 +163,7 @@ impl DatasetFile {
         if path.is_file() {
             let published = if file == self.file { self.md5 } else { None };
             let (present, detail) = match (crate::fsutil::file_digests(&path), published) {
-                (Err(e), _) => (false, e),
+                (Err(e), _) => (false, e.to_string()),
                 (Ok(d), None) => (true, format!("{} bytes, sha256 {}", d.bytes, d.sha256)),
                 (Ok(d), Some(md5)) if d.md5 == md5 => (true, format!("{} bytes, sha256 {}, md5 {md5} as published", d.bytes, d.sha256)),
                 (Ok(d), Some(md5)) => (false, format!("{} bytes, md5 {}, but the published file's is {md5}: a partial download or another file", d.bytes, d.md5)),

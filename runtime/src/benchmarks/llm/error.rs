@@ -16,12 +16,12 @@ pub enum LlmDataError {
     Missing { path: PathBuf, benchmark: &'static str, fetch: String },
     #[error("cannot read {}: {source}", path.display())]
     Unreadable { path: PathBuf, source: std::io::Error },
-    /// Reading a file for its MD5 (`fsutil`'s message, which names the file).
-    #[error("{0}")]
-    Checksum(String),
+    /// Reading a file for its MD5 (`fsutil`'s error names the file).
+    #[error(transparent)]
+    Checksum(crate::fsutil::FsError),
     /// A DataFrame file the pickle or parquet reader refused (its message names the file).
-    #[error("{0}")]
-    Frame(String),
+    #[error(transparent)]
+    Frame(crate::dataset::DataError),
     #[error("{}:{line}:{column}: not the CNN/DailyMail dataset's JSON array: {source}", path.display())]
     NotJsonArray { path: PathBuf, line: usize, column: usize, source: serde_json::Error },
     #[error("{}: sample {index}: {source} (each entry needs tok_input, a list of token ids, and output, the reference summary)", path.display())]
@@ -74,14 +74,14 @@ impl From<LlmDataError> for Error {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalError {
-    /// The accuracy log's answers against the dataset (the log reader's message).
-    #[error("{0}")]
-    Log(String),
+    /// The accuracy log's answers against the dataset.
+    #[error(transparent)]
+    Log(crate::accuracy::AccuracyError),
     #[error("sample {sample}: {source}")]
     Decode { sample: usize, source: TokenizerError },
-    /// An answer whose bytes are not token ids (the log reader's reason).
-    #[error("sample {sample}: {reason}")]
-    Ids { sample: usize, reason: String },
+    /// An answer whose bytes are not token ids.
+    #[error("sample {sample}: {source}")]
+    Ids { sample: usize, source: crate::accuracy::AccuracyError },
     #[error("sample {sample}: the dataset row names no sub-benchmark (its `dataset` column is empty)")]
     NoSubset { sample: usize },
     #[error("sample {sample}: no evaluator for sub-benchmark {subset:?}: is this the {reference:?} dataset?")]
@@ -160,9 +160,9 @@ pub enum ProblemField {
     PrivateNotBase64(base64::DecodeError),
     #[error("private_test_cases: not zlib data: {0}")]
     PrivateNotZlib(std::io::Error),
-    /// The pickle reader's message.
+    /// The pickle reader's error.
     #[error("private_test_cases: {0}")]
-    PrivatePickle(String),
+    PrivatePickle(crate::dataset::pickle::PickleError),
     #[error("private_test_cases: a pickled {0}, not a JSON string")]
     PrivateNotString(String),
     #[error("private_test_cases: {0}")]

@@ -146,7 +146,7 @@ pub fn evaluate(reference: Reference, entries: Vec<AccuracyEntry>, questions: &[
         let sample = entry.qsl_idx;
         // Both scripts skip (with a warning) an answer past the dataset.
         let Some(question) = questions.get(sample) else { continue };
-        let ids = entry.int32_ids().map_err(|reason| EvalError::Ids { sample, reason })?;
+        let ids = entry.int32_ids().map_err(|source| EvalError::Ids { sample, source })?;
         let text = decode(&ids).map_err(|source| EvalError::Decode { sample, source })?;
         let subset = match &question.subset {
             Some(s) if !s.is_empty() => s.to_lowercase(),

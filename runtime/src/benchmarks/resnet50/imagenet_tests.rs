@@ -160,8 +160,8 @@ fn val_map_parsing() {
     let m = parse_val_map("a.JPEG 65\nb.JPEG\t970\n\n").unwrap();
     assert_eq!(m, vec![ValMapEntry { name: "a.JPEG".into(), label: Some(65) }, ValMapEntry { name: "b.JPEG".into(), label: Some(970) }]);
     assert_eq!(parse_val_map("c.JPEG\n").unwrap()[0].label, None);
-    assert!(parse_val_map("a 1\n\nb 2\n").unwrap_err().starts_with("2: blank line"));
-    assert!(parse_val_map("a x\n").unwrap_err().contains("'x' is not an integer"));
+    assert!(parse_val_map("a 1\n\nb 2\n").unwrap_err().to_string().starts_with("2: blank line"));
+    assert!(parse_val_map("a x\n").unwrap_err().to_string().contains("'x' is not an integer"));
 }
 
 #[test]

@@ -127,7 +127,7 @@ fn real_samples(settings: &Settings, performance: usize) -> Result<SampleLibrary
         return Err(Error::Data(format!("the data of resnet50 is not ready:\n{}", report.render())));
     }
     let val_map = scratch.map_path(settings).ok_or_else(|| Error::Config("resnet50 configs need map_path".into()))?;
-    SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance).map_err(Error::Data)
+    SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), performance).map_err(Error::from)
 }
 
 /// The real calibration images: the first `images` names of the calibration list, as a library
@@ -184,7 +184,7 @@ pub fn prepare(spec: &WorkloadSpec, force_calibration: bool) -> Result<String, E
                 synthetic_samples("synthetic ImageNet", gpu.input, 0, checked, checked)
             } else {
                 let scratch = Scratch::from_env();
-                SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), scratch.map_path(settings).as_deref(), checked).map_err(Error::Data)?
+                SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), scratch.map_path(settings).as_deref(), checked)?
             };
             mlperf_loadgen::Qsl::load_samples(&library, &(0..checked).collect::<Vec<_>>());
             let calibration = gpu_calibration(settings, &gpu, force_calibration)?;
@@ -237,7 +237,7 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, Error> {
                 let model = Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("resnet50 configs need model_path".into()))?;
                 (model, input, real_samples(settings, performance)?)
             };
-            let cpu = Arc::new(CpuEngine::load(&model, input).map_err(Error::Data)?);
+            let cpu = Arc::new(CpuEngine::load(&model, input)?);
             Ok(Workload { drive: Drive::Batched(vec![cpu; spec.devices.max(1)]), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Serving => Err(no_engine("resnet50", settings)),

@@ -111,7 +111,7 @@ impl Preprocessed {
     pub fn write_case(&self, case: &Case, image: &[u8], labels: &[u8]) -> Result<(), String> {
         let shape = [1, case.shape[0], case.shape[1], case.shape[2]];
         let pair = Pickled::List(vec![Pickled::Array { dtype: NpyDtype::F32, shape: &shape, data: image }, Pickled::Array { dtype: NpyDtype::U8, shape: &shape, data: labels }]);
-        crate::fsutil::write_atomic(&self.case_file(&case.name), &to_pickle(&pair))
+        crate::fsutil::write_atomic(&self.case_file(&case.name), &to_pickle(&pair)).map_err(String::from)
     }
 
     /// Writes the index of `cases`.
@@ -124,7 +124,7 @@ impl Preprocessed {
             ("file_list", Pickled::List(cases.iter().map(|c| Pickled::Str(&c.name)).collect())),
             ("cases", Pickled::Dict(cases.iter().map(|c| (c.name.as_str(), aux(c))).collect())),
         ]);
-        crate::fsutil::write_atomic(&self.index(), &to_pickle(&index))
+        crate::fsutil::write_atomic(&self.index(), &to_pickle(&index)).map_err(String::from)
     }
 }
 

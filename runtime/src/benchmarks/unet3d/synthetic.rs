@@ -156,7 +156,7 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), Stri
         "model": format!("{model:?}"),
         "label_shares": share,
     });
-    manifest::write(&set.manifest(), fields, &set.hashed())
+    manifest::write(&set.manifest(), fields, &set.hashed()).map_err(String::from)
 }
 
 /// Each class's mean logit over one volume's windows.

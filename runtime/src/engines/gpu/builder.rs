@@ -258,7 +258,7 @@ fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &Buil
     let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input })?;
     parallel_chunks(0..samples, threads, chunk, |range| {
         let data: Vec<_> = range.map(|i| source.sample(i)).collect();
-        cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>())
+        cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>()).map_err(String::from)
     })
 }
 

@@ -260,7 +260,7 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
     let indices = CALIBRATION_FIRST_INDEX..CALIBRATION_FIRST_INDEX + images;
     let scores = parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, Layout::Nchw)).collect();
-        engine.scores(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
+        engine.scores(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>()).map_err(String::from)
     })?;
     drop(engine);
 
@@ -298,7 +298,7 @@ pub fn predict(engine: &CpuEngine, size: usize, indices: std::ops::Range<usize>,
     let layout = engine.spec().layout;
     parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, layout)).collect();
-        engine.classify(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
+        engine.classify(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>()).map_err(String::from)
     })
 }
 
