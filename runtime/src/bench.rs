@@ -46,7 +46,7 @@ impl Runner {
             Side::Cpp => run_cpp_null_sut(kind, settings, &log),
         }
         .map_err(|e| e.to_string())?;
-        DetailLog::read(&dir.join("mlperf_log_detail.txt"))
+        Ok(DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG))?)
     }
 }
 

@@ -182,7 +182,7 @@ impl LoadgenRuns {
         if let Some(first) = errors.first() {
             return Err(format!("{}: the engine failed on {} batches; first: {first}", dir.display(), errors.len()));
         }
-        let log = DetailLog::read(&dir.join("mlperf_log_detail.txt"))?;
+        let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG))?;
         let key = match settings.scenario() {
             mlperf_loadgen::Scenario::Server => "result_completed_samples_per_sec",
             _ => "result_samples_per_second",

@@ -114,7 +114,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         let cpu_us = cpu.elapsed_us();
         let stats = sut.finish()?;
         result.map_err(|e| format!("{}: {e}", dir.display()))?;
-        let log = DetailLog::read(&dir.join("mlperf_log_detail.txt"))?;
+        let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG))?;
         let (samples_key, tokens_key) = if settings.scenario() == mlperf_loadgen::Scenario::Server {
             ("result_completed_samples_per_sec", "result_completed_tokens_per_second")
         } else {

@@ -13,6 +13,7 @@ use crate::dataset::SampleSet;
 use crate::harness::{self, RunRequest};
 use crate::rundir::plan::{Backend, RunPlan, TestMode};
 use crate::rundir::report::{Outcome, RunStatus};
+use crate::rundir::{ACCURACY_LOG, DETAIL_LOG, SUMMARY_LOG};
 use crate::select::Selected;
 use crate::submittable::NonSubmittable;
 use mlperf_config::{Audit, AuditTest, BenchmarkRound, Round, Scenario, Settings, SystemInfo, render};
@@ -237,7 +238,7 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, crate::
 fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), String> {
     let run = &outcome.dir;
     // A run that failed (crashed, aborted, an engine error) has no complete logs to verify.
-    if !run.join("mlperf_log_detail.txt").is_file() || outcome.status == RunStatus::Failed {
+    if !run.join(DETAIL_LOG).is_file() || outcome.status == RunStatus::Failed {
         let why = outcome.advice.clone().unwrap_or_else(|| format!("the audit run {} left no logs", run.display()));
         return Ok((Verification::text(false, String::new(), why), None));
     }
@@ -248,28 +249,28 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
         AuditTest::Test04 => {
             let (reference, _) = job.performance_ref.as_ref().expect("planned with a reference");
             let tolerance = rules.tolerance_percent.ok_or("the round's TEST04 has no tolerance_percent")?;
-            let v = test04::compare_summaries(&reference.join("mlperf_log_summary.txt"), &run.join("mlperf_log_summary.txt"), tolerance);
+            let v = test04::compare_summaries(&reference.join(SUMMARY_LOG), &run.join(SUMMARY_LOG), tolerance);
             dir.text("verify_performance.txt", v.report.clone());
             copy_performance_logs(&mut dir, run);
             v
         }
         AuditTest::Test06 => {
             let dtype = benchmarks::family(&job.selected.config.benchmark).audit().test06_dtype;
-            let v = test06::verify(&run.join("mlperf_log_accuracy.json"), job.selected.config.scenario, dtype, test06::DEFAULT_EOS_TOKEN_ID)?;
+            let v = test06::verify(&run.join(ACCURACY_LOG), job.selected.config.scenario, dtype, test06::DEFAULT_EOS_TOKEN_ID)?;
             dir.text("verify_accuracy.txt", v.report.clone());
-            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
+            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join(ACCURACY_LOG));
             v
         }
         AuditTest::Test09 => {
             let bounds = job.bench.test09_output_tokens.ok_or_else(|| format!("round has no test09_output_tokens for {}", job.selected.config.benchmark))?;
-            let v = test09::verify(&run.join("mlperf_log_accuracy.json"), bounds)?;
+            let v = test09::verify(&run.join(ACCURACY_LOG), bounds)?;
             dir.text("verify_output_len.txt", v.report.clone());
-            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join("mlperf_log_accuracy.json"));
+            dir.copy("accuracy/mlperf_log_accuracy.json", &run.join(ACCURACY_LOG));
             v
         }
         AuditTest::Test07 => {
             let set = job.bench.test07.ok_or_else(|| format!("round has no test07 set for {}", job.selected.config.benchmark))?;
-            let log = run.join("mlperf_log_accuracy.json");
+            let log = run.join(ACCURACY_LOG);
             let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07)?;
             let v = test07::verify(&scored, set.accuracy_threshold);
             dir.text("verify_accuracy.txt", v.report.clone());
@@ -283,16 +284,16 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
 }
 
 fn copy_performance_logs(dir: &mut TestDir, run: &Path) {
-    dir.copy("performance/run_1/mlperf_log_summary.txt", &run.join("mlperf_log_summary.txt"));
-    dir.copy("performance/run_1/mlperf_log_detail.txt", &run.join("mlperf_log_detail.txt"));
+    dir.copy("performance/run_1/mlperf_log_summary.txt", &run.join(SUMMARY_LOG));
+    dir.copy("performance/run_1/mlperf_log_detail.txt", &run.join(DETAIL_LOG));
 }
 
 fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir: &mut TestDir) -> Result<Verification, String> {
     let (perf_ref, _) = job.performance_ref.as_ref().expect("planned with a reference");
     let (acc_ref, _) = job.accuracy_ref.as_ref().expect("planned with a reference");
     let delta = rules.performance_delta_percent.ok_or("the round's TEST01 has no performance_delta_percent")?;
-    let performance = test01::compare_performance(&perf_ref.join("mlperf_log_detail.txt"), &run.join("mlperf_log_detail.txt"), delta);
-    let (reference_log, audit_log) = (acc_ref.join("mlperf_log_accuracy.json"), run.join("mlperf_log_accuracy.json"));
+    let performance = test01::compare_performance(&perf_ref.join(DETAIL_LOG), &run.join(DETAIL_LOG), delta);
+    let (reference_log, audit_log) = (acc_ref.join(ACCURACY_LOG), run.join(ACCURACY_LOG));
     let dtype = benchmarks::family(&job.selected.config.benchmark).audit().test01_dtype;
     let comparison = test01::compare_accuracy_logs(&reference_log, &audit_log, dtype);
     let accuracy_report = match &comparison {

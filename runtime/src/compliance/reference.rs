@@ -40,10 +40,10 @@ fn usable(dir: &Path, key: RunKey, kind: RunKind) -> Option<RunPlan> {
     if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || crate::rundir::aborted(dir).is_some() {
         return None;
     }
-    let log = DetailLog::read(&dir.join("mlperf_log_detail.txt")).ok()?;
+    let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG)).ok()?;
     let finished = match kind {
         RunKind::Performance => log.validity() == Some(Validity::Valid),
-        RunKind::Accuracy => log.errors.is_empty() && dir.join("mlperf_log_accuracy.json").is_file(),
+        RunKind::Accuracy => log.errors.is_empty() && dir.join(crate::rundir::ACCURACY_LOG).is_file(),
     };
     finished.then_some(plan)
 }

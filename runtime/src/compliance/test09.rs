@@ -86,7 +86,7 @@ mod tests {
                 serde_json::json!({ "seq_id": i, "qsl_idx": i, "data": data, "token_count": n })
             })
             .collect();
-        let path = dir.join("mlperf_log_accuracy.json");
+        let path = dir.join(crate::rundir::ACCURACY_LOG);
         std::fs::write(&path, serde_json::to_string(&entries).unwrap()).unwrap();
         path
     }

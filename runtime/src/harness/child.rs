@@ -123,7 +123,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> 
 
 /// Adds `reasons` found while opening the workload to the run's `NON_SUBMITTABLE.txt` (its
 /// plan's reasons first), and says so.
-fn mark_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
+fn mark_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), crate::rundir::RunDirError> {
     for reason in reasons {
         tracing::warn!("not submittable: {reason}");
     }

@@ -140,7 +140,7 @@ impl Sink for LoadgenSink {
 }
 
 impl LoadgenSink {
-    fn write_record(&self, stats: &[EndpointStats]) -> Result<(), String> {
+    fn write_record(&self, stats: &[EndpointStats]) -> Result<(), rundir::RunDirError> {
         ServingRecord { output_ids: self.output_ids.clone(), endpoints: stats.iter().map(EndpointRecord::from_stats).collect() }.write(&self.dir)
     }
 }

@@ -1,6 +1,7 @@
 //! Reading LoadGen's logs: `mlperf_log_detail.txt` (`:::MLLOG {json}` lines, first value per key,
 //! as the checker reads them) and `mlperf_log_summary.txt` (`key : value` lines).
 
+use super::RunDirError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,11 +34,11 @@ pub struct DetailLog {
 
 impl DetailLog {
     /// Parses the text; a malformed `:::MLLOG` line is an error (the checker aborts on it too).
-    pub fn parse(text: &str) -> Result<DetailLog, String> {
+    pub fn parse(text: &str) -> Result<DetailLog, RunDirError> {
         let mut log = DetailLog::default();
         for (n, line) in text.lines().enumerate() {
             let Some(json) = line.strip_prefix(":::MLLOG ") else { continue };
-            let record: Value = serde_json::from_str(json).map_err(|e| format!("detail log line {}: {e}", n + 1))?;
+            let record: Value = serde_json::from_str(json).map_err(|source| RunDirError::LogLine { line: n + 1, source })?;
             let key = record["key"].as_str().unwrap_or_default().to_string();
             let value = record["value"].clone();
             if record["metadata"]["is_error"].as_bool() == Some(true) {
@@ -51,8 +52,8 @@ impl DetailLog {
         Ok(log)
     }
 
-    pub fn read(path: &Path) -> Result<DetailLog, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<DetailLog, RunDirError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RunDirError::LogUnreadable { path: path.to_path_buf(), source })?;
         Self::parse(&text)
     }
 

@@ -27,10 +27,11 @@ pub mod summaries;
 
 pub use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, SUMMARY_LOG, TRACE_LOG};
 
-use crate::fsutil::write_atomic;
+use crate::fsutil::{FsError, write_atomic};
 use crate::signals::Signal;
 use crate::submittable::{self, NonSubmittable};
-use std::path::Path;
+use mlperf_config::AuditTest;
+use std::path::{Path, PathBuf};
 
 /// LoadGen's settings as the run reads them.
 pub const USER_CONF: &str = "user.conf";
@@ -50,6 +51,42 @@ pub const ABORTED: &str = "ABORTED";
 /// serving request that failed, an engine that exited); it says what happened.
 pub const FAILED: &str = "FAILED.txt";
 
+/// What went wrong with a run directory or a log root.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunDirError {
+    /// A file of the run directory or log root could not be written.
+    #[error(transparent)]
+    Write(#[from] FsError),
+    #[error("{} already holds a run; logs are never overwritten", .0.display())]
+    HoldsARun(PathBuf),
+    #[error("{}: no run plan: {source}", .dir.display())]
+    NoPlan { dir: PathBuf, source: std::io::Error },
+    #[error("{}/{RUN_PLAN}: {source}", .dir.display())]
+    BadPlan { dir: PathBuf, source: serde_json::Error },
+    #[error("round {round} has no compliance test {test} (it has {known})")]
+    NoSuchAudit { round: String, test: AuditTest, known: String },
+    #[error("cannot read {}: {source}", .path.display())]
+    LogUnreadable { path: PathBuf, source: std::io::Error },
+    /// A malformed `:::MLLOG` line (the checker aborts on it too).
+    #[error("detail log line {line}: {source}")]
+    LogLine { line: usize, source: serde_json::Error },
+}
+
+impl From<RunDirError> for crate::Error {
+    fn from(e: RunDirError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
+/// remove once every caller has a typed error.
+impl From<RunDirError> for String {
+    fn from(e: RunDirError) -> String {
+        e.to_string()
+    }
+}
+
 /// Records in a run directory that a signal stopped its run (the child writes the same marker
 /// when it gets there first).
 pub fn mark_aborted(dir: &Path, signal: Signal) {
@@ -65,8 +102,8 @@ pub fn aborted(dir: &Path) -> Option<String> {
 }
 
 /// Records in a run directory why its run failed.
-pub fn mark_failed(dir: &Path, why: &str) -> Result<(), String> {
-    write_atomic(&dir.join(FAILED), format!("{why}\n").as_bytes()).map_err(String::from)
+pub fn mark_failed(dir: &Path, why: &str) -> Result<(), RunDirError> {
+    Ok(write_atomic(&dir.join(FAILED), format!("{why}\n").as_bytes())?)
 }
 
 /// Why the run failed, if a failure was recorded.
@@ -75,16 +112,16 @@ pub fn failed(dir: &Path) -> Option<String> {
 }
 
 /// Writes `NON_SUBMITTABLE.txt` with `reasons`, one a line (nothing when there are none).
-pub fn write_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
+pub fn write_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), RunDirError> {
     if reasons.is_empty() {
         return Ok(());
     }
-    write_atomic(&dir.join(NON_SUBMITTABLE), submittable::render(reasons).as_bytes()).map_err(String::from)
+    Ok(write_atomic(&dir.join(NON_SUBMITTABLE), submittable::render(reasons).as_bytes())?)
 }
 
 /// Adds `reasons` found once the run started (a family opening its workload) to the run's plan
 /// and `NON_SUBMITTABLE.txt`, after the plan's own.
-pub fn add_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), String> {
+pub fn add_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), RunDirError> {
     let mut run = plan::read_plan(dir)?;
     run.non_submittable.extend_from_slice(reasons);
     plan::write_plan(dir, &run)?;

@@ -2,7 +2,7 @@
 //! in `run_plan.json` (effective settings, mode, scenario, backend, sample counts, why the run is
 //! not submittable), next to the `user.conf` and `audit.config` LoadGen reads.
 
-use super::{AUDIT_CONFIG, RUN_PLAN, USER_CONF};
+use super::{AUDIT_CONFIG, RUN_PLAN, RunDirError, USER_CONF};
 use crate::dataset::SampleSet;
 use crate::fsutil::write_atomic;
 use crate::submittable::NonSubmittable;
@@ -177,9 +177,9 @@ impl RunPlan {
 
 /// Writes a run directory's inputs: `user.conf`, `run_plan.json`, `audit.config` (audits) and
 /// `NON_SUBMITTABLE.txt`. A directory that already holds a run is never written over.
-pub fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str, audit_config: Option<&str>) -> Result<(), String> {
+pub fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str, audit_config: Option<&str>) -> Result<(), RunDirError> {
     if dir.join(super::DETAIL_LOG).exists() {
-        return Err(format!("{} already holds a run; logs are never overwritten", dir.display()));
+        return Err(RunDirError::HoldsARun(dir.to_path_buf()));
     }
     write_atomic(&dir.join(USER_CONF), user_conf.as_bytes())?;
     write_plan(dir, plan)?;
@@ -190,23 +190,23 @@ pub fn prepare_dir(dir: &Path, plan: &RunPlan, user_conf: &str, audit_config: Op
 }
 
 /// Writes a run directory's plan.
-pub fn write_plan(dir: &Path, plan: &RunPlan) -> Result<(), String> {
+pub fn write_plan(dir: &Path, plan: &RunPlan) -> Result<(), RunDirError> {
     let json = serde_json::to_string_pretty(plan).expect("plans serialize");
-    write_atomic(&dir.join(RUN_PLAN), json.as_bytes()).map_err(String::from)
+    Ok(write_atomic(&dir.join(RUN_PLAN), json.as_bytes())?)
 }
 
 /// Reads a run directory's plan.
-pub fn read_plan(dir: &Path) -> Result<RunPlan, String> {
-    let text = std::fs::read_to_string(dir.join(RUN_PLAN)).map_err(|e| format!("{}: no run plan: {e}", dir.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}/{RUN_PLAN}: {e}", dir.display()))
+pub fn read_plan(dir: &Path) -> Result<RunPlan, RunDirError> {
+    let text = std::fs::read_to_string(dir.join(RUN_PLAN)).map_err(|source| RunDirError::NoPlan { dir: dir.to_path_buf(), source })?;
+    serde_json::from_str(&text).map_err(|source| RunDirError::BadPlan { dir: dir.to_path_buf(), source })
 }
 
 /// The audit.config of a compliance test, from the round's audit table: only `*.*` keys, since
 /// LoadGen applies audit files with the model name `*`.
-pub fn audit_config(round: &Round, loadgen_model: &str, scenario: Scenario, test: AuditTest) -> Result<String, String> {
+pub fn audit_config(round: &Round, loadgen_model: &str, scenario: Scenario, test: AuditTest) -> Result<String, RunDirError> {
     let audit = round.audits.get(&test).ok_or_else(|| {
         let known: Vec<&str> = round.audits.keys().map(|t| t.name()).collect();
-        format!("round {} has no compliance test {test} (it has {})", round.id, known.join(", "))
+        RunDirError::NoSuchAudit { round: round.id.to_string(), test, known: known.join(", ") }
     })?;
     let mut out = format!("# {test} for {loadgen_model} {scenario} (round {}), generated from rounds/{}.toml\n", round.id, round.id);
     let mut line = |key: &str, value: String| out.push_str(&format!("*.*.{key} = {value}\n"));

@@ -2,6 +2,7 @@
 //! resent, tokens, and each endpoint's time to first token and per output token, for the result
 //! table and for whoever reads the run later.
 
+use super::RunDirError;
 use crate::engines::serving::client::{EndpointStats, quantile};
 use crate::fsutil::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -62,9 +63,9 @@ impl EndpointRecord {
 
 impl ServingRecord {
     /// Writes the record into run directory `dir`.
-    pub fn write(&self, dir: &Path) -> Result<(), String> {
-        let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes()).map_err(String::from)
+    pub fn write(&self, dir: &Path) -> Result<(), RunDirError> {
+        let json = serde_json::to_string_pretty(self).expect("records serialize");
+        Ok(write_atomic(&dir.join(SERVING_RECORD), format!("{json}\n").as_bytes())?)
     }
 }
 

@@ -2,8 +2,8 @@
 //! `perf_harness_summary.json` and `accuracy_summary.json`, each
 //! `{"<system>-<workload>-<scenario>": {"<benchmark>": "<result>"}}`.
 
-use super::ACCURACY_TXT;
 use super::report::{Outcome, RunStatus};
+use super::{ACCURACY_TXT, RunDirError};
 use crate::fsutil::write_atomic;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +12,7 @@ use std::path::Path;
 /// `<system>-<workload>-<scenario>` / `<benchmark>`: the performance result
 /// (`result_samples_per_second: 1234.5, Result is VALID`) or the accuracy run's `accuracy.txt`.
 /// Earlier entries of the same root are kept, as NVIDIA's harness appends.
-pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), String> {
+pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), RunDirError> {
     let read = |name: &str| -> BTreeMap<String, BTreeMap<String, String>> {
         std::fs::read_to_string(root.join(name)).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
     };
