@@ -5,6 +5,7 @@
 //! timestamp directory), and write the last verification to
 //! `<build>/compliance/<system_name>/<bench>/<Scenario>/<TEST>/` plus `<TEST>.json` (provenance).
 
+use super::ComplianceError;
 use super::reference::{self, RunKey, RunKind};
 use super::test01;
 use super::{TestDir, Verification, test04, test06, test07, test09};
@@ -96,16 +97,16 @@ impl Job {
 
 /// Plans every job, failing before any run when a test is unknown, a reference is missing or a
 /// verified directory would be overwritten.
-fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
+fn plan(req: &AuditRequest) -> Result<Vec<Job>, ComplianceError> {
     if let Some(bad) = req.tests.iter().flatten().find(|t| !VERIFIED_TESTS.contains(t)) {
         let known: Vec<&str> = req.round.audits.keys().map(|t| t.name()).collect();
-        return Err(format!("--audit_tests: {bad} is not a test this build verifies (it verifies {}; round {} has {})", verified_names(), req.round.id, known.join(", ")));
+        return Err(ComplianceError::NotVerified { test: *bad, verified: verified_names(), round: req.round.id.to_string(), known: known.join(", ") });
     }
     let (logs, out_root) = (req.build_dir.join("logs"), req.build_dir.join("compliance"));
     let (mut jobs, mut problems) = (Vec::new(), Vec::new());
     for selected in &req.configs {
         let config = selected.config;
-        let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
+        let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| ComplianceError::RoundLacks(format!("round {} has no {}", req.round.id, config.benchmark)))?;
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
         let scenario = config.scenario;
@@ -151,11 +152,11 @@ fn plan(req: &AuditRequest) -> Result<Vec<Job>, String> {
         }
     }
     if !problems.is_empty() {
-        return Err(format!("nothing was run:\n  - {}", problems.join("\n  - ")));
+        return Err(ComplianceError::NothingRun(problems));
     }
     if jobs.is_empty() {
         let asked: Vec<&str> = req.tests.iter().flatten().map(|t| t.name()).collect();
-        return Err(format!("no selected benchmark needs {} in round {}", asked.join(", "), req.round.id));
+        return Err(ComplianceError::NotRequired { tests: asked.join(", "), round: req.round.id.to_string() });
     }
     Ok(jobs)
 }
@@ -235,7 +236,7 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, crate::
 }
 
 /// Verifies one audit run; the TEST directory is None when the run left no logs.
-fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), String> {
+fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verification, Option<TestDir>), ComplianceError> {
     let run = &outcome.dir;
     // A run that failed (crashed, aborted, an engine error) has no complete logs to verify.
     if !run.join(DETAIL_LOG).is_file() || outcome.status == RunStatus::Failed {
@@ -248,7 +249,7 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
         AuditTest::Test01 => verify_test01(job, settings, run, rules, &mut dir)?,
         AuditTest::Test04 => {
             let (reference, _) = job.performance_ref.as_ref().expect("planned with a reference");
-            let tolerance = rules.tolerance_percent.ok_or("the round's TEST04 has no tolerance_percent")?;
+            let tolerance = rules.tolerance_percent.ok_or_else(|| ComplianceError::RoundLacks("the round's TEST04 has no tolerance_percent".into()))?;
             let v = test04::compare_summaries(&reference.join(SUMMARY_LOG), &run.join(SUMMARY_LOG), tolerance);
             dir.text("verify_performance.txt", v.report.clone());
             copy_performance_logs(&mut dir, run);
@@ -262,16 +263,17 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
             v
         }
         AuditTest::Test09 => {
-            let bounds = job.bench.test09_output_tokens.ok_or_else(|| format!("round has no test09_output_tokens for {}", job.selected.config.benchmark))?;
+            let bounds =
+                job.bench.test09_output_tokens.ok_or_else(|| ComplianceError::RoundLacks(format!("round has no test09_output_tokens for {}", job.selected.config.benchmark)))?;
             let v = test09::verify(&run.join(ACCURACY_LOG), bounds)?;
             dir.text("verify_output_len.txt", v.report.clone());
             dir.copy("accuracy/mlperf_log_accuracy.json", &run.join(ACCURACY_LOG));
             v
         }
         AuditTest::Test07 => {
-            let set = job.bench.test07.ok_or_else(|| format!("round has no test07 set for {}", job.selected.config.benchmark))?;
+            let set = job.bench.test07.ok_or_else(|| ComplianceError::RoundLacks(format!("round has no test07 set for {}", job.selected.config.benchmark)))?;
             let log = run.join(ACCURACY_LOG);
-            let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07)?;
+            let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07).map_err(ComplianceError::Score)?;
             let v = test07::verify(&scored, set.accuracy_threshold);
             dir.text("verify_accuracy.txt", v.report.clone());
             dir.copy("accuracy/mlperf_log_accuracy.json", &log);
@@ -288,10 +290,10 @@ fn copy_performance_logs(dir: &mut TestDir, run: &Path) {
     dir.copy("performance/run_1/mlperf_log_detail.txt", &run.join(DETAIL_LOG));
 }
 
-fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir: &mut TestDir) -> Result<Verification, String> {
+fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir: &mut TestDir) -> Result<Verification, ComplianceError> {
     let (perf_ref, _) = job.performance_ref.as_ref().expect("planned with a reference");
     let (acc_ref, _) = job.accuracy_ref.as_ref().expect("planned with a reference");
-    let delta = rules.performance_delta_percent.ok_or("the round's TEST01 has no performance_delta_percent")?;
+    let delta = rules.performance_delta_percent.ok_or_else(|| ComplianceError::RoundLacks("the round's TEST01 has no performance_delta_percent".into()))?;
     let performance = test01::compare_performance(&perf_ref.join(DETAIL_LOG), &run.join(DETAIL_LOG), delta);
     let (reference_log, audit_log) = (acc_ref.join(ACCURACY_LOG), run.join(ACCURACY_LOG));
     let dtype = benchmarks::family(&job.selected.config.benchmark).audit().test01_dtype;

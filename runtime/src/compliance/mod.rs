@@ -24,8 +24,61 @@ pub mod test09;
 mod testlogs;
 
 pub use crate::accuracy::python_float_repr;
-use mlperf_config::Scenario;
+use crate::fsutil::FsError;
+use mlperf_config::{AuditTest, Scenario};
 use std::path::{Path, PathBuf};
+
+/// Why an audit could not be planned, verified or written (a failed verification is no error: it
+/// is a verdict). The scripts' own report lines (`TEST FAIL: ...`) stay text, in the reports.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ComplianceError {
+    /// References missing: what to run first, one line each.
+    #[error("nothing was run:\n  - {}", .0.join("\n  - "))]
+    NothingRun(Vec<String>),
+    #[error("no selected benchmark needs {tests} in round {round}")]
+    NotRequired { tests: String, round: String },
+    #[error("--audit_tests: {test} is not a test this build verifies (it verifies {verified}; round {round} has {known})")]
+    NotVerified { test: AuditTest, verified: String, round: String, known: String },
+    /// The round's tables lack what a test needs (`the round's TEST04 has no tolerance_percent`).
+    #[error("{0}")]
+    RoundLacks(String),
+    /// The family's scorer (the `Benchmark::score` boundary's message).
+    #[error("{0}")]
+    Score(String),
+    #[error("cannot read {}: {source}", .path.display())]
+    LogUnreadable { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a LoadGen accuracy log: {source}", .path.display())]
+    NotAccuracyLog { path: PathBuf, source: serde_json::Error },
+    #[error("{}: no entries (the audit logs every sample; was audit.config read?)", .0.display())]
+    NoEntries(PathBuf),
+    #[error("{} already exists; verified compliance is never overwritten without --force", .0.display())]
+    Exists(PathBuf),
+    #[error("{} has no directory name", .0.display())]
+    NoDirectoryName(PathBuf),
+    #[error(transparent)]
+    Write(#[from] FsError),
+    #[error("cannot create {}: {source}", .path.display())]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("cannot copy {} to {}: {source}", .from.display(), .to.display())]
+    Copy { from: PathBuf, to: PathBuf, source: std::io::Error },
+    #[error("cannot replace {}: {source}", .path.display())]
+    Replace { path: PathBuf, source: std::io::Error },
+    #[error("cannot move {} into place: {source}", .path.display())]
+    Move { path: PathBuf, source: std::io::Error },
+}
+
+impl From<ComplianceError> for crate::Error {
+    fn from(e: ComplianceError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
+/// An accuracy log as the LLM audits read it: a JSON array of entries.
+fn read_accuracy_entries<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, ComplianceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ComplianceError::LogUnreadable { path: path.to_path_buf(), source })?;
+    serde_json::from_str(&text).map_err(|source| ComplianceError::NotAccuracyLog { path: path.to_path_buf(), source })
+}
 
 /// The verdict of one verification script.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,11 +132,11 @@ impl TestDir {
 
     /// Writes the directory at `dest` as a whole: built next to it, then renamed into place, so a
     /// reader never sees half of it. An existing `dest` is replaced only with `force`.
-    pub fn write(&self, dest: &Path, force: bool) -> Result<(), String> {
+    pub fn write(&self, dest: &Path, force: bool) -> Result<(), ComplianceError> {
         if dest.exists() && !force {
-            return Err(format!("{} already exists; verified compliance is never overwritten without --force", dest.display()));
+            return Err(ComplianceError::Exists(dest.to_path_buf()));
         }
-        let name = dest.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("{} has no directory name", dest.display()))?;
+        let name = dest.file_name().and_then(|n| n.to_str()).ok_or_else(|| ComplianceError::NoDirectoryName(dest.to_path_buf()))?;
         let staging = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
         for (rel, content) in &self.files {
@@ -91,14 +144,14 @@ impl TestDir {
             match content {
                 Content::Text(text) => crate::fsutil::write_atomic(&path, text.as_bytes())?,
                 Content::CopyOf(from) => {
-                    std::fs::create_dir_all(path.parent().expect("joined paths have a parent")).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-                    std::fs::copy(from, &path).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), path.display()))?;
+                    std::fs::create_dir_all(path.parent().expect("joined paths have a parent")).map_err(|source| ComplianceError::Create { path: path.clone(), source })?;
+                    std::fs::copy(from, &path).map_err(|source| ComplianceError::Copy { from: from.clone(), to: path.clone(), source })?;
                 }
             }
         }
         if dest.exists() {
-            std::fs::remove_dir_all(dest).map_err(|e| format!("cannot replace {}: {e}", dest.display()))?;
+            std::fs::remove_dir_all(dest).map_err(|source| ComplianceError::Replace { path: dest.to_path_buf(), source })?;
         }
-        std::fs::rename(&staging, dest).map_err(|e| format!("cannot move {} into place: {e}", dest.display()))
+        std::fs::rename(&staging, dest).map_err(|source| ComplianceError::Move { path: dest.to_path_buf(), source })
     }
 }

@@ -12,6 +12,7 @@
 //! (2): a value given on the command line stays a string and never equals a token, so the official
 //! check is a no-op for other ids; here the id is always compared as a number.
 
+use super::ComplianceError;
 use super::Verification;
 use crate::accuracy::log::{LogDtype, decode_hex};
 use mlperf_config::Scenario;
@@ -54,9 +55,8 @@ fn sample_len_check(entries: &[TokenEntry], dtype: LogDtype) -> bool {
 
 /// `run_verification.py -c <run dir> -s <scenario> --dtype <dtype> --eos_token_id <eos>` on the
 /// run's `mlperf_log_accuracy.json`.
-pub fn verify(accuracy_log: &Path, scenario: Scenario, dtype: LogDtype, eos_token_id: i64) -> Result<Verification, String> {
-    let text = std::fs::read_to_string(accuracy_log).map_err(|e| format!("cannot read {}: {e}", accuracy_log.display()))?;
-    let entries: Vec<TokenEntry> = serde_json::from_str(&text).map_err(|e| format!("{}: not a LoadGen accuracy log: {e}", accuracy_log.display()))?;
+pub fn verify(accuracy_log: &Path, scenario: Scenario, dtype: LogDtype, eos_token_id: i64) -> Result<Verification, ComplianceError> {
+    let entries: Vec<TokenEntry> = super::read_accuracy_entries(accuracy_log)?;
     let eos_pass = eos_check(&entries, dtype, eos_token_id as f64);
     let first_token = (scenario != Scenario::Offline).then(|| first_token_check(&entries, dtype));
     let len_pass = sample_len_check(&entries, dtype);

@@ -5,6 +5,7 @@
 //! entries lies within the round's bounds (both inclusive). The report is `verify_output_len.txt`
 //! as the script writes it.
 
+use super::ComplianceError;
 use super::Verification;
 use crate::accuracy::log::decode_hex;
 use crate::accuracy::python_float_repr;
@@ -41,11 +42,10 @@ impl OutputLengths {
 
 /// `run_verification.py -c <run dir> --audit-config <the round's bounds>` on the run's
 /// `mlperf_log_accuracy.json`.
-pub fn verify(accuracy_log: &Path, bounds: OutputTokenBounds) -> Result<Verification, String> {
-    let text = std::fs::read_to_string(accuracy_log).map_err(|e| format!("cannot read {}: {e}", accuracy_log.display()))?;
-    let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|e| format!("{}: not a LoadGen accuracy log: {e}", accuracy_log.display()))?;
+pub fn verify(accuracy_log: &Path, bounds: OutputTokenBounds) -> Result<Verification, ComplianceError> {
+    let entries: Vec<Entry> = super::read_accuracy_entries(accuracy_log)?;
     if entries.is_empty() {
-        return Err(format!("{}: no entries (the audit logs every sample; was audit.config read?)", accuracy_log.display()));
+        return Err(ComplianceError::NoEntries(accuracy_log.to_path_buf()));
     }
     let lengths: Vec<usize> = entries.iter().map(|e| decode_hex(e.data.trim()).map_or(0, |bytes| bytes.len() / 4)).collect();
     let stats = OutputLengths::of(&lengths);
@@ -124,7 +124,7 @@ mod tests {
         assert!(v.report.contains("Mean output tokens: 0.50\nMin output tokens: 0\nMax output tokens: 1\n"), "a partial token is dropped, bad hex counts 0: {}", v.report);
         assert!(v.report.contains("Min threshold: 0.0\nMax threshold: 1.0\n"), "Python prints whole floats with .0: {}", v.report);
         std::fs::write(dir.join("empty.json"), "[]").unwrap();
-        assert!(verify(&dir.join("empty.json"), BOUNDS).unwrap_err().contains("no entries"));
+        assert!(verify(&dir.join("empty.json"), BOUNDS).unwrap_err().to_string().contains("no entries"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
