@@ -246,7 +246,7 @@ impl Benchmark for Bert {
                     return Ok(format!("{why}; nothing built"));
                 }
                 // Before generating any model: without a GPU nothing below can finish.
-                require_cuda().map_err(Error::Config)?;
+                require_cuda().map_err(|e| Error::Config(e.to_string()))?;
                 let set = synthetic_of(spec.settings)?;
                 let gpu = gpu_spec(spec, set.as_ref())?;
                 let library = self.samples(spec.settings, set.as_ref(), CHECK_FEATURES, None)?;

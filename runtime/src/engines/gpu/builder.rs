@@ -10,6 +10,7 @@
 
 use super::calibration::Calibration;
 use super::device;
+use super::error::GpuError;
 use super::exec::{DeviceModel, Slot};
 use super::network::WeightScaling;
 use super::plan::{self, Accumulator, Plan, PlanHeader, PlanKey, PlanStatus};
@@ -41,13 +42,13 @@ pub fn input_description(f: &InputSpec) -> String {
 
 /// The key a plan for this request must have on this machine (GPU 0 stands for all: a system's
 /// GPUs are identical).
-pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
+pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, GpuError> {
     let spec = req.spec;
     let calibration_sha256 = match (spec.precision, req.calibration) {
         (ElementType::F16, _) => String::new(),
         (ElementType::I8, Some(c)) => c.sha256(),
-        (ElementType::I8, None) => return Err("an int8 plan needs a calibration (run `mlperf calibrate`)".into()),
-        (other @ (ElementType::F32 | ElementType::I32), _) => return Err(format!("the GPU engine builds fp16 and int8 plans; this config asks for {other}")),
+        (ElementType::I8, None) => return Err(GpuError::Build("an int8 plan needs a calibration (run `mlperf calibrate`)".into())),
+        (other @ (ElementType::F32 | ElementType::I32), _) => return Err(GpuError::Build(format!("the GPU engine builds fp16 and int8 plans; this config asks for {other}"))),
     };
     let (gpu_name, compute_capability, cuda_driver_version) = device::device_identity(0)?;
     Ok(PlanKey {
@@ -67,7 +68,7 @@ pub fn wanted_key(req: &BuildRequest) -> Result<PlanKey, String> {
 }
 
 /// Reuses an up-to-date plan or builds a new one.
-pub fn ensure_plan(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
+pub fn ensure_plan(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Outcome, GpuError> {
     let key = wanted_key(req)?;
     let reason = match plan::check(&req.spec.plan_path, &key) {
         PlanStatus::Fresh => return Ok(Outcome::Reused),
@@ -80,15 +81,16 @@ pub fn ensure_plan(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result
     Ok(Outcome::Built { reason, report })
 }
 
-fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Result<String, GpuError> {
     let spec = req.spec;
     let model_path = &spec.model_path;
-    let bytes = std::fs::read(model_path).map_err(|e| format!("cannot read model {}: {e}", model_path.display()))?;
-    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{} is not an ONNX model: {e}", model_path.display()))?;
-    let fp32_net = network::build(&proto).map_err(|e| format!("{}: {e}", model_path.display()))?;
+    let origin = || model_path.display().to_string();
+    let bytes = std::fs::read(model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin(), source })?;
+    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin(), source })?;
+    let fp32_net = network::build(&proto).map_err(|e| e.in_model(model_path.display()))?;
     let input = &spec.input;
     if (fp32_net.channels, fp32_net.height, fp32_net.width) != (input.channels, input.height, input.width) {
-        return Err(format!(
+        return Err(GpuError::Build(format!(
             "{} takes {}x{}x{} images but the config's samples are {}x{}x{}",
             model_path.display(),
             fp32_net.channels,
@@ -97,7 +99,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
             input.channels,
             input.height,
             input.width
-        ));
+        )));
     }
     // Int8 weights start per channel; layers where the legacy call wins are quantised per tensor
     // after tuning (`settle_weight_scaling`).
@@ -132,7 +134,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         };
         progress(&plan.header.verification);
     }
-    write_atomic(&spec.plan_path, &plan.to_bytes())?;
+    write_atomic(&spec.plan_path, &plan.to_bytes()).map_err(GpuError::Other)?;
     let runs = |runner: fn(&plan::ConvRunner) -> bool| plan.header.layers.iter().filter(|l| matches!(&l.kind, plan::LayerKind::Conv { runner: r, .. } if runner(r))).count();
     let (graphs, pointwise) = (runs(|r| matches!(r, plan::ConvRunner::Graph(_))), runs(|r| matches!(r, plan::ConvRunner::Pointwise)));
     let stem = if runs(|r| matches!(r, plan::ConvRunner::Stem)) > 0 { "; the stem on our kernel, writing int8" } else { "" };
@@ -148,7 +150,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
 }
 
 /// The plan of a fused (and possibly quantised) network, untuned.
-pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &std::path::Path) -> Result<Plan, String> {
+pub(super) fn lowered_plan(net: &network::Network, key: PlanKey, model_path: &std::path::Path) -> Result<Plan, GpuError> {
     // Our tensor-core kernels need compute capability 8.0 (the key's "MAJOR.MINOR").
     let tensor_cores = key.compute_capability.split('.').next().and_then(|major| major.parse::<u32>().ok()).is_some_and(|major| major >= 8);
     let lowered = lower::lower(net, tensor_cores)?;
@@ -181,7 +183,7 @@ pub(super) fn settle_weight_scaling(
     fp32: &network::Network,
     calibration: Option<&Calibration>,
     progress: &mut dyn FnMut(&str),
-) -> Result<bool, String> {
+) -> Result<bool, GpuError> {
     let Some(calibration) = calibration else { return Ok(false) };
     // Each int8 layer's scaling follows its form; the layers whose current scaling differs.
     let (mut wanted, mut to_tensor, mut to_channel) = (std::collections::HashMap::new(), 0, 0);
@@ -221,7 +223,7 @@ pub(super) fn settle_weight_scaling(
 }
 
 /// Chooses every convolution's algorithm and accumulator on GPU 0 (see `Slot::choose_algorithms`).
-fn tune(plan: &mut Plan, req: &BuildRequest, accumulators: &[Accumulator], progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+fn tune(plan: &mut Plan, req: &BuildRequest, accumulators: &[Accumulator], progress: &mut dyn FnMut(&str)) -> Result<(), GpuError> {
     let limit = req.spec.workspace_bytes;
     let model = DeviceModel::load(0, &plan.header, &plan.blob, req.spec.input)?;
     let slot = Slot::new(&model, limit, limit, false)?;
@@ -252,14 +254,15 @@ pub const MAX_INT8_ERROR_RATIO: f32 = 1.25;
 
 /// The CPU engine's (tract, fp32) logits of `model` for the first `samples` samples, computed once
 /// per build and on every core (one tract thread would otherwise dominate the build time).
-fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, String> {
+fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, GpuError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(samples.max(1));
     let chunk = samples.div_ceil(threads).max(1);
-    let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input })?;
+    let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input }).map_err(GpuError::Other)?;
     parallel_chunks(0..samples, threads, chunk, |range| {
         let data: Vec<_> = range.map(|i| source.sample(i)).collect();
         cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>()).map_err(String::from)
     })
+    .map_err(GpuError::Other)
 }
 
 /// What a plan is checked against: the CPU engine's logits of the model and, for an int8 plan, of
@@ -309,7 +312,7 @@ impl std::fmt::Display for Agreement {
 }
 
 /// Runs the plan on the references' samples and judges its answers (see [`judge`]).
-fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, references: &References) -> Result<String, String> {
+fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, references: &References) -> Result<String, GpuError> {
     let options = RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: req.spec.workspace_bytes };
     let gpu = GpuEngine::open(0, plan, req.spec.input, options)?;
     let indices: Vec<usize> = (0..references.fp32.len() / references.classes).collect();
@@ -321,13 +324,13 @@ fn verify(plan: &Plan, req: &BuildRequest, source: &dyn SampleSource, references
 /// [`MIN_AGREEMENT_PERCENT`] top-1 agreement with the CPU engine; an int8 plan's error against
 /// fp32 may be at most [`MAX_INT8_ERROR_RATIO`] times the quantised network's (or it agrees with
 /// the quantised network as an fp16 plan must with fp32).
-fn judge(references: &References, logits: &[f32], top1: &[i32]) -> Result<String, String> {
+fn judge(references: &References, logits: &[f32], top1: &[i32]) -> Result<String, GpuError> {
     let batch = top1.len();
     let vs_fp32 = references.compare(logits, top1, &references.fp32);
     let Some(int8) = &references.int8 else {
         let line = format!("checked against the CPU engine: {vs_fp32}");
         if vs_fp32.top1 * 100 < batch * MIN_AGREEMENT_PERCENT {
-            return Err(format!("the GPU plan disagrees with the CPU engine: {line}"));
+            return Err(GpuError::Build(format!("the GPU plan disagrees with the CPU engine: {line}")));
         }
         return Ok(line);
     };
@@ -341,7 +344,7 @@ fn judge(references: &References, logits: &[f32], top1: &[i32]) -> Result<String
     );
     // Where int8 loses next to nothing the ratio measures fp16 noise: matching answers suffice.
     if ratio > MAX_INT8_ERROR_RATIO && vs_int8.top1 * 100 < batch * MIN_AGREEMENT_PERCENT {
-        return Err(format!("the GPU plan errs more than its int8 network (at most {MAX_INT8_ERROR_RATIO}x): {line}"));
+        return Err(GpuError::Build(format!("the GPU plan errs more than its int8 network (at most {MAX_INT8_ERROR_RATIO}x): {line}")));
     }
     Ok(line)
 }
@@ -371,7 +374,7 @@ mod tests {
         let close = perturbed(&fp32, 1e-5, 2);
         assert!(judge(&references, &close, &top1(&close)).unwrap().contains(&format!("top-1 agreement {SAMPLES}/{SAMPLES}")));
         let unrelated = perturbed(&vec![0.0; SAMPLES * CLASSES], 3.0, 3);
-        let e = judge(&references, &unrelated, &top1(&unrelated)).unwrap_err();
+        let e = judge(&references, &unrelated, &top1(&unrelated)).unwrap_err().to_string();
         assert!(e.starts_with("the GPU plan disagrees with the CPU engine"), "{e}");
         // The class ids are judged as the plan reports them, not recomputed from its logits.
         let shifted: Vec<i32> = top1(&close).iter().map(|c| (c + 1) % CLASSES as i32).collect();
@@ -390,7 +393,7 @@ mod tests {
         assert!(judge(&references, &int8, &top1(&int8)).unwrap().contains("(1.00x the int8 network's)"));
         // Twice the error: refused.
         let worse = perturbed(&fp32, 1.0, 4);
-        let e = judge(&references, &worse, &top1(&worse)).unwrap_err();
+        let e = judge(&references, &worse, &top1(&worse)).unwrap_err().to_string();
         assert!(e.starts_with("the GPU plan errs more than its int8 network (at most 1.25x)"), "{e}");
         // A quantisation that loses nothing: the ratio is noise, matching answers pass.
         let lossless = References { int8: Some(perturbed(&fp32, 1e-6, 5)), ..references };

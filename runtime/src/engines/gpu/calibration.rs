@@ -13,6 +13,7 @@
 //! <ONNX tensor name>: <range>
 //! ```
 
+use super::error::GpuError;
 use super::network;
 use super::plan::{file_sha256, sha256_hex};
 use crate::engines::SampleSource;
@@ -82,17 +83,18 @@ impl Calibration {
     }
 
     /// Parses a cache; errors name `origin` and the line.
-    pub fn parse(text: &str, origin: &str) -> Result<Calibration, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Calibration, GpuError> {
         let mut lines = text.lines().enumerate();
         let header = lines.next().map(|(_, l)| l).unwrap_or_default();
-        let fields = header.strip_prefix(HEADER).ok_or_else(|| format!("{origin}:1: not a calibration cache of this tool (expected a line starting {HEADER:?})"))?;
-        let field = |key: &str| fields.split_whitespace().find_map(|f| f.strip_prefix(key)).ok_or_else(|| format!("{origin}:1: the header lacks {key}"));
+        let fields =
+            header.strip_prefix(HEADER).ok_or_else(|| GpuError::Calibration(format!("{origin}:1: not a calibration cache of this tool (expected a line starting {HEADER:?})")))?;
+        let field = |key: &str| fields.split_whitespace().find_map(|f| f.strip_prefix(key)).ok_or_else(|| GpuError::Calibration(format!("{origin}:1: the header lacks {key}")));
         let model_sha256 = field("model-sha256=")?.to_string();
-        let images = field("images=")?.parse().map_err(|_| format!("{origin}:1: images= is not a number"))?;
-        let percentile = field("percentile=")?.parse().map_err(|_| format!("{origin}:1: percentile= is not a number"))?;
+        let images = field("images=")?.parse().map_err(|_| GpuError::Calibration(format!("{origin}:1: images= is not a number")))?;
+        let percentile = field("percentile=")?.parse().map_err(|_| GpuError::Calibration(format!("{origin}:1: percentile= is not a number")))?;
         let mut amax = BTreeMap::new();
         for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
-            let bad = |why: &str| format!("{origin}:{}: {why} in {line:?} (expected `<tensor>: <range>`)", i + 1);
+            let bad = |why: &str| GpuError::Calibration(format!("{origin}:{}: {why} in {line:?} (expected `<tensor>: <range>`)", i + 1));
             let (name, value) = line.rsplit_once(": ").ok_or_else(|| bad("no `: `"))?;
             let value: f32 = value.trim().parse().map_err(|_| bad("an unreadable range"))?;
             if !(value.is_finite() && value >= 0.0) {
@@ -105,8 +107,8 @@ impl Calibration {
         Ok(Calibration { model_sha256, images, percentile, amax })
     }
 
-    pub fn load(path: &Path) -> Result<Calibration, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read calibration cache {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Calibration, GpuError> {
+        let text = std::fs::read_to_string(path).map_err(|e| GpuError::Calibration(format!("cannot read calibration cache {}: {e}", path.display())))?;
         Calibration::parse(&text, &path.display().to_string())
     }
 }
@@ -121,11 +123,11 @@ pub struct CalibrationSet<'a> {
 
 /// Measures the range of every value of the fused network of the model at `model_path`, one tract
 /// run per batch, on every core.
-pub fn measure(model_path: &Path, set: &CalibrationSet, percentile: f64) -> Result<Calibration, String> {
+pub fn measure(model_path: &Path, set: &CalibrationSet, percentile: f64) -> Result<Calibration, GpuError> {
     let origin = model_path.display().to_string();
-    let bytes = std::fs::read(model_path).map_err(|e| format!("cannot read model {origin}: {e}"))?;
-    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{origin} is not an ONNX model: {e}"))?;
-    let net = network::build(&proto).map_err(|e| format!("{origin}: {e}"))?;
+    let bytes = std::fs::read(model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
+    let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
+    let net = network::build(&proto).map_err(|e| e.in_model(&origin))?;
     let tensors: Vec<String> = net.nodes.iter().map(|n| n.tensor.clone()).collect();
     let spec = InputSpec { batch_size: set.batch, ..set.spec };
     let plan = tract_onnx::onnx()
@@ -135,7 +137,7 @@ pub fn measure(model_path: &Path, set: &CalibrationSet, percentile: f64) -> Resu
         .and_then(|m| m.with_outputs_by_name(&tensors))
         .and_then(|m| m.into_optimized())
         .and_then(|m| m.into_runnable())
-        .map_err(|e| format!("calibration: cannot prepare {origin} with its {} fused values as outputs: {e:#}", tensors.len()))?;
+        .map_err(|e| GpuError::Calibration(format!("calibration: cannot prepare {origin} with its {} fused values as outputs: {e:#}", tensors.len())))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_batch = parallel_chunks(0..set.batch * set.batches, threads, set.batch, |range| {
         let samples: Vec<_> = range.map(|i| set.source.sample(i)).collect();
@@ -148,7 +150,8 @@ pub fn measure(model_path: &Path, set: &CalibrationSet, percentile: f64) -> Resu
             histogram(view.as_slice::<f32>().map_err(|e| format!("{e:#}"))?, counts);
         }
         Ok(vec![counts])
-    })?;
+    })
+    .map_err(GpuError::Calibration)?;
     let mut amax = BTreeMap::new();
     for (i, name) in tensors.into_iter().enumerate() {
         let counts: Vec<u64> = (0..BINS).map(|b| per_batch.iter().map(|c| c[i * BINS + b]).sum()).collect();
@@ -167,22 +170,22 @@ pub enum CacheOutcome {
 /// The calibration of the model at `model_path`: the cache at `cache_path` when it was measured on
 /// this model, or measured and written there when there is none (or with `force`). A cache for
 /// another model is an error, never silently replaced: it may be a cache someone committed.
-pub fn ensure(cache_path: &Path, model_path: &Path, set: &CalibrationSet, force: bool) -> Result<(Calibration, CacheOutcome), String> {
+pub fn ensure(cache_path: &Path, model_path: &Path, set: &CalibrationSet, force: bool) -> Result<(Calibration, CacheOutcome), GpuError> {
     if cache_path.exists() && !force {
         let cached = Calibration::load(cache_path)?;
         let model = file_sha256(model_path)?;
         if cached.model_sha256 != model {
-            return Err(format!(
+            return Err(GpuError::Calibration(format!(
                 "calibration cache {} was measured on a model with sha256 {}, but {} has sha256 {model}; \
                  recalibrate with `mlperf calibrate --force` (it replaces the cache) or point cache_file elsewhere",
                 cache_path.display(),
                 cached.model_sha256,
                 model_path.display()
-            ));
+            )));
         }
         return Ok((cached, CacheOutcome::Reused));
     }
     let calibration = measure(model_path, set, PERCENTILE)?;
-    write_atomic(cache_path, calibration.to_text().as_bytes())?;
+    write_atomic(cache_path, calibration.to_text().as_bytes()).map_err(GpuError::Other)?;
     Ok((calibration, CacheOutcome::Written))
 }

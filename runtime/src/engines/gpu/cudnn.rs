@@ -5,7 +5,7 @@
 //! its data. Every descriptor is NHWC, fp16 or int8 (convolutions accumulate in fp32, fp16 or
 //! int32).
 
-use super::device::{DeviceBuffer, DevicePtr};
+use super::device::{DeviceBuffer, DeviceError, DevicePtr, Result};
 use cudarc::cudnn::result as cr;
 use cudarc::cudnn::sys;
 use cudarc::driver::CudaStream;
@@ -13,10 +13,8 @@ use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
 
-pub type Result<T> = std::result::Result<T, String>;
-
 fn check<T>(what: &str, r: std::result::Result<T, cr::CudnnError>) -> Result<T> {
-    r.map_err(|e| format!("cuDNN {what}: {e:?}"))
+    r.map_err(|source| DeviceError::Cudnn { what: what.to_string(), source })
 }
 
 /// A device address as cuDNN's API takes it.

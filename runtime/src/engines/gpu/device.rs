@@ -5,12 +5,63 @@
 //! it; it imports nothing of them.
 
 use cudarc::driver::{CudaContext, result as dr, sys as ds};
-use cudarc::nvrtc::{CompileOptions, Ptx};
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
-pub type Result<T> = std::result::Result<T, String>;
+/// The device layer's error: which call failed and the library's own error, or which libraries
+/// are missing. Messages render the library error's `Debug` form (its status name).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// A CUDA driver call (`what`: "open device", "upload weights") failed.
+    #[error("CUDA {what}: {source:?}")]
+    Driver { what: String, source: dr::DriverError },
+    /// Device memory could not be allocated.
+    #[error("CUDA allocate device memory: {source:?} ({bytes} bytes)")]
+    Allocate { bytes: usize, source: dr::DriverError },
+    /// The context could not be bound to the calling thread.
+    #[error("{0:?}")]
+    Bind(#[source] dr::DriverError),
+    /// NVRTC could not compile `what` (the error holds NVRTC's log).
+    #[error("NVRTC ({what}): {source:?}")]
+    Nvrtc { what: String, source: CompileError },
+    /// A cuDNN call of the legacy API (`cudnn`) failed.
+    #[error("cuDNN {what}: {source:?}")]
+    Cudnn { what: String, source: cudarc::cudnn::result::CudnnError },
+    /// A cuBLASLt call failed.
+    #[error("cuBLASLt {what}: {source:?}")]
+    CublasLt { what: String, source: cudarc::cublaslt::result::CublasError },
+    /// cuBLASLt (the GPU BERT engine's products) cannot be loaded.
+    #[error("the GPU BERT engine cannot load cuBLASLt (libcublasLt.so.13): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH")]
+    CublasLtMissing,
+    /// cuBLASLt's heuristic offers no algorithm for a product of this shape.
+    #[error("cuBLASLt has no algorithm for {inputs} x {outputs} -> {outputs} over {tokens} tokens: {source:?}")]
+    CublasLtNoAlgorithm { inputs: usize, outputs: usize, tokens: usize, source: cudarc::cublaslt::result::CublasError },
+    /// The CUDA driver, cuDNN or NVRTC cannot be loaded.
+    #[error(
+        "the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")",
+        missing.join(", ")
+    )]
+    LibrariesMissing { missing: Vec<&'static str> },
+    /// Capturing a CUDA graph gave none.
+    #[error("CUDA graph capture produced no graph")]
+    EmptyCapture,
+    /// A kernel launch needs more blocks than a grid holds.
+    #[error("{blocks} blocks exceed a launch")]
+    LaunchTooLarge { blocks: u64 },
+    /// The system's config names more GPUs than this machine has.
+    #[error("the system has {devices} GPUs but this machine shows {present}")]
+    TooFewGpus { devices: usize, present: usize },
+}
+
+pub type Result<T> = std::result::Result<T, DeviceError>;
 
 pub fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
-    r.map_err(|e| format!("CUDA {what}: {e:?}"))
+    r.map_err(|source| DeviceError::Driver { what: what.to_string(), source })
+}
+
+/// Binds `ctx` to the calling thread.
+pub fn bind(ctx: &CudaContext) -> Result<()> {
+    ctx.bind_to_thread().map_err(DeviceError::Bind)
 }
 
 /// `source` (`what`, in errors) compiled by NVRTC for a GPU of compute capability `(major, minor)`,
@@ -18,7 +69,7 @@ pub fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T
 pub fn compile_for(what: &str, source: &str, (major, minor): (i32, i32), defines: Vec<String>) -> Result<Ptx> {
     let mut options = defines;
     options.push(format!("--gpu-architecture=compute_{major}{minor}"));
-    cudarc::nvrtc::compile_ptx_with_opts(source, CompileOptions { options, ..Default::default() }).map_err(|e| format!("NVRTC ({what}): {e:?}"))
+    cudarc::nvrtc::compile_ptx_with_opts(source, CompileOptions { options, ..Default::default() }).map_err(|source| DeviceError::Nvrtc { what: what.to_string(), source })
 }
 
 /// An address in device memory (the driver's `CUdeviceptr`). It borrows nothing, so the calls
@@ -48,7 +99,7 @@ impl DeviceBuffer {
     pub fn new(bytes: usize) -> Result<DeviceBuffer> {
         // SAFETY: the memory is reached only through device addresses, never as Rust values, so
         // its unset contents need to be valid for no type.
-        let ptr = cu("allocate device memory", unsafe { dr::malloc_sync(bytes.max(256)) }).map_err(|e| format!("{e} ({bytes} bytes)"))?;
+        let ptr = unsafe { dr::malloc_sync(bytes.max(256)) }.map_err(|source| DeviceError::Allocate { bytes, source })?;
         Ok(DeviceBuffer { ptr: DevicePtr(ptr), bytes })
     }
 
@@ -133,14 +184,11 @@ pub fn require_cuda() -> Result<()> {
         // SAFETY: as above.
         ("NVRTC (libnvrtc.so)", unsafe { cudarc::nvrtc::sys::is_culib_present() }),
     ];
-    let missing: Vec<&str> = libraries.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
+    let missing: Vec<&'static str> = libraries.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")",
-        missing.join(", ")
-    ))
+    Err(DeviceError::LibrariesMissing { missing })
 }
 
 /// The GPU's identity for plan keys: name, compute capability, driver version.

@@ -9,7 +9,8 @@
 //! layer, top-1 selection and the download of one int32 class per sample into pinned memory.
 
 use super::cudnn::{self, Activation, Algorithm, Convolution, DataType, Filter, FusedConv, Handle, Operand, Pooling, Tensor};
-use super::device::{DeviceBuffer, DevicePtr, PinnedBuffer, Result, compile_for, cu};
+use super::device::{self, DeviceBuffer, DeviceError, DevicePtr, PinnedBuffer, compile_for, cu};
+use super::error::GpuError;
 use super::graph::GraphError;
 use super::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan, Tuned};
 use super::graph::spec::{self as graph_spec, ConvLayer, Uid};
@@ -20,6 +21,8 @@ use crate::engines::{ElementType, InputSpec, Layout};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, GpuError>;
 
 /// The launch of the element-wise kernels (quantize, dequantize, the int8 pools): one thread per
 /// group of 8 elements, 256 per block.
@@ -66,10 +69,10 @@ impl DeviceModel {
     pub fn load(ordinal: usize, header: &PlanHeader, blob: &[u8], input: InputSpec) -> Result<Arc<DeviceModel>> {
         let image_channels = header.layers.first().map_or(0, |l| l.input_shape.0);
         if !image_channels.is_multiple_of(4) {
-            return Err(format!(
+            return Err(GpuError::PlanContent(format!(
                 "the plan built from {}: its first layer reads {image_channels} channels, not a multiple of 4 (the conversion kernel writes 4 at a time); rebuild it",
                 header.model_path
-            ));
+            )));
         }
         let converts = header.layers.iter().filter(|l| {
             matches!(
@@ -78,25 +81,25 @@ impl DeviceModel {
             )
         });
         if let Some(l) = converts.into_iter().find(|l| l.input_shape.0 % 8 != 0) {
-            return Err(format!(
+            return Err(GpuError::PlanContent(format!(
                 "the plan built from {}: layer {} converts {} channels, not a multiple of 8 (its kernel converts 8 at a time)",
                 header.model_path, l.name, l.input_shape.0
-            ));
+            )));
         }
         let runs_pointwise = |l: &&PlannedLayer| matches!(l.kind, LayerKind::Conv { runner: ConvRunner::Pointwise, .. });
         if let Some(l) = header.layers.iter().filter(runs_pointwise).find(|l| !l.fits_pointwise()) {
-            return Err(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name));
+            return Err(GpuError::PlanContent(format!("the plan built from {}: layer {} is not one our 1x1 kernel takes (corrupt plan); rebuild it", header.model_path, l.name)));
         }
         if let Some(l) = header.layers.iter().find(|l| stem::runs(l) != stem::fits(l)) {
-            return Err(format!("the plan built from {}: layer {} and our stem kernel do not match (corrupt plan); rebuild it", header.model_path, l.name));
+            return Err(GpuError::PlanContent(format!("the plan built from {}: layer {} and our stem kernel do not match (corrupt plan); rebuild it", header.model_path, l.name)));
         }
-        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
+        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|source| GpuError::OnGpu { ordinal, source })?;
         // The engine orders its own work per stream; cudarc's per-buffer event tracking would add
         // events to every launch and to the captured graphs.
         // SAFETY: the contract concerns only `CudaSlice`s created afterwards, and the engine creates
         // none: its device memory is `DeviceBuffer`s, whose uses it orders itself.
         unsafe { ctx.disable_event_tracking() };
-        ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&ctx)?;
         let weights = DeviceBuffer::new(blob.len())?;
         cu("upload weights", weights.upload(0, blob))?;
         let (major, minor) = cu("compute capability", ctx.compute_capability())?;
@@ -112,10 +115,10 @@ impl DeviceModel {
         let average_pool_int8 = cu("kernel average_pool_int8", module.load_function("average_pool_int8"))?;
         let (pointwise, stem) = (pointwise::load(&ctx, (major, minor))?, stem::load(&ctx, (major, minor))?);
         if (pointwise.is_none() && header.layers.iter().any(|l| runs_pointwise(&l))) || (stem.is_none() && header.layers.iter().any(stem::runs)) {
-            return Err(format!(
+            return Err(GpuError::PlanContent(format!(
                 "the plan built from {} runs layers on our kernels for tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}",
                 header.model_path
-            ));
+            )));
         }
         Ok(Arc::new(DeviceModel {
             ctx,
@@ -261,7 +264,7 @@ impl Slot {
     /// A slot with `workspace_bytes` of cuDNN workspace, which grows on demand up to `workspace_limit`.
     pub fn new(model: &Arc<DeviceModel>, workspace_bytes: usize, workspace_limit: usize, use_graphs: bool) -> Result<Slot> {
         let ctx = &model.ctx;
-        ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(ctx)?;
         let stream = cu("create stream", ctx.new_stream())?;
         let handle = Handle::new(&stream)?;
         let graph_plans = model
@@ -269,12 +272,12 @@ impl Slot {
             .layers
             .iter()
             .map(|l| match &l.kind {
-                LayerKind::Conv { runner: ConvRunner::Graph(plan), .. } => plan.restore(&handle, &model.gpu).map(Some).map_err(|e| format!("layer {}: {e}", l.name)),
+                LayerKind::Conv { runner: ConvRunner::Graph(plan), .. } => plan.restore(&handle, &model.gpu).map(Some).map_err(|e| GpuError::from(e).in_layer(&l.name)),
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>>>()?;
         let n = model.max_batch();
-        let buffers = model.header.buffer_elements.iter().map(|&e| DeviceBuffer::new(n * e * 2)).collect::<Result<Vec<_>>>()?;
+        let buffers = model.header.buffer_elements.iter().map(|&e| DeviceBuffer::new(n * e * 2)).collect::<std::result::Result<Vec<_>, DeviceError>>()?;
         let sample_bytes = model.input.sample_bytes();
         Ok(Slot {
             model: model.clone(),
@@ -363,7 +366,7 @@ impl Slot {
         // SAFETY: the layer's values in the slot's buffers (sized for the plan's batch size, `n` at
         // most), its weights and epilogue in the device's blob; the kernel takes the layer (our
         // contract).
-        unsafe { conv.launch(function, &self.stream) }.map_err(|e| format!("layer {}: {e}", layer.name))
+        unsafe { conv.launch(function, &self.stream) }.map_err(|e| GpuError::from(e).in_layer(&layer.name))
     }
 
     /// Enqueues the image's convolution `layer` at batch `n` on our stem kernel.
@@ -388,7 +391,7 @@ impl Slot {
         // SAFETY: the layer's values in the slot's buffers (sized for the plan's batch size, `n` at
         // most), its weights and biases in the device's blob; the kernel fits the layer (our
         // contract).
-        unsafe { conv.launch(function, &self.stream) }.map_err(|e| format!("layer {}: {e}", layer.name))
+        unsafe { conv.launch(function, &self.stream) }.map_err(|e| GpuError::from(e).in_layer(&layer.name))
     }
 
     /// The plan restored for graph layer `index`.
@@ -405,11 +408,14 @@ impl Slot {
                 LayerKind::Conv { runner: ConvRunner::Pointwise, .. } => LayerDescriptors::Pointwise,
                 LayerKind::Conv { runner: ConvRunner::Stem, .. } => LayerDescriptors::Stem,
                 LayerKind::Conv { per_channel: true, .. } => {
-                    return Err(format!("layer {}: int8 weights scaled per channel but the legacy call to run them (build incomplete); rebuild the plan", layer.name));
+                    return Err(
+                        GpuError::PlanContent("int8 weights scaled per channel but the legacy call to run them (build incomplete); rebuild the plan".into()).in_layer(&layer.name)
+                    );
                 }
                 LayerKind::Conv { algorithm, .. } => {
                     let d = ConvDescriptors::new(layer, n)?;
-                    let algo = Algorithm::from_code(*algorithm).ok_or_else(|| format!("layer {}: the plan has no algorithm (build incomplete)", layer.name))?;
+                    let algo =
+                        Algorithm::from_code(*algorithm).ok_or_else(|| GpuError::PlanContent("the plan has no algorithm (build incomplete)".into()).in_layer(&layer.name))?;
                     let workspace = cudnn::workspace_size(&self.handle, &d.x, &d.filter, &d.conv, &d.y, algo)?;
                     LayerDescriptors::Conv { d, algo, workspace }
                 }
@@ -417,7 +423,7 @@ impl Slot {
                     LayerDescriptors::PoolToInt8 { int8_input, groups: (n * co * ho * wo / 8) as i64, kernel, stride, pad, scale }
                 }
                 LayerKind::MaxPool { int8_input: true, int8_output: None, .. } => {
-                    return Err(format!("layer {}: a max pooling reads int8 but writes fp16 (corrupt plan); rebuild it", layer.name));
+                    return Err(GpuError::PlanContent("a max pooling reads int8 but writes fp16 (corrupt plan); rebuild it".into()).in_layer(&layer.name));
                 }
                 LayerKind::MaxPool { kernel, stride, pad, int8_input: false, int8_output: None } => LayerDescriptors::Pool {
                     x: Tensor::nhwc(DataType::Half, n, c, h, w)?,
@@ -479,11 +485,11 @@ impl Slot {
                 // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers and the
                 // weights at the plan's offsets (lowering laid them out in the blob the device holds);
                 // `fit_workspace` sized the workspace for them, and keeps any it outgrows.
-                LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, &self.workspace) },
+                LayerDescriptors::Conv { d, algo, .. } => unsafe { self.fused(layer, d).launch(&self.handle, *algo, &self.workspace) }.map_err(GpuError::from),
                 // SAFETY: the bindings address the slot's buffers and the device's weights at the
                 // plan's offsets, each sized and laid out as the graph (of the plan's batch size)
                 // declares; the workspace was fitted to the plan.
-                LayerDescriptors::Graph { layer, bindings } => unsafe { self.graph_plan(*layer).execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| e.to_string()),
+                LayerDescriptors::Graph { layer, bindings } => unsafe { self.graph_plan(*layer).execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(GpuError::from),
                 // SAFETY: a layer the builder timed the kernel on (so one it takes), at batch `n`
                 // (our contract) on the slot's buffers.
                 LayerDescriptors::Pointwise => unsafe { self.launch_pointwise(layer, n) },
@@ -493,6 +499,7 @@ impl Slot {
                 // SAFETY: descriptors of batch `n` (our contract) on the slot's buffers.
                 LayerDescriptors::Pool { x, y, pooling } => unsafe {
                     cudnn::pool(&self.handle, pooling, Operand { desc: x, ptr: self.value_ptr(layer.input) }, Operand { desc: y, ptr: self.value_ptr(layer.output) })
+                        .map_err(GpuError::from)
                 },
                 LayerDescriptors::Convert { to_int8, groups, scale } => {
                     let (x, y) = (self.value_ptr(layer.input).raw(), self.value_ptr(layer.output).raw());
@@ -501,7 +508,7 @@ impl Slot {
                     // SAFETY: the arguments are the kernel's parameters in order and type (2 pointers,
                     // a long long, a float); `groups` groups of 8 are the layer's elements at batch
                     // `n` (our contract), within both values' buffers.
-                    cu("convert int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
+                    cu("convert int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ()).map_err(GpuError::from)
                 }
                 LayerDescriptors::PoolToInt8 { int8_input, groups, kernel, stride, pad, scale } => {
                     let ((c, h, w), (_, ho, wo)) = (layer.input_shape, layer.output_shape);
@@ -520,7 +527,7 @@ impl Slot {
                     // without the float); it reads the layer's fp16 or int8 input and writes `groups`
                     // groups of 8 int8 outputs at batch `n` (our contract), within both values'
                     // buffers; the channels are a multiple of 8 (`DeviceModel::load`).
-                    cu("max pool to int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
+                    cu("max pool to int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ()).map_err(GpuError::from)
                 }
                 LayerDescriptors::AveragePoolInt8 { groups, scale } => {
                     let (c, h, w) = layer.input_shape;
@@ -532,10 +539,10 @@ impl Slot {
                     // pointers, a long long, 2 ints, a float); it reads the layer's int8 input and
                     // writes `groups` groups of 8 fp16 outputs at batch `n` (our contract), within
                     // both values' buffers; the channels are a multiple of 8 (`DeviceModel::load`).
-                    cu("average pool from int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ())
+                    cu("average pool from int8", unsafe { launch.launch(per_group(*groups)) }).map(|_| ()).map_err(GpuError::from)
                 }
             }
-            .map_err(|e| format!("layer {}: {e}", layer.name))?;
+            .map_err(|e| e.in_layer(&layer.name))?;
         }
 
         let h = &m.header;
@@ -567,7 +574,7 @@ impl Slot {
     /// it keep its address).
     pub unsafe fn run(&mut self, n: usize, resident_pool: Option<DevicePtr>) -> Result<Vec<i32>> {
         assert!(n > 0 && n <= self.model.max_batch(), "batch within the plan");
-        self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&self.model.ctx)?;
         if resident_pool.is_none() {
             self.reset_slots();
         }
@@ -619,10 +626,7 @@ impl Slot {
             return Ok(());
         }
         if need > self.workspace_limit {
-            return Err(format!(
-                "layer {name} needs {need} bytes of cuDNN workspace at batch {n}, above workspace_size ({} bytes); raise workspace_size or rebuild the plan with it",
-                self.workspace_limit
-            ));
+            return Err(GpuError::WorkspaceLimit { layer: name.clone(), need, batch: n, limit: self.workspace_limit });
         }
         let grown = DeviceBuffer::new(need)?;
         self.outgrown.push(std::mem::replace(&mut self.workspace, grown));
@@ -637,7 +641,7 @@ impl Slot {
         let enqueued = unsafe { self.enqueue(n, layers, pool, upload) };
         let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
         enqueued?;
-        graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())
+        Ok(graph?.ok_or(DeviceError::EmptyCapture)?)
     }
 
     /// Identity slot numbers: sample b is at position b of the slot's own input buffer.
@@ -698,7 +702,7 @@ impl Slot {
     /// header (the builder's autotuning).
     pub fn choose_algorithms(&self, header: &mut PlanHeader, accumulators: &[Accumulator], workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         let n = self.model.max_batch();
-        self.model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&self.model.ctx)?;
         let ctx = &self.model.ctx;
         let event = || cu("event", ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
         let events = (event()?, event()?);
@@ -709,7 +713,7 @@ impl Slot {
                 // SAFETY: a layer the kernel fits (`DeviceModel::load` checked the plan), at the
                 // plan's batch size on the slot's buffers; `time_runs` waits for the work.
                 let us = self.time_runs(&events, &mut || unsafe { self.launch_stem(layer, n) }.is_ok())?;
-                let us = us.ok_or_else(|| format!("layer {}: our stem kernel did not launch", layer.name))?;
+                let us = us.ok_or_else(|| GpuError::Build("our stem kernel did not launch".into()).in_layer(&layer.name))?;
                 report(&format!("{} stem kernel ({us:.1} us)", shape_of(layer)));
                 let LayerKind::Conv { measured_us, .. } = &mut layer.kind else { unreachable!() };
                 *measured_us = us;
@@ -761,13 +765,13 @@ impl Slot {
             let (us, fastest) = timed
                 .into_iter()
                 .min_by(|a, b| a.0.total_cmp(&b.0))
-                .ok_or_else(|| format!("layer {}: no cuDNN algorithm runs it within {workspace_limit} bytes of workspace", layer.name))?;
+                .ok_or_else(|| GpuError::Build(format!("no cuDNN algorithm runs it within {workspace_limit} bytes of workspace")).in_layer(&layer.name))?;
             report(&format!("{} {:<10} ({})", shape_of(layer), fastest.name(), timings.join(", ")));
             let LayerKind::Conv { accumulator, algorithm, workspace_bytes, measured_us, runner, .. } = &mut layer.kind else { unreachable!() };
             (*accumulator, *algorithm, *workspace_bytes, *measured_us, *runner) = match fastest {
                 Timed::Legacy { sums, algo, bytes } => (sums, algo.code(), bytes, us, ConvRunner::Legacy),
                 Timed::Graph(tuned) => {
-                    let plan = SerializedPlan::new(&tuned.plan, &self.model.gpu).map_err(|e| format!("layer {}: {e}", layer.name))?;
+                    let plan = SerializedPlan::new(&tuned.plan, &self.model.gpu).map_err(|e| GpuError::from(e).in_layer(&layer.name))?;
                     (Accumulator::Int32, -1, tuned.plan.workspace_bytes(), us, ConvRunner::Graph(plan))
                 }
                 Timed::Pointwise => (Accumulator::Int32, -1, 0, us, ConvRunner::Pointwise),

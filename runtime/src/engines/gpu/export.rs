@@ -2,6 +2,7 @@
 //! (tract) computes what a plan computes. An int8 plan is checked against this model: the original
 //! fp32 model would measure what quantisation changes, not whether the GPU runs it right.
 
+use super::error::GpuError;
 use super::network::{INT8_MAX, Network, Op};
 use crate::engines::onnx_writer::{Dim, GraphWriter, attr_int, attr_ints, value_info};
 use tract_onnx::pb;
@@ -20,7 +21,7 @@ pub struct Exported {
 /// The fused (and possibly quantised) network as an ONNX model. An int8 value is held in f32 on
 /// its grid: `Round(x / scale)` clipped to [-127, 127], times `scale` (ONNX rounds ties to even, as
 /// the GPU's conversions do).
-pub fn to_onnx(net: &Network) -> Result<Exported, String> {
+pub fn to_onnx(net: &Network) -> Result<Exported, GpuError> {
     let mut g = GraphWriter::default();
     let bounds = [g.constant("int8.min", &[], &[-INT8_MAX]), g.constant("int8.max", &[], &[INT8_MAX])];
     let round_to_int8 = |g: &mut GraphWriter, name: &str, x: &str, scale: f32| {
@@ -63,7 +64,9 @@ pub fn to_onnx(net: &Network) -> Result<Exported, String> {
             Op::Quantize { scale } => round_to_int8(&mut g, name, &x, *scale),
             // Already on the grid in f32.
             Op::Dequantize => x,
-            Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => return Err(format!("node {name:?} is not fused into a convolution; export the network network::build returns")),
+            Op::BatchNorm { .. } | Op::Relu | Op::Add(_) => {
+                return Err(GpuError::Network(format!("node {name:?} is not fused into a convolution; export the network network::build returns")));
+            }
         };
         names.push(output);
     }

@@ -5,6 +5,7 @@
 use super::GpuEngine;
 use super::builder::{self, BuildRequest, Outcome};
 use super::calibration::{self, CacheOutcome, Calibration, CalibrationSet};
+use super::error::GpuError;
 use super::plan;
 use super::spec::GpuSpec;
 use crate::engines::{ElementType, Engine, SampleSource};
@@ -18,7 +19,7 @@ impl GpuSpec {
     /// The int8 calibration (None for fp16 plans): the cache when it was measured on this model,
     /// otherwise measured on `images` (the first [`CalibrationSpec::images`] of them, loaded) and
     /// cached (`force`: measured and replaced). Returns it with a line for the user.
-    pub fn calibrate(&self, images: &dyn SampleSource, force: bool) -> Result<Option<(Calibration, String)>, String> {
+    pub fn calibrate(&self, images: &dyn SampleSource, force: bool) -> Result<Option<(Calibration, String)>, GpuError> {
         if self.precision != ElementType::I8 {
             return Ok(None);
         }
@@ -35,7 +36,7 @@ impl GpuSpec {
 
     /// `generate_engines`: reuses an up-to-date plan or builds one, checked against the CPU engine
     /// on the first `checked` samples of `check` (loaded). Returns a line for the user.
-    pub fn generate(&self, check: &dyn SampleSource, checked: usize, calibration: Option<&Calibration>, progress: &mut dyn FnMut(&str)) -> Result<String, String> {
+    pub fn generate(&self, check: &dyn SampleSource, checked: usize, calibration: Option<&Calibration>, progress: &mut dyn FnMut(&str)) -> Result<String, GpuError> {
         let outcome = builder::ensure_plan(&self.request(Some((check, checked)), calibration), progress)?;
         Ok(match outcome {
             Outcome::Reused => format!("{}: up to date, reused", self.plan_path.display()),
@@ -46,10 +47,12 @@ impl GpuSpec {
     /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that names
     /// the command that rebuilds it: a run never builds or silently runs an outdated engine.
     pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
-        let calibration = self.cached_calibration().map_err(crate::Error::Data)?;
-        let key = builder::wanted_key(&self.request(None, calibration.as_ref())).map_err(crate::Error::Data)?;
-        plan::require_fresh(&self.plan_path, &key).map_err(crate::Error::Data)?;
-        let loaded = plan::Plan::load(&self.plan_path).map_err(crate::Error::Data)?;
+        // What the plan's key is made of is the plan's data here: any failure is Error::Data.
+        let data = |e: GpuError| crate::Error::Data(e.to_string());
+        let calibration = self.cached_calibration().map_err(data)?;
+        let key = builder::wanted_key(&self.request(None, calibration.as_ref())).map_err(data)?;
+        plan::require_fresh(&self.plan_path, &key)?;
+        let loaded = plan::Plan::load(&self.plan_path)?;
         Ok(GpuEngine::open_all(devices, &loaded, self.input, self.options)?)
     }
 }

@@ -9,6 +9,7 @@
 //! space-to-depth image's 12 channels, unpadded, instead of 32. Algorithms, graphs and accumulators
 //! are left unset here: choosing them needs the GPU (see `builder`).
 
+use super::error::GpuError;
 use super::network::{Network, Node, Op, Shape, SpaceToDepth, WeightScaling, assign_buffers, fuse_conv_quantization, fuse_pool_conversions, space_to_depth};
 use super::plan::{Accumulator, ConvRunner, LayerKind, PlannedLayer};
 use super::stem;
@@ -69,7 +70,7 @@ pub fn pad_channels(net: &mut Network, image_align: usize) {
 /// Lowers a fused network (see `network::build`) for a GPU that has our tensor-core kernels
 /// (`tensor_cores`: compute capability 8.0 or later) or not: with them, an int8 plan's stem writes
 /// int8 for the max pooling after it (`stem`).
-pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, String> {
+pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, GpuError> {
     let classes = net.classes;
     let mut net = net.clone();
     let input_layout = space_to_depth(&mut net);
@@ -111,7 +112,9 @@ pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, String> {
                         blob.extend(krsc.map(|(o, w)| (w / q.weight_scales[o]).round() as i8 as u8));
                         let bias_offset = align_blob(&mut blob);
                         blob.extend(conv.bias.iter().flat_map(|b| (b / q.output_scale).to_le_bytes()));
-                        let int8_input = |v| net.int8_scale(v).ok_or_else(|| format!("node {:?}: an int8 convolution reads an fp16 value (run network::quantize)", node.name));
+                        let int8_input = |v| {
+                            net.int8_scale(v).ok_or_else(|| GpuError::Network(format!("node {:?}: an int8 convolution reads an fp16 value (run network::quantize)", node.name)))
+                        };
                         let x = int8_input(node.input)?;
                         let z = conv.residual.map(int8_input).transpose()?;
                         // The graph's epilogue sums in the residual's units (the output's without one).
@@ -149,8 +152,10 @@ pub fn lower(net: &Network, tensor_cores: bool) -> Result<Lowered, String> {
             &Op::MaxPool { kernel, stride, pad, int8_output } => LayerKind::MaxPool { kernel, stride, pad, int8_input: net.int8_scale(node.input).is_some(), int8_output },
             Op::GlobalAveragePool => LayerKind::GlobalAveragePool { int8_input: net.int8_scale(node.input) },
             Op::Quantize { scale } => LayerKind::Quantize { scale: *scale },
-            Op::Dequantize => LayerKind::Dequantize { scale: net.int8_scale(node.input).ok_or_else(|| format!("node {:?} dequantizes an fp16 value", node.name))? },
-            other => return Err(format!("node {:?}: {other:?} survived fusion; the GPU cannot run it", node.name)),
+            Op::Dequantize => {
+                LayerKind::Dequantize { scale: net.int8_scale(node.input).ok_or_else(|| GpuError::Network(format!("node {:?} dequantizes an fp16 value", node.name)))? }
+            }
+            other => return Err(GpuError::Network(format!("node {:?}: {other:?} survived fusion; the GPU cannot run it", node.name))),
         };
         layers.push(PlannedLayer { name: node.name.clone(), kind, input: node.input, output: i + 1, input_shape: shapes[node.input], output_shape: shapes[i + 1] });
     }

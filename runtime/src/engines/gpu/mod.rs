@@ -32,6 +32,7 @@ pub mod builder;
 pub mod calibration;
 pub mod cudnn;
 pub mod device;
+pub mod error;
 pub mod exec;
 pub mod export;
 pub mod graph;
@@ -47,7 +48,8 @@ pub mod stem;
 mod network_tests;
 
 use crate::engines::{Engine, InputSpec, Sample, SampleSource};
-use device::DeviceBuffer;
+use device::{DeviceBuffer, DeviceError};
+pub use error::GpuError;
 use exec::{DeviceModel, Slot};
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -103,14 +105,14 @@ pub struct GpuEngine {
 }
 
 impl GpuEngine {
-    pub fn open(ordinal: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<GpuEngine, String> {
+    pub fn open(ordinal: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<GpuEngine, GpuError> {
         let model = DeviceModel::load(ordinal, &plan.header, &plan.blob, input)?;
         let workspace = plan.header.layers.iter().map(|l| match l.kind {
             plan::LayerKind::Conv { workspace_bytes, .. } => workspace_bytes,
             _ => 0,
         });
         let workspace = workspace.max().unwrap_or(0).min(options.workspace_bytes.max(1));
-        let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.workspace_bytes, options.use_graphs)).collect::<Result<Vec<_>, _>>()?;
+        let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.workspace_bytes, options.use_graphs)).collect::<Result<Vec<_>, GpuError>>()?;
         let resident = match options.resident_samples {
             0 => None,
             n => Some(ResidentPool { buffer: DeviceBuffer::new(n * input.sample_bytes())?, capacity: n, sample_bytes: input.sample_bytes(), slots: Mutex::new(HashMap::new()) }),
@@ -119,19 +121,19 @@ impl GpuEngine {
     }
 
     /// Every GPU of the machine, each with the same plan.
-    pub fn open_all(devices: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, String> {
+    pub fn open_all(devices: usize, plan: &plan::Plan, input: InputSpec, options: RunOptions) -> Result<Vec<Arc<dyn Engine>>, GpuError> {
         open_each(devices, |d| GpuEngine::open(d, plan, input, options))
     }
 
     /// Runs one batch (at most the plan's batch size) and returns the top-1 classes; with
     /// `logits`, also the fp32 logits (correctness checks).
-    pub fn classify(&self, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
+    pub fn classify(&self, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), GpuError> {
         self.slots.with(|slot| self.classify_on(slot, indices, source, logits))
     }
 
-    fn classify_on(&self, slot: &mut Slot, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), String> {
+    fn classify_on(&self, slot: &mut Slot, indices: &[usize], source: &dyn SampleSource, logits: bool) -> Result<(Vec<i32>, Vec<f32>), GpuError> {
         let n = indices.len();
-        self.model.ctx.bind_to_thread().map_err(|e| format!("CUDA: {e:?}"))?;
+        self.model.ctx.bind_to_thread().map_err(|e| GpuError::Run(format!("CUDA: {e:?}")))?;
         let resident = match &self.resident {
             Some(pool) => pool.slots_for(indices, source)?,
             None => None,
@@ -166,7 +168,7 @@ impl Engine for GpuEngine {
 
     fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
         for chunk in indices.chunks(self.model.max_batch()) {
-            let (classes, _) = self.classify(chunk, source, false)?;
+            let (classes, _) = self.classify(chunk, source, false).map_err(|e| e.to_string())?;
             outputs.extend(classes.iter().map(|c| c.to_le_bytes().to_vec()));
         }
         Ok(())
@@ -174,19 +176,19 @@ impl Engine for GpuEngine {
 }
 
 /// An engine on each of the system's `devices` GPUs, which this machine must have.
-pub fn open_each<E: Engine + 'static>(devices: usize, open: impl Fn(usize) -> Result<E, String>) -> Result<Vec<Arc<dyn Engine>>, String> {
+pub fn open_each<E: Engine + 'static, Err: From<DeviceError>>(devices: usize, open: impl Fn(usize) -> Result<E, Err>) -> Result<Vec<Arc<dyn Engine>>, Err> {
     let present = device::device_count()?;
     if present < devices {
-        return Err(format!("the system has {devices} GPUs but this machine shows {present}"));
+        return Err(DeviceError::TooFewGpus { devices, present }.into());
     }
     (0..devices).map(|d| open(d).map(|e| Arc::new(e) as Arc<dyn Engine>)).collect()
 }
 
 /// Sample `index`, which must have the size the plan's input format gives.
-fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<Sample, String> {
+fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<Sample, GpuError> {
     let sample = source.sample(index);
     if sample.len() != bytes {
-        return Err(format!("sample {index} has {} bytes, the engine expects {bytes}", sample.len()));
+        return Err(GpuError::Run(format!("sample {index} has {} bytes, the engine expects {bytes}", sample.len())));
     }
     Ok(sample)
 }
@@ -203,7 +205,7 @@ struct ResidentPool {
 }
 
 impl ResidentPool {
-    fn slots_for(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Option<Vec<i32>>, String> {
+    fn slots_for(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Option<Vec<i32>>, GpuError> {
         let mut map = self.slots.lock().expect("resident pool");
         let missing = indices.iter().filter(|i| !map.contains_key(i)).count();
         if map.len() + missing > self.capacity {
@@ -216,7 +218,7 @@ impl ResidentPool {
                 Some(&s) => s,
                 None => {
                     let sample = sized_sample(source, i, self.sample_bytes)?;
-                    self.buffer.upload(next as usize * self.sample_bytes, &sample[..]).map_err(|e| format!("CUDA upload of sample {i}: {e:?}"))?;
+                    self.buffer.upload(next as usize * self.sample_bytes, &sample[..]).map_err(|source| GpuError::SampleUpload { index: i, source })?;
                     map.insert(i, next);
                     next
                 }

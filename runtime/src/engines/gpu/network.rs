@@ -16,6 +16,7 @@
 //! [`fuse_pool_conversions`] and [`fuse_conv_quantization`] (int8 conversions moved into the
 //! pooling and the stem).
 
+use super::error::GpuError;
 use crate::engines::onnx_reader::{attr_float, attr_int, attr_ints, f32_values};
 use tract_onnx::pb;
 
@@ -217,7 +218,7 @@ fn out_size(size: usize, kernel: usize, stride: usize, pad: usize) -> usize {
 }
 
 /// Imports an ONNX image classifier and runs every pass: the graph the GPU engine runs.
-pub fn build(model: &pb::ModelProto) -> Result<Network, String> {
+pub fn build(model: &pb::ModelProto) -> Result<Network, GpuError> {
     let mut net = import(model)?;
     fold_batch_norms(&mut net);
     fuse_residuals(&mut net);
@@ -380,12 +381,12 @@ pub const INT8_MAX: f32 = 127.0;
 /// exactly what the GPU's int8 arithmetic does, up to rounding ties. `Quantize` goes where fp16
 /// values enter the int8 region and `Dequantize` where int8 values leave it. Returns the number of
 /// int8 convolutions.
-pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32>, scaling: &dyn Fn(&str) -> WeightScaling) -> Result<usize, String> {
-    let scale_of = |tensor: &str| -> Result<f32, String> {
+pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32>, scaling: &dyn Fn(&str) -> WeightScaling) -> Result<usize, GpuError> {
+    let scale_of = |tensor: &str| -> Result<f32, GpuError> {
         match amax.get(tensor) {
             Some(&a) if a.is_finite() && a >= 0.0 => Ok(a.max(f32::MIN_POSITIVE) / INT8_MAX),
-            Some(a) => Err(format!("the calibration cache gives tensor {tensor:?} the range {a}; recalibrate")),
-            None => Err(format!("the calibration cache has no range for tensor {tensor:?} (calibrated on another model?); recalibrate")),
+            Some(a) => Err(GpuError::Network(format!("the calibration cache gives tensor {tensor:?} the range {a}; recalibrate"))),
+            None => Err(GpuError::Network(format!("the calibration cache has no range for tensor {tensor:?} (calibrated on another model?); recalibrate"))),
         }
     };
     let mut count = 0;
@@ -432,7 +433,7 @@ pub fn quantize(net: &mut Network, amax: &std::collections::BTreeMap<String, f32
         if !(net.nodes.iter().any(crossing) || (int8 && net.output == v)) {
             continue;
         }
-        let producer = net.producer(v).ok_or("an int8 convolution reads the image; the stem must stay fp16")?;
+        let producer = net.producer(v).ok_or_else(|| GpuError::Network("an int8 convolution reads the image; the stem must stay fp16".into()))?;
         let (name, tensor) = (producer.name.clone(), producer.tensor.clone());
         let (suffix, op) = if int8 { ("dequantize", Op::Dequantize) } else { ("quantize", Op::Quantize { scale: scale_of(&tensor)? }) };
         let q = net.insert_after_input(Node { name: format!("{name}/{suffix}"), op, input: v, tensor });
@@ -510,7 +511,7 @@ pub fn fuse_conv_quantization(net: &mut Network, takes: &dyn Fn(&Node, Shape) ->
 }
 
 /// After the passes only convolutions and pooling may remain.
-fn check_fused(net: &Network) -> Result<(), String> {
+fn check_fused(net: &Network) -> Result<(), GpuError> {
     for node in &net.nodes {
         let what = match &node.op {
             Op::BatchNorm { .. } => "a BatchNormalization that follows no convolution (or one read elsewhere)",
@@ -518,7 +519,7 @@ fn check_fused(net: &Network) -> Result<(), String> {
             Op::Add(_) => "an Add of two values neither of which is a convolution read only by it",
             _ => continue,
         };
-        return Err(format!("node {:?} is {what}; the GPU engine runs only fused convolution chains", node.name));
+        return Err(GpuError::Network(format!("node {:?} is {what}; the GPU engine runs only fused convolution chains", node.name)));
     }
     Ok(())
 }
@@ -526,10 +527,10 @@ fn check_fused(net: &Network) -> Result<(), String> {
 /// Reads the ONNX graph into unfused nodes. Shape-only operators after global pooling (Flatten,
 /// Reshape, Squeeze) and a final Softmax / ArgMax (the engine answers with the top-1 class, which
 /// a softmax does not change) are dropped.
-pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
-    let graph = model.graph.as_ref().ok_or("the ONNX model has no graph")?;
+pub fn import(model: &pb::ModelProto) -> Result<Network, GpuError> {
+    let graph = model.graph.as_ref().ok_or_else(|| GpuError::Network("the ONNX model has no graph".into()))?;
     let initializers: std::collections::HashMap<&str, &pb::TensorProto> = graph.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
-    let input = graph.input.iter().find(|i| !initializers.contains_key(i.name.as_str())).ok_or("the ONNX model has no image input")?;
+    let input = graph.input.iter().find(|i| !initializers.contains_key(i.name.as_str())).ok_or_else(|| GpuError::Network("the ONNX model has no image input".into()))?;
     let dims = input_dims(input)?;
     let (channels, height, width) = (dims[1], dims[2], dims[3]);
     let mut values: std::collections::HashMap<String, ValueId> = std::collections::HashMap::from([(input.name.clone(), 0)]);
@@ -538,29 +539,30 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
 
     for node in &graph.node {
         let name = if node.name.is_empty() { node.output.first().cloned().unwrap_or_default() } else { node.name.clone() };
-        let at = |i: usize| -> Result<ValueId, String> {
-            let input = node.input.get(i).ok_or_else(|| format!("node {name:?} ({}) lacks input {i}", node.op_type))?;
-            values.get(input).copied().ok_or_else(|| format!("node {name:?} ({}) reads {input:?}, which no earlier node produces", node.op_type))
+        let at = |i: usize| -> Result<ValueId, GpuError> {
+            let input = node.input.get(i).ok_or_else(|| GpuError::Network(format!("node {name:?} ({}) lacks input {i}", node.op_type)))?;
+            values.get(input).copied().ok_or_else(|| GpuError::Network(format!("node {name:?} ({}) reads {input:?}, which no earlier node produces", node.op_type)))
         };
-        let weight = |i: usize| -> Result<(Vec<usize>, Vec<f32>), String> {
-            let input = node.input.get(i).ok_or_else(|| format!("node {name:?} ({}) lacks input {i}", node.op_type))?;
-            let t = initializers.get(input.as_str()).ok_or_else(|| format!("node {name:?} ({}): input {input:?} must be a constant initializer", node.op_type))?;
-            Ok((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?))
+        let weight = |i: usize| -> Result<(Vec<usize>, Vec<f32>), GpuError> {
+            let input = node.input.get(i).ok_or_else(|| GpuError::Network(format!("node {name:?} ({}) lacks input {i}", node.op_type)))?;
+            let t =
+                initializers.get(input.as_str()).ok_or_else(|| GpuError::Network(format!("node {name:?} ({}): input {input:?} must be a constant initializer", node.op_type)))?;
+            Ok((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t).map_err(GpuError::Network)?))
         };
         let op = match node.op_type.as_str() {
             "Conv" => {
                 let (dims, w) = weight(1)?;
-                let [cout, cin, kh, kw] = dims[..] else { return Err(format!("Conv {name:?}: weight must be 4-D, not {dims:?}")) };
+                let [cout, cin, kh, kw] = dims[..] else { return Err(GpuError::Network(format!("Conv {name:?}: weight must be 4-D, not {dims:?}"))) };
                 let ints = |key: &str| attr_ints(node, key);
                 let strides = ints("strides").unwrap_or_else(|| vec![1, 1]);
                 let pads = ints("pads").unwrap_or_else(|| vec![0; 4]);
                 if kh != kw || strides.iter().any(|&s| s != strides[0]) || pads.iter().any(|&p| p != pads[0]) {
-                    return Err(format!(
+                    return Err(GpuError::Network(format!(
                         "Conv {name:?}: only square kernels with equal strides and symmetric pads run on the GPU engine (kernel {kh}x{kw}, strides {strides:?}, pads {pads:?})"
-                    ));
+                    )));
                 }
                 if ints("dilations").is_some_and(|d| d.iter().any(|&x| x != 1)) || attr_int(node, "group").is_some_and(|g| g != 1) {
-                    return Err(format!("Conv {name:?}: dilated or grouped convolutions are not supported"));
+                    return Err(GpuError::Network(format!("Conv {name:?}: dilated or grouped convolutions are not supported")));
                 }
                 let bias = if node.input.len() > 2 { weight(2)?.1 } else { vec![0.0; cout] };
                 Op::Conv(Conv {
@@ -590,7 +592,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                         c.bias.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
                         *tensor = node.output[0].clone();
                     }
-                    _ => return Err(format!("Add {name:?}: a constant addend is supported only as a classifier bias")),
+                    _ => return Err(GpuError::Network(format!("Add {name:?}: a constant addend is supported only as a classifier bias"))),
                 }
                 values.insert(node.output[0].clone(), v);
                 continue;
@@ -601,7 +603,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 let s = attr_ints(node, "strides").unwrap_or_else(|| vec![1, 1]);
                 let p = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]);
                 if k.len() != 2 || k[0] != k[1] || s[0] != s[1] || p.iter().any(|&x| x != p[0]) {
-                    return Err(format!("MaxPool {name:?}: only square windows with symmetric pads are supported"));
+                    return Err(GpuError::Network(format!("MaxPool {name:?}: only square windows with symmetric pads are supported")));
                 }
                 Op::MaxPool { kernel: k[0] as usize, stride: s[0] as usize, pad: p[0] as usize, int8_output: None }
             }
@@ -617,9 +619,9 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 if node.op_type == "Gemm"
                     && (attr_float(node, "alpha").unwrap_or(1.0) != 1.0 || attr_float(node, "beta").unwrap_or(1.0) != 1.0 || attr_int(node, "transA") == Some(1))
                 {
-                    return Err(format!("Gemm {name:?}: only alpha = beta = 1 without transA is supported"));
+                    return Err(GpuError::Network(format!("Gemm {name:?}: only alpha = beta = 1 without transA is supported")));
                 }
-                let [rows, cols] = dims[..] else { return Err(format!("{} {name:?}: weight must be 2-D", node.op_type)) };
+                let [rows, cols] = dims[..] else { return Err(GpuError::Network(format!("{} {name:?}: weight must be 2-D", node.op_type))) };
                 let (cout, cin) = if trans_b { (rows, cols) } else { (cols, rows) };
                 // OIHW with 1x1 kernels is the [cout][cin] matrix.
                 let weight = if trans_b { w } else { (0..cout).flat_map(|o| (0..cin).map(move |i| (o, i))).map(|(o, i)| w[i * cout + o]).collect() };
@@ -627,9 +629,9 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
                 Op::Conv(Conv { cin, cout, kernel: 1, stride: 1, pad: 0, weight, bias, residual: None, relu: false, int8: None, quantized_output: None })
             }
             other => {
-                return Err(format!(
+                return Err(GpuError::Network(format!(
                     "node {name:?}: ONNX operator {other} is not supported by the GPU engine builder (it runs Conv, BatchNormalization, Relu, Add, MaxPool, GlobalAveragePool/ReduceMean, Gemm/MatMul and shape-only operators after pooling)"
-                ));
+                )));
             }
         };
         pooled |= matches!(op, Op::GlobalAveragePool);
@@ -637,26 +639,26 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, String> {
         net.nodes.push(Node { name, op, input, tensor: node.output[0].clone() });
         values.insert(node.output[0].clone(), net.nodes.len());
     }
-    let output = graph.output.first().ok_or("the ONNX model has no output")?;
-    net.output = *values.get(&output.name).ok_or_else(|| format!("output {:?} is produced by no node", output.name))?;
+    let output = graph.output.first().ok_or_else(|| GpuError::Network("the ONNX model has no output".into()))?;
+    net.output = *values.get(&output.name).ok_or_else(|| GpuError::Network(format!("output {:?} is produced by no node", output.name)))?;
     net.classes = net.shapes()[net.output].0;
     Ok(net)
 }
 
-fn weight_bias(initializers: &std::collections::HashMap<&str, &pb::TensorProto>, name: &str, n: usize) -> Result<Vec<f32>, String> {
-    let t = initializers.get(name).ok_or_else(|| format!("bias {name:?} must be a constant initializer"))?;
-    let v = f32_values(t)?;
+fn weight_bias(initializers: &std::collections::HashMap<&str, &pb::TensorProto>, name: &str, n: usize) -> Result<Vec<f32>, GpuError> {
+    let t = initializers.get(name).ok_or_else(|| GpuError::Network(format!("bias {name:?} must be a constant initializer")))?;
+    let v = f32_values(t).map_err(GpuError::Network)?;
     if v.len() != n {
-        return Err(format!("bias {name:?} has {} values, expected {n}", v.len()));
+        return Err(GpuError::Network(format!("bias {name:?} has {} values, expected {n}", v.len())));
     }
     Ok(v)
 }
 
-fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, String> {
+fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, GpuError> {
     use pb::tensor_shape_proto::dimension::Value;
     use pb::type_proto::Value as TypeValue;
     let Some(TypeValue::TensorType(t)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
-        return Err(format!("input {:?} is not a tensor", input.name));
+        return Err(GpuError::Network(format!("input {:?} is not a tensor", input.name)));
     };
     let dims: Vec<Option<usize>> = t.shape.as_ref().map_or(Vec::new(), |s| {
         s.dim
@@ -669,7 +671,7 @@ fn input_dims(input: &pb::ValueInfoProto) -> Result<Vec<usize>, String> {
     });
     match dims[..] {
         [_, Some(c), Some(h), Some(w)] => Ok(vec![0, c, h, w]),
-        _ => Err(format!("input {:?} must be NCHW with fixed C, H and W (any batch), not {dims:?}", input.name)),
+        _ => Err(GpuError::Network(format!("input {:?} must be NCHW with fixed C, H and W (any batch), not {dims:?}", input.name))),
     }
 }
 

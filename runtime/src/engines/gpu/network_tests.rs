@@ -331,7 +331,7 @@ fn unsupported_graphs_are_refused_by_name() {
     let graph = proto.graph.as_mut().unwrap();
     graph.node[1].op_type = "Sigmoid".into();
     let name = graph.node[1].name.clone();
-    let e = build(&proto).unwrap_err();
+    let e = build(&proto).unwrap_err().to_string();
     assert!(e.contains(&format!("node {name:?}")) && e.contains("Sigmoid is not supported"), "{e}");
 
     // A Relu reading the image fuses into nothing.
@@ -342,7 +342,7 @@ fn unsupported_graphs_are_refused_by_name() {
         .node
         .insert(0, tract_onnx::pb::NodeProto { op_type: "Relu".into(), name: "pre".into(), input: first.input[..1].to_vec(), output: vec!["pre".into()], ..Default::default() });
     graph.node[1].input[0] = "pre".into();
-    let e = build(&proto).unwrap_err();
+    let e = build(&proto).unwrap_err().to_string();
     assert!(e.contains("\"pre\" is a Relu that follows no convolution"), "{e}");
 }
 
@@ -398,7 +398,7 @@ fn calibration_measures_each_fused_value_under_its_onnx_name() {
     let (_, outcome) = calibration::ensure(&cache, &model_path, &set, false).unwrap();
     assert_eq!(outcome, calibration::CacheOutcome::Reused);
     std::fs::write(&model_path, prost::Message::encode_to_vec(&model::resnet50_with_batch_norms(SIZE, 8))).unwrap();
-    let e = calibration::ensure(&cache, &model_path, &set, false).unwrap_err();
+    let e = calibration::ensure(&cache, &model_path, &set, false).unwrap_err().to_string();
     assert!(e.contains("was measured on a model with sha256") && e.contains("--force"), "{e}");
     let (again, outcome) = calibration::ensure(&cache, &model_path, &set, true).unwrap();
     assert!(outcome == calibration::CacheOutcome::Written && again.model_sha256 != measured.model_sha256);
@@ -419,7 +419,7 @@ fn calibration_caches_with_errors_are_refused_with_their_line() {
         ("mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1: 2.5\nconv_2: -1\n", "c.cache:3: a range that is not"),
         ("mlperf-calibration 2 percentile=99.99 model-sha256=ab images=4\nconv_1: 2.5\n\nconv_1: 3\n", "c.cache:4: a tensor listed twice"),
     ] {
-        let e = Calibration::parse(text, "c.cache").unwrap_err();
+        let e = Calibration::parse(text, "c.cache").unwrap_err().to_string();
         assert!(e.starts_with(want), "{e}");
     }
 }
@@ -466,7 +466,7 @@ fn int8_runs_between_the_pool_and_the_classifier_and_keeps_the_answers() {
     let mut missing = ranges.clone();
     let tensor = q.nodes.iter().find(|n| matches!(&n.op, Op::Conv(c) if c.int8.is_some())).unwrap().tensor.clone();
     missing.remove(&tensor);
-    let e = quantize(&mut net.clone(), &missing, &|_| WeightScaling::PerTensor).unwrap_err();
+    let e = quantize(&mut net.clone(), &missing, &|_| WeightScaling::PerTensor).unwrap_err().to_string();
     assert!(e.contains(&format!("no range for tensor {tensor:?}")), "{e}");
 }
 
@@ -748,13 +748,13 @@ fn a_plan_running_our_kernels_on_layers_they_do_not_take_is_refused_before_any_g
         let LayerKind::Conv { runner, .. } = &mut layer.kind else { unreachable!() };
         *runner = wrong;
         let name = layer.name.clone();
-        let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused");
+        let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused").to_string();
         assert!(e.contains(&format!("layer {name} {refusal}")) && e.ends_with("rebuild it"), "{e}");
     }
     // The stem kernel's own layer, left to cuDNN, is refused as well: only our kernel writes int8 from fp16.
     let mut plan = super::builder::lowered_plan(&int8_resnet50().1, super::plan::tests::key(), std::path::Path::new("model.onnx")).unwrap();
     let LayerKind::Conv { runner, .. } = &mut plan.header.layers[0].kind else { panic!("the stem first") };
     *runner = ConvRunner::Legacy;
-    let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused");
+    let e = super::exec::DeviceModel::load(0, &plan.header, &plan.blob, input).err().expect("refused").to_string();
     assert!(e.contains("and our stem kernel do not match"), "{e}");
 }

@@ -9,6 +9,7 @@
 //! The header's `key` says what the plan was built from; `blob_sha256` guards the weights. Reading
 //! the header alone is enough to decide whether a plan is up to date ([`check`]).
 
+pub use super::error::PlanError;
 use super::graph::plan::SerializedPlan;
 use super::network::{SpaceToDepth, WeightScaling};
 use serde::de::DeserializeOwned;
@@ -229,13 +230,14 @@ fn hex(digest: &[u8]) -> String {
 }
 
 /// sha256 of a file, streamed.
-pub fn file_sha256(path: &Path) -> Result<String, String> {
+pub fn file_sha256(path: &Path) -> Result<String, PlanError> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let io = |source| PlanError::Io { path: path.to_path_buf(), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = file.read(&mut buf).map_err(|e| format!("{}: {e}", path.display()))?;
+        let n = file.read(&mut buf).map_err(io)?;
         if n == 0 {
             break;
         }
@@ -257,36 +259,36 @@ impl<H: Header> Plan<H> {
     }
 
     /// Parses and verifies a whole plan (header and weights).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Plan<H>, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Plan<H>, PlanError> {
         let (header, start) = parse_header::<H>(bytes)?;
         let blob = &bytes[start..];
         if blob.len() != header.blob_len() {
-            return Err(format!("weights are {} bytes, the header says {} (truncated file?)", blob.len(), header.blob_len()));
+            return Err(PlanError::Truncated { found: blob.len(), expected: header.blob_len() });
         }
         let digest = sha256_hex(blob);
         if digest != header.blob_sha256() {
-            return Err(format!("weights checksum {digest} does not match the header's {}", header.blob_sha256()));
+            return Err(PlanError::Checksum { found: digest, expected: header.blob_sha256().to_string() });
         }
         Ok(Plan { header, blob: blob.to_vec() })
     }
 
-    pub fn load(path: &Path) -> Result<Plan<H>, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read engine plan {}: {e}", path.display()))?;
-        Plan::from_bytes(&bytes).map_err(|e| format!("engine plan {} is corrupt: {e}; rebuild it with `mlperf generate_engines`", path.display()))
+    pub fn load(path: &Path) -> Result<Plan<H>, PlanError> {
+        let bytes = std::fs::read(path).map_err(|source| PlanError::Unreadable { path: path.to_path_buf(), source })?;
+        Plan::from_bytes(&bytes).map_err(|e| PlanError::Corrupt { path: path.to_path_buf(), source: Box::new(e) })
     }
 }
 
-fn parse_header<H: DeserializeOwned>(bytes: &[u8]) -> Result<(H, usize), String> {
+fn parse_header<H: DeserializeOwned>(bytes: &[u8]) -> Result<(H, usize), PlanError> {
     if bytes.len() < 20 || &bytes[..8] != MAGIC {
-        return Err("not an engine plan (bad magic)".into());
+        return Err(PlanError::BadMagic);
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
     if version != FORMAT_VERSION {
-        return Err(format!("plan format {version}, this binary reads {FORMAT_VERSION}"));
+        return Err(PlanError::FormatVersion { found: version, reads: FORMAT_VERSION });
     }
     let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes")) as usize;
-    let end = 20usize.checked_add(len).filter(|&e| e <= bytes.len()).ok_or("header runs past the end of the file")?;
-    let header = serde_json::from_slice(&bytes[20..end]).map_err(|e| format!("unreadable header: {e}"))?;
+    let end = 20usize.checked_add(len).filter(|&e| e <= bytes.len()).ok_or(PlanError::HeaderPastEnd)?;
+    let header = serde_json::from_slice(&bytes[20..end]).map_err(PlanError::UnreadableHeader)?;
     Ok((header, end))
 }
 
@@ -297,18 +299,18 @@ struct Keyed {
 }
 
 /// Reads only a plan's key (cheap: no weights are hashed), whatever the engine's header.
-fn read_key(path: &Path) -> Result<PlanKey, String> {
+fn read_key(path: &Path) -> Result<PlanKey, PlanError> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = std::fs::File::open(path).map_err(|source| PlanError::Io { path: path.to_path_buf(), source })?;
     let mut prefix = [0u8; 20];
-    file.read_exact(&mut prefix).map_err(|_| "shorter than a plan header".to_string())?;
+    file.read_exact(&mut prefix).map_err(|_| PlanError::ShortHeader)?;
     let len = u64::from_le_bytes(prefix[12..20].try_into().expect("8 bytes")) as usize;
     if len > 64 << 20 {
-        return Err(format!("header length {len} is implausible"));
+        return Err(PlanError::ImplausibleHeader(len));
     }
     let mut bytes = prefix.to_vec();
     bytes.resize(20 + len, 0);
-    file.read_exact(&mut bytes[20..]).map_err(|_| "header runs past the end of the file".to_string())?;
+    file.read_exact(&mut bytes[20..]).map_err(|_| PlanError::HeaderPastEnd)?;
     parse_header::<Keyed>(&bytes).map(|(h, _)| h.key)
 }
 
@@ -318,7 +320,7 @@ pub fn check(path: &Path, wanted: &PlanKey) -> PlanStatus {
         return PlanStatus::Missing;
     }
     match read_key(path) {
-        Err(e) => PlanStatus::Corrupt(e),
+        Err(e) => PlanStatus::Corrupt(e.to_string()),
         Ok(key) => match key.differences(wanted) {
             d if d.is_empty() => PlanStatus::Fresh,
             d => PlanStatus::Stale(d),
@@ -328,13 +330,13 @@ pub fn check(path: &Path, wanted: &PlanKey) -> PlanStatus {
 
 /// Refuses a plan that is not there, not what the run wants, or unreadable, naming the command
 /// that rebuilds it: runs never build, and never run a stale plan.
-pub fn require_fresh(path: &Path, wanted: &PlanKey) -> Result<(), String> {
-    let rebuild = "run `mlperf generate_engines` with the same selection first";
-    match check(path, wanted) {
+pub fn require_fresh(path: &Path, wanted: &PlanKey) -> Result<(), PlanError> {
+    let path = path.to_path_buf();
+    match check(&path, wanted) {
         PlanStatus::Fresh => Ok(()),
-        PlanStatus::Missing => Err(format!("no engine plan {}: {rebuild}", path.display())),
-        PlanStatus::Stale(d) => Err(format!("engine plan {} is stale ({}): {rebuild}", path.display(), d.join("; "))),
-        PlanStatus::Corrupt(e) => Err(format!("engine plan {} is corrupt ({e}): {rebuild}", path.display())),
+        PlanStatus::Missing => Err(PlanError::Missing { path }),
+        PlanStatus::Stale(differences) => Err(PlanError::Stale { path, differences }),
+        PlanStatus::Corrupt(reason) => Err(PlanError::CorruptKey { path, reason }),
     }
 }
 
@@ -418,12 +420,12 @@ pub(super) mod tests {
 
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert!(Plan::<PlanHeader>::from_bytes(&flipped).unwrap_err().contains("checksum"));
-        assert!(Plan::<PlanHeader>::from_bytes(&bytes[..bytes.len() - 10]).unwrap_err().contains("truncated"));
-        assert!(Plan::<PlanHeader>::from_bytes(b"not a plan at all, really").unwrap_err().contains("magic"));
+        assert!(Plan::<PlanHeader>::from_bytes(&flipped).unwrap_err().to_string().contains("checksum"));
+        assert!(Plan::<PlanHeader>::from_bytes(&bytes[..bytes.len() - 10]).unwrap_err().to_string().contains("truncated"));
+        assert!(Plan::<PlanHeader>::from_bytes(b"not a plan at all, really").unwrap_err().to_string().contains("magic"));
         let mut future = bytes.clone();
         future[8] = 99;
-        assert!(Plan::<PlanHeader>::from_bytes(&future).unwrap_err().contains("plan format 99"));
+        assert!(Plan::<PlanHeader>::from_bytes(&future).unwrap_err().to_string().contains("plan format 99"));
     }
 
     #[test]
@@ -452,12 +454,12 @@ pub(super) mod tests {
         let dir = tempdir().join("refuse");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.plan");
-        let e = require_fresh(&path, &key()).unwrap_err();
+        let e = require_fresh(&path, &key()).unwrap_err().to_string();
         assert!(e.starts_with(&format!("no engine plan {}", path.display())) && e.ends_with("run `mlperf generate_engines` with the same selection first"), "{e}");
         std::fs::write(&path, plan().to_bytes()).unwrap();
-        assert_eq!(require_fresh(&path, &key()), Ok(()));
+        assert!(require_fresh(&path, &key()).is_ok());
         let int8 = PlanKey { precision: crate::engines::ElementType::I8, calibration_sha256: "ef".repeat(32), ..key() };
-        let e = require_fresh(&path, &int8).unwrap_err();
+        let e = require_fresh(&path, &int8).unwrap_err().to_string();
         assert!(
             e.contains("is stale (")
                 && e.contains("precision: plan has \"fp16\", needed \"int8\"")
@@ -466,7 +468,7 @@ pub(super) mod tests {
             "{e}"
         );
         std::fs::write(&path, b"not a plan").unwrap();
-        assert!(require_fresh(&path, &key()).unwrap_err().contains("is corrupt"));
+        assert!(require_fresh(&path, &key()).unwrap_err().to_string().contains("is corrupt"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

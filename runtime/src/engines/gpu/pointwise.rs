@@ -2,7 +2,7 @@
 //! ResNet50 builder times it beside cuDNN's legacy call and graph (`exec::Slot::choose_algorithms`),
 //! and `mlperf bench cudnn_graph` checks and times it on ResNet50's 1x1 shapes.
 
-use super::device::{DevicePtr, compile_for, cu};
+use super::device::{DeviceError, DevicePtr, compile_for, cu};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub fn takes(input: usize, output: usize) -> bool {
 
 /// The kernel compiled for `ctx`'s GPU of compute `capability`, or `None` below 8.0 (no int8
 /// `mma.sync`).
-pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<CudaFunction>, String> {
+pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<CudaFunction>, DeviceError> {
     if capability.0 < 8 {
         return Ok(None);
     }
@@ -71,7 +71,7 @@ impl Pointwise {
     /// [`takes`] its channel counts, every pointer addresses device memory holding its tensor at
     /// this shape (the output `stride` times smaller than the input, rounded up), and stays live
     /// until the work has run.
-    pub unsafe fn launch(&self, function: &CudaFunction, stream: &Arc<CudaStream>) -> Result<(), String> {
+    pub unsafe fn launch(&self, function: &CudaFunction, stream: &Arc<CudaStream>) -> Result<(), DeviceError> {
         let ((k, h, w), (co, ho, wo)) = (self.input, self.output);
         let (x, wp, e, y) = (self.x.raw(), self.weights.raw(), self.epilogue.raw(), self.y.raw());
         let z = self.residual.map_or(0, |r| r.raw());
@@ -84,7 +84,7 @@ impl Pointwise {
         }
         let tiles = (m as usize).div_ceil(TILE.m) * (co / TILE.n);
         let blocks = tiles.div_ceil(TILE.per_block);
-        let grid = u32::try_from(blocks).map_err(|_| format!("{blocks} blocks exceed a launch"))?;
+        let grid = u32::try_from(blocks).map_err(|_| DeviceError::LaunchTooLarge { blocks: blocks as u64 })?;
         let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: SHARED_BYTES as u32 };
         // SAFETY: the arguments are pointwise_conv_int8's parameters in order and type (5 pointers,
         // a long long, 8 ints); it reads `m` rows of `k` int8 channels (strided input pixels), the

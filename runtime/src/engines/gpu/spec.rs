@@ -4,6 +4,7 @@
 
 use super::RunOptions;
 use super::calibration::Calibration;
+use super::error::GpuError;
 use super::plan;
 use crate::engines::{ElementType, InputSpec};
 use std::path::PathBuf;
@@ -68,13 +69,13 @@ impl GpuSpec {
     }
 
     /// The calibration an int8 plan was built with, from its cache (runs never calibrate).
-    pub fn cached_calibration(&self) -> Result<Option<Calibration>, String> {
+    pub fn cached_calibration(&self) -> Result<Option<Calibration>, GpuError> {
         if self.precision != ElementType::I8 {
             return Ok(None);
         }
         let cache = &self.calibration.cache_path;
         if !cache.exists() {
-            return Err(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", cache.display()));
+            return Err(GpuError::Calibration(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", cache.display())));
         }
         Calibration::load(cache).map(Some)
     }

@@ -2,7 +2,7 @@
 //! the grid of the max pooling after it (`network::fuse_conv_quantization`). What it takes,
 //! compiling it, launching it.
 
-use super::device::{DevicePtr, compile_for, cu};
+use super::device::{DeviceError, DevicePtr, compile_for, cu};
 use super::plan::{ConvRunner, LayerKind, PlannedLayer};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, sys as ds};
 use std::sync::Arc;
@@ -58,7 +58,7 @@ pub fn runs(layer: &PlannedLayer) -> bool {
 
 /// The kernel compiled for `ctx`'s GPU of compute `capability`, or `None` below 8.0 (no fp16
 /// `mma.sync` of this shape).
-pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<CudaFunction>, String> {
+pub fn load(ctx: &Arc<CudaContext>, capability: (i32, i32)) -> Result<Option<CudaFunction>, DeviceError> {
     if capability.0 < 8 {
         return Ok(None);
     }
@@ -90,7 +90,7 @@ impl StemConv {
     /// # Safety
     /// [`takes`] its shape with [`CHANNELS`] input channels, and every pointer addresses device
     /// memory holding its tensor at this shape and stays live until the work has run.
-    pub unsafe fn launch(&self, function: &CudaFunction, stream: &Arc<CudaStream>) -> Result<(), String> {
+    pub unsafe fn launch(&self, function: &CudaFunction, stream: &Arc<CudaStream>) -> Result<(), DeviceError> {
         let ((_, h, w), (co, ho, wo)) = (self.input, self.output);
         let (x, wp, b, y) = (self.x.raw(), self.weights.raw(), self.bias.raw(), self.y.raw());
         let mut launch = stream.launch_builder(function);
@@ -102,7 +102,7 @@ impl StemConv {
         launch.arg(&self.scale);
         let tiles = self.batch * (ho * w).div_ceil(TILE_M);
         let blocks = tiles.div_ceil(TILES_PER_BLOCK);
-        let grid = u32::try_from(blocks).map_err(|_| format!("{blocks} blocks exceed a launch"))?;
+        let grid = u32::try_from(blocks).map_err(|_| DeviceError::LaunchTooLarge { blocks: blocks as u64 })?;
         let config = LaunchConfig { grid_dim: (grid, (co / TILE_N) as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: shared_bytes(w) as u32 };
         // SAFETY: the arguments are stem_conv's parameters in order and type (4 pointers, 6 ints, a
         // float); it reads the batch's images (each `h` x `w` pixels of 12 fp16 channels), the

@@ -7,6 +7,7 @@ use super::layout::{self, BertPlanHeader};
 use super::{GpuBertEngine, RunOptions, WORKSPACE_BYTES, matmul};
 use crate::benchmarks::bert::cpu::CpuBertEngine;
 use crate::engines::cpu::parallel_chunks;
+use crate::engines::gpu::GpuError;
 use crate::engines::gpu::device;
 use crate::engines::gpu::plan::{self, Plan, PlanKey, PlanStatus};
 use crate::engines::{ElementType, Engine, SampleSource};
@@ -15,7 +16,7 @@ use prost::Message as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, GpuError>;
 
 /// The most the plan's logits may differ from the CPU engine's (rms), relative to how much the
 /// reference's logits vary between a feature's tokens (rms of their standard deviations): what
@@ -65,10 +66,10 @@ impl BertGpuSpec {
         };
         progress(&format!("building {}: {reason}", self.plan_path.display()));
         let origin = self.model_path.display().to_string();
-        let bytes = std::fs::read(&self.model_path).map_err(|e| format!("cannot read model {origin}: {e}"))?;
-        let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{origin} is not an ONNX model: {e}"))?;
-        let bert = bert_import::import(&proto).map_err(|e| format!("{origin}: {e}"))?;
-        let (header, blob) = layout::lay_out(&bert, key, origin.clone()).map_err(|e| format!("{origin}: {e}"))?;
+        let bytes = std::fs::read(&self.model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
+        let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
+        let bert = bert_import::import(&proto).map_err(|e| e.in_model(&origin))?;
+        let (header, blob) = layout::lay_out(&bert, key, origin.clone()).map_err(|e| e.in_model(&origin))?;
         let s = header.shape;
         progress(&format!(
             "{} layers, hidden {}, {} heads, intermediate {}, vocabulary {}: {:.0} MB of fp16 weights",
@@ -82,7 +83,7 @@ impl BertGpuSpec {
         let mut plan = Plan { header, blob };
         plan.header.verification = self.verify(&plan, source, checked)?;
         progress(&plan.header.verification);
-        write_atomic(&self.plan_path, &plan.to_bytes())?;
+        write_atomic(&self.plan_path, &plan.to_bytes()).map_err(GpuError::Other)?;
         Ok(format!("{}: built ({reason}); {}", self.plan_path.display(), plan.header.verification))
     }
 
@@ -90,23 +91,24 @@ impl BertGpuSpec {
     fn verify(&self, plan: &Plan<BertPlanHeader>, source: &dyn SampleSource, checked: usize) -> Result<String> {
         let indices: Vec<usize> = (0..checked).collect();
         let mut gpu = Vec::new();
-        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.infer(&indices, source, &mut gpu)?;
-        let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq)?);
+        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.infer(&indices, source, &mut gpu).map_err(GpuError::Run)?;
+        let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq).map_err(GpuError::Other)?);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(checked.max(1));
         let reference = parallel_chunks(0..checked, threads, checked.div_ceil(threads).max(1), |range| {
             let mut out = Vec::new();
             cpu.infer(&range.collect::<Vec<_>>(), source, &mut out)?;
             Ok(out)
-        })?;
+        })
+        .map_err(GpuError::Other)?;
         judge(&gpu, &reference)
     }
 
     /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that
     /// names the command that rebuilds it.
     pub fn open(&self, devices: usize) -> std::result::Result<Vec<Arc<dyn Engine>>, crate::Error> {
-        let key = self.wanted_key().map_err(crate::Error::Data)?;
-        plan::require_fresh(&self.plan_path, &key).map_err(crate::Error::Data)?;
-        let loaded: Plan<BertPlanHeader> = Plan::load(&self.plan_path).map_err(crate::Error::Data)?;
+        let key = self.wanted_key().map_err(|e| crate::Error::Data(e.to_string()))?;
+        plan::require_fresh(&self.plan_path, &key)?;
+        let loaded: Plan<BertPlanHeader> = Plan::load(&self.plan_path)?;
         Ok(GpuBertEngine::open_all(devices, &loaded, self.options)?)
     }
 }
@@ -130,7 +132,7 @@ fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
     let (mut starts, mut ends, mut max_error, mut error_sq, mut values, mut spread_sq) = (0, 0, 0f32, 0f64, 0usize, 0f64);
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
         if g.len() != c.len() {
-            return Err(format!("sample {i}: the GPU answered {} logits, the CPU engine {}", g.len() / 4, c.len() / 4));
+            return Err(GpuError::Build(format!("sample {i}: the GPU answered {} logits, the CPU engine {}", g.len() / 4, c.len() / 4)));
         }
         let ((gs, ge), (cs, ce)) = (columns(g), columns(c));
         starts += usize::from(argmax(&gs) == argmax(&cs));
@@ -150,7 +152,7 @@ fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
         "checked against the CPU engine on {n} features: logits rms error {error:.2e} (max {max_error:.2e}) = {relative:.3} of their spread between tokens ({spread:.2e}); start agrees {starts}/{n}, end {ends}/{n}"
     );
     if relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() {
-        return Err(format!("the GPU BERT plan disagrees with the CPU engine: {line}"));
+        return Err(GpuError::Build(format!("the GPU BERT plan disagrees with the CPU engine: {line}")));
     }
     Ok(line)
 }
@@ -174,12 +176,12 @@ mod tests {
         let near = vec![response(&[(3.0001, 2.0), (3.0, 0.5), (0.2, 0.1)]); 10];
         assert!(judge(&near, &tie).unwrap().contains("start agrees 0/10"));
         let noisy = vec![response(&[(0.1, 2.5), (3.5, 0.5), (0.2, 0.1)]); 10];
-        assert!(judge(&noisy, &cpu).unwrap_err().contains("of their spread between tokens"));
+        assert!(judge(&noisy, &cpu).unwrap_err().to_string().contains("of their spread between tokens"));
         // Logits offset by a constant are as wrong as their offset, however large the logits.
         let flat = vec![response(&[(100.0, 100.0), (100.01, 100.0), (100.0, 100.01)]); 10];
         let shifted = vec![response(&[(100.01, 100.01), (100.02, 100.01), (100.01, 100.02)]); 10];
         assert!(judge(&shifted, &flat).is_err());
         let short = vec![response(&[(0.1, 2.0)]); 10];
-        assert!(judge(&short, &cpu).unwrap_err().contains("the GPU answered 2 logits, the CPU engine 6"));
+        assert!(judge(&short, &cpu).unwrap_err().to_string().contains("the GPU answered 2 logits, the CPU engine 6"));
     }
 }

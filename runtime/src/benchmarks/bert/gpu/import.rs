@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use tract_onnx::pb;
 
 use crate::benchmarks::bert::cpu::Role;
+use crate::engines::gpu::GpuError;
 use crate::engines::onnx_reader::{attr_float, attr_int, f32_values, i64_values};
 
 /// `y = x W + b` with `W` row-major `[inputs, outputs]`.
@@ -169,7 +170,7 @@ struct FoundLinear {
     linear: Linear,
 }
 
-fn find_linears(g: &Graph) -> Result<Vec<FoundLinear>, String> {
+fn find_linears(g: &Graph) -> Result<Vec<FoundLinear>, GpuError> {
     let mut found = Vec::new();
     for (i, n) in g.nodes.iter().enumerate() {
         let gemm = n.op_type == "Gemm";
@@ -178,11 +179,11 @@ fn find_linears(g: &Graph) -> Result<Vec<FoundLinear>, String> {
         }
         let Some(w) = n.input.get(1).and_then(|v| g.constant(v)) else { continue };
         let dims: Vec<usize> = w.dims.iter().map(|&d| d as usize).collect();
-        let [rows, cols] = dims[..] else { return Err(format!("{}: a {}-D weight; linears have 2-D weights", g.name(i), dims.len())) };
-        let values = f32_values(w).map_err(|e| format!("{}: {e}", g.name(i)))?;
+        let [rows, cols] = dims[..] else { return Err(GpuError::Network(format!("{}: a {}-D weight; linears have 2-D weights", g.name(i), dims.len()))) };
+        let values = f32_values(w).map_err(|e| GpuError::Network(format!("{}: {e}", g.name(i))))?;
         let transposed = gemm && attr_int(n, "transB") == Some(1);
         if gemm && (attr_int(n, "transA") == Some(1) || attr_float(n, "alpha").unwrap_or(1.0) != 1.0 || attr_float(n, "beta").unwrap_or(1.0) != 1.0) {
-            return Err(format!("{}: only Gemm with alpha = beta = 1 and no transA is a linear", g.name(i)));
+            return Err(GpuError::Network(format!("{}: only Gemm with alpha = beta = 1 and no transA is a linear", g.name(i))));
         }
         let (inputs, outputs) = if transposed { (cols, rows) } else { (rows, cols) };
         let weight = if transposed { (0..inputs).flat_map(|r| (0..outputs).map(move |c| (r, c))).map(|(r, c)| values[c * inputs + r]).collect() } else { values };
@@ -202,13 +203,13 @@ fn find_linears(g: &Graph) -> Result<Vec<FoundLinear>, String> {
 }
 
 /// Layer norms in graph order, by the node that starts each.
-fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, String> {
+fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, GpuError> {
     let mut norms = Vec::new();
     for (i, n) in g.nodes.iter().enumerate() {
         if n.op_type == "LayerNormalization" {
-            let operand = |k: usize| n.input.get(k).and_then(|v| g.constant(v)).ok_or_else(|| format!("{}: input {k} is not a constant", g.name(i)));
-            let gamma = f32_values(operand(1)?)?;
-            let beta = if n.input.len() > 2 { f32_values(operand(2)?)? } else { vec![0.0; gamma.len()] };
+            let operand = |k: usize| n.input.get(k).and_then(|v| g.constant(v)).ok_or_else(|| GpuError::Network(format!("{}: input {k} is not a constant", g.name(i))));
+            let gamma = f32_values(operand(1)?).map_err(GpuError::Network)?;
+            let beta = if n.input.len() > 2 { f32_values(operand(2)?).map_err(GpuError::Network)? } else { vec![0.0; gamma.len()] };
             norms.push(LayerNorm { gamma, beta, epsilon: attr_float(n, "epsilon").unwrap_or(1e-5) });
             continue;
         }
@@ -220,7 +221,7 @@ fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, String> {
         let Some(sub) = g.consumers.get(n.output[0].as_str()).and_then(|c| c.iter().copied().find(|&c| g.nodes[c].op_type == "Sub" && g.nodes[c].input[0] == x)) else {
             continue;
         };
-        let broken = |what: &str| format!("{}: the layer norm starting here has no {what}", g.name(i));
+        let broken = |what: &str| GpuError::Network(format!("{}: the layer norm starting here has no {what}", g.name(i)));
         let centred = g.nodes[sub].output[0].as_str();
         let pow = g.consumers.get(centred).and_then(|c| c.iter().copied().find(|&c| g.nodes[c].op_type == "Pow")).ok_or_else(|| broken("Pow"))?;
         let mean_sq = g.sole(&g.nodes[pow].output[0], "ReduceMean").ok_or_else(|| broken("ReduceMean of the squares"))?;
@@ -229,9 +230,9 @@ fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, String> {
         let sqrt = g.sole(&g.nodes[add_eps].output[0], "Sqrt").ok_or_else(|| broken("Sqrt"))?;
         let div = g.sole(&g.nodes[sqrt].output[0], "Div").filter(|&d| g.nodes[d].input[0] == centred).ok_or_else(|| broken("Div of the centred values"))?;
         let mul = g.sole(&g.nodes[div].output[0], "Mul").ok_or_else(|| broken("gamma Mul"))?;
-        let gamma = f32_values(g.constant_operand(mul).ok_or_else(|| broken("constant gamma"))?.0)?;
+        let gamma = f32_values(g.constant_operand(mul).ok_or_else(|| broken("constant gamma"))?.0).map_err(GpuError::Network)?;
         let add = g.sole(&g.nodes[mul].output[0], "Add").ok_or_else(|| broken("beta Add"))?;
-        let beta = f32_values(g.constant_operand(add).ok_or_else(|| broken("constant beta"))?.0)?;
+        let beta = f32_values(g.constant_operand(add).ok_or_else(|| broken("constant beta"))?.0).map_err(GpuError::Network)?;
         norms.push(LayerNorm { gamma, beta, epsilon });
     }
     Ok(norms)
@@ -266,7 +267,7 @@ fn trace_linear(g: &Graph, linears: &[FoundLinear], value: &str) -> Option<(usiz
 }
 
 /// The query, key and value linears of each attention, and the head count, in graph order.
-fn find_attentions(g: &Graph, linears: &[FoundLinear]) -> Result<Vec<([usize; 3], usize)>, String> {
+fn find_attentions(g: &Graph, linears: &[FoundLinear]) -> Result<Vec<([usize; 3], usize)>, GpuError> {
     let mut attentions = Vec::new();
     for (i, n) in g.nodes.iter().enumerate() {
         if n.op_type != "Softmax" {
@@ -275,29 +276,30 @@ fn find_attentions(g: &Graph, linears: &[FoundLinear]) -> Result<Vec<([usize; 3]
         // Back from the softmax to the scores MatMul, through the scale and the mask.
         let mut value = n.input[0].as_str();
         let scores = loop {
-            let p = *g.producer.get(value).ok_or_else(|| format!("{}: no scores MatMul before it", g.name(i)))?;
+            let p = *g.producer.get(value).ok_or_else(|| GpuError::Network(format!("{}: no scores MatMul before it", g.name(i))))?;
             match g.nodes[p].op_type.as_str() {
                 "MatMul" => break p,
                 "Mul" | "Div" | "Add" | "Cast" => value = g.constant_operand(p).map_or(&g.nodes[p].input[0], |(_, v)| v),
-                other => return Err(format!("{}: reached by {other}, not by the scores MatMul of an attention", g.name(i))),
+                other => return Err(GpuError::Network(format!("{}: reached by {other}, not by the scores MatMul of an attention", g.name(i)))),
             }
         };
         let context = g.consumers.get(n.output[0].as_str()).and_then(|c| c.iter().copied().find(|&c| g.nodes[c].op_type == "MatMul"));
-        let context = context.ok_or_else(|| format!("{}: its probabilities multiply no values", g.name(i)))?;
-        let operand =
-            |node: usize, k: usize, what: &str| trace_linear(g, linears, &g.nodes[node].input[k]).ok_or_else(|| format!("{}: the {what} comes from no linear", g.name(node)));
+        let context = context.ok_or_else(|| GpuError::Network(format!("{}: its probabilities multiply no values", g.name(i))))?;
+        let operand = |node: usize, k: usize, what: &str| {
+            trace_linear(g, linears, &g.nodes[node].input[k]).ok_or_else(|| GpuError::Network(format!("{}: the {what} comes from no linear", g.name(node))))
+        };
         let (q, heads) = operand(scores, 0, "query")?;
         let (k, _) = operand(scores, 1, "key")?;
         let (v, _) = operand(context, 1, "value")?;
-        let heads = heads.ok_or_else(|| format!("{}: no Reshape into [.., heads, head_size] on the query", g.name(scores)))?;
+        let heads = heads.ok_or_else(|| GpuError::Network(format!("{}: no Reshape into [.., heads, head_size] on the query", g.name(scores))))?;
         attentions.push(([q, k, v], heads));
     }
     Ok(attentions)
 }
 
 /// Imports a BERT question-answering model. See the module documentation.
-pub fn import(model: &pb::ModelProto) -> Result<Bert, String> {
-    let graph = model.graph.as_ref().ok_or("the ONNX model has no graph")?;
+pub fn import(model: &pb::ModelProto) -> Result<Bert, GpuError> {
+    let graph = model.graph.as_ref().ok_or_else(|| GpuError::Network("the ONNX model has no graph".into()))?;
     let g = Graph::new(graph);
     let linears = find_linears(&g)?;
     let mut attentions = find_attentions(&g, &linears)?;
@@ -305,28 +307,28 @@ pub fn import(model: &pb::ModelProto) -> Result<Bert, String> {
     let norms = find_layer_norms(&g)?;
     let layers = attentions.len();
     if layers == 0 {
-        return Err("no attention (a Softmax of scores from two linears) in the model: not a BERT encoder".into());
+        return Err(GpuError::Network("no attention (a Softmax of scores from two linears) in the model: not a BERT encoder".into()));
     }
     let heads = attentions[0].1;
     let hidden = linears[attentions[0].0[0]].linear.outputs;
     if norms.len() != 1 + 2 * layers {
-        return Err(format!("{layers} attention layers need {} layer norms (embeddings + 2 per layer); the model has {}", 1 + 2 * layers, norms.len()));
+        return Err(GpuError::Network(format!("{layers} attention layers need {} layer norms (embeddings + 2 per layer); the model has {}", 1 + 2 * layers, norms.len())));
     }
     let in_attention: Vec<usize> = attentions.iter().flat_map(|(qkv, _)| qkv.iter().copied()).collect();
     let others: Vec<&FoundLinear> = linears.iter().enumerate().filter(|(i, _)| !in_attention.contains(i)).map(|(_, l)| l).collect();
     if others.len() != 3 * layers + 1 {
-        return Err(format!(
+        return Err(GpuError::Network(format!(
             "{layers} layers need {} more linears (attention output, intermediate, output per layer, and the answer head); the model has {}",
             3 * layers + 1,
             others.len()
-        ));
+        )));
     }
     let gelu = if graph.node.iter().any(|n| n.op_type == "Erf") {
         Gelu::Erf
     } else if graph.node.iter().any(|n| n.op_type == "Tanh") {
         Gelu::Tanh
     } else {
-        return Err("no GELU (Erf or Tanh) in the model".into());
+        return Err(GpuError::Network("no GELU (Erf or Tanh) in the model".into()));
     };
 
     let mut norms = norms.into_iter();
@@ -346,11 +348,11 @@ pub fn import(model: &pb::ModelProto) -> Result<Bert, String> {
             ("output", &rest[2].linear, (intermediate, hidden)),
         ] {
             if (l.inputs, l.outputs) != want {
-                return Err(format!("layer {layer}: {}", shape_error(what, l, want)));
+                return Err(GpuError::Network(format!("layer {layer}: {}", shape_error(what, l, want))));
             }
         }
         if *h != heads || !hidden.is_multiple_of(heads) {
-            return Err(format!("layer {layer}: {h} heads (layer 0 has {heads}, hidden size {hidden})"));
+            return Err(GpuError::Network(format!("layer {layer}: {h} heads (layer 0 has {heads}, hidden size {hidden})")));
         }
         encoder.push(EncoderLayer {
             query,
@@ -365,14 +367,14 @@ pub fn import(model: &pb::ModelProto) -> Result<Bert, String> {
     }
     let qa = others.last().unwrap().linear.clone();
     if (qa.inputs, qa.outputs) != (hidden, 2) {
-        return Err(format!("the answer head {}", shape_error("", &qa, (hidden, 2)).trim_start()));
+        return Err(GpuError::Network(format!("the answer head {}", shape_error("", &qa, (hidden, 2)).trim_start())));
     }
     let embeddings = find_embeddings(&g, hidden, embedding_norm)?;
     Ok(Bert { hidden, heads, intermediate, embeddings, layers: encoder, qa, gelu })
 }
 
 /// The three embedding tables, by what indexes them.
-fn find_embeddings(g: &Graph, hidden: usize, norm: LayerNorm) -> Result<Embeddings, String> {
+fn find_embeddings(g: &Graph, hidden: usize, norm: LayerNorm) -> Result<Embeddings, GpuError> {
     let (mut words, mut positions, mut token_types) = (None, None, None);
     for (i, n) in g.nodes.iter().enumerate() {
         let Some(table) = (n.op_type == "Gather").then(|| g.constant(&n.input[0])).flatten().filter(|t| t.dims.len() == 2 && t.dims[1] as usize == hidden) else {
@@ -384,11 +386,11 @@ fn find_embeddings(g: &Graph, hidden: usize, norm: LayerNorm) -> Result<Embeddin
             Some(Role::SegmentIds) => &mut token_types,
             _ => &mut positions,
         };
-        if slot.replace(f32_values(table).map_err(|e| format!("{}: {e}", g.name(i)))?).is_some() {
-            return Err(format!("{}: a second embedding table indexed the same way", g.name(i)));
+        if slot.replace(f32_values(table).map_err(|e| GpuError::Network(format!("{}: {e}", g.name(i))))?).is_some() {
+            return Err(GpuError::Network(format!("{}: a second embedding table indexed the same way", g.name(i))));
         }
     }
-    let missing = |what: &str| format!("no {what} embedding table (a Gather from a constant [rows, {hidden}] table)");
+    let missing = |what: &str| GpuError::Network(format!("no {what} embedding table (a Gather from a constant [rows, {hidden}] table)"));
     Ok(Embeddings {
         words: words.ok_or_else(|| missing("word"))?,
         positions: positions.ok_or_else(|| missing("position"))?,
@@ -436,12 +438,12 @@ mod tests {
     #[test]
     fn models_that_are_not_bert_are_refused_with_what_is_missing() {
         let image = crate::engines::synthetic::model::resnet50(32, 1);
-        assert!(import(&image).unwrap_err().contains("no attention"), "an image classifier");
+        assert!(import(&image).unwrap_err().to_string().contains("no attention"), "an image classifier");
         let mut model = bert(&SHAPE, 3);
         model.graph.as_mut().unwrap().node.retain(|n| n.name != "bert.encoder.layer.2.output.LayerNorm.sqrt");
-        assert!(import(&model).unwrap_err().contains("has no Sqrt"), "a broken layer norm");
+        assert!(import(&model).unwrap_err().to_string().contains("has no Sqrt"), "a broken layer norm");
         let mut model = bert(&SHAPE, 3);
         model.graph.as_mut().unwrap().node.retain(|n| n.op_type != "Erf");
-        assert_eq!(import(&model).unwrap_err(), "no GELU (Erf or Tanh) in the model");
+        assert_eq!(import(&model).unwrap_err().to_string(), "no GELU (Erf or Tanh) in the model");
     }
 }

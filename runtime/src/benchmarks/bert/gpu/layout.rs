@@ -8,6 +8,7 @@
 //! question-answering head's bias fp32. Each region starts on a 256-byte boundary.
 
 use crate::benchmarks::bert::gpu::import::{Bert, Gelu, LayerNorm, Linear};
+use crate::engines::gpu::GpuError;
 use crate::engines::gpu::plan::{Header, PlanKey, sha256_hex};
 use serde::{Deserialize, Serialize};
 
@@ -146,9 +147,9 @@ pub fn unsupported(bert: &Bert) -> Option<String> {
 
 /// The blob and the header (key and model path still to be filled in by the builder, checksum
 /// filled in here).
-pub fn lay_out(bert: &Bert, key: PlanKey, model_path: String) -> Result<(BertPlanHeader, Vec<u8>), String> {
+pub fn lay_out(bert: &Bert, key: PlanKey, model_path: String) -> Result<(BertPlanHeader, Vec<u8>), GpuError> {
     if let Some(why) = unsupported(bert) {
-        return Err(why);
+        return Err(GpuError::Network(why));
     }
     let mut blob = Blob::default();
     let e = &bert.embeddings;
@@ -272,16 +273,16 @@ mod tests {
         assert!(Plan::<BertPlanHeader>::load(&path).is_ok());
 
         let other_gpu = PlanKey { gpu_name: "NVIDIA H100 80GB HBM3".into(), ..key() };
-        let err = require_fresh(&path, &other_gpu).unwrap_err();
+        let err = require_fresh(&path, &other_gpu).unwrap_err().to_string();
         assert!(err.contains("is stale (gpu_name: plan has \"NVIDIA H200\"") && err.contains("run `mlperf generate_engines`"), "{err}");
 
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
         std::fs::write(&path, &flipped).unwrap();
-        let err = Plan::<BertPlanHeader>::load(&path).unwrap_err();
+        let err = Plan::<BertPlanHeader>::load(&path).unwrap_err().to_string();
         assert!(err.contains("is corrupt") && err.contains("checksum") && err.contains("mlperf generate_engines"), "{err}");
         std::fs::write(&path, &bytes[..12]).unwrap();
-        let err = require_fresh(&path, &key()).unwrap_err();
+        let err = require_fresh(&path, &key()).unwrap_err().to_string();
         assert!(err.contains("is corrupt") && err.contains("run `mlperf generate_engines`"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -290,7 +291,7 @@ mod tests {
     fn shapes_the_kernels_cannot_run_are_refused_with_the_reason() {
         let shape = BertShape { vocab: 40, hidden: 32, heads: 2, layers: 1, intermediate: 64, max_positions: 64 };
         let b = import(&bert(&shape, 7)).unwrap();
-        let err = lay_out(&b, key(), "m".into()).unwrap_err();
+        let err = lay_out(&b, key(), "m".into()).unwrap_err().to_string();
         assert!(err.contains("hidden size 32 with 2 heads of 16") && err.contains("multiple of 64"), "{err}");
     }
 }

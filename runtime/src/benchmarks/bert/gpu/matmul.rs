@@ -6,15 +6,13 @@
 //! owns raw buffers and runs ~100 products a batch on a few token counts. Here descriptors are
 //! made once per linear, and layouts and the chosen algorithm once per (shape, token count).
 
-use crate::engines::gpu::device::{DeviceBuffer, DevicePtr};
+use crate::engines::gpu::device::{DeviceBuffer, DeviceError, DevicePtr, Result};
 use cudarc::cublaslt::{result as lt, sys};
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-type Result<T> = std::result::Result<T, String>;
-
 fn check<T>(what: &str, r: std::result::Result<T, lt::CublasError>) -> Result<T> {
-    r.map_err(|e| format!("cuBLASLt {what}: {e:?}"))
+    r.map_err(|source| DeviceError::CublasLt { what: what.to_string(), source })
 }
 
 /// What the product's epilogue adds.
@@ -34,11 +32,7 @@ pub fn version() -> usize {
 /// Fails with a message (where cudarc would panic) when cuBLASLt cannot be loaded.
 pub fn require_cublaslt() -> Result<()> {
     // SAFETY: only loads the library by its usual names (see `device::require_cuda`).
-    if unsafe { sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err("the GPU BERT engine cannot load cuBLASLt (libcublasLt.so.13): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH".into())
-    }
+    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(DeviceError::CublasLtMissing) }
 }
 
 struct Layout(sys::cublasLtMatrixLayout_t);
@@ -148,8 +142,7 @@ impl Matmuls {
             let heuristic = set.and_then(|_| unsafe { lt::get_matmul_algo_heuristic(self.handle, linear.desc, a.0, b.0, c.0, c.0, pref) });
             // SAFETY: created above, destroyed once, here.
             unsafe { lt::destroy_matmul_pref(pref) }.ok();
-            let heuristic =
-                heuristic.map_err(|e| format!("cuBLASLt has no algorithm for {} x {} -> {} over {tokens} tokens: {e:?}", linear.inputs, linear.outputs, linear.outputs))?;
+            let heuristic = heuristic.map_err(|source| DeviceError::CublasLtNoAlgorithm { inputs: linear.inputs, outputs: linear.outputs, tokens, source })?;
             self.prepared.insert(key, Prepared { a, b, c, algo: heuristic.algo });
         }
         Ok(&self.prepared[&key])

@@ -20,7 +20,8 @@ pub mod matmul;
 pub mod pack;
 
 use crate::benchmarks::bert::cpu::Feature;
-use crate::engines::gpu::device::{DeviceBuffer, DevicePtr, PinnedBuffer, compile_for, cu};
+use crate::engines::gpu::GpuError;
+use crate::engines::gpu::device::{self, DeviceBuffer, DeviceError, DevicePtr, PinnedBuffer, compile_for, cu};
 use crate::engines::gpu::plan::Plan;
 use crate::engines::gpu::{SlotPool, open_each};
 use crate::engines::{Engine, SampleSource};
@@ -31,7 +32,7 @@ use pack::{KEY_STEP, Limits, Packed, Upload};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, GpuError>;
 
 const KERNELS: &str = include_str!("kernels.cu");
 /// Warps per block of the one-warp-per-token kernels.
@@ -94,13 +95,13 @@ impl DeviceBert {
     fn load(ordinal: usize, plan: &Plan<BertPlanHeader>) -> Result<DeviceBert> {
         crate::engines::gpu::device::require_cuda()?;
         matmul::require_cublaslt()?;
-        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|e| format!("{e} (GPU {ordinal})"))?;
+        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|source| GpuError::OnGpu { ordinal, source })?;
         // SAFETY: the engine creates no `CudaSlice`s (see `exec::DeviceModel::load`).
         unsafe { ctx.disable_event_tracking() };
-        ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&ctx)?;
         let (major, minor) = cu("compute capability", ctx.compute_capability())?;
         if major < 8 {
-            return Err(format!("the GPU BERT engine needs tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}"));
+            return Err(GpuError::Unsupported(format!("the GPU BERT engine needs tensor cores of compute capability 8.0 or later; GPU {ordinal} has {major}.{minor}")));
         }
         let weights = DeviceBuffer::new(plan.blob.len())?;
         cu("upload weights", weights.upload(0, &plan.blob))?;
@@ -113,11 +114,11 @@ impl DeviceBert {
         let staged = attention_shared_bytes(shape.max_positions, shape.head_size());
         let most = cu("shared memory limit", ctx.attribute(ds::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))? as usize;
         if staged > most {
-            return Err(format!(
+            return Err(GpuError::Unsupported(format!(
                 "the attention kernel stages {staged} bytes for {} positions of head size {}; GPU {ordinal} allows {most} per block",
                 shape.max_positions,
                 shape.head_size()
-            ));
+            )));
         }
         cu("attention shared memory", attention.set_attribute(ds::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, staged as i32))?;
         Ok(DeviceBert {
@@ -168,7 +169,7 @@ unsafe impl Send for Slot {}
 
 impl Slot {
     fn new(model: &DeviceBert, options: &RunOptions) -> Result<Slot> {
-        model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&model.ctx)?;
         let s = model.header.shape;
         let tokens = (options.batch_size * options.seq).next_multiple_of(pack::TOKEN_ROUNDING);
         // Zeroed, so the rows past a batch's last token (read by the products, never returned)
@@ -226,7 +227,7 @@ impl Slot {
         // SAFETY: residual_layernorm's parameters in order and type (5 pointers, a float); both
         // values hold `padded` rows of `hidden` (a slot is sized for a full batch), the layer
         // norm's parameters `hidden` floats each, `total` the uploaded token count.
-        cu("residual + layer norm", unsafe { launch.launch(per_token(padded)) }).map(|_| ())
+        Ok(cu("residual + layer norm", unsafe { launch.launch(per_token(padded)) }).map(|_| ())?)
     }
 
     /// Enqueues a whole batch already written to `host_inputs`: its upload, every layer, and the
@@ -301,12 +302,12 @@ impl Slot {
         let out = &mut self.host_logits.as_mut_slice()[..padded * 8];
         // SAFETY: `padded` pairs of floats from the device into this slot's pinned memory, read
         // only after the stream is synchronized.
-        cu("download logits", unsafe { dr::memcpy_dtoh_async(out, logits, s) }).map(|_| ())
+        Ok(cu("download logits", unsafe { dr::memcpy_dtoh_async(out, logits, s) }).map(|_| ())?)
     }
 
     /// Runs one batch and returns each feature's response.
     fn run(&mut self, model: &DeviceBert, features: &[(usize, Feature)]) -> Result<Vec<Vec<u8>>> {
-        model.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+        device::bind(&model.ctx)?;
         let packed = Packed::new(features, model.limits())?;
         packed.write(&self.upload, self.host_inputs.as_mut_slice());
         let padded = packed.padded_tokens();
@@ -340,7 +341,7 @@ impl Slot {
         let enqueued = unsafe { self.enqueue(model, batch) };
         let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
         enqueued?;
-        graph?.ok_or_else(|| "CUDA graph capture produced no graph".to_string())
+        Ok(graph?.ok_or(DeviceError::EmptyCapture)?)
     }
 }
 
@@ -367,8 +368,10 @@ impl GpuBertEngine {
 
     /// The responses to `indices` (at most a batch), in order.
     fn answer(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Vec<Vec<u8>>> {
-        let features =
-            indices.iter().map(|&i| Feature::decode(&source.sample(i), self.options.seq).map(|f| (i, f)).map_err(|e| format!("sample {i}: {e}"))).collect::<Result<Vec<_>>>()?;
+        let features = indices
+            .iter()
+            .map(|&i| Feature::decode(&source.sample(i), self.options.seq).map(|f| (i, f)).map_err(|e| GpuError::Run(format!("sample {i}: {e}"))))
+            .collect::<Result<Vec<_>>>()?;
         self.slots.with(|slot| slot.run(&self.model, &features))
     }
 }
@@ -378,9 +381,9 @@ impl Engine for GpuBertEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<()> {
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> std::result::Result<(), String> {
         for chunk in indices.chunks(self.options.batch_size.max(1)) {
-            outputs.extend(self.answer(chunk, source)?);
+            outputs.extend(self.answer(chunk, source).map_err(|e| e.to_string())?);
         }
         Ok(())
     }

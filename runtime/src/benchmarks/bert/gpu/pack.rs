@@ -4,6 +4,7 @@
 //! CPU only, tested in CI.
 
 use crate::benchmarks::bert::cpu::Feature;
+use crate::engines::gpu::GpuError;
 
 /// Keys per step of the attention kernel's online softmax (its `KEYS`): a block stages its
 /// sequence's keys and values rounded up to this.
@@ -46,19 +47,22 @@ impl Packed {
     }
 
     /// Packs `features` (each a sample index and its decoded feature).
-    pub fn new(features: &[(usize, Feature)], limits: Limits) -> Result<Packed, String> {
+    pub fn new(features: &[(usize, Feature)], limits: Limits) -> Result<Packed, GpuError> {
         let mut p = Packed { starts: vec![0], ..Packed::default() };
         for (index, f) in features {
             let len = f.length.max(1);
             if len > limits.max_positions {
-                return Err(format!("sample {index} has {len} tokens; the model has {} positions", limits.max_positions));
+                return Err(GpuError::Run(format!("sample {index} has {len} tokens; the model has {} positions", limits.max_positions)));
             }
             let (ids, segments) = (&f.ids()[..len], &f.segments()[..len]);
             if let Some(id) = ids.iter().find(|&&i| i < 0 || i as usize >= limits.vocab) {
-                return Err(format!("sample {index} has token id {id}; the model's vocabulary has {} (was the set tokenized with another vocabulary?)", limits.vocab));
+                return Err(GpuError::Run(format!(
+                    "sample {index} has token id {id}; the model's vocabulary has {} (was the set tokenized with another vocabulary?)",
+                    limits.vocab
+                )));
             }
             if let Some(t) = segments.iter().find(|&&t| t < 0 || t as usize >= limits.token_types) {
-                return Err(format!("sample {index} has segment id {t}; the model has {} token types", limits.token_types));
+                return Err(GpuError::Run(format!("sample {index} has segment id {t}; the model has {} token types", limits.token_types)));
             }
             p.ids.extend_from_slice(ids);
             p.segments.extend_from_slice(segments);
@@ -154,10 +158,10 @@ mod tests {
     #[test]
     fn samples_outside_the_model_are_refused_with_the_sample() {
         let small = Limits { vocab: 50, ..LIMITS };
-        let err = Packed::new(&[(3, feature(10, 384)), (4, feature(60, 384))], small).unwrap_err();
+        let err = Packed::new(&[(3, feature(10, 384)), (4, feature(60, 384))], small).unwrap_err().to_string();
         assert!(err.contains("sample 4 has token id 50") && err.contains("vocabulary has 50"), "{err}");
         let short = Limits { max_positions: 128, ..LIMITS };
-        let err = Packed::new(&[(5, feature(200, 384))], short).unwrap_err();
+        let err = Packed::new(&[(5, feature(200, 384))], short).unwrap_err().to_string();
         assert!(err.contains("sample 5 has 200 tokens; the model has 128 positions"), "{err}");
     }
 }

@@ -31,6 +31,9 @@ pub enum GraphError {
     /// Device memory, streams, events (the GPU self-check).
     #[error("CUDA: {0}")]
     Device(String),
+    /// A call of the device layer (libraries, memory, cuDNN's legacy API, our kernels).
+    #[error("CUDA: {0}")]
+    DeviceLayer(#[from] super::super::device::DeviceError),
 }
 
 impl GraphError {

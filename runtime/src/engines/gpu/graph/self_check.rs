@@ -187,13 +187,13 @@ pub fn bench_resnet50(ordinal: usize, batch: i64) -> Result<Report, GraphError> 
 }
 
 fn run_cases(ordinal: usize, cases: impl FnOnce() -> Result<Vec<Case>, GraphError>) -> Result<Report, GraphError> {
-    device::require_cuda().map_err(GraphError::Device)?;
+    device::require_cuda().map_err(GraphError::DeviceLayer)?;
     let ctx = CudaContext::new(ordinal).map_err(cuda("open the device"))?;
     ctx.bind_to_thread().map_err(cuda("bind the device"))?;
     let stream = ctx.new_stream().map_err(cuda("create a stream"))?;
-    let handle = Handle::new(&stream).map_err(GraphError::Device)?;
+    let handle = Handle::new(&stream).map_err(GraphError::DeviceLayer)?;
     let capability = ctx.compute_capability().map_err(cuda("read the compute capability"))?;
-    let kernel = pointwise::load(&ctx, capability).map_err(GraphError::Device)?;
+    let kernel = pointwise::load(&ctx, capability).map_err(GraphError::DeviceLayer)?;
     let device = Device { gpu: ctx.name().map_err(cuda("read the device name"))?, stream, handle, kernel };
     let cudnn_version = cudnn_version()?;
     let rows = cases()?.into_iter().map(|case| case.run(&device)).collect();
@@ -247,13 +247,14 @@ impl Case {
 
     fn measure(self, device: &Device) -> Result<Measurement, GraphError> {
         let Device { gpu, stream, handle, .. } = device;
-        let buffers = self.spec.bound_tensors().map(|t| Ok((t.uid, DeviceBuffer::new(t.bytes() as usize).map_err(GraphError::Device)?))).collect::<Result<Vec<_>, GraphError>>()?;
+        let buffers =
+            self.spec.bound_tensors().map(|t| Ok((t.uid, DeviceBuffer::new(t.bytes() as usize).map_err(GraphError::DeviceLayer)?))).collect::<Result<Vec<_>, GraphError>>()?;
         let buffer = |uid: Uid| &buffers.iter().find(|(u, _)| *u == uid).expect("every bound tensor has a buffer").1;
         for (uid, data) in &self.inputs {
             buffer(*uid).upload(0, data).map_err(cuda("upload an input"))?;
         }
         let bindings: Vec<_> = buffers.iter().map(|(uid, b)| (*uid, b.ptr())).collect();
-        let workspace = DeviceBuffer::new(WORKSPACE_LIMIT).map_err(GraphError::Device)?;
+        let workspace = DeviceBuffer::new(WORKSPACE_LIMIT).map_err(GraphError::DeviceLayer)?;
         let graph = Graph::build(handle, &self.spec)?;
         // SAFETY: every bound tensor has a buffer of its size, allocated by cudaMalloc (256-byte
         // aligned); buffers and workspace live until this returns, after the timing synchronized.
@@ -314,7 +315,7 @@ impl Case {
         let channels = layer.out_channels as usize;
         let ratio = bytes(&vec![1f32; channels], f32::to_le_bytes);
         let epilogue_bytes = [input(ConvLayer::SCALE).as_slice(), input(ConvLayer::BIAS), &ratio].concat();
-        let epilogue = DeviceBuffer::new(epilogue_bytes.len()).map_err(GraphError::Device)?;
+        let epilogue = DeviceBuffer::new(epilogue_bytes.len()).map_err(GraphError::DeviceLayer)?;
         epilogue.upload(0, &epilogue_bytes).map_err(cuda("upload the epilogue"))?;
         let output = buffer(ConvLayer::Y);
         for range in &self.checked {
@@ -336,7 +337,7 @@ impl Case {
         // SAFETY: the graph's buffers hold the layer's tensors at these shapes (int8 NHWC, KRSC
         // weights), the epilogue buffer its three vectors; the kernel takes the layer (checked by
         // the caller), and `mean_us` synchronizes the stream before any buffer can go.
-        let run = |runs: usize| mean_us(device, runs, "run our 1x1 kernel", &mut || unsafe { conv.launch(function, &device.stream) }.map_err(GraphError::Device));
+        let run = |runs: usize| mean_us(device, runs, "run our 1x1 kernel", &mut || unsafe { conv.launch(function, &device.stream) }.map_err(GraphError::DeviceLayer));
         run(1)?;
         let (differing, max_difference) = compare(&(self.decode)(&self.download(output)?), &self.expected, self.tolerance);
         Ok(KernelRun { mean_us: run(TIMED_RUNS)?, differing, max_difference })
@@ -379,11 +380,11 @@ fn legacy_conv_us<'a>(device: &Device, layer: &ConvLayer, buffer: &dyn Fn(Uid) -
     use crate::engines::gpu::cudnn::{Activation, Convolution, DataType, Filter, FusedConv, Operand, Tensor, candidate_algorithms};
     let [n, k, p, q] = layer.output_dims().map(|d| d as usize);
     let (c, h, w, r) = (layer.in_channels as usize, layer.height as usize, layer.width as usize, layer.kernel[0] as usize);
-    let (x, y) = (Tensor::nhwc(DataType::Int8, n, c, h, w).map_err(GraphError::Device)?, Tensor::nhwc(DataType::Int8, n, k, p, q).map_err(GraphError::Device)?);
-    let filter = Filter::krsc(DataType::Int8, k, c, r, r).map_err(GraphError::Device)?;
-    let conv = Convolution::new(layer.padding[0] as usize, layer.stride[0] as usize, DataType::Int32).map_err(GraphError::Device)?;
-    let act = Activation::new(true).map_err(GraphError::Device)?;
-    let bias = Tensor::nhwc(DataType::Float, 1, k, 1, 1).map_err(GraphError::Device)?;
+    let (x, y) = (Tensor::nhwc(DataType::Int8, n, c, h, w).map_err(GraphError::DeviceLayer)?, Tensor::nhwc(DataType::Int8, n, k, p, q).map_err(GraphError::DeviceLayer)?);
+    let filter = Filter::krsc(DataType::Int8, k, c, r, r).map_err(GraphError::DeviceLayer)?;
+    let conv = Convolution::new(layer.padding[0] as usize, layer.stride[0] as usize, DataType::Int32).map_err(GraphError::DeviceLayer)?;
+    let act = Activation::new(true).map_err(GraphError::DeviceLayer)?;
+    let bias = Tensor::nhwc(DataType::Float, 1, k, 1, 1).map_err(GraphError::DeviceLayer)?;
     let op = FusedConv {
         x: Operand { desc: &x, ptr: buffer(ConvLayer::X).ptr() },
         w: Operand { desc: &filter, ptr: buffer(ConvLayer::W).ptr() },
@@ -398,9 +399,9 @@ fn legacy_conv_us<'a>(device: &Device, layer: &ConvLayer, buffer: &dyn Fn(Uid) -
         // SAFETY: every operand is a live buffer of the graph's tensor of the same shape and type,
         // the workspace is at least the algorithm's need (filtered below), and `mean_us`
         // synchronizes the stream before the buffers can go.
-        mean_us(device, runs, "run the legacy convolution", &mut || unsafe { op.launch(&device.handle, algo, workspace) }.map_err(GraphError::Device))
+        mean_us(device, runs, "run the legacy convolution", &mut || unsafe { op.launch(&device.handle, algo, workspace) }.map_err(GraphError::DeviceLayer))
     };
-    let algorithms = candidate_algorithms(&device.handle, &x, &filter, &conv, &y).map_err(GraphError::Device)?;
+    let algorithms = candidate_algorithms(&device.handle, &x, &filter, &conv, &y).map_err(GraphError::DeviceLayer)?;
     let mut best: Option<(f64, _)> = None;
     for (algo, _) in algorithms.into_iter().filter(|(_, bytes)| *bytes <= workspace.bytes) {
         // An algorithm that cannot run this configuration fails at once: the next one is tried.
