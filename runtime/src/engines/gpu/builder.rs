@@ -134,7 +134,7 @@ fn build(req: &BuildRequest, key: PlanKey, progress: &mut dyn FnMut(&str)) -> Re
         };
         progress(&plan.header.verification);
     }
-    write_atomic(&spec.plan_path, &plan.to_bytes()).map_err(GpuError::Other)?;
+    write_atomic(&spec.plan_path, &plan.to_bytes())?;
     let runs = |runner: fn(&plan::ConvRunner) -> bool| plan.header.layers.iter().filter(|l| matches!(&l.kind, plan::LayerKind::Conv { runner: r, .. } if runner(r))).count();
     let (graphs, pointwise) = (runs(|r| matches!(r, plan::ConvRunner::Graph(_))), runs(|r| matches!(r, plan::ConvRunner::Pointwise)));
     let stem = if runs(|r| matches!(r, plan::ConvRunner::Stem)) > 0 { "; the stem on our kernel, writing int8" } else { "" };
@@ -257,7 +257,7 @@ pub const MAX_INT8_ERROR_RATIO: f32 = 1.25;
 fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &BuildRequest, source: &dyn SampleSource, samples: usize) -> Result<Vec<f32>, GpuError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(samples.max(1));
     let chunk = samples.div_ceil(threads).max(1);
-    let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input }).map_err(GpuError::Other)?;
+    let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input })?;
     parallel_chunks(0..samples, threads, chunk, |range| {
         let data: Vec<_> = range.map(|i| source.sample(i)).collect();
         cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>()).map_err(String::from)

@@ -186,6 +186,6 @@ pub fn ensure(cache_path: &Path, model_path: &Path, set: &CalibrationSet, force:
         return Ok((cached, CacheOutcome::Reused));
     }
     let calibration = measure(model_path, set, PERCENTILE)?;
-    write_atomic(cache_path, calibration.to_text().as_bytes()).map_err(GpuError::Other)?;
+    write_atomic(cache_path, calibration.to_text().as_bytes())?;
     Ok((calibration, CacheOutcome::Written))
 }

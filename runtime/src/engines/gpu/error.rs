@@ -59,8 +59,16 @@ pub enum GpuError {
     /// A sample could not be copied into the resident pool.
     #[error("CUDA upload of sample {index}: {source:?}")]
     SampleUpload { index: usize, source: DriverError },
-    /// A step outside the GPU engines (the CPU reference engine, writing a file) failed with its
-    /// own message.
+    /// An ONNX initializer or attribute that cannot be read.
+    #[error(transparent)]
+    Onnx(#[from] crate::engines::onnx_reader::OnnxReadError),
+    /// The CPU reference engine failed.
+    #[error(transparent)]
+    Cpu(#[from] crate::engines::cpu::CpuError),
+    /// A plan or cache file could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::FsError),
+    /// A step outside the GPU engines failed with its own message.
     #[error("{0}")]
     Other(String),
 }

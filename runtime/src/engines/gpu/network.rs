@@ -547,7 +547,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, GpuError> {
             let input = node.input.get(i).ok_or_else(|| GpuError::Network(format!("node {name:?} ({}) lacks input {i}", node.op_type)))?;
             let t =
                 initializers.get(input.as_str()).ok_or_else(|| GpuError::Network(format!("node {name:?} ({}): input {input:?} must be a constant initializer", node.op_type)))?;
-            Ok((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t).map_err(GpuError::Network)?))
+            Ok((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?))
         };
         let op = match node.op_type.as_str() {
             "Conv" => {
@@ -647,7 +647,7 @@ pub fn import(model: &pb::ModelProto) -> Result<Network, GpuError> {
 
 fn weight_bias(initializers: &std::collections::HashMap<&str, &pb::TensorProto>, name: &str, n: usize) -> Result<Vec<f32>, GpuError> {
     let t = initializers.get(name).ok_or_else(|| GpuError::Network(format!("bias {name:?} must be a constant initializer")))?;
-    let v = f32_values(t).map_err(GpuError::Network)?;
+    let v = f32_values(t)?;
     if v.len() != n {
         return Err(GpuError::Network(format!("bias {name:?} has {} values, expected {n}", v.len())));
     }

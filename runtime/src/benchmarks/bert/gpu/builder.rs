@@ -83,7 +83,7 @@ impl BertGpuSpec {
         let mut plan = Plan { header, blob };
         plan.header.verification = self.verify(&plan, source, checked)?;
         progress(&plan.header.verification);
-        write_atomic(&self.plan_path, &plan.to_bytes()).map_err(GpuError::Other)?;
+        write_atomic(&self.plan_path, &plan.to_bytes())?;
         Ok(format!("{}: built ({reason}); {}", self.plan_path.display(), plan.header.verification))
     }
 

@@ -208,8 +208,8 @@ fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, GpuError> {
     for (i, n) in g.nodes.iter().enumerate() {
         if n.op_type == "LayerNormalization" {
             let operand = |k: usize| n.input.get(k).and_then(|v| g.constant(v)).ok_or_else(|| GpuError::Network(format!("{}: input {k} is not a constant", g.name(i))));
-            let gamma = f32_values(operand(1)?).map_err(GpuError::Network)?;
-            let beta = if n.input.len() > 2 { f32_values(operand(2)?).map_err(GpuError::Network)? } else { vec![0.0; gamma.len()] };
+            let gamma = f32_values(operand(1)?)?;
+            let beta = if n.input.len() > 2 { f32_values(operand(2)?)? } else { vec![0.0; gamma.len()] };
             norms.push(LayerNorm { gamma, beta, epsilon: attr_float(n, "epsilon").unwrap_or(1e-5) });
             continue;
         }
@@ -230,9 +230,9 @@ fn find_layer_norms(g: &Graph) -> Result<Vec<LayerNorm>, GpuError> {
         let sqrt = g.sole(&g.nodes[add_eps].output[0], "Sqrt").ok_or_else(|| broken("Sqrt"))?;
         let div = g.sole(&g.nodes[sqrt].output[0], "Div").filter(|&d| g.nodes[d].input[0] == centred).ok_or_else(|| broken("Div of the centred values"))?;
         let mul = g.sole(&g.nodes[div].output[0], "Mul").ok_or_else(|| broken("gamma Mul"))?;
-        let gamma = f32_values(g.constant_operand(mul).ok_or_else(|| broken("constant gamma"))?.0).map_err(GpuError::Network)?;
+        let gamma = f32_values(g.constant_operand(mul).ok_or_else(|| broken("constant gamma"))?.0)?;
         let add = g.sole(&g.nodes[mul].output[0], "Add").ok_or_else(|| broken("beta Add"))?;
-        let beta = f32_values(g.constant_operand(add).ok_or_else(|| broken("constant beta"))?.0).map_err(GpuError::Network)?;
+        let beta = f32_values(g.constant_operand(add).ok_or_else(|| broken("constant beta"))?.0)?;
         norms.push(LayerNorm { gamma, beta, epsilon });
     }
     Ok(norms)
