@@ -12,8 +12,9 @@
 //! Without Python 3, the problem files or network isolation the evaluation stops and names what
 //! is missing: a missing toolchain never scores zero silently.
 
-use super::error::{EvalError, ProblemError, ProblemField};
-use super::reasoning::{CodeJudge, Reference};
+use super::Reference;
+use super::error::{EvalError, FETCH, ProblemError, ProblemField};
+use super::reasoning::CodeJudge;
 use super::sandbox;
 use crate::dataset::pickle::{self, Value};
 use crate::dataset::scratch::{Item, ItemKind, Scratch};
@@ -33,8 +34,6 @@ pub const RUNNER: &str = include_str!("lcb_runner.py");
 /// LiveCodeBench's limit per test, in seconds.
 pub const TEST_TIMEOUT_S: u64 = 60;
 const RESULT_MARKER: &str = "mlperf-lcb-results ";
-/// How the problems are fetched.
-pub(super) const FETCH: &str = "huggingface-cli download livecodebench/code_generation_lite --repo-type dataset --local-dir";
 
 /// The judge of one evaluation: where its problems are and which release it grades against.
 pub struct LiveCodeBench {

@@ -1,11 +1,13 @@
 //! The LLM family's errors: a dataset file that cannot be read as the benchmark's ([`LlmDataError`]),
 //! and an evaluation that cannot score the answers it was given ([`EvalError`]).
 
-use super::code_judge::FETCH;
-use super::reasoning::Reference;
+use super::Reference;
 use crate::Error;
 use crate::engines::serving::tokenizer::TokenizerError;
 use std::path::PathBuf;
+
+/// How the problems are fetched.
+pub(super) const FETCH: &str = "huggingface-cli download livecodebench/code_generation_lite --repo-type dataset --local-dir";
 
 /// A dataset file missing, unreadable or not of the benchmark's structure; each names the file
 /// and, where one is at fault, the sample.

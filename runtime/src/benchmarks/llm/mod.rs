@@ -43,11 +43,25 @@ use code_judge::LiveCodeBench;
 use dataset::{DatasetFile, References};
 use mbxp::Mbxp;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
-use reasoning::Reference;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use summarization::ResultStyle;
+
+/// Which reference evaluation scores the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    DeepSeekR1,
+    GptOss120b,
+}
+
+impl Reference {
+    /// deepseek-r1's evaluation decodes answers without special tokens; gpt-oss's keeps its
+    /// harmony markers, which its parsers look for.
+    pub fn skips_special_tokens(self) -> bool {
+        self == Reference::DeepSeekR1
+    }
+}
 
 /// One language model of the catalog.
 pub struct Llm {

@@ -16,6 +16,7 @@
 //! gpt-oss) contained in the lower-cased name. Answers are parsed by [`super::answers`], MATH500
 //! graded by [`super::math_grader`], and LiveCodeBench code run by a [`CodeJudge`].
 
+use super::Reference;
 use super::answers::{self, Choices};
 pub use super::error::EvalError;
 use super::math_grader;
@@ -24,21 +25,6 @@ use crate::accuracy::log::AccuracyEntry;
 use crate::accuracy::python_float_repr;
 use crate::engines::serving::tokenizer::TokenizerError;
 use std::collections::{BTreeMap, HashSet};
-
-/// Which reference evaluation scores the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reference {
-    DeepSeekR1,
-    GptOss120b,
-}
-
-impl Reference {
-    /// deepseek-r1's evaluation decodes answers without special tokens; gpt-oss's keeps its
-    /// harmony markers, which its parsers look for.
-    pub fn skips_special_tokens(self) -> bool {
-        self == Reference::DeepSeekR1
-    }
-}
 
 /// One dataset row as the evaluations read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
