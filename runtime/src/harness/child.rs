@@ -22,7 +22,7 @@ use crate::engines::{Engine, SampleSource};
 use crate::fsutil::write_atomic;
 use crate::progress::{Progress, Work};
 use crate::rundir::plan::{Backend, RunMode, RunPlan, read_plan};
-use crate::rundir::{ACCURACY_LOG, ACCURACY_TXT, AUDIT_CONFIG, PROBE, USER_CONF, mark_aborted};
+use crate::rundir::{ACCURACY_LOG, ACCURACY_NOTE, ACCURACY_TXT, AUDIT_CONFIG, PROBE, USER_CONF, mark_aborted};
 use crate::signals;
 use crate::submittable::NonSubmittable;
 use mlperf_config::render::{self, ConfPurpose};
@@ -137,7 +137,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         && work.synthetic
     {
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
-        return write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes()).map_err(String::from);
+        return write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes()).map_err(String::from);
     }
     let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
     let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set())?;
@@ -145,7 +145,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
     crate::accuracy::write_accuracy_txt(&dir.join(ACCURACY_TXT), &scored.text)?;
     if work.synthetic {
         let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
-        write_atomic(&dir.join("ACCURACY_NOTE.txt"), note.as_bytes())?;
+        write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes())?;
     }
     tracing::info!("{}: {}", plan.benchmark, scored.text.trim());
     Ok(())

@@ -9,7 +9,7 @@
 //!   user.conf, run_plan.json, audit.config, NON_SUBMITTABLE.txt    (written before the run: plan)
 //!   probe.txt                                                       (a probed expected rate)
 //!   mlperf_log_{summary,detail}.txt, mlperf_log_{trace,accuracy}.json (LoadGen's)
-//!   accuracy.txt, serving.json, mlperf_run.log                      (the run's)
+//!   accuracy.txt, ACCURACY_NOTE.txt, serving.json, mlperf_run.log   (the run's)
 //!   ABORTED, FAILED.txt                                             (markers: how it ended)
 //! ```
 //!
@@ -41,6 +41,8 @@ pub const RUN_PLAN: &str = "run_plan.json";
 pub const AUDIT_CONFIG: &str = "audit.config";
 /// Why the run can never be part of a submission, one reason a line.
 pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
+/// What an accuracy run's score means where it is not the benchmark's (synthetic workloads).
+pub const ACCURACY_NOTE: &str = "ACCURACY_NOTE.txt";
 /// The expected rate a development run measured for itself, and how.
 pub const PROBE: &str = "probe.txt";
 /// The run's own diagnostics at debug level, whatever the terminal showed.

@@ -15,7 +15,7 @@ use crate::rundir::plan::{RunMode, RunPlan, read_plan};
 use crate::rundir::report::{Outcome, RunStatus};
 // A run directory's own record of what it was and why it can never be part of a submission:
 // staging keeps them next to the staged logs; export leaves them out.
-use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN};
+use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN, USER_CONF};
 use crate::select::Selected;
 use mlperf_config::render;
 use mlperf_config::round::system_type_key;
@@ -233,12 +233,12 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
             }
         }
         let user_conf = target.tree.user_conf(&target.key);
-        let ran_with = std::fs::read_to_string(performance.dir.join("user.conf")).unwrap_or_default();
+        let ran_with = std::fs::read_to_string(performance.dir.join(USER_CONF)).unwrap_or_default();
         if ran_with != files[&user_conf] {
             if performance.plan.non_submittable.is_empty() {
                 errors.push(format!(
                     "{label}: {} differs from the user.conf this binary generates: the config changed after the run; rerun `{}`",
-                    performance.dir.join("user.conf").display(),
+                    performance.dir.join(USER_CONF).display(),
                     run_command(config, req.round, RunMode::PerformanceOnly)
                 ));
                 continue;
