@@ -37,8 +37,26 @@ pub fn system_name(system_id: &str, workload: Workload) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfPurpose {
     Submission,
-    /// `--test_run`: one-minute runs, never written to `measurements/`.
-    TestRun,
+    /// `--test_run`: shortened runs, never written to `measurements/`.
+    TestRun(TestRunLimits),
+}
+
+/// How long a `--test_run` runs: the round's `test_run_min_duration_ms` and, for Offline and
+/// Server, one query; a `--min_duration` / `--min_query_count` given on the command line beats
+/// those defaults (an explicit flag wins over `--test_run`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TestRunLimits {
+    /// `--min_duration` from the command line, in ms.
+    pub min_duration_ms: Option<u64>,
+    /// `--min_query_count` from the command line.
+    pub min_query_count: Option<u64>,
+}
+
+impl TestRunLimits {
+    /// The minimum duration the test run has in `round`.
+    pub fn min_duration_ms(&self, round: &Round) -> u64 {
+        self.min_duration_ms.unwrap_or(round.test_run_min_duration_ms)
+    }
 }
 
 /// A number as LoadGen's `strtod` reads it back exactly: shortest round-trip decimal.
@@ -94,10 +112,16 @@ pub fn user_conf_entries(config: &CompiledConfig, purpose: ConfPurpose, round: &
                 lines.push(("min_query_count", v.to_string(), "min_query_count"));
             }
         }
-        ConfPurpose::TestRun => {
-            lines.push(("min_duration", round.test_run_min_duration_ms.to_string(), "--test_run"));
-            if matches!(config.scenario, Scenario::Offline | Scenario::Server | Scenario::Interactive) {
-                lines.push(("min_query_count", "1".to_string(), "--test_run"));
+        ConfPurpose::TestRun(limits) => {
+            let min_duration = limits.min_duration_ms(round).to_string();
+            match limits.min_duration_ms {
+                Some(_) => lines.push(("min_duration", min_duration, "--min_duration (command line, over --test_run)")),
+                None => lines.push(("min_duration", min_duration, "--test_run")),
+            }
+            match limits.min_query_count {
+                Some(n) => lines.push(("min_query_count", n.to_string(), "--min_query_count (command line, over --test_run)")),
+                None if matches!(config.scenario, Scenario::Offline | Scenario::Server | Scenario::Interactive) => lines.push(("min_query_count", "1".to_string(), "--test_run")),
+                None => {}
             }
         }
     }
@@ -124,7 +148,7 @@ pub fn user_conf(config: &CompiledConfig, round: &Round, bench: &BenchmarkRound,
         config.scenario,
         config.workload.section_name(),
         round.id,
-        if purpose == ConfPurpose::TestRun { ", --test_run (not submittable)" } else { "" }
+        if matches!(purpose, ConfPurpose::TestRun(_)) { ", --test_run (not submittable)" } else { "" }
     );
     for (key, value, field) in user_conf_entries(config, purpose, round) {
         let from = config.origin_of(field).map(|o| format!(" from {}", o.at.file)).unwrap_or_default();

@@ -54,16 +54,18 @@ impl From<FsError> for String {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename. A write
+/// that fails (a full disk) leaves no temporary file, and its error names `path`, not the temporary.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     let dir = path.parent().ok_or_else(|| FsError::NoParent { path: path.to_path_buf() })?;
     std::fs::create_dir_all(dir).map_err(FsError::create(dir))?;
     let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(FsError::write(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(|source| {
+    let written =
+        std::fs::write(&tmp, bytes).map_err(FsError::write(path)).and_then(|()| std::fs::rename(&tmp, path).map_err(|source| FsError::Rename { path: path.to_path_buf(), source }));
+    if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        FsError::Rename { path: path.to_path_buf(), source }
-    })
+    }
+    written
 }
 
 /// Every file below `root`, sorted (empty when it does not exist).
@@ -137,6 +139,20 @@ fn hex(digest: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_atomic_write_names_the_file_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("mlperf-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The rename fails: a directory holds the name (writes as root still fail this way).
+        let target = dir.join("summary.json");
+        std::fs::create_dir_all(target.join("occupied")).unwrap();
+        let e = write_atomic(&target, b"{}").unwrap_err();
+        assert!(matches!(&e, FsError::Rename { path, .. } if *path == target), "{e}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from("summary.json")], "no temporary left");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn one_read_gives_both_digests_as_sha256sum_and_md5sum_print_them() {

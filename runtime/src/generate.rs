@@ -11,13 +11,34 @@ use std::path::{Path, PathBuf};
 /// Relative path -> contents.
 pub type FileSet = BTreeMap<PathBuf, String>;
 
+/// Why the generated files could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenerateError {
+    #[error("this build carries no mlperf.conf of LoadGen {version} (round {round})")]
+    NoMlperfConf { version: String, round: String },
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::FsError),
+    #[error("cannot remove stale {}: {source}", .path.display())]
+    Remove { path: PathBuf, source: std::io::Error },
+}
+
+impl From<GenerateError> for crate::Error {
+    fn from(e: GenerateError) -> crate::Error {
+        match e {
+            GenerateError::NoMlperfConf { .. } => crate::Error::Config(e.to_string()),
+            _ => crate::Error::Other(e.to_string()),
+        }
+    }
+}
+
 /// `mlperf generate_conf_files`: the files of `rounds` (each with the mlperf.conf compiled into
 /// its LoadGen) written under `out`.
-pub fn generate(tables: &Tables, rounds: &[&Round], out: &Path, prune: bool) -> Result<WriteReport, String> {
+pub fn generate(tables: &Tables, rounds: &[&Round], out: &Path, prune: bool) -> Result<WriteReport, GenerateError> {
     let mut files = FileSet::new();
     for round in rounds {
         let conf = mlperf_loadgen::mlperf_conf(&round.loadgen.version)
-            .ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {} (round {})", round.loadgen.version, round.id))?;
+            .ok_or_else(|| GenerateError::NoMlperfConf { version: round.loadgen.version.to_string(), round: round.id.to_string() })?;
         files.extend(round_files(tables, round, conf));
     }
     write_tree(out, &files, prune)
@@ -63,7 +84,7 @@ pub struct WriteReport {
 
 /// Writes `files` under `out` atomically (temp file + rename), skipping identical files; stale
 /// files under the same round directories are reported, and deleted only with `prune`.
-pub fn write_tree(out: &Path, files: &FileSet, prune: bool) -> Result<WriteReport, String> {
+pub fn write_tree(out: &Path, files: &FileSet, prune: bool) -> Result<WriteReport, GenerateError> {
     let mut report = WriteReport::default();
     for (rel, contents) in files {
         let path = out.join(rel);
@@ -80,7 +101,7 @@ pub fn write_tree(out: &Path, files: &FileSet, prune: bool) -> Result<WriteRepor
             let rel = existing.strip_prefix(out).expect("under out").to_path_buf();
             if !files.contains_key(&rel) {
                 if prune {
-                    std::fs::remove_file(&existing).map_err(|e| format!("cannot remove stale {}: {e}", existing.display()))?;
+                    std::fs::remove_file(&existing).map_err(|source| GenerateError::Remove { path: existing.clone(), source })?;
                     report.removed.push(rel);
                 } else {
                     report.stale.push(rel);

@@ -72,24 +72,42 @@ pub fn options() -> LogOptions {
     OPTIONS.get().copied().unwrap_or_default()
 }
 
+/// Why logging could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoggingError {
+    #[error("RUST_LOG={directives:?}: {source}")]
+    BadRustLog { directives: String, source: tracing_subscriber::filter::ParseError },
+    #[error("cannot write the run's log {}: {source}", .path.display())]
+    RunLog { path: std::path::PathBuf, source: std::io::Error },
+    #[error("cannot start logging: {0}")]
+    Init(#[from] tracing_subscriber::util::TryInitError),
+}
+
+impl From<LoggingError> for crate::Error {
+    fn from(e: LoggingError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
 /// Starts logging for this process: to stderr as `options` and `RUST_LOG` say, and, for a run's
 /// child, everything at debug level into `run_log` too.
-pub fn init(options: LogOptions, run_log: Option<&Path>) -> Result<(), String> {
+pub fn init(options: LogOptions, run_log: Option<&Path>) -> Result<(), LoggingError> {
     let _ = OPTIONS.set(options);
     let filter = match std::env::var("RUST_LOG") {
-        Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives).map_err(|e| format!("RUST_LOG={directives:?}: {e}"))?,
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives).map_err(|source| LoggingError::BadRustLog { directives, source })?,
         _ => EnvFilter::new(options.directives()),
     };
     let stderr = tracing_subscriber::fmt::layer().with_writer(|| StderrBesideBars).event_format(Plain).with_filter(filter);
     let file = match run_log {
         Some(path) => {
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("cannot write the run's log {}: {e}", path.display()))?;
+            let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|source| LoggingError::RunLog { path: path.to_path_buf(), source })?;
             let everything = EnvFilter::new(format!("info,{}", OUR_CRATES.map(|c| format!("{c}=debug")).join(",")));
             Some(tracing_subscriber::fmt::layer().with_writer(Mutex::new(file)).with_ansi(false).with_timer(Uptime::default()).with_filter(everything))
         }
         None => None,
     };
-    tracing_subscriber::registry().with(stderr).with(file).try_init().map_err(|e| format!("cannot start logging: {e}"))
+    Ok(tracing_subscriber::registry().with(stderr).with(file).try_init()?)
 }
 
 /// What clears the terminal's live lines (progress bars) around a log line and draws them again.

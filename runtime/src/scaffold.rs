@@ -6,20 +6,44 @@ use mlperf_config::system::{REQUIRED_FIELDS, canonical_json};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+/// Why a system could not be scaffolded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScaffoldError {
+    #[error("system id {0:?} must be letters, digits, '-', '_' or '.' (it names files and directories)")]
+    BadId(String),
+    #[error("feature {0:?} must start with `system-`")]
+    BadFeature(String),
+    /// Never overwritten: the user's edits would be lost.
+    #[error("{} exists; pick another id or edit it", .0.display())]
+    Exists(PathBuf),
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::FsError),
+}
+
+impl From<ScaffoldError> for crate::Error {
+    fn from(e: ScaffoldError) -> crate::Error {
+        match e {
+            ScaffoldError::Write(_) => crate::Error::Other(e.to_string()),
+            _ => crate::Error::Usage(e.to_string()),
+        }
+    }
+}
+
 /// Writes `systems/<id>.toml` and `systems/<id>.json` under `root`; refuses to overwrite.
 /// Returns the written paths and the feature line for Cargo.toml.
-pub fn add_system(root: &Path, id: &str, feature: &str, hw: &DetectedHardware) -> Result<(Vec<PathBuf>, String), String> {
+pub fn add_system(root: &Path, id: &str, feature: &str, hw: &DetectedHardware) -> Result<(Vec<PathBuf>, String), ScaffoldError> {
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(format!("system id {id:?} must be letters, digits, '-', '_' or '.' (it names files and directories)"));
+        return Err(ScaffoldError::BadId(id.to_string()));
     }
     if !feature.starts_with("system-") {
-        return Err(format!("feature {feature:?} must start with `system-`"));
+        return Err(ScaffoldError::BadFeature(feature.to_string()));
     }
     let toml_path = root.join("systems").join(format!("{id}.toml"));
     let json_path = root.join("systems").join(format!("{id}.json"));
     for p in [&toml_path, &json_path] {
         if p.exists() {
-            return Err(format!("{} exists; pick another id or edit it", p.display()));
+            return Err(ScaffoldError::Exists(p.clone()));
         }
     }
     let mut ident = String::new();

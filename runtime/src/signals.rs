@@ -48,9 +48,33 @@ impl Signal {
     }
 }
 
+/// A stop signal's handler that could not be installed (kept as text: the first attempt's
+/// answer is returned to every later caller).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+#[error("cannot install the {} handler: {reason}", .signal.name())]
+pub struct SignalError {
+    pub signal: Signal,
+    pub reason: String,
+}
+
+impl From<SignalError> for crate::Error {
+    fn from(e: SignalError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
+/// remove once every caller has a typed error.
+impl From<SignalError> for String {
+    fn from(e: SignalError) -> String {
+        e.to_string()
+    }
+}
+
 /// Routes the stop signals ([`Signal::ALL`]) to [`received`] for the rest of the process. Idempotent.
-pub fn install() -> Result<(), String> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+pub fn install() -> Result<(), SignalError> {
+    static INSTALLED: OnceLock<Result<(), SignalError>> = OnceLock::new();
     INSTALLED
         .get_or_init(|| {
             for signal in Signal::ALL {
@@ -58,15 +82,96 @@ pub fn install() -> Result<(), String> {
                 let (first, number) = (flag().clone(), signal.number());
                 // SAFETY: the action only compares and swaps an atomic, which is async-signal-safe.
                 unsafe { signal_hook::low_level::register(number, move || _ = first.compare_exchange(0, number as usize, Ordering::SeqCst, Ordering::SeqCst)) }
-                    .map_err(|e| format!("cannot install the {} handler: {e}", signal.name()))?;
+                    .map_err(|e| SignalError { signal, reason: e.to_string() })?;
             }
             Ok(())
         })
         .clone()
 }
 
+/// How a child process ended, as messages and the result table say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildExit {
+    /// It exited with this status.
+    Code(i32),
+    /// A signal ended it.
+    Killed(i32),
+}
+
+impl ChildExit {
+    pub fn of(status: std::process::ExitStatus) -> ChildExit {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => ChildExit::Code(code),
+            (None, Some(signal)) => ChildExit::Killed(signal),
+            // Stopped or continued: wait(2) reports neither for a reaped child.
+            (None, None) => ChildExit::Killed(0),
+        }
+    }
+
+    /// The exit status, when it exited rather than being killed.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            ChildExit::Code(code) => Some(code),
+            ChildExit::Killed(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ChildExit::Code(code) => write!(f, "exit status {code}"),
+            ChildExit::Killed(signal) => match signal_name(signal) {
+                Some(name) => write!(f, "killed by signal {signal} ({name})"),
+                None => write!(f, "killed by signal {signal}"),
+            },
+        }
+    }
+}
+
+/// The name of a signal that ends processes, as kill(1) lists it (Linux numbers).
+fn signal_name(number: i32) -> Option<&'static str> {
+    use libc::*;
+    let names = [
+        (SIGHUP, "SIGHUP"),
+        (SIGINT, "SIGINT"),
+        (SIGQUIT, "SIGQUIT"),
+        (SIGILL, "SIGILL"),
+        (SIGTRAP, "SIGTRAP"),
+        (SIGABRT, "SIGABRT"),
+        (SIGBUS, "SIGBUS"),
+        (SIGFPE, "SIGFPE"),
+        (SIGKILL, "SIGKILL"),
+        (SIGUSR1, "SIGUSR1"),
+        (SIGSEGV, "SIGSEGV"),
+        (SIGUSR2, "SIGUSR2"),
+        (SIGPIPE, "SIGPIPE"),
+        (SIGALRM, "SIGALRM"),
+        (SIGTERM, "SIGTERM"),
+        (SIGXCPU, "SIGXCPU"),
+        (SIGXFSZ, "SIGXFSZ"),
+    ];
+    names.iter().find(|(n, _)| *n == number).map(|(_, name)| *name)
+}
+
 /// The first stop signal received since [`install`], if any.
 pub fn received() -> Option<Signal> {
     let number = flag().load(Ordering::SeqCst) as i32;
     Signal::ALL.into_iter().find(|s| s.number() == number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_exit_says_its_status_or_the_signal_by_name() {
+        assert_eq!(ChildExit::Code(1).to_string(), "exit status 1");
+        assert_eq!(ChildExit::Killed(9).to_string(), "killed by signal 9 (SIGKILL)");
+        assert_eq!(ChildExit::Killed(64).to_string(), "killed by signal 64");
+        let status = std::process::Command::new("sh").args(["-c", "kill -9 $$"]).status().unwrap();
+        assert_eq!(ChildExit::of(status), ChildExit::Killed(9));
+        assert_eq!(ChildExit::of(std::process::Command::new("sh").args(["-c", "exit 6"]).status().unwrap()).code(), Some(6));
+    }
 }

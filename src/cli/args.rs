@@ -256,7 +256,8 @@ pub struct HarnessArgs {
     /// Which LoadGen runs: SubmissionRun is an accuracy run, then a performance run.
     #[arg(long = "test_mode", value_parser = one_of::<TestMode>(), default_value = "PerformanceOnly")]
     pub test_mode: TestMode,
-    /// One-minute runs (min_duration 60 s, Offline/Server min_query_count 1); never submittable.
+    /// One-minute runs (min_duration 60 s, Offline/Server min_query_count 1); never submittable. An
+    /// explicit --min_duration / --min_query_count wins over these (NON_SUBMITTABLE.txt says what ran).
     #[arg(long = "test_run")]
     pub test_run: bool,
     /// Run a compliance test of the round with its audit settings.
@@ -383,7 +384,8 @@ pub struct AuditArgs {
     /// Comma-separated tests or all (each benchmark's required tests in the round, the default).
     #[arg(long = "audit_tests", value_parser = List::<AuditTest>::parser())]
     pub audit_tests: Option<List<AuditTest>>,
-    /// One-minute audit runs; never submittable (the reference runs must match).
+    /// One-minute audit runs; never submittable (the reference runs must match). An explicit
+    /// --min_duration / --min_query_count wins over the test run's.
     #[arg(long = "test_run")]
     pub test_run: bool,
     #[command(flatten)]

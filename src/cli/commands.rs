@@ -11,7 +11,6 @@ use mlperf_runtime::dataset::scratch::Scratch;
 use mlperf_runtime::engines::serving::stand_in::{Faults, StandInOptions};
 use mlperf_runtime::results::Format;
 use mlperf_runtime::rundir::plan::BackendKind;
-use mlperf_runtime::rundir::report::Outcome;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{Error, out, outln};
 use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, rundir, scaffold, show, signals, submission};
@@ -108,7 +107,11 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     if prepare && args.backend.backend == BackendKind::Config {
         benchmarks::prepare_all(&request.configs, args.force_calibration, &mut |line| tracing::info!("{line}"))?;
     }
-    let outcomes: Vec<Outcome> = harness::run_all(&request)?;
+    // An error after some runs finished (a full disk) still shows their rows, then ends the command.
+    let (outcomes, error) = match harness::run_all(&request) {
+        harness::Ran { outcomes, error: Some(e) } if outcomes.is_empty() => return Err(e),
+        harness::Ran { outcomes, error } => (outcomes, error),
+    };
     if args.log_copy_detail_to_stdout {
         for o in &outcomes {
             let detail = o.dir.join(rundir::DETAIL_LOG);
@@ -124,7 +127,10 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
             Format::Csv => mlperf_runtime::results::runs_csv(&outcomes),
         }
     );
-    rundir::report::verdict(&outcomes, signals::received())
+    match error {
+        Some(e) => Err(e),
+        None => rundir::report::verdict(&outcomes, signals::received()),
+    }
 }
 
 /// `run_audit_harness`: the audits' table; a failed verification fails the command.

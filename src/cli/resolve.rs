@@ -8,6 +8,7 @@ use crate::TABLES;
 use mlperf_config::Round;
 use mlperf_runtime::Error;
 use mlperf_runtime::compliance::audit::AuditRequest;
+use mlperf_runtime::harness::user_conf::UserConf;
 use mlperf_runtime::harness::{self, RunRequest};
 use mlperf_runtime::rundir::plan::Backend;
 use mlperf_runtime::select::{self, Override, Resolved, SelectionArgs};
@@ -64,9 +65,9 @@ pub fn run_request(args: &HarnessArgs, overrides: &[Override]) -> Result<RunRequ
     let (mut resolved, round) = selection_in_round(&args.selection, &args.round, overrides)?;
     let user_conf = match &args.user_conf_path {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("--user_conf_path {}: {e}", path.display())))?;
+            let checked = UserConf::read(path, round, &resolved.configs)?;
             resolved.non_submittable.push(NonSubmittable::UserConf { path: path.clone() });
-            Some(text)
+            Some(checked)
         }
         None => None,
     };

@@ -2,7 +2,7 @@
 //! with LoadGen's semantics on top of the round's mlperf.conf, and compare the effective settings.
 
 use mlperf_config::loadgen_conf::{ConfFile, EffectiveSettings};
-use mlperf_config::render::{ConfPurpose, user_conf};
+use mlperf_config::render::{ConfPurpose, TestRunLimits, user_conf};
 use mlperf_config::{CompiledConfig, Origin, Scenario, Settings, Workload};
 use proptest::prelude::*;
 use std::borrow::Cow;
@@ -85,8 +85,14 @@ fn test_run_files_shorten_the_run() {
     let round = &rounds[0];
     let bench = round.benchmark("resnet50").unwrap();
     let s = Settings { offline_expected_qps: Some(100.0), ..Settings::default() };
-    let text = user_conf(&config(Scenario::Offline, s), round, bench, ConfPurpose::TestRun);
+    let text = user_conf(&config(Scenario::Offline, s.clone()), round, bench, ConfPurpose::TestRun(TestRunLimits::default()));
     let e = EffectiveSettings::from_files(&ConfFile::default(), &ConfFile::parse(&text).unwrap(), "resnet50", "Offline");
     assert_eq!((e.min_duration_ms, e.min_query_count), (60_000, 1));
     assert!(text.contains("not submittable"));
+    // An explicit flag beats --test_run's defaults, and user.conf says where the value came from.
+    let explicit = TestRunLimits { min_duration_ms: Some(5000), min_query_count: Some(64) };
+    let text = user_conf(&config(Scenario::Offline, s), round, bench, ConfPurpose::TestRun(explicit));
+    let e = EffectiveSettings::from_files(&ConfFile::default(), &ConfFile::parse(&text).unwrap(), "resnet50", "Offline");
+    assert_eq!((e.min_duration_ms, e.min_query_count), (5000, 64));
+    assert!(text.contains("# --min_duration (command line, over --test_run)\nresnet50.Offline.min_duration = 5000"), "{text}");
 }

@@ -5,6 +5,7 @@
 
 mod alone;
 mod bert;
+mod broken_runs;
 mod check;
 mod cpu_engine;
 mod exit_codes;
@@ -384,8 +385,7 @@ fn gpu_configs_without_a_gpu_fail_with_what_is_missing() {
 
 /// The reference runs, then `run_audit_harness` on real LoadGen: TEST01 and TEST04 (resnet50's
 /// required tests) verified into build/compliance in the checker's layout. Short runs come from
-/// `--min_duration` overrides: `--test_run` fixes 60 s per run, and TEST01 would log most of a
-/// null SUT's queries.
+/// `--min_duration` overrides without `--test_run`: TEST01 would log most of a null SUT's queries.
 #[test]
 fn run_audit_harness_verifies_the_rounds_tests_against_the_reference_runs() {
     let cwd = scratch("audit-harness");

@@ -186,7 +186,8 @@ pub fn run_audit_harness(req: &AuditRequest) -> Result<Vec<AuditResult>, crate::
                 user_conf: None,
                 log_dir: req.build_dir.join("compliance_logs").join(job.test.name()),
                 timestamp,
-            })?;
+            })
+            .into_result()?;
             let Some(outcome) = outcomes.into_iter().next() else {
                 return Err(format!("stopped by a signal before {} of {} ran", job.test, job.label()).into());
             };

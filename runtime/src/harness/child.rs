@@ -9,7 +9,7 @@
 
 use super::backends::{EmptyQsl, FixedLatencyEngine, NullSut};
 use super::batcher::{BatcherConfig, BatchingSut};
-use super::probe::{EngineMeasure, Measure};
+use super::probe::{EngineMeasure, Measure, ProbeError};
 use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, probe};
 use crate::benchmarks::llm::prompt_ids;
@@ -19,7 +19,7 @@ use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::measure;
 use crate::engines::{Engine, SampleSource};
-use crate::fsutil::write_atomic;
+use crate::fsutil::{FsError, write_atomic};
 use crate::progress::{Progress, Work};
 use crate::rundir::plan::{Backend, RunMode, RunPlan, read_plan};
 use crate::rundir::{ACCURACY_LOG, ACCURACY_NOTE, ACCURACY_TXT, AUDIT_CONFIG, PROBE, USER_CONF, mark_aborted};
@@ -32,6 +32,40 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
+
+/// What stopped a run's child once its plan was read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChildError {
+    /// LoadGen refused the settings or the test.
+    #[error(transparent)]
+    Loadgen(#[from] mlperf_loadgen::LoadgenError),
+    /// A file of the run directory could not be written.
+    #[error(transparent)]
+    Write(#[from] FsError),
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// Scoring the accuracy log failed (the `Benchmark::score` boundary is still text).
+    #[error("{0}")]
+    Score(String),
+    /// The serving SUT failed (its boundary is still text).
+    #[error("{0}")]
+    Serving(String),
+    /// The run directory names a config, round or benchmark this binary does not hold.
+    #[error("this binary has no {0}")]
+    NotInBinary(String),
+    #[error("the engine failed on {count} batches; first: {first}")]
+    EngineFailed { count: usize, first: String },
+}
+
+impl From<ChildError> for crate::Error {
+    fn from(e: ChildError) -> crate::Error {
+        match e {
+            ChildError::NotInBinary(_) => crate::Error::Config(e.to_string()),
+            _ => crate::Error::Other(e.to_string()),
+        }
+    }
+}
 
 /// One LoadGen test in `dir`, as its plan says.
 pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> {
@@ -116,7 +150,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> 
     };
     remove_empty_trace(dir);
     if !engine_errors.is_empty() {
-        return Err(format!("the engine failed on {} batches; first: {}", engine_errors.len(), engine_errors[0]).into());
+        return Err(ChildError::EngineFailed { count: engine_errors.len(), first: engine_errors[0].to_string() }.into());
     }
     Ok(())
 }
@@ -132,15 +166,15 @@ fn mark_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), cr
 
 /// Scores an accuracy run into `accuracy.txt`. Synthetic workloads say what their score means
 /// (or that there is nothing to score) in `ACCURACY_NOTE.txt`.
-fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &benchmarks::Workload) -> Result<(), String> {
+fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &benchmarks::Workload) -> Result<(), ChildError> {
     if let Drive::Serving(_) = work.drive
         && work.synthetic
     {
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
-        return write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes()).map_err(String::from);
+        return Ok(write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes())?);
     }
     let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
-    let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set())?;
+    let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set()).map_err(|e| ChildError::Score(e.to_string()))?;
     drop(scoring);
     crate::accuracy::write_accuracy_txt(&dir.join(ACCURACY_TXT), &scored.text)?;
     if work.synthetic {
@@ -189,7 +223,7 @@ struct LoadgenRun<'a> {
 
 impl LoadgenRun<'_> {
     /// Runs the test with `sut` and `qsl`, showing progress from `completed`.
-    fn start(&self, sut: &dyn Sut, qsl: &dyn Qsl, completed: Arc<AtomicU64>) -> Result<(), String> {
+    fn start(&self, sut: &dyn Sut, qsl: &dyn Qsl, completed: Arc<AtomicU64>) -> Result<(), ChildError> {
         let plan = self.plan;
         let scenario = match plan.scenario.loadgen() {
             Scenario::Offline => mlperf_loadgen::Scenario::Offline,
@@ -197,7 +231,7 @@ impl LoadgenRun<'_> {
             Scenario::SingleStream => mlperf_loadgen::Scenario::SingleStream,
             Scenario::MultiStream => mlperf_loadgen::Scenario::MultiStream,
         };
-        let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join(USER_CONF), &plan.loadgen_model, scenario).map_err(|e| e.to_string())?;
+        let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join(USER_CONF), &plan.loadgen_model, scenario)?;
         settings.set_mode(plan.mode.loadgen());
         write_atomic(&self.dir.join("effective_settings.txt"), format!("{:#?}\n", settings.effective()).as_bytes())?;
         let accuracy = plan.mode == RunMode::AccuracyOnly;
@@ -209,7 +243,7 @@ impl LoadgenRun<'_> {
         };
         let _progress = Progress::start(work, completed);
         let log = mlperf_loadgen::LogSettings::in_dir(self.dir);
-        mlperf_loadgen::start_test(sut, qsl, &settings, &log, self.audit).map_err(|e| e.to_string())
+        Ok(mlperf_loadgen::start_test(sut, qsl, &settings, &log, self.audit)?)
     }
 
     /// Runs the test through the batching SUT over `devices`; returns the engine errors.
@@ -219,7 +253,7 @@ impl LoadgenRun<'_> {
         devices: Vec<Arc<dyn Engine>>,
         library: Arc<L>,
         config: BatcherConfig,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, ChildError> {
         let sut = BatchingSut::start(name, devices, library.clone(), config);
         let result = self.start(&sut, library.as_ref(), sut.counters_completed());
         let errors = sut.finish();
@@ -229,15 +263,20 @@ impl LoadgenRun<'_> {
 
     /// Runs the test through the serving SUT; a failed request ends the process (see
     /// [`ServingSut`]). The endpoints' record goes into `serving.json`.
-    fn serving(&self, options: ClientOptions, library: Arc<SampleLibrary>) -> Result<(), String> {
-        let sut = ServingSut::start(options, library.clone(), self.plan.token_latencies, self.dir)?;
+    fn serving(&self, options: ClientOptions, library: Arc<SampleLibrary>) -> Result<(), ChildError> {
+        let sut = ServingSut::start(options, library.clone(), self.plan.token_latencies, self.dir).map_err(serving_failed)?;
         let result = self.start(&sut, library.as_ref(), sut.completed());
-        let stats = sut.finish()?;
+        let stats = sut.finish().map_err(serving_failed)?;
         for s in stats.iter().filter(|s| s.down.is_some()) {
             tracing::warn!("serving endpoint {} went down during the run: {}", s.url, s.down.as_deref().unwrap_or_default());
         }
         result
     }
+}
+
+/// The serving SUT's failure, whatever text or error type its boundary gives.
+fn serving_failed(e: impl std::fmt::Display) -> ChildError {
+    ChildError::Serving(e.to_string())
 }
 
 /// Serving endpoints on loaded samples: closed loops of requests.
@@ -248,38 +287,38 @@ struct ServingMeasure<'a> {
 }
 
 impl ServingMeasure<'_> {
-    fn closed_loop(&self, in_flight: usize, duration: Duration) -> Result<measure::ClosedLoop, String> {
+    fn closed_loop(&self, in_flight: usize, duration: Duration) -> Result<measure::ClosedLoop, ProbeError> {
         let prompt = |k: usize| prompt_ids(&self.library.sample(self.loaded[k % self.loaded.len()]));
-        measure::closed_loop(self.options.clone(), &prompt, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration)).map_err(|e| e.to_string())
+        Ok(measure::closed_loop(self.options.clone(), &prompt, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration))?)
     }
 }
 
 impl Measure for ServingMeasure<'_> {
-    fn throughput(&self, duration: Duration) -> Result<f64, String> {
+    fn throughput(&self, duration: Duration) -> Result<f64, ProbeError> {
         // As many in flight as the endpoints take: what an Offline query keeps them at.
         let in_flight = (self.options.per_endpoint_limit * self.options.endpoints.len()).min(self.loaded.len().max(1));
         Ok(self.closed_loop(in_flight, duration)?.samples_per_s())
     }
 
-    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String> {
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, ProbeError> {
         let measured = self.closed_loop(query, duration)?;
         Ok(measured.elapsed / (measured.completed / query as u64).max(1) as u32)
     }
 }
 
 /// Probes on the loaded samples, setting the expected rate in the settings; a line for the user.
-type ProbeOn<'a> = dyn Fn(&[usize], &mut mlperf_config::Settings) -> Result<String, String> + 'a;
+type ProbeOn<'a> = dyn Fn(&[usize], &mut mlperf_config::Settings) -> Result<String, ProbeError> + 'a;
 
 /// Measures what answers the samples and rewrites the run's `user.conf` with the expected rate it
 /// supports (`probe`), recording the measurement in `probe.txt`.
-fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &SampleLibrary, probe_on: &ProbeOn) -> Result<(), String> {
+fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &SampleLibrary, probe_on: &ProbeOn) -> Result<(), ChildError> {
     let config = tables
         .configs
         .iter()
         .find(|c| c.system == plan.system && c.benchmark == plan.benchmark && c.scenario == plan.scenario && c.workload == plan.workload)
-        .ok_or_else(|| format!("this binary has no config {}/{}/{}/{}", plan.system, plan.benchmark, plan.scenario, plan.workload.section_name()))?;
-    let round = tables.round(&plan.round).ok_or_else(|| format!("this binary has no round {}", plan.round))?;
-    let bench = round.benchmark(&plan.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, plan.benchmark))?;
+        .ok_or_else(|| ChildError::NotInBinary(format!("config {}/{}/{}/{}", plan.system, plan.benchmark, plan.scenario, plan.workload.section_name())))?;
+    let round = tables.round(&plan.round).ok_or_else(|| ChildError::NotInBinary(format!("round {}", plan.round)))?;
+    let bench = round.benchmark(&plan.benchmark).ok_or_else(|| ChildError::NotInBinary(format!("benchmark {} in round {}", plan.benchmark, round.id)))?;
     let loaded: Vec<usize> = (0..(plan.performance_sample_count as usize).min(library.total_sample_count())).collect();
     library.load_samples(&loaded);
     let mut settings = plan.settings.clone();
@@ -294,5 +333,6 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &Sam
     let value = settings.get_toml(mlperf_config::Settings::index_of(field).expect("a config field")).map(|v| v.to_string()).unwrap_or_default();
     provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: PROBE.into(), line: 1, col: 1 }, overrode: Default::default() });
     let probed = CompiledConfig { settings, provenance: provenance.into(), ..config.clone() };
-    write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, ConfPurpose::TestRun).as_bytes()).map_err(String::from)
+    let purpose = ConfPurpose::TestRun(super::test_run_limits(&plan.overrides, &plan.settings));
+    Ok(write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, purpose).as_bytes())?)
 }

@@ -17,6 +17,7 @@ pub mod child;
 pub mod probe;
 pub mod serving_engines;
 pub mod serving_sut;
+pub mod user_conf;
 
 use crate::dataset::SampleSet;
 use crate::error::Error;
@@ -24,10 +25,10 @@ use crate::rundir::plan::{self, Backend, RunMode, RunPlan, TestMode, prepare_dir
 use crate::rundir::report::{Outcome, RunStatus};
 use crate::rundir::{self, mark_aborted};
 use crate::select::Selected;
-use crate::signals;
+use crate::signals::{self, ChildExit};
 use crate::submittable::NonSubmittable;
 use batcher::BatcherConfig;
-use mlperf_config::render::{self, ConfPurpose};
+use mlperf_config::render::{self, ConfPurpose, TestRunLimits};
 use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Settings, SystemInfo};
 use serving_engines::ServingEngines;
 use std::fmt::Write as _;
@@ -50,8 +51,8 @@ pub struct RunRequest {
     pub overrides: Vec<(String, String)>,
     /// Reasons that make every run non-submittable (overrides, a system chosen against the hardware).
     pub caveats: Vec<NonSubmittable>,
-    /// `--user_conf_path`: LoadGen's user.conf as given, instead of the config's (a caveat).
-    pub user_conf: Option<String>,
+    /// `--user_conf_path`: LoadGen's user.conf as given (checked), instead of the config's (a caveat).
+    pub user_conf: Option<user_conf::UserConf>,
     pub log_dir: PathBuf,
     pub timestamp: String,
 }
@@ -105,13 +106,79 @@ pub fn engine_batcher_config(settings: &Settings, benchmark: &str) -> BatcherCon
     config
 }
 
+/// `--test_run`'s limits for a run with these command-line overrides and effective settings: an
+/// explicit `--min_duration` or `--min_query_count` wins over the test run's defaults.
+pub fn test_run_limits(overrides: &[(String, String)], settings: &Settings) -> TestRunLimits {
+    let explicit = |field: &str| overrides.iter().any(|(f, _)| f == field);
+    TestRunLimits { min_duration_ms: settings.min_duration.filter(|_| explicit("min_duration")), min_query_count: settings.min_query_count.filter(|_| explicit("min_query_count")) }
+}
+
+/// What went wrong in the parent around the runs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    #[error("cannot write logs under {}: {source}; fix the permissions or pass --log_dir", .dir.display())]
+    LogDir { dir: PathBuf, source: std::io::Error },
+    #[error("cannot find this binary: {0}")]
+    NoExe(std::io::Error),
+    #[error("round {round} has no {benchmark}")]
+    NotInRound { round: String, benchmark: String },
+    #[error("cannot start the run of {}: {source}", .dir.display())]
+    Spawn { dir: PathBuf, source: std::io::Error },
+    #[error("waiting for the run of {}: {source}", .dir.display())]
+    Wait { dir: PathBuf, source: std::io::Error },
+    /// A file of a run directory or the log root could not be written (a full disk).
+    #[error(transparent)]
+    Write(#[from] crate::rundir::RunDirError),
+    #[error(transparent)]
+    Signals(#[from] signals::SignalError),
+}
+
+impl From<HarnessError> for Error {
+    fn from(e: HarnessError) -> Error {
+        match e {
+            HarnessError::NotInRound { .. } => Error::Config(e.to_string()),
+            _ => Error::Other(e.to_string()),
+        }
+    }
+}
+
+/// What [`run_all`] ran: the rows of the runs that finished, and the error that stopped it before
+/// the rest (a file that could not be written, a serving engine that did not start). The rows are
+/// shown either way.
+pub struct Ran {
+    pub outcomes: Vec<Outcome>,
+    pub error: Option<Error>,
+}
+
+impl Ran {
+    /// The rows, or the error, for callers that show nothing of a partial set of runs.
+    pub fn into_result(self) -> Result<Vec<Outcome>, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.outcomes),
+        }
+    }
+}
+
 /// Runs every planned test and returns the outcome rows. A stop signal ends the loop after the
-/// running child has stopped; its row says ABORTED.
-pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
-    let root = new_run_root(&req.log_dir, &req.timestamp)?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    signals::install()?;
+/// running child has stopped; its row says ABORTED. An error ends it too, keeping the rows of the
+/// runs that finished before it.
+pub fn run_all(req: &RunRequest) -> Ran {
     let mut outcomes = Vec::new();
+    let error = run_each(req, &mut outcomes).err();
+    if error.is_some() && !outcomes.is_empty() {
+        let total = req.configs.len() * req.test_mode.runs().len();
+        tracing::warn!("{} of {total} runs finished before the error below; the rest did not run", outcomes.len());
+    }
+    Ran { outcomes, error }
+}
+
+/// [`run_all`]'s loop, pushing each finished run's row onto `outcomes`.
+fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> {
+    let root = new_run_root(&req.log_dir, &req.timestamp)?;
+    let exe = std::env::current_exe().map_err(HarnessError::NoExe)?;
+    signals::install().map_err(HarnessError::from)?;
     let (total, started) = (req.configs.len() * req.test_mode.runs().len(), Instant::now());
     for selected in &req.configs {
         let config = selected.config;
@@ -123,7 +190,7 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
             }
         }
         let effective = CompiledConfig { settings, ..config.clone() };
-        let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", req.round.id, config.benchmark))?;
+        let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| HarnessError::NotInRound { round: req.round.id.to_string(), benchmark: config.benchmark.to_string() })?;
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
         let scenario_dir = root.join(&system_name).join(&bench_dir).join(config.scenario.name());
@@ -134,20 +201,23 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
                 Ok(engines) => serving = Some(engines),
                 Err(e) if signals::received().is_some() => {
                     tracing::warn!("{e}");
-                    return Ok(outcomes);
+                    return Ok(());
                 }
                 Err(e) => return Err(Error::EngineFailed(format!("{}: {e}", selected.label()))),
             }
         }
         for (mode, sub) in req.test_mode.runs() {
             if signals::received().is_some() {
-                return Ok(outcomes);
+                return Ok(());
             }
             let dir = sub.map_or_else(|| scenario_dir.clone(), |s| scenario_dir.join(s));
             let plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
             let mut user_conf = match &req.user_conf {
-                Some(given) => given.clone(),
-                None => render::user_conf(&effective, req.round, bench, if req.test_run { ConfPurpose::TestRun } else { ConfPurpose::Submission }),
+                Some(given) => given.text.clone(),
+                None => {
+                    let purpose = if req.test_run { ConfPurpose::TestRun(test_run_limits(&req.overrides, &effective.settings)) } else { ConfPurpose::Submission };
+                    render::user_conf(&effective, req.round, bench, purpose)
+                }
             };
             if plan.sample_set() == SampleSet::Test07 {
                 // LoadGen crashes on a performance sample count above the library's samples.
@@ -161,22 +231,22 @@ pub fn run_all(req: &RunRequest) -> Result<Vec<Outcome>, Error> {
                 );
             }
             let audit = match req.audit_test {
-                Some(test) => Some(plan::audit_config(req.round, &plan.loadgen_model, config.scenario, test)?),
+                Some(test) => Some(plan::audit_config(req.round, &plan.loadgen_model, config.scenario, test).map_err(HarnessError::from)?),
                 None => None,
             };
-            prepare_dir(&dir, &plan, &user_conf, audit.as_deref())?;
+            prepare_dir(&dir, &plan, &user_conf, audit.as_deref()).map_err(HarnessError::from)?;
             tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
             let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
             let outcome = Outcome::read(&dir, &plan, exit);
-            rundir::summaries::write_summaries(&root, std::slice::from_ref(&outcome))?;
             let stopped = outcome.status == RunStatus::Aborted;
             outcomes.push(outcome);
+            rundir::summaries::write_summaries(&root, &outcomes[outcomes.len() - 1..]).map_err(HarnessError::from)?;
             if stopped {
-                return Ok(outcomes);
+                return Ok(());
             }
         }
     }
-    Ok(outcomes)
+    Ok(())
 }
 
 /// `, about N min left` once some runs are done: their mean time for each run still to come.
@@ -194,9 +264,8 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 /// Runs `run_loadgen_test <dir>` and waits for it, forwarding a stop signal to it. A child that
 /// does not stop within [`STOP_GRACE`] is killed; either way its run directory is marked ABORTED.
 /// `gone` says why something the run depends on (a serving engine) is gone: the child is then
-/// stopped and the run marked FAILED with that reason. Returns the child's exit code (None when a
-/// signal ended it).
-fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -> Result<Option<i32>, String> {
+/// stopped and the run marked FAILED with that reason. Returns how the child ended.
+fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -> Result<ChildExit, HarnessError> {
     let mut command = Command::new(exe);
     command.args(crate::logging::options().args()).arg("run_loadgen_test").arg(dir);
     // SAFETY: the closure runs in the forked child before exec and only makes one async-signal-safe
@@ -210,14 +279,14 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|e| format!("cannot start the run of {}: {e}", dir.display()))?;
+    let mut child = command.spawn().map_err(|source| HarnessError::Spawn { dir: dir.to_path_buf(), source })?;
     let mut stopping: Option<(signals::Signal, Instant)> = None;
     loop {
-        if let Some(status) = child.try_wait().map_err(|e| format!("waiting for the run of {}: {e}", dir.display()))? {
+        if let Some(status) = child.try_wait().map_err(|source| HarnessError::Wait { dir: dir.to_path_buf(), source })? {
             if let Some((signal, _)) = stopping {
                 mark_aborted(dir, signal);
             }
-            return Ok(status.code());
+            return Ok(ChildExit::of(status));
         }
         if stopping.is_none()
             && let Some(why) = gone()
@@ -226,8 +295,8 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
             tracing::error!("{why}");
             // SAFETY: plain kill(2) on the child we spawned and have not reaped yet.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-            let _ = child.wait();
-            return Ok(Some(1));
+            let status = child.wait().map_err(|source| HarnessError::Wait { dir: dir.to_path_buf(), source })?;
+            return Ok(ChildExit::of(status));
         }
         match (signals::received(), stopping) {
             (Some(signal), None) => {
@@ -238,9 +307,9 @@ fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -
             (Some(_), Some((signal, since))) if since.elapsed() > STOP_GRACE => {
                 tracing::warn!("the run in {} did not stop within {} s of {}; killing it", dir.display(), STOP_GRACE.as_secs(), signal.name());
                 let _ = child.kill();
-                let _ = child.wait();
+                let status = child.wait().map_err(|source| HarnessError::Wait { dir: dir.to_path_buf(), source })?;
                 mark_aborted(dir, signal);
-                return Ok(None);
+                return Ok(ChildExit::of(status));
             }
             _ => {}
         }
@@ -257,8 +326,11 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
     }
     let settings = &settings;
     let mut non_submittable = req.caveats.clone();
+    // What the run's user.conf sets: an explicit --min_duration beats --test_run's.
+    let min_duration_ms =
+        if req.test_run { test_run_limits(&req.overrides, settings).min_duration_ms(req.round) } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) };
     if req.test_run {
-        non_submittable.push(NonSubmittable::TestRun { min_duration_ms: req.round.test_run_min_duration_ms });
+        non_submittable.push(NonSubmittable::TestRun { min_duration_ms });
     }
     if req.backend.is_test_double() {
         non_submittable.push(NonSubmittable::TestBackend { backend: format!("{:?}", req.backend) });
@@ -268,7 +340,9 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         non_submittable.push(NonSubmittable::SyntheticData);
     }
     // Development runs are sized by the engine's measured speed unless the command line sets it.
+    // A user.conf given by the user is the run's as given: the probe would rewrite it.
     let probe_rate = req.test_run
+        && req.user_conf.is_none()
         && synthetic
         && req.backend == Backend::Config
         && mode == RunMode::PerformanceOnly
@@ -292,7 +366,7 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396), nor TEST07's (990).
         total_sample_count: set.size(bench),
         performance_sample_count: performance_sample_count(bench, settings),
-        min_duration_ms: if req.test_run { req.round.test_run_min_duration_ms } else { settings.min_duration.unwrap_or(req.round.min_duration_ms) },
+        min_duration_ms,
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         output_limit: bench.max_output_tokens_for(mode == RunMode::AccuracyOnly),
         audit_test: req.audit_test,
@@ -307,8 +381,8 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
 /// log directory that cannot be written fails at once). Timestamps have whole seconds: when an
 /// earlier invocation of the same second holds that name, this one gets `<timestamp>_2`, `_3`, ...,
 /// which still sort after it ("newest" is the greatest name).
-fn new_run_root(log_dir: &Path, timestamp: &str) -> Result<PathBuf, String> {
-    let fail = |e: std::io::Error| format!("cannot write logs under {}: {e}; fix the permissions or pass --log_dir", log_dir.display());
+fn new_run_root(log_dir: &Path, timestamp: &str) -> Result<PathBuf, HarnessError> {
+    let fail = |source: std::io::Error| HarnessError::LogDir { dir: log_dir.to_path_buf(), source };
     std::fs::create_dir_all(log_dir).map_err(fail)?;
     let mut n = 1;
     loop {

@@ -13,6 +13,7 @@
 
 use super::batcher::BatcherConfig;
 use crate::cpu::CpuClock;
+use crate::engines::serving::ServingError;
 use crate::engines::{Engine, SampleSource};
 use mlperf_config::{Scenario, Settings};
 use std::sync::{Arc, Barrier};
@@ -37,6 +38,45 @@ pub fn rate_field(scenario: Scenario) -> Option<&'static str> {
     }
 }
 
+/// Why the engines could not be measured.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    #[error("{0} runs are not sized by the engine's speed; nothing to probe")]
+    NotSized(Scenario),
+    /// An engine failed on a batch (its message, as the engine boundary gives it).
+    #[error("{0}")]
+    Engine(String),
+    /// Serving endpoints failed a request of the measurement.
+    #[error(transparent)]
+    Serving(#[from] ServingError),
+    /// The measured rate is not a value the config field takes.
+    #[error("{field} = {value}: {reason}")]
+    Setting { field: &'static str, value: toml::Value, reason: String },
+}
+
+impl From<ProbeError> for crate::Error {
+    fn from(e: ProbeError) -> crate::Error {
+        match e {
+            ProbeError::Serving(serving) => serving.into(),
+            _ => crate::Error::Other(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
+/// remove once every caller has a typed error.
+impl From<ProbeError> for String {
+    fn from(e: ProbeError) -> String {
+        e.to_string()
+    }
+}
+
+/// An engine's failure as a probe error, whatever text or error type the engine boundary gives.
+fn engine_failed(e: impl std::fmt::Display) -> ProbeError {
+    ProbeError::Engine(e.to_string())
+}
+
 /// What the engines did alone.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Throughput {
@@ -54,7 +94,7 @@ impl Throughput {
 
 /// Every device's engine with `workers_per_device` concurrent workers, each running whole batches
 /// of `loaded` samples back to back for `duration` after one warm-up batch.
-pub fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loaded: &[usize], config: BatcherConfig, duration: Duration) -> Result<Throughput, String> {
+pub fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loaded: &[usize], config: BatcherConfig, duration: Duration) -> Result<Throughput, ProbeError> {
     let workers: Vec<&dyn Engine> = devices.iter().flat_map(|e| std::iter::repeat_n(e.as_ref(), config.workers_per_device)).collect();
     let batch = |k: usize| -> Vec<usize> { (0..config.batch_size).map(|j| loaded[(k * config.batch_size + j) % loaded.len()]).collect() };
     let stride = workers.len();
@@ -65,17 +105,17 @@ pub fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loa
             .enumerate()
             .map(|(w, &engine)| {
                 let (start_line, batch) = (&start_line, &batch);
-                s.spawn(move || -> Result<(usize, Duration), String> {
+                s.spawn(move || -> Result<(usize, Duration), ProbeError> {
                     let mut outputs = Vec::new();
                     let warm_up = engine.infer(&batch(w), source, &mut outputs);
                     // Everyone reaches the line, even after a failure, so no worker waits forever.
                     start_line.wait();
-                    warm_up?;
+                    warm_up.map_err(engine_failed)?;
                     let start = Instant::now();
                     let (mut done, mut k) = (0, w);
                     while start.elapsed() < duration {
                         outputs.clear();
-                        engine.infer(&batch(k), source, &mut outputs)?;
+                        engine.infer(&batch(k), source, &mut outputs).map_err(engine_failed)?;
                         done += config.batch_size;
                         k += stride;
                     }
@@ -85,7 +125,7 @@ pub fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loa
             .collect();
         start_line.wait();
         let cpu = CpuClock::start();
-        let results: Vec<Result<(usize, Duration), String>> = handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
+        let results: Vec<Result<(usize, Duration), ProbeError>> = handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
         (results, cpu.elapsed_us())
     });
     let results: Vec<(usize, Duration)> = results.into_iter().collect::<Result<_, _>>()?;
@@ -96,15 +136,15 @@ pub fn engines_alone(devices: &[Arc<dyn Engine>], source: &dyn SampleSource, loa
 
 /// The mean time one engine takes to answer a query of `query` samples, over `duration` after
 /// one warm-up query.
-fn query_latency(engine: &dyn Engine, source: &dyn SampleSource, loaded: &[usize], query: usize, duration: Duration) -> Result<Duration, String> {
+fn query_latency(engine: &dyn Engine, source: &dyn SampleSource, loaded: &[usize], query: usize, duration: Duration) -> Result<Duration, ProbeError> {
     let mut outputs = Vec::new();
     let indices = |k: usize| -> Vec<usize> { (0..query).map(|j| loaded[(k * query + j) % loaded.len()]).collect() };
-    engine.infer(&indices(0), source, &mut outputs)?;
+    engine.infer(&indices(0), source, &mut outputs).map_err(engine_failed)?;
     let start = Instant::now();
     let mut queries = 0u32;
     while start.elapsed() < duration {
         outputs.clear();
-        engine.infer(&indices(queries as usize + 1), source, &mut outputs)?;
+        engine.infer(&indices(queries as usize + 1), source, &mut outputs).map_err(engine_failed)?;
         queries += 1;
     }
     Ok(start.elapsed() / queries.max(1))
@@ -113,9 +153,9 @@ fn query_latency(engine: &dyn Engine, source: &dyn SampleSource, loaded: &[usize
 /// What the probe measures: the engines of this process, or serving endpoints.
 pub trait Measure {
     /// Samples per second with every device (or endpoint slot) busy.
-    fn throughput(&self, duration: Duration) -> Result<f64, String>;
+    fn throughput(&self, duration: Duration) -> Result<f64, ProbeError>;
     /// Mean time to answer one query of `query` samples.
-    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String>;
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, ProbeError>;
 }
 
 /// Engines of this process on loaded samples.
@@ -127,19 +167,19 @@ pub struct EngineMeasure<'a> {
 }
 
 impl Measure for EngineMeasure<'_> {
-    fn throughput(&self, duration: Duration) -> Result<f64, String> {
+    fn throughput(&self, duration: Duration) -> Result<f64, ProbeError> {
         Ok(engines_alone(self.devices, self.source, self.loaded, self.batcher, duration)?.samples_per_s())
     }
 
-    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, String> {
+    fn query_latency(&self, query: usize, duration: Duration) -> Result<Duration, ProbeError> {
         query_latency(self.devices[0].as_ref(), self.source, self.loaded, query, duration)
     }
 }
 
 /// Measures with `measure` and sets the scenario's expected rate in `settings` with [`HEADROOM`].
 /// Returns a line saying what was measured and set.
-pub fn probe(scenario: Scenario, measure: &dyn Measure, settings: &mut Settings) -> Result<String, String> {
-    let field = rate_field(scenario).ok_or_else(|| format!("{scenario} runs are not sized by the engine's speed; nothing to probe"))?;
+pub fn probe(scenario: Scenario, measure: &dyn Measure, settings: &mut Settings) -> Result<String, ProbeError> {
+    let field = rate_field(scenario).ok_or(ProbeError::NotSized(scenario))?;
     let (measured, value) = match scenario {
         Scenario::Offline => {
             let rate = measure.throughput(PROBE)?;
@@ -153,7 +193,7 @@ pub fn probe(scenario: Scenario, measure: &dyn Measure, settings: &mut Settings)
         }
         Scenario::Server | Scenario::Interactive => unreachable!("rate_field has none"),
     };
-    settings.set_toml(field, &value)?;
+    settings.set_toml(field, &value).map_err(|reason| ProbeError::Setting { field, value: value.clone(), reason })?;
     Ok(format!("rate probe: the engines alone ran {measured} for {} s; {field} = {value} ({HEADROOM}x headroom) instead of the config's", PROBE.as_secs()))
 }
 
@@ -188,7 +228,7 @@ mod tests {
         probe(Scenario::SingleStream, &measure, &mut settings).unwrap();
         let ns = settings.single_stream_expected_latency_ns.unwrap();
         assert!((10_000_000..=14_000_000).contains(&ns), "20 ms / 1.5, not {ns} ns");
-        assert!(probe(Scenario::Server, &measure, &mut settings).unwrap_err().contains("nothing to probe"));
+        assert!(probe(Scenario::Server, &measure, &mut settings).unwrap_err().to_string().contains("nothing to probe"));
     }
 
     /// Counts the samples each call sees; answers like the null engine.
@@ -246,6 +286,6 @@ mod tests {
         let devices: Vec<Arc<dyn Engine>> = vec![Arc::new(Failing)];
         let lib = library();
         let e = engines_alone(&devices, &lib, &(0..16).collect::<Vec<_>>(), config(), Duration::from_millis(20)).unwrap_err();
-        assert_eq!(e, "device lost");
+        assert!(matches!(&e, ProbeError::Engine(m) if m == "device lost"), "{e}");
     }
 }

@@ -7,7 +7,7 @@ use super::plan::{RunMode, RunPlan};
 use super::serving::{EndpointRecord, read_record};
 use super::{DETAIL_LOG, RUN_LOG};
 use crate::error::{Error, exit};
-use crate::signals::Signal;
+use crate::signals::{ChildExit, Signal};
 use mlperf_config::Scenario;
 use serde::Serialize;
 use std::fmt::Write;
@@ -101,9 +101,9 @@ pub struct Outcome {
     pub tokens: Option<TokenLatencies>,
     /// Serving runs: each endpoint's record (`serving.json`).
     pub endpoints: Vec<EndpointRecord>,
-    /// The run's exit status (None when a signal ended it): [`exit::DATA`] or [`exit::CONFIG`]
-    /// when it stopped before LoadGen started.
-    pub exit: Option<i32>,
+    /// How the run's child ended: [`exit::DATA`] or [`exit::CONFIG`] when it stopped before
+    /// LoadGen started.
+    pub exit: ChildExit,
 }
 
 /// The scenario metric as the checker reads it: key, label, scale to the shown unit.
@@ -119,8 +119,8 @@ fn metric_key(scenario: Scenario, tokens: bool) -> (&'static str, &'static str, 
 }
 
 impl Outcome {
-    /// Reads a finished run directory. `exit` is the child's exit code.
-    pub fn read(dir: &Path, plan: &RunPlan, exit: Option<i32>) -> Outcome {
+    /// Reads a finished run directory. `exit` is how the child ended.
+    pub fn read(dir: &Path, plan: &RunPlan, exit: ChildExit) -> Outcome {
         let mut outcome = Outcome {
             plan: plan.clone(),
             dir: dir.to_path_buf(),
@@ -149,15 +149,15 @@ impl Outcome {
         let log = match DetailLog::read(&dir.join(DETAIL_LOG)) {
             Ok(log) => log,
             Err(e) => {
-                outcome.advice = Some(match exit.and_then(did_not_start) {
+                outcome.advice = Some(match exit.code().and_then(did_not_start) {
                     Some((why, _)) => format!("{why}: see the error above and {}", dir.join(RUN_LOG).display()),
-                    None => format!("no LoadGen log ({e}); exit code {exit:?}, see the output above"),
+                    None => format!("no LoadGen log ({e}); the run failed: {exit}, see the output above"),
                 });
                 return outcome;
             }
         };
-        if exit != Some(0) {
-            outcome.advice = Some(format!("the run exited with {exit:?}; see the output above and {}", dir.join(DETAIL_LOG).display()));
+        if exit != ChildExit::Code(0) {
+            outcome.advice = Some(format!("the run failed: {exit}; see the output above and {}", dir.join(DETAIL_LOG).display()));
             return outcome;
         }
         if plan.mode == RunMode::AccuracyOnly {
@@ -217,7 +217,7 @@ pub fn verdict(outcomes: &[Outcome], stopped_by: Option<Signal>) -> Result<(), E
     }
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| matches!(o.status, RunStatus::Failed | RunStatus::Aborted)).collect();
     if let Some(first) = failed.first() {
-        if let Some(code) = first.exit
+        if let Some(code) = first.exit.code()
             && let Some((why, kind)) = did_not_start(code)
             && failed.iter().all(|o| o.exit == first.exit)
         {

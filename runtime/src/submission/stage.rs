@@ -17,6 +17,7 @@ use crate::rundir::report::{Outcome, RunStatus};
 // staging keeps them next to the staged logs; export leaves them out.
 use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN, USER_CONF};
 use crate::select::Selected;
+use crate::signals::ChildExit;
 use mlperf_config::render;
 use mlperf_config::round::system_type_key;
 use mlperf_config::{CompiledConfig, Round, Tables};
@@ -101,7 +102,7 @@ fn runs_of(logs: &Path, key: &ResultKey) -> Vec<Run> {
         let base = stamp.join(key.rel());
         for dir in [base.join("performance"), base.join("accuracy"), base] {
             if let Ok(plan) = read_plan(&dir) {
-                let outcome = Outcome::read(&dir, &plan, Some(0));
+                let outcome = Outcome::read(&dir, &plan, ChildExit::Code(0));
                 runs.push(Run { dir, plan, outcome });
             }
         }
