@@ -140,7 +140,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
         return write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes()).map_err(String::from);
     }
     let scoring = Progress::phase(format!("{} accuracy scoring", plan.label()));
-    let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set())?;
+    let scored = family.score(&plan.settings, &dir.join(ACCURACY_LOG), plan.sample_set()).map_err(|e| e.to_string())?;
     drop(scoring);
     crate::accuracy::write_accuracy_txt(&dir.join(ACCURACY_TXT), &scored.text)?;
     if work.synthetic {
