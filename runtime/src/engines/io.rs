@@ -283,6 +283,13 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_error_keeps_its_text_and_fails_the_run() {
+        let e = EngineError::new(std::io::Error::other("sample 3: device lost"));
+        assert_eq!(e.to_string(), "sample 3: device lost");
+        assert_eq!(crate::Error::from(e).exit_code(), crate::error::exit::FAILED);
+    }
+
+    #[test]
     fn int32_samples_and_bad_int8_scales_are_refused() {
         assert!(spec(ElementType::I32, 1.0).validate().unwrap_err().to_string().contains("not int32"));
         assert!(spec(ElementType::I8, 0.0).validate().unwrap_err().to_string().contains("positive finite"));

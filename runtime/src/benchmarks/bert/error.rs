@@ -106,3 +106,20 @@ impl From<BertError> for crate::Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit;
+
+    #[test]
+    fn each_error_keeps_its_kind_and_its_old_text() {
+        let config = BertError::NeedsSetting("tensor_path");
+        assert_eq!(config.to_string(), "bert configs need tensor_path");
+        assert_eq!(crate::Error::from(config).exit_code(), exit::CONFIG);
+        let vocab = BertError::VocabWithout { path: "vocab.txt".into(), token: "[UNK]" };
+        assert_eq!(vocab.to_string(), "vocab vocab.txt has no [UNK] token");
+        assert_eq!(crate::Error::from(vocab).exit_code(), exit::DATA);
+        assert_eq!(crate::Error::from(BertError::Generator("a bug".into())).exit_code(), exit::OTHER);
+    }
+}

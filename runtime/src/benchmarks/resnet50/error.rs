@@ -103,3 +103,19 @@ impl From<ResNetError> for crate::Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit;
+
+    #[test]
+    fn each_error_keeps_its_kind_and_its_old_text() {
+        let config = ResNetError::NeedsSetting { configs: "resnet50", key: "map_path" };
+        assert_eq!(config.to_string(), "resnet50 configs need map_path");
+        assert_eq!(crate::Error::from(config).exit_code(), exit::CONFIG);
+        let missing = ResNetError::EmptyValMap { path: "val_map.txt".into() };
+        assert_eq!(crate::Error::from(missing).exit_code(), exit::DATA);
+        assert_eq!(crate::Error::from(ResNetError::Generator("synthetic model has no fc.bias")).exit_code(), exit::OTHER);
+    }
+}

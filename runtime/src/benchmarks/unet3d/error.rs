@@ -74,3 +74,18 @@ impl From<UNetError> for crate::Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit;
+
+    #[test]
+    fn each_error_keeps_its_kind_and_its_old_text() {
+        let sample = UNetError::SampleSize { index: 3, bytes: 8, shape: [1, 2, 2] };
+        assert_eq!(sample.to_string(), "CPU 3D-UNet engine: sample 3 holds 8 bytes; its case is [1, 2, 2], 16 bytes of f32");
+        assert_eq!(crate::Error::from(sample).exit_code(), exit::DATA);
+        let volume = UNetError::Volume { shape: [4, 4, 5], roi: 4, stride: 2 };
+        assert_eq!(crate::Error::from(volume).exit_code(), exit::OTHER);
+    }
+}
