@@ -79,7 +79,7 @@ pub fn report(scratch: &Scratch, settings: &Settings) -> DataReport {
 /// `preprocess_data`: the JPEGs under `data/imagenet` to the tensors `settings` name.
 pub fn preprocess(scratch: &Scratch, settings: &Settings) -> Result<String, ResNetError> {
     let options = ImagenetOptions::from_settings(settings)?;
-    let map = scratch.map_path(settings).ok_or(super::workload::NEEDS_MAP_PATH)?;
+    let map = scratch.map_path(settings).ok_or(ResNetError::NEEDS_MAP_PATH)?;
     let out = scratch.tensor_paths(settings).into_iter().next().ok_or(ResNetError::NeedsSetting { configs: "resnet50", key: "tensor_path" })?;
     // A contiguous tensor names a file; per-sample output names a directory.
     let out_dir = if out.extension().is_some_and(|e| e == "npy") { out.parent().map(|p| p.to_path_buf()).unwrap_or(out) } else { out };

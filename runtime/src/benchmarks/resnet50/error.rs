@@ -86,6 +86,11 @@ pub enum ResNetError {
     Write(#[from] FsError),
 }
 
+impl ResNetError {
+    /// Scoring and preprocessing real ImageNet read the val map.
+    pub(super) const NEEDS_MAP_PATH: ResNetError = ResNetError::NeedsSetting { configs: "resnet50", key: "map_path" };
+}
+
 impl From<ResNetError> for crate::Error {
     fn from(e: ResNetError) -> crate::Error {
         use ResNetError::*;

@@ -38,7 +38,7 @@ pub fn ensure_synthetic(settings: &Settings) -> Result<SyntheticArtifacts, ResNe
 /// The val map accuracy is scored against: the synthetic labels, or the config's `map_path`.
 pub fn val_map(settings: &Settings) -> Result<PathBuf, ResNetError> {
     if !synthetic(settings) {
-        return Scratch::from_env().map_path(settings).ok_or(NEEDS_MAP_PATH);
+        return Scratch::from_env().map_path(settings).ok_or(ResNetError::NEEDS_MAP_PATH);
     }
     let path = Scratch::from_env().models_dir().join(synthetic::val_map_relpath(synthetic_size(settings)?));
     if !path.is_file() {
@@ -51,8 +51,6 @@ pub fn val_map(settings: &Settings) -> Result<PathBuf, ResNetError> {
 fn synthetic_size(settings: &Settings) -> Result<usize, ResNetError> {
     Ok(settings.image_size.ok_or(ResNetError::NeedsSetting { configs: "synthetic resnet50", key: "image_size" })? as usize)
 }
-
-pub(super) const NEEDS_MAP_PATH: ResNetError = ResNetError::NeedsSetting { configs: "resnet50", key: "map_path" };
 
 /// The preprocessed images a config's engine reads (`image_size`, `input_format`, `input_dtype`),
 /// in batches of `batch`.

@@ -2,7 +2,6 @@
 //! are missing or not the reference's ([`crate::Error::Data`]), an accuracy log that cannot be
 //! scored, and the shared layers' errors kept whole with their own kinds.
 
-use super::preprocessed::REMEDY;
 use crate::accuracy::AccuracyError;
 use crate::dataset::numpy_pickle::ArrayError;
 use crate::dataset::pickle::PickleError;
@@ -10,6 +9,10 @@ use crate::engines::synthetic::manifest::ManifestError;
 use crate::fsutil::FsError;
 use std::path::PathBuf;
 use tract_onnx::prelude::TractError;
+
+/// What makes the preprocessed layout, for errors about it.
+pub(super) const REMEDY: &str =
+    "the reference's preprocess.py writes it (mlcommons/inference vision/medical_imaging/3d-unet-kits19: --mode preprocess --results_dir <this directory>)";
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

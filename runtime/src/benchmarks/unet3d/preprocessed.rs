@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::INFERENCE_CASES;
-use super::error::UNetError;
+use super::error::{REMEDY, UNetError};
 use crate::benchmarks::unet3d::cpu::VolumeShape;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::numpy_pickle::{Pickled, PickledArray, to_pickle};
@@ -22,9 +22,6 @@ use crate::dataset::pickle::{Value, parse};
 
 /// The index file of the layout.
 pub const INDEX: &str = "preprocessed_files.pkl";
-/// What makes the layout, for errors about it.
-pub(super) const REMEDY: &str =
-    "the reference's preprocess.py writes it (mlcommons/inference vision/medical_imaging/3d-unet-kits19: --mode preprocess --results_dir <this directory>)";
 
 /// One case of the index, in sample order.
 #[derive(Clone, Debug, PartialEq, Eq)]
