@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::INFERENCE_CASES;
-use super::error::{REMEDY, UNetError};
+use super::error::UNetError;
 use crate::benchmarks::unet3d::cpu::VolumeShape;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::numpy_pickle::{Pickled, PickledArray, to_pickle};
@@ -136,6 +136,7 @@ fn read_pickle(path: &Path) -> Result<Value, UNetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::benchmarks::unet3d::error::REMEDY;
 
     fn cases() -> Vec<Case> {
         INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: [2, 1 + i % 2, 3] }).collect()
