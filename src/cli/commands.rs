@@ -166,7 +166,7 @@ fn calibrate(selection: &Selection, overrides: &[Override], force: bool) -> Resu
 }
 
 fn preprocess_data(selection: &Selection) -> Result<(), Error> {
-    Ok(benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(selection, &[])?.configs, &mut say)?)
+    benchmarks::preprocess_all(&Scratch::from_env(), &resolve::selection(selection, &[])?.configs, &mut say)
 }
 
 /// `run_llm_server`: the serving engines of the selection, until a signal stops them.

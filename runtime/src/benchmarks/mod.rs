@@ -50,9 +50,9 @@ pub trait Benchmark: Sync {
     fn data(&self, scratch: &Scratch, settings: &Settings) -> DataReport;
 
     /// Raw data in the scratch space to the tensors `settings` read; a line for the user.
-    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, Error> {
         let _ = (scratch, settings);
-        Err(format!("this tool does not preprocess {}; prepare it as its MLCommons reference implementation describes", self.id()))
+        Err(Error::Config(format!("this tool does not preprocess {}; prepare it as its MLCommons reference implementation describes", self.id())))
     }
 
     /// What `generate_engines` does ahead of a run: build or reuse engine plans (their int8
@@ -76,9 +76,9 @@ pub trait Benchmark: Sync {
 
     /// Scores an accuracy log of a run over `set` as the benchmark's official accuracy script
     /// does; the text is what that script prints into `accuracy.txt`.
-    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, String> {
+    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, Error> {
         let _ = (settings, accuracy_log, set);
-        Err(format!("no accuracy scorer for {} in this build", self.id()))
+        Err(Error::Config(format!("no accuracy scorer for {} in this build", self.id())))
     }
 
     /// What the compliance audits need to know of the benchmark's responses.
@@ -141,7 +141,7 @@ pub fn calibrate_all(configs: &[Selected], force: bool, report: &mut dyn FnMut(&
 
 /// `preprocess_data`: the data of each config, once per benchmark and tensor set (workloads that
 /// read the same tensors share them).
-pub fn preprocess_all(scratch: &Scratch, configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn preprocess_all(scratch: &Scratch, configs: &[Selected], report: &mut dyn FnMut(&str)) -> Result<(), Error> {
     let mut done: Vec<(&str, Option<&str>)> = Vec::new();
     for selected in configs {
         let key = (selected.config.benchmark.as_ref(), selected.settings.tensor_path.as_deref());
@@ -223,10 +223,10 @@ pub struct AuditSpecifics {
 
 impl Workload {
     /// The batched engines (one per device); an error for serving workloads.
-    pub fn engines(&self) -> Result<&[Arc<dyn Engine>], String> {
+    pub fn engines(&self) -> Result<&[Arc<dyn Engine>], Error> {
         match &self.drive {
             Drive::Batched(devices) => Ok(devices),
-            Drive::Serving(_) => Err("this workload is served over HTTP, not by engines of this process (use `mlperf bench llm`)".into()),
+            Drive::Serving(_) => Err(Error::Config("this workload is served over HTTP, not by engines of this process (use `mlperf bench llm`)".into())),
         }
     }
 }
@@ -327,6 +327,6 @@ mod tests {
         let int8 = Settings { engine: Some(EngineKind::Gpu), precision: Some(mlperf_config::DataType::Int8), ..Settings::default() };
         let e = family("bert").open(&WorkloadSpec { settings: &int8, ..spec }).err().unwrap();
         assert!(matches!(e, Error::Config(_)) && e.to_string().contains("the GPU BERT engine runs fp16; this config asks for int8: pass --precision=fp16"), "{e:?}");
-        assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().contains("MLCommons reference implementation"));
+        assert!(family("llama2-70b").preprocess(&Scratch::new("/s"), &settings).unwrap_err().to_string().contains("MLCommons reference implementation"));
     }
 }

@@ -274,7 +274,7 @@ fn verify(job: &Job, settings: &Settings, outcome: &Outcome) -> Result<(Verifica
         AuditTest::Test07 => {
             let set = job.bench.test07.ok_or_else(|| ComplianceError::RoundLacks(format!("round has no test07 set for {}", job.selected.config.benchmark)))?;
             let log = run.join(ACCURACY_LOG);
-            let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07).map_err(ComplianceError::Score)?;
+            let scored = benchmarks::family(&job.selected.config.benchmark).score(settings, &log, SampleSet::Test07).map_err(|e| ComplianceError::Score(e.to_string()))?;
             let v = test07::verify(&scored, set.accuracy_threshold);
             dir.text("verify_accuracy.txt", v.report.clone());
             dir.copy("accuracy/mlperf_log_accuracy.json", &log);
@@ -345,7 +345,7 @@ fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir:
 
 fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, String> {
     let family = benchmarks::family(&job.selected.config.benchmark);
-    let score = |log: &Path| family.score(settings, log, SampleSet::Performance);
+    let score = |log: &Path| family.score(settings, log, SampleSet::Performance).map_err(|e| e.to_string());
     // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
     let baseline = run.join("mlperf_log_accuracy_baseline.json");
     test01::write_baseline_log(reference_log, audit_log, &baseline)?;

@@ -124,7 +124,7 @@ fn invalid_logs_mismatched_scenarios_and_errors_fail() {
 
 /// ResNet50 top-1 against `val_map`, as the resnet50 family scores it.
 fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, String> {
-    move |log: &Path| Ok(imagenet::score_imagenet(log, &val_map, imagenet::DEFAULT_DTYPE)?.scored())
+    move |log: &Path| Ok(imagenet::score_imagenet(log, &val_map, imagenet::DEFAULT_DTYPE).map_err(|e| e.to_string())?.scored())
 }
 
 /// A val map of `n` images labelled `i % 10`, and a log answering each correctly except `wrong`.

@@ -31,7 +31,8 @@ use tract_onnx::prelude::tract_data::internal::DimLike;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
-use crate::engines::{Engine, InputSpec, Layout, SampleSource};
+use crate::engines::io::InputSpecError;
+use crate::engines::{Engine, EngineError, InputSpec, Layout, SampleSource};
 
 /// Why the CPU engine cannot load a model or run it. Load errors (the model file missing,
 /// unparsable, or not the classifier the config describes) are [`crate::Error::Data`]; run errors
@@ -47,7 +48,7 @@ pub enum CpuError {
     NotOnnx { origin: String, cause: TractError },
     /// The config's input spec is unusable; `reason` is [`InputSpec::validate`]'s.
     #[error("CPU engine for {origin}: {reason}")]
-    BadSpec { origin: String, reason: String },
+    BadSpec { origin: String, reason: InputSpecError },
     #[error("CPU engine: model {origin} does not accept a batch of {batch} x {input}: {cause:#}")]
     BatchNotAccepted { origin: String, batch: usize, input: String, cause: TractError },
     /// tract refused a query about the model's graph.
@@ -96,8 +97,7 @@ impl From<CpuError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): the synthetic generators, the GPU builder's reference runs and
-/// [`parallel_chunks`]'s callers still return `Result<_, String>`.
+/// Transition bridge (issue 36): callers outside the engines that still return `Result<_, String>`.
 impl From<CpuError> for String {
     fn from(e: CpuError) -> String {
         e.to_string()
@@ -382,10 +382,10 @@ impl Engine for CpuEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         let samples: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
         let views: Vec<&[u8]> = samples.iter().map(|s| &**s).collect();
-        let classes = self.classify(&views)?;
+        let classes = self.classify(&views).map_err(EngineError::new)?;
         outputs.extend(classes.into_iter().map(|c| c.to_le_bytes().to_vec()));
         Ok(())
     }
@@ -476,18 +476,18 @@ fn choose_output(model: &TypedModel, batch: usize, origin: &str) -> Result<(usiz
 /// Runs `work` (CPU engine calls: one tract run uses one core) over consecutive chunks of `chunk`
 /// indices on `threads` threads and concatenates the results in index order. The first error
 /// stops the remaining chunks and is returned.
-pub fn parallel_chunks<T: Send>(
+pub fn parallel_chunks<T: Send, E: Send>(
     indices: std::ops::Range<usize>,
     threads: usize,
     chunk: usize,
-    work: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>, String> + Sync,
-) -> Result<Vec<T>, String> {
+    work: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>, E> + Sync,
+) -> Result<Vec<T>, E> {
     let chunk = chunk.max(1);
     let start = indices.start;
     let chunks = indices.len().div_ceil(chunk);
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::with_capacity(chunks));
-    let failed: Mutex<Option<String>> = Mutex::new(None);
+    let failed: Mutex<Option<E>> = Mutex::new(None);
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, chunks.max(1)) {
             s.spawn(|| {

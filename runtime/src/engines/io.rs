@@ -54,7 +54,51 @@ impl SampleSource for Vec<Vec<u8>> {
 /// A model on one device. `infer` fills `outputs` with one response per sample, in order.
 pub trait Engine: Send + Sync {
     fn name(&self) -> &str;
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String>;
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError>;
+}
+
+/// Why an engine could not answer a batch: the engine's own error (the CPU engine's, the GPU
+/// engine's, a family's model), whose message names the sample or the batch. Kept whole (boxed,
+/// so this boundary imports none of the engines above it); a run whose engine fails is FAILED, so
+/// where it reaches the runtime's error it is [`crate::Error::EngineFailed`]. The batcher keeps its
+/// text for the run's FAILED record.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    #[error(transparent)]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl EngineError {
+    /// An engine's own error.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> EngineError {
+        EngineError::Engine(Box::new(e))
+    }
+}
+
+impl From<EngineError> for crate::Error {
+    fn from(e: EngineError) -> crate::Error {
+        crate::Error::EngineFailed(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): the probe's measurements still return `Result<_, String>`.
+impl From<EngineError> for String {
+    fn from(e: EngineError) -> String {
+        e.to_string()
+    }
+}
+
+/// An image input spec no engine can feed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputSpecError {
+    #[error("input spec has a zero dimension: batch {batch}, sample {sample}")]
+    ZeroDimension { batch: usize, sample: String },
+    #[error("image samples are fp32, fp16 or int8, not int32")]
+    Int32,
+    #[error("int8 input scale must be a positive finite number, not {0}")]
+    Int8Scale(f32),
 }
 
 /// Element type of a tensor: of samples as the engines read them, and of the tensors, weights and
@@ -173,13 +217,13 @@ impl InputSpec {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InputSpecError> {
         if self.batch_size == 0 || self.channels == 0 || self.height == 0 || self.width == 0 {
-            return Err(format!("input spec has a zero dimension: batch {}, sample {}", self.batch_size, self.describe()));
+            return Err(InputSpecError::ZeroDimension { batch: self.batch_size, sample: self.describe() });
         }
         match self.element {
-            ElementType::I32 => Err("image samples are fp32, fp16 or int8, not int32".into()),
-            ElementType::I8 if !(self.scale.is_finite() && self.scale > 0.0) => Err(format!("int8 input scale must be a positive finite number, not {}", self.scale)),
+            ElementType::I32 => Err(InputSpecError::Int32),
+            ElementType::I8 if !(self.scale.is_finite() && self.scale > 0.0) => Err(InputSpecError::Int8Scale(self.scale)),
             _ => Ok(()),
         }
     }
@@ -239,9 +283,16 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_error_keeps_its_text_and_fails_the_run() {
+        let e = EngineError::new(std::io::Error::other("sample 3: device lost"));
+        assert_eq!(e.to_string(), "sample 3: device lost");
+        assert_eq!(crate::Error::from(e).exit_code(), crate::error::exit::FAILED);
+    }
+
+    #[test]
     fn int32_samples_and_bad_int8_scales_are_refused() {
-        assert!(spec(ElementType::I32, 1.0).validate().unwrap_err().contains("not int32"));
-        assert!(spec(ElementType::I8, 0.0).validate().unwrap_err().contains("positive finite"));
+        assert!(spec(ElementType::I32, 1.0).validate().unwrap_err().to_string().contains("not int32"));
+        assert!(spec(ElementType::I8, 0.0).validate().unwrap_err().to_string().contains("positive finite"));
         assert!(spec(ElementType::I8, 0.25).validate().is_ok());
     }
 }

@@ -24,4 +24,4 @@ pub mod onnx_writer;
 pub mod serving;
 pub mod synthetic;
 
-pub use io::{ElementType, Engine, InputSpec, Layout, Sample, SampleSource};
+pub use io::{ElementType, Engine, EngineError, InputSpec, Layout, Sample, SampleSource};

@@ -94,7 +94,7 @@ impl Engine for FixedLatencyEngine {
     fn name(&self) -> &str {
         if self.latency.is_zero() { "null" } else { "fixed-latency" }
     }
-    fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), crate::engines::EngineError> {
         // `sleep(ZERO)` returns without a system call, so the null engine costs nothing here.
         std::thread::sleep(self.latency);
         outputs.extend(indices.iter().map(|&i| test_answer(i, self.tokens)));

@@ -128,7 +128,7 @@ fn infer_loop(rx: &Mutex<Receiver<Vec<QuerySample>>>, engine: &dyn Engine, sourc
         let indices: Vec<usize> = batch.iter().map(|s| s.index).collect();
         outputs.clear();
         if let Err(e) = engine.infer(&indices, source, &mut outputs) {
-            errors.lock().expect("errors lock").push(e);
+            errors.lock().expect("errors lock").push(e.to_string());
             outputs.clear();
         }
         // Every sample is completed exactly once, with an empty response if the engine failed
@@ -166,7 +166,7 @@ mod tests {
         fn name(&self) -> &str {
             "recorder"
         }
-        fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        fn infer(&self, indices: &[usize], _: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), crate::engines::EngineError> {
             self.batches.lock().unwrap().push(indices.to_vec());
             std::thread::sleep(Duration::from_micros(300));
             outputs.extend(indices.iter().map(|_| Vec::new()));

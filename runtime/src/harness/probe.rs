@@ -237,7 +237,7 @@ mod tests {
         fn name(&self) -> &str {
             "counting"
         }
-        fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+        fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), crate::engines::EngineError> {
             for &i in indices {
                 assert_eq!(source.sample(i).len(), 4, "a loaded sample");
             }
@@ -251,8 +251,8 @@ mod tests {
         fn name(&self) -> &str {
             "failing"
         }
-        fn infer(&self, _: &[usize], _: &dyn SampleSource, _: &mut Vec<Vec<u8>>) -> Result<(), String> {
-            Err("device lost".into())
+        fn infer(&self, _: &[usize], _: &dyn SampleSource, _: &mut Vec<Vec<u8>>) -> Result<(), crate::engines::EngineError> {
+            Err(crate::engines::EngineError::new(std::io::Error::other("device lost")))
         }
     }
 

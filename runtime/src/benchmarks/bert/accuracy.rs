@@ -25,6 +25,7 @@ use std::path::Path;
 
 use crate::accuracy::log::{LogDtype, for_each_entry};
 use crate::accuracy::python_float_repr;
+use crate::benchmarks::bert::error::BertError;
 use crate::benchmarks::bert::squad::SquadFeatures;
 use crate::benchmarks::bert::wordpiece::{BasicTokenizer, py_is_space};
 
@@ -94,13 +95,13 @@ impl SquadScore {
 }
 
 /// Scores `acc_log` with the feature metadata `features` ([`crate::benchmarks::bert::squad::FEATURES_FILE`]).
-pub fn score_squad(acc_log: &Path, features: &Path, opts: &SquadScoreOptions) -> Result<SquadScore, String> {
+pub fn score_squad(acc_log: &Path, features: &Path, opts: &SquadScoreOptions) -> Result<SquadScore, BertError> {
     let meta = SquadFeatures::load(features)?;
     score_squad_meta(acc_log, &meta, opts)
 }
 
 /// [`score_squad`] with loaded metadata.
-pub fn score_squad_meta(acc_log: &Path, meta: &SquadFeatures, opts: &SquadScoreOptions) -> Result<SquadScore, String> {
+pub fn score_squad_meta(acc_log: &Path, meta: &SquadFeatures, opts: &SquadScoreOptions) -> Result<SquadScore, BertError> {
     let seq = meta.options.max_seq_length;
     let mut logits: Vec<Option<(Vec<f64>, Vec<f64>)>> = vec![None; meta.features.len()];
     let mut index = 0usize;
@@ -118,14 +119,14 @@ pub fn score_squad_meta(acc_log: &Path, meta: &SquadFeatures, opts: &SquadScoreO
 }
 
 /// One feature's start and end logits, padded to `seq` positions.
-pub(crate) fn decode_logits(data: &[u8], seq: usize, opts: &SquadScoreOptions) -> Result<(Vec<f64>, Vec<f64>), String> {
+pub(crate) fn decode_logits(data: &[u8], seq: usize, opts: &SquadScoreOptions) -> Result<(Vec<f64>, Vec<f64>), BertError> {
     let size = opts.dtype.size();
     if !data.len().is_multiple_of(2 * size) {
-        return Err(format!("{} bytes are not pairs of {} logits", data.len(), opts.dtype));
+        return Err(BertError::LogitPairs { bytes: data.len(), dtype: opts.dtype.to_string() });
     }
     let rows = data.len() / (2 * size);
     if rows > seq {
-        return Err(format!("{rows} logit pairs, more than max_seq_length {seq}"));
+        return Err(BertError::TooManyLogits { rows, seq });
     }
     let mut start = vec![PAD_LOGIT; seq];
     let mut end = vec![PAD_LOGIT; seq];
@@ -302,20 +303,20 @@ pub fn f1_score(prediction: &str, ground_truth: &str) -> f64 {
 
 /// `evaluate`: (exact match %, F1 %) over every question; a question id answered twice takes the
 /// later prediction (the predictions dict), as in the script.
-fn evaluate(meta: &SquadFeatures, predictions: &[(String, String)]) -> Result<(f64, f64), String> {
+fn evaluate(meta: &SquadFeatures, predictions: &[(String, String)]) -> Result<(f64, f64), BertError> {
     let by_id: HashMap<&str, &str> = predictions.iter().map(|(id, t)| (id.as_str(), t.as_str())).collect();
     let (mut em, mut f1, mut total) = (0usize, 0.0f64, 0usize);
     for ex in &meta.examples {
         total += 1;
         if ex.answers.is_empty() {
-            return Err(format!("question {} has no answers (evaluate_v1.1.py needs at least one)", ex.id));
+            return Err(BertError::NoAnswers(ex.id.clone()));
         }
         let prediction = by_id[ex.id.as_str()];
         em += usize::from(ex.answers.iter().any(|a| exact_match_score(prediction, a)));
         f1 += ex.answers.iter().map(|a| f1_score(prediction, a)).fold(f64::NEG_INFINITY, f64::max);
     }
     if total == 0 {
-        return Err("the features file holds no questions".into());
+        return Err(BertError::NoQuestions);
     }
     Ok((100.0 * em as f64 / total as f64, 100.0 * f1 / total as f64))
 }

@@ -103,11 +103,11 @@ fn dtypes_layouts_and_short_sequences() {
     assert_eq!(score_squad_meta(&log, &m, &opts).unwrap().predictions[0].1, "The cat");
     // Errors name the entry.
     let bad = write_log("bad", &[(0, vec![0; 6])]);
-    assert!(score_squad_meta(&bad, &m, &SquadScoreOptions::default()).unwrap_err().contains("entry 0 (qsl_idx 0): 6 bytes are not pairs"));
+    assert!(score_squad_meta(&bad, &m, &SquadScoreOptions::default()).unwrap_err().to_string().contains("entry 0 (qsl_idx 0): 6 bytes are not pairs"));
     let outside = write_log("outside", &[(7, logits(5, 6))]);
-    assert!(score_squad_meta(&outside, &m, &SquadScoreOptions::default()).unwrap_err().contains("qsl_idx 7 but the features file has 3 features"));
+    assert!(score_squad_meta(&outside, &m, &SquadScoreOptions::default()).unwrap_err().to_string().contains("qsl_idx 7 but the features file has 3 features"));
     let long = write_log("long", &[(0, vec![0; 385 * 8])]);
-    assert!(score_squad_meta(&long, &m, &SquadScoreOptions::default()).unwrap_err().contains("385 logit pairs"));
+    assert!(score_squad_meta(&long, &m, &SquadScoreOptions::default()).unwrap_err().to_string().contains("385 logit pairs"));
 }
 
 #[test]

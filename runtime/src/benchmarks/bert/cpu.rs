@@ -26,8 +26,9 @@ use tract_onnx::pb::ModelProto;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
+use super::error::BertError;
 use crate::engines::cpu::Plan;
-use crate::engines::{Engine, SampleSource};
+use crate::engines::{Engine, EngineError, SampleSource};
 
 /// Bucket granularity in tokens.
 pub const BUCKET: usize = 64;
@@ -82,9 +83,9 @@ pub struct Feature {
 
 impl Feature {
     /// Decodes a sample of `3 x seq` little-endian int32 values.
-    pub fn decode(bytes: &[u8], seq: usize) -> Result<Feature, String> {
+    pub fn decode(bytes: &[u8], seq: usize) -> Result<Feature, BertError> {
         if bytes.len() != 3 * seq * 4 {
-            return Err(format!("a BERT sample has {} bytes; 3 int32 rows of {seq} tokens are {} bytes", bytes.len(), 3 * seq * 4));
+            return Err(BertError::SampleSize { bytes: bytes.len(), seq });
         }
         let row = |r: usize| -> Vec<i32> { bytes[r * seq * 4..(r + 1) * seq * 4].chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect() };
         let rows = [row(0), row(1), row(2)];
@@ -116,36 +117,35 @@ pub struct CpuBertEngine {
 
 impl CpuBertEngine {
     /// Loads the ONNX model at `model_path` for samples of `seq` tokens.
-    pub fn load(model_path: &Path, seq: usize) -> Result<CpuBertEngine, String> {
+    pub fn load(model_path: &Path, seq: usize) -> Result<CpuBertEngine, BertError> {
         let origin = model_path.display().to_string();
         if !model_path.is_file() {
-            return Err(format!("CPU BERT engine: model {origin} is not a file"));
+            return Err(BertError::NotAFile { origin });
         }
-        let model = tract_onnx::onnx().model_for_path(model_path).map_err(|e| format!("CPU BERT engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let model = tract_onnx::onnx().model_for_path(model_path).map_err(|cause| BertError::NotOnnx { origin: origin.clone(), cause })?;
         let stem = model_path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
         CpuBertEngine::build(model, format!("cpu-tract:{stem}"), origin, seq)
     }
 
     /// Builds an engine from an in-memory ONNX model; `origin` names it in errors.
-    pub fn from_proto(model: &ModelProto, origin: &str, seq: usize) -> Result<CpuBertEngine, String> {
-        let model = tract_onnx::onnx().model_for_proto_model(model).map_err(|e| format!("CPU BERT engine: cannot read ONNX model {origin}: {e:#}"))?;
+    pub fn from_proto(model: &ModelProto, origin: &str, seq: usize) -> Result<CpuBertEngine, BertError> {
+        let model = tract_onnx::onnx().model_for_proto_model(model).map_err(|cause| BertError::NotOnnx { origin: origin.to_string(), cause })?;
         CpuBertEngine::build(model, format!("cpu-tract:{origin}"), origin.to_string(), seq)
     }
 
-    fn build(model: InferenceModel, name: String, origin: String, seq: usize) -> Result<CpuBertEngine, String> {
+    fn build(model: InferenceModel, name: String, origin: String, seq: usize) -> Result<CpuBertEngine, BertError> {
         if seq == 0 {
-            return Err(format!("CPU BERT engine for {origin}: a sequence length of 0"));
+            return Err(BertError::ZeroSequence { origin });
         }
-        let fail = |e: TractError| format!("CPU BERT engine: model {origin}: {e:#}");
+        let tract = |what: String| move |cause: TractError| BertError::Tract { what, cause };
+        let fail = |cause: TractError| tract(format!("model {origin}"))(cause);
         let mut inputs = Vec::new();
         for (i, outlet) in model.input_outlets().map_err(fail)?.iter().enumerate() {
             let input_name = &model.node(outlet.node).name;
-            let role = Role::of(input_name).ok_or_else(|| {
-                format!("CPU BERT engine: model {origin} has an input `{input_name}`; a BERT model takes input_ids, input_mask and segment_ids (or token_type_ids)")
-            })?;
+            let role = Role::of(input_name).ok_or_else(|| BertError::UnknownInput { origin: origin.clone(), input: input_name.clone() })?;
             let dt = model.input_fact(i).map_err(fail)?.datum_type.concretize().unwrap_or(DatumType::I64);
             if !matches!(dt, DatumType::I64 | DatumType::I32) {
-                return Err(format!("CPU BERT engine: model {origin} takes {dt:?} input `{input_name}`; token inputs are int64 or int32"));
+                return Err(BertError::InputType { origin, dtype: format!("{dt:?}"), input: input_name.clone() });
             }
             inputs.push((role, dt));
         }
@@ -153,22 +153,22 @@ impl CpuBertEngine {
         roles.sort_by_key(|r| r.row());
         roles.dedup();
         if roles.len() != 3 || inputs.len() != 3 {
-            return Err(format!("CPU BERT engine: model {origin} takes {} inputs; a BERT model takes input_ids, input_mask and segment_ids, once each", inputs.len()));
+            return Err(BertError::InputCount { origin, count: inputs.len() });
         }
 
-        let typed = |length: usize| -> Result<TypedModel, String> {
+        let typed = |length: usize| -> Result<TypedModel, BertError> {
             let mut m = model.clone();
             for (i, (_, dt)) in inputs.iter().enumerate() {
                 m = m.with_input_fact(i, InferenceFact::dt_shape(*dt, [1, length])).map_err(fail)?;
             }
-            m.into_typed().map_err(|e| format!("CPU BERT engine: model {origin} does not accept 1 x {length} tokens: {e:#}"))
+            m.into_typed().map_err(tract(format!("model {origin} does not accept 1 x {length} tokens")))
         };
         let first = typed(seq)?;
         let logits = choose_logits(&first, &origin)?;
         let mut buckets = Vec::new();
         for length in bucket_lengths(seq) {
             let m = if length == seq { first.clone() } else { typed(length)? };
-            let plan = Plan::new(m, 1).map_err(|e| format!("CPU BERT engine: cannot optimise model {origin} for {length} tokens: {e:#}"))?;
+            let plan = Plan::new(m, 1).map_err(tract(format!("cannot optimise model {origin} for {length} tokens")))?;
             buckets.push((length, plan));
         }
         Ok(CpuBertEngine { name, origin, seq, buckets, inputs, logits })
@@ -180,24 +180,24 @@ impl CpuBertEngine {
     }
 
     /// The start and end logits of one sample's real tokens.
-    pub fn logits(&self, sample: &[u8]) -> Result<(Vec<f32>, Vec<f32>), String> {
-        let feature = Feature::decode(sample, self.seq).map_err(|e| format!("CPU BERT engine for {}: {e}", self.origin))?;
+    pub fn logits(&self, sample: &[u8]) -> Result<(Vec<f32>, Vec<f32>), BertError> {
+        let feature = Feature::decode(sample, self.seq).map_err(|e| BertError::Sample { origin: self.origin.clone(), source: Box::new(e) })?;
         let bucket = self.buckets.iter().position(|(l, _)| *l >= feature.length.max(1)).expect("the last bucket is the whole sequence");
         self.logits_in(&feature, bucket)
     }
 
     /// [`CpuBertEngine::logits`] on the plan of bucket `bucket` (which must hold the feature).
-    fn logits_in(&self, feature: &Feature, bucket: usize) -> Result<(Vec<f32>, Vec<f32>), String> {
+    fn logits_in(&self, feature: &Feature, bucket: usize) -> Result<(Vec<f32>, Vec<f32>), BertError> {
         let (length, plan) = &self.buckets[bucket];
-        let fail = |e: TractError| format!("CPU BERT engine: model {} failed: {e:#}", self.origin);
+        let fail = |cause: TractError| BertError::Tract { what: format!("model {} failed", self.origin), cause };
         let mut feed = TVec::new();
         for (role, dt) in &self.inputs {
             let row = &feature.rows[role.row()][..*length];
-            let tensor = tract_ndarray::Array2::from_shape_vec((1, *length), row.to_vec()).map_err(|e| e.to_string())?.into_tensor();
+            let tensor = tract_ndarray::Array2::from_shape_vec((1, *length), row.to_vec()).map_err(BertError::Shape)?.into_tensor();
             feed.push(tensor.cast_to_dt(*dt).map_err(fail)?.into_owned().into_tvalue());
         }
         let out = plan.run_inputs(feed).map_err(fail)?;
-        let values = |v: &TValue| -> Result<Vec<f32>, String> {
+        let values = |v: &TValue| -> Result<Vec<f32>, BertError> {
             let t = v.cast_to::<f32>().map_err(fail)?;
             Ok(t.try_as_plain_ram().map_err(fail)?.as_slice::<f32>().map_err(fail)?.to_vec())
         };
@@ -227,8 +227,8 @@ pub fn response_bytes(start: &[f32], end: &[f32]) -> Vec<u8> {
 
 /// Where the model's logits are: two `[N, S]` outputs (an output named `*end*` is the end
 /// logits, otherwise the first is the start), or one `[N, S, 2]`.
-fn choose_logits(model: &TypedModel, origin: &str) -> Result<Logits, String> {
-    let outlets = model.output_outlets().map_err(|e| format!("{e:#}"))?;
+fn choose_logits(model: &TypedModel, origin: &str) -> Result<Logits, BertError> {
+    let outlets = model.output_outlets().map_err(BertError::Outputs)?;
     let rank = |i: usize| model.outlet_fact(outlets[i]).map(|f| f.rank()).unwrap_or(0);
     match outlets.len() {
         2 if rank(0) == 2 && rank(1) == 2 => {
@@ -237,7 +237,7 @@ fn choose_logits(model: &TypedModel, origin: &str) -> Result<Logits, String> {
             Ok(if first_is_end { Logits::Pair { start: 1, end: 0 } } else { Logits::Pair { start: 0, end: 1 } })
         }
         1 if rank(0) == 3 => Ok(Logits::Stacked),
-        n => Err(format!("CPU BERT engine: model {origin} has {n} outputs; a BERT question-answering model gives start and end logits ([N, S] each, or one [N, S, 2])")),
+        n => Err(BertError::OutputCount { origin: origin.to_string(), count: n }),
     }
 }
 
@@ -246,9 +246,9 @@ impl Engine for CpuBertEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         for &i in indices {
-            let (start, end) = self.logits(&source.sample(i))?;
+            let (start, end) = self.logits(&source.sample(i)).map_err(EngineError::new)?;
             outputs.push(response_bytes(&start, &end));
         }
         Ok(())
@@ -305,10 +305,10 @@ mod tests {
         g.node("Identity", "out", &["image"], vec![]);
         let image_model =
             g.into_model("image".into(), String::new(), vec![value_info("image", vec![Dim::Value(1), Dim::Value(3)])], vec![value_info("out", vec![Dim::Value(1), Dim::Value(3)])]);
-        let err = CpuBertEngine::from_proto(&image_model, "an image model", 384).err().unwrap();
+        let err = CpuBertEngine::from_proto(&image_model, "an image model", 384).err().unwrap().to_string();
         assert!(err.contains("has an input `image`") && err.contains("input_ids, input_mask and segment_ids"), "{err}");
         let engine = CpuBertEngine::from_proto(&bert(&SHAPE, 7), "test BERT", 128).unwrap();
-        let err = engine.logits(&sample(10, 384, 1)).unwrap_err();
+        let err = engine.logits(&sample(10, 384, 1)).unwrap_err().to_string();
         assert!(err.contains("4608 bytes; 3 int32 rows of 128 tokens are 1536 bytes"), "{err}");
     }
 }

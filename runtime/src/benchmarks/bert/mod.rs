@@ -9,6 +9,7 @@
 
 pub mod accuracy;
 pub mod cpu;
+pub mod error;
 pub mod gpu;
 pub mod model;
 pub mod squad;
@@ -28,6 +29,7 @@ use crate::engines::ElementType;
 use crate::engines::gpu::device::require_cuda;
 use crate::error::Error;
 use accuracy::{SquadScoreOptions, score_squad};
+use error::BertError;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use mlperf_loadgen::Qsl;
 use std::path::{Path, PathBuf};
@@ -72,7 +74,8 @@ fn synthetic_of(settings: &Settings) -> Result<Option<SyntheticSquad>, Error> {
 /// call it once per command).
 fn ensure_synthetic() -> Result<SyntheticSquad, Error> {
     let set = synthetic_set(&Scratch::from_env());
-    synthetic::ensure(&set, &SyntheticSpec::standard(), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
+    // The generated set stands for the dataset: whatever stops it is the run's data, as always.
+    synthetic::ensure(&set, &SyntheticSpec::standard(), &mut |m| tracing::info!("synthetic: {m}")).map_err(|e| Error::Data(e.to_string()))?;
     Ok(set)
 }
 
@@ -95,7 +98,7 @@ fn gpu_spec(spec: &WorkloadSpec, set: Option<&SyntheticSquad>) -> Result<BertGpu
         return Err(Error::Config(why));
     }
     let model_path = match set {
-        Some(set) => synthetic::ensure_large_model(set, &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?,
+        Some(set) => synthetic::ensure_large_model(set, &mut |m| tracing::info!("synthetic: {m}")).map_err(|e| Error::Data(e.to_string()))?,
         None => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
     };
     if !model_path.is_file() {
@@ -219,13 +222,13 @@ impl Benchmark for Bert {
         report
     }
 
-    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, Error> {
         if is_synthetic(settings) {
-            let set = ensure_synthetic().map_err(|e| e.to_string())?;
+            let set = ensure_synthetic()?;
             return Ok(format!("bert: synthetic SQuAD set ready in {}", set.dir.display()));
         }
         let tensors = scratch.tensor_paths(settings);
-        let out_dir = tensor_dir(&tensors).ok_or("bert configs need tensor_path")?.to_path_buf();
+        let out_dir = tensor_dir(&tensors).ok_or(BertError::NeedsSetting("tensor_path"))?.to_path_buf();
         // MLPerf's features are 384 tokens whatever the engine: `bert_opt_seqlen` only tunes
         // NVIDIA's engines.
         let report = preprocess_squad(&scratch.data_dir().join("squad/dev-v1.1.json"), &vocab_path(scratch, settings), &out_dir, &SquadOptions::default())?;
@@ -274,17 +277,17 @@ impl Benchmark for Bert {
                 Some(set) => set.model(),
                 None => Scratch::from_env().model_path(settings).ok_or_else(|| Error::Config("bert configs need model_path".into()))?,
             };
-            let engine = Arc::new(CpuBertEngine::load(&model, mlperf_seq_length()).map_err(Error::Data)?);
+            let engine = Arc::new(CpuBertEngine::load(&model, mlperf_seq_length())?);
             vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
         };
         let library = self.samples(settings, set.as_ref(), spec.performance_samples, Some(spec.total_samples))?;
         Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(settings), caveats: Vec::new() })
     }
 
-    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, Error> {
         let scratch = Scratch::from_env();
         let set = if is_synthetic(settings) { Some(synthetic_set(&scratch)) } else { None };
-        let (_, features) = tensors_and_features(&scratch, settings, set.as_ref()).map_err(|e| e.to_string())?;
+        let (_, features) = tensors_and_features(&scratch, settings, set.as_ref())?;
         let options = SquadScoreOptions { dtype: RESPONSE_DTYPE, ..SquadScoreOptions::default() };
         Ok(score_squad(accuracy_log, &features, &options)?.scored())
     }

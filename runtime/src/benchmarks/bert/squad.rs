@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::BertError;
 use super::wordpiece::BertTokenizer;
 use crate::dataset::npy::{NpyDtype, write_npy};
 
@@ -105,14 +106,14 @@ struct RawAnswer {
 }
 
 /// Reads a SQuAD JSON file (`dev-v1.1.json`).
-pub fn read_squad(path: &Path) -> Result<SquadDataset, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_squad(&text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_squad(path: &Path) -> Result<SquadDataset, BertError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BertError::Read { path: path.to_path_buf(), source })?;
+    parse_squad(&text).map_err(|e| BertError::InFile { path: path.to_path_buf(), source: Box::new(e) })
 }
 
 /// [`read_squad`] on text.
-pub fn parse_squad(text: &str) -> Result<SquadDataset, String> {
-    let raw: RawFile = serde_json::from_str(text).map_err(|e| format!("not a SQuAD file: {e}"))?;
+pub fn parse_squad(text: &str) -> Result<SquadDataset, BertError> {
+    let raw: RawFile = serde_json::from_str(text).map_err(BertError::NotSquad)?;
     let mut ds = SquadDataset { version: raw.version, paragraphs: Vec::new(), examples: Vec::new() };
     for article in raw.data {
         for p in article.paragraphs {
@@ -217,7 +218,7 @@ pub fn check_is_max_context(spans: &[(usize, usize)], cur: usize, position: usiz
 }
 
 /// `convert_examples_to_features(..., is_training=False)`: the metadata and the tensors.
-pub fn convert_examples_to_features(ds: &SquadDataset, tokenizer: &BertTokenizer, opts: &SquadOptions) -> Result<(SquadFeatures, FeatureTensors), String> {
+pub fn convert_examples_to_features(ds: &SquadDataset, tokenizer: &BertTokenizer, opts: &SquadOptions) -> Result<(SquadFeatures, FeatureTensors), BertError> {
     let mut paragraphs = Vec::with_capacity(ds.paragraphs.len());
     for words in &ds.paragraphs {
         let mut p = ParagraphTokens { doc_tokens: words.clone(), sub_tokens: Vec::new(), tok_to_orig: Vec::new() };
@@ -239,7 +240,7 @@ pub fn convert_examples_to_features(ds: &SquadDataset, tokenizer: &BertTokenizer
         query.truncate(opts.max_query_length);
         let max_tokens = l as i64 - query.len() as i64 - 3;
         if max_tokens < 1 {
-            return Err(format!("max_seq_length {l} leaves no room for the document after a {}-token question (example {})", query.len(), ex.id));
+            return Err(BertError::NoRoom { max_seq_length: l, query: query.len(), example: ex.id.clone() });
         }
         let para = &paragraphs[ex.paragraph];
         let spans = doc_spans(para.sub_tokens.len(), max_tokens as usize, opts.doc_stride);
@@ -267,51 +268,52 @@ pub fn convert_examples_to_features(ds: &SquadDataset, tokenizer: &BertTokenizer
 
 impl SquadFeatures {
     /// Reads a metadata file written by [`preprocess_squad`].
-    pub fn load(path: &Path) -> Result<SquadFeatures, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let meta: SquadFeatures = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| format!("{}: not a SQuAD feature file: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<SquadFeatures, BertError> {
+        let in_file = |e| BertError::InFile { path: path.to_path_buf(), source: Box::new(e) };
+        let file = std::fs::File::open(path).map_err(|source| BertError::Open { path: path.to_path_buf(), source })?;
+        let meta: SquadFeatures = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| in_file(BertError::NotFeatures(e)))?;
         if meta.format != FORMAT {
-            return Err(format!("{}: format '{}', expected '{FORMAT}'", path.display(), meta.format));
+            return Err(in_file(BertError::FeatureFormat { found: meta.format, expected: FORMAT }));
         }
-        meta.validate().map_err(|e| format!("{}: {e}", path.display()))?;
+        meta.validate().map_err(in_file)?;
         Ok(meta)
     }
 
     /// Cross-references are in range and features of one example are consecutive (the order
     /// `convert_examples_to_features` produces, which the scorer's grouping relies on).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BertError> {
         for (i, p) in self.paragraphs.iter().enumerate() {
             if p.sub_tokens.len() != p.tok_to_orig.len() || p.tok_to_orig.iter().any(|&w| w as usize >= p.doc_tokens.len()) {
-                return Err(format!("paragraph {i}: inconsistent token maps"));
+                return Err(BertError::Features(format!("paragraph {i}: inconsistent token maps")));
             }
         }
         for (i, e) in self.examples.iter().enumerate() {
             if e.paragraph as usize >= self.paragraphs.len() {
-                return Err(format!("example {i} ({}): paragraph {} out of range", e.id, e.paragraph));
+                return Err(BertError::Features(format!("example {i} ({}): paragraph {} out of range", e.id, e.paragraph)));
             }
         }
         let mut last = 0;
         for (i, f) in self.features.iter().enumerate() {
-            let ex = self.examples.get(f.example as usize).ok_or_else(|| format!("feature {i}: example {} out of range", f.example))?;
+            let ex = self.examples.get(f.example as usize).ok_or_else(|| BertError::Features(format!("feature {i}: example {} out of range", f.example)))?;
             if f.example < last {
-                return Err(format!("feature {i}: features of example {} are not consecutive", f.example));
+                return Err(BertError::Features(format!("feature {i}: features of example {} are not consecutive", f.example)));
             }
             last = f.example;
             let doc = self.paragraphs[ex.paragraph as usize].sub_tokens.len();
             if f.span_len == 0 || (f.span_start + f.span_len) as usize > doc {
-                return Err(format!("feature {i}: span {}+{} outside its {doc}-token document", f.span_start, f.span_len));
+                return Err(BertError::Features(format!("feature {i}: span {}+{} outside its {doc}-token document", f.span_start, f.span_len)));
             }
             if (ex.query_len + f.span_len + 3) as usize > self.options.max_seq_length {
-                return Err(format!("feature {i}: longer than max_seq_length {}", self.options.max_seq_length));
+                return Err(BertError::Features(format!("feature {i}: longer than max_seq_length {}", self.options.max_seq_length)));
             }
         }
         Ok(())
     }
 
     /// Writes the metadata as JSON.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_vec(self).map_err(|e| format!("cannot encode {}: {e}", path.display()))?;
-        crate::fsutil::write_atomic(path, &text).map_err(String::from)
+    pub fn save(&self, path: &Path) -> Result<(), BertError> {
+        let text = serde_json::to_vec(self).map_err(|source| BertError::Encode { path: path.to_path_buf(), source })?;
+        Ok(crate::fsutil::write_atomic(path, &text)?)
     }
 
     /// The reference's `unique_id` of feature `i`.
@@ -402,7 +404,7 @@ impl SquadReport {
 
 /// Tokenizes `dev_json` with `vocab` and writes `input_ids.npy`, `segment_ids.npy`,
 /// `input_mask.npy` (int32 `[N, max_seq_length]`) and [`FEATURES_FILE`] into `out_dir`.
-pub fn preprocess_squad(dev_json: &Path, vocab: &Path, out_dir: &Path, opts: &SquadOptions) -> Result<SquadReport, String> {
+pub fn preprocess_squad(dev_json: &Path, vocab: &Path, out_dir: &Path, opts: &SquadOptions) -> Result<SquadReport, BertError> {
     let start = Instant::now();
     let ds = read_squad(dev_json)?;
     let tokenizer = BertTokenizer::from_file(vocab)?;
@@ -448,7 +450,7 @@ mod tests {
         assert_eq!(ds.examples.len(), 2);
         assert_eq!((ds.examples[1].id.as_str(), ds.examples[1].paragraph), ("q2", 1));
         assert_eq!(ds.examples[0].answers, ["The cat", "cat"]);
-        assert!(parse_squad("{\"data\": 3}").unwrap_err().contains("not a SQuAD file"));
+        assert!(parse_squad("{\"data\": 3}").unwrap_err().to_string().contains("not a SQuAD file"));
     }
 
     #[test]
@@ -543,6 +545,6 @@ mod tests {
         assert_eq!(meta.examples[0].answers, ["The cat", "cat"]);
         assert_eq!(meta.unique_id(1), 1_000_000_001);
         std::fs::write(dir.join("bad.json"), "{\"format\": \"other\"}").unwrap();
-        assert!(SquadFeatures::load(&dir.join("bad.json")).unwrap_err().contains("bad.json"));
+        assert!(SquadFeatures::load(&dir.join("bad.json")).unwrap_err().to_string().contains("bad.json"));
     }
 }

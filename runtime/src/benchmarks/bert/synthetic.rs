@@ -30,6 +30,7 @@ use std::time::Instant;
 use prost::Message;
 use serde_json::json;
 
+use super::error::BertError;
 use crate::benchmarks::bert::accuracy::{SquadScoreOptions, decode_logits, predict};
 use crate::benchmarks::bert::cpu::{CpuBertEngine, response_bytes};
 use crate::benchmarks::bert::model::{BertShape, bert};
@@ -109,12 +110,12 @@ pub const LARGE: BertShape = BertShape { vocab: 0, hidden: 1024, heads: 16, laye
 /// Large's; its answers are not the set's ground truth (the 2-layer model's are), so its accuracy
 /// runs fail their target: it is for performance and for checking an engine against the CPU
 /// engine on the same model.
-pub fn ensure_large_model(set: &SyntheticSquad, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+pub fn ensure_large_model(set: &SyntheticSquad, log: &mut dyn FnMut(&str)) -> Result<PathBuf, BertError> {
     let path = set.large_model();
     if path.is_file() {
         return Ok(path);
     }
-    let vocab = std::fs::read_to_string(set.vocab()).map_err(|e| format!("{}: {e} (generate the synthetic set first)", set.vocab().display()))?;
+    let vocab = std::fs::read_to_string(set.vocab()).map_err(|source| BertError::SyntheticVocab { path: set.vocab(), source })?;
     let shape = BertShape { vocab: vocab.lines().count(), ..LARGE };
     log(&format!("generating {} ({shape:?})", path.display()));
     crate::fsutil::write_atomic(&path, &bert(&shape, SEED).encode_to_vec())?;
@@ -140,7 +141,7 @@ impl SyntheticSpec {
 }
 
 /// Creates the synthetic set in `set.dir` unless a matching one is there; progress to `log`.
-pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<(), BertError> {
     match check_existing(set, spec) {
         Ok(()) => return Ok(()),
         Err(why) => log(&format!("generating the synthetic SQuAD set in {} ({why})", set.dir.display())),
@@ -161,7 +162,7 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
     let ds = parse_squad(&unanswered)?;
     let (meta, tensors) = convert_examples_to_features(&ds, &tokenizer, &spec.options)?;
     if meta.features.len() != spec.features {
-        return Err(format!("synthetic SQuAD: generated {} features, wanted {} (a generator bug)", meta.features.len(), spec.features));
+        return Err(BertError::Generator(format!("generated {} features, wanted {}", meta.features.len(), spec.features)));
     }
     let engine = CpuBertEngine::load(&set.model(), spec.options.max_seq_length)?;
     let threads = if spec.threads > 0 { spec.threads } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) };
@@ -180,7 +181,7 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
     crate::fsutil::write_atomic(&set.dev_set(), render_dev_set(&articles, &answers).as_bytes())?;
     let report = preprocess_squad(&set.dev_set(), &set.vocab(), &set.dir, &spec.options)?;
     if report.features != spec.features {
-        return Err(format!("synthetic SQuAD: {} features after labelling, {} before (a generator bug)", report.features, spec.features));
+        return Err(BertError::Generator(format!("{} features after labelling, {} before", report.features, spec.features)));
     }
     log(&format!("{} questions, {} features, {} WordPieces in the vocabulary ({:.1} s)", report.examples, report.features, vocab.len(), started.elapsed().as_secs_f64()));
 
@@ -192,13 +193,13 @@ pub fn ensure(set: &SyntheticSquad, spec: &SyntheticSpec, log: &mut dyn FnMut(&s
         "options": spec.options,
         "model": format!("{shape:?}"),
     });
-    manifest::write(&set.manifest(), fields, &set.hashed()).map_err(String::from)
+    Ok(manifest::write(&set.manifest(), fields, &set.hashed())?)
 }
 
 /// Reuse check: the manifest matches `spec` and this generator, and every file its hash.
-fn check_existing(set: &SyntheticSquad, spec: &SyntheticSpec) -> Result<(), String> {
+fn check_existing(set: &SyntheticSquad, spec: &SyntheticSpec) -> Result<(), manifest::ManifestError> {
     let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(spec.seed)), ("features", json!(spec.features)), ("options", json!(spec.options))];
-    manifest::check(&set.manifest(), &wanted, &set.hashed()).map(|_| ()).map_err(String::from)
+    manifest::check(&set.manifest(), &wanted, &set.hashed()).map(|_| ())
 }
 
 /// The generated words: the first [`VOCAB_WORDS`] are in the vocabulary.

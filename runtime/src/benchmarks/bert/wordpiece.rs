@@ -21,6 +21,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::error::BertError;
+
 use unicode_general_category::get_general_category;
 use unicode_normalization::UnicodeNormalization;
 
@@ -47,12 +49,12 @@ impl Vocab {
     }
 
     /// Reads `vocab.txt` (Python reads it in text mode: `\r\n` endings count as `\n`).
-    pub fn load(path: &Path) -> Result<Vocab, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read vocab {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Vocab, BertError> {
+        let text = std::fs::read_to_string(path).map_err(|source| BertError::ReadVocab { path: path.to_path_buf(), source })?;
         let text = text.strip_suffix('\n').unwrap_or(&text);
         let vocab = Vocab::from_tokens(text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)));
         if vocab.id(UNK).is_none() {
-            return Err(format!("vocab {} has no {UNK} token", path.display()));
+            return Err(BertError::VocabWithout { path: path.to_path_buf(), token: UNK });
         }
         Ok(vocab)
     }
@@ -243,12 +245,12 @@ pub struct BertTokenizer {
 }
 
 impl BertTokenizer {
-    pub fn new(vocab: Vocab) -> Result<BertTokenizer, String> {
-        let unk_id = vocab.id(UNK).ok_or_else(|| format!("the vocabulary has no {UNK} token"))?;
+    pub fn new(vocab: Vocab) -> Result<BertTokenizer, BertError> {
+        let unk_id = vocab.id(UNK).ok_or(BertError::NoToken(UNK))?;
         Ok(BertTokenizer { vocab, basic: BasicTokenizer::transformers(true), unk_id })
     }
 
-    pub fn from_file(vocab: &Path) -> Result<BertTokenizer, String> {
+    pub fn from_file(vocab: &Path) -> Result<BertTokenizer, BertError> {
         BertTokenizer::new(Vocab::load(vocab)?)
     }
 
@@ -339,6 +341,6 @@ mod tests {
         let v = Vocab::load(&path).unwrap();
         assert_eq!((v.len(), v.id("hello"), v.token(1)), (3, Some(2), Some("[UNK]")));
         std::fs::write(&path, "a\nb\n").unwrap();
-        assert!(Vocab::load(&path).unwrap_err().contains("no [UNK]"));
+        assert!(Vocab::load(&path).unwrap_err().to_string().contains("no [UNK]"));
     }
 }

@@ -153,15 +153,16 @@ impl Benchmark for Llm {
     /// The reference evaluations: answers decoded with the model's tokenizer, scored against the
     /// set's references ([`crate::benchmarks::llm::summarization`]) or questions
     /// ([`crate::benchmarks::llm::reasoning`]).
-    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, String> {
-        let no_scorer = || format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display());
+    fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, Error> {
+        let no_scorer = || Error::Config(format!("no accuracy scorer for {} in this build yet; the answers are kept in {}", self.id, accuracy_log.display()));
         let scratch = Scratch::from_env();
         let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
-        let references = file.read(&scratch, set).map_err(|e| e.to_string())?.references;
-        let tokenizer = scratch.tokenizer_path(settings).ok_or_else(|| format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id))?;
-        let tokenizer = HfTokenizer::load(&tokenizer).map_err(|e| e.to_string())?;
+        let references = file.read(&scratch, set)?.references;
+        let tokenizer =
+            scratch.tokenizer_path(settings).ok_or_else(|| Error::Config(format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id)))?;
+        let tokenizer = HfTokenizer::load(&tokenizer)?;
         let entries = read_accuracy_log(accuracy_log)?;
-        let in_log = |e: EvalError| format!("{}: {e}", accuracy_log.display());
+        let in_log = |e: EvalError| Error::from(e).context(accuracy_log.display());
         let punkt = || Punkt::load(&punkt::find_english_model()?);
         let text = |ids: &[i32]| tokenizer.text(ids);
         match (references, self.evaluation) {

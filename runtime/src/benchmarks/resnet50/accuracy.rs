@@ -25,6 +25,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use super::error::ResNetError;
 use crate::accuracy::log::{LogDtype, for_each_entry};
 use crate::dataset::val_map::read_val_map;
 
@@ -75,16 +76,19 @@ impl ImagenetScore {
 }
 
 /// Scores `acc_log` against `val_map` with the official script's semantics.
-pub fn score_imagenet(acc_log: &Path, val_map: &Path, dtype: LogDtype) -> Result<ImagenetScore, String> {
+pub fn score_imagenet(acc_log: &Path, val_map: &Path, dtype: LogDtype) -> Result<ImagenetScore, ResNetError> {
     score_imagenet_with_offset(acc_log, val_map, dtype, 0)
 }
 
 /// [`score_imagenet`] adding `label_offset` to each logged class first (-1 for raw argmax indices
 /// of a 1001-class model).
-pub fn score_imagenet_with_offset(acc_log: &Path, val_map: &Path, dtype: LogDtype, label_offset: i64) -> Result<ImagenetScore, String> {
+pub fn score_imagenet_with_offset(acc_log: &Path, val_map: &Path, dtype: LogDtype, label_offset: i64) -> Result<ImagenetScore, ResNetError> {
     let map = read_val_map(val_map)?;
-    let labels: Vec<i64> =
-        map.iter().enumerate().map(|(i, e)| e.label.ok_or_else(|| format!("{}:{}: no label for {}", val_map.display(), i + 1, e.name))).collect::<Result<_, _>>()?;
+    let labels: Vec<i64> = map
+        .iter()
+        .enumerate()
+        .map(|(i, e)| e.label.ok_or_else(|| ResNetError::NoLabel { val_map: val_map.to_path_buf(), line: i + 1, name: e.name.clone() }))
+        .collect::<Result<_, _>>()?;
     let mut seen = HashSet::new();
     let mut score = ImagenetScore { good: 0, total: 0, entries: 0, mistakes: Vec::new() };
     let mut index = 0usize;
@@ -189,14 +193,14 @@ mod tests {
         let s = score_imagenet(&acc, &map, DEFAULT_DTYPE).unwrap();
         assert_eq!(s.accuracy_line(), "accuracy=0.000%, good=0, total=0");
         let (acc, map) = setup("outside", &[1, 2], &[(0, i32s(1)), (2, i32s(1))]);
-        let e = score_imagenet(&acc, &map, DEFAULT_DTYPE).unwrap_err();
+        let e = score_imagenet(&acc, &map, DEFAULT_DTYPE).unwrap_err().to_string();
         assert!(e.contains("entry 1: qsl_idx 2 is outside the val map (2 images"), "{e}");
         let (acc, map) = setup("short", &[1], &[(0, vec![1, 0])]);
-        assert!(score_imagenet(&acc, &map, DEFAULT_DTYPE).unwrap_err().contains("2 bytes of data, less than one int32"));
+        assert!(score_imagenet(&acc, &map, DEFAULT_DTYPE).unwrap_err().to_string().contains("2 bytes of data, less than one int32"));
         let d = dir("nolabel");
         std::fs::write(d.join("val_map.txt"), "a.JPEG\n").unwrap();
         std::fs::write(d.join("acc.json"), "[\n]\n").unwrap();
-        assert!(score_imagenet(&d.join("acc.json"), &d.join("val_map.txt"), DEFAULT_DTYPE).unwrap_err().contains("val_map.txt:1: no label for a.JPEG"));
+        assert!(score_imagenet(&d.join("acc.json"), &d.join("val_map.txt"), DEFAULT_DTYPE).unwrap_err().to_string().contains("val_map.txt:1: no label for a.JPEG"));
     }
 
     #[test]

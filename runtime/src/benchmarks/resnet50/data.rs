@@ -1,6 +1,7 @@
 //! ResNet50's data: the ImageNet 2012 validation images, NVIDIA's val map, the preprocessed
 //! tensors the configs read, and the model; and `preprocess_data`, which derives the tensors.
 
+use super::error::ResNetError;
 use super::imagenet::{ImagenetOptions, preprocess_imagenet_with};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
 use crate::dataset::val_map::{read_val_map, sample_file_name};
@@ -76,10 +77,10 @@ pub fn report(scratch: &Scratch, settings: &Settings) -> DataReport {
 }
 
 /// `preprocess_data`: the JPEGs under `data/imagenet` to the tensors `settings` name.
-pub fn preprocess(scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+pub fn preprocess(scratch: &Scratch, settings: &Settings) -> Result<String, ResNetError> {
     let options = ImagenetOptions::from_settings(settings)?;
-    let map = scratch.map_path(settings).ok_or("resnet50 configs need map_path")?;
-    let out = scratch.tensor_paths(settings).into_iter().next().ok_or("resnet50 configs need tensor_path")?;
+    let map = scratch.map_path(settings).ok_or(ResNetError::NEEDS_MAP_PATH)?;
+    let out = scratch.tensor_paths(settings).into_iter().next().ok_or(ResNetError::NeedsSetting { configs: "resnet50", key: "tensor_path" })?;
     // A contiguous tensor names a file; per-sample output names a directory.
     let out_dir = if out.extension().is_some_and(|e| e == "npy") { out.parent().map(|p| p.to_path_buf()).unwrap_or(out) } else { out };
     let done = Arc::new(AtomicU64::new(0));

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use mlperf_config::{DataType, InputFormat, Settings};
 
+use super::error::ResNetError;
 use crate::dataset::cvresize::resize_area;
 use crate::dataset::npy::{NpyDtype, NpyWriter, write_npy};
 use crate::dataset::val_map::{ValMapEntry, read_val_map, sample_file_name};
@@ -75,10 +76,10 @@ impl RgbImage {
 /// Decodes a JPEG to RGB the way `cv2.imread(path)` + `cvtColor(BGR2RGB)` does: grayscale is
 /// replicated to three channels, CMYK/YCCK (Adobe, inverted) is converted with OpenCV's
 /// `icvCvt_CMYK2BGR_8u_C4C3R` formula, and the EXIF orientation is applied (`IMREAD_COLOR` does).
-pub fn decode_jpeg(bytes: &[u8]) -> Result<RgbImage, String> {
+pub fn decode_jpeg(bytes: &[u8]) -> Result<RgbImage, ResNetError> {
     let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(bytes));
-    let pixels = decoder.decode().map_err(|e| format!("JPEG decoding failed: {e}"))?;
-    let info = decoder.info().ok_or("JPEG has no frame header")?;
+    let pixels = decoder.decode().map_err(ResNetError::JpegDecode)?;
+    let info = decoder.info().ok_or(ResNetError::JpegNoFrame)?;
     let (w, h) = (info.width as usize, info.height as usize);
     let rgb = match info.pixel_format {
         jpeg_decoder::PixelFormat::RGB24 => pixels,
@@ -95,7 +96,7 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<RgbImage, String> {
                 })
                 .collect()
         }
-        jpeg_decoder::PixelFormat::L16 => return Err("12/16-bit JPEGs are not supported (cv2.imread would reduce them to 8 bits)".into()),
+        jpeg_decoder::PixelFormat::L16 => return Err(ResNetError::Jpeg16Bit),
     };
     let image = RgbImage::new(w, h, rgb);
     let orientation = decoder.exif_data().and_then(exif_orientation).unwrap_or(1);
@@ -266,7 +267,7 @@ impl Default for ImagenetOptions {
 impl ImagenetOptions {
     /// The options a resolved config asks for: `input_dtype`, `input_format`, `image_size`; a
     /// `tensor_path` ending in `.npy` means one contiguous tensor of that file name.
-    pub fn from_settings(settings: &Settings) -> Result<ImagenetOptions, String> {
+    pub fn from_settings(settings: &Settings) -> Result<ImagenetOptions, ResNetError> {
         let mut o = ImagenetOptions::default();
         if let Some(dtype) = settings.input_dtype {
             o.dtype = dtype;
@@ -275,7 +276,7 @@ impl ImagenetOptions {
             o.layout = match format {
                 InputFormat::Linear => ImageLayout::Linear,
                 InputFormat::Chw4 => ImageLayout::Chw4,
-                other => return Err(format!("input_format {} is not an image layout (linear or chw4)", other.name())),
+                other => return Err(ResNetError::NotImageLayout(other.name())),
             };
         }
         if let Some(size) = settings.image_size {
@@ -291,16 +292,16 @@ impl ImagenetOptions {
         Ok(o)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ResNetError> {
         match self.dtype {
             DataType::Int8 | DataType::Fp16 | DataType::Fp32 => {}
-            other => return Err(format!("ImageNet preprocessing writes int8, fp16 or fp32, not {}", other.name())),
+            other => return Err(ResNetError::PreprocessDtype(other.name())),
         }
         if self.layout == ImageLayout::Chw4 && self.dtype != DataType::Int8 {
-            return Err(format!("the chw4 layout exists only for int8 (NVIDIA's int8_chw4), not {}", self.dtype.name()));
+            return Err(ResNetError::Chw4Dtype(self.dtype.name()));
         }
         if self.image_size == 0 {
-            return Err("image_size must be positive".into());
+            return Err(ResNetError::ImageSize);
         }
         Ok(())
     }
@@ -357,7 +358,7 @@ pub fn to_tensor(img: &RgbImage, layout: ImageLayout, dtype: DataType) -> Vec<u8
 }
 
 /// The whole pipeline for one JPEG: decode, resize, crop, normalise, lay out, convert.
-pub fn preprocess_jpeg(bytes: &[u8], opts: &ImagenetOptions) -> Result<Vec<u8>, String> {
+pub fn preprocess_jpeg(bytes: &[u8], opts: &ImagenetOptions) -> Result<Vec<u8>, ResNetError> {
     let img = decode_jpeg(bytes)?;
     Ok(preprocess_rgb(&img, opts))
 }
@@ -402,7 +403,7 @@ impl PreprocessReport {
 }
 
 /// Preprocesses the images a val map lists (`<src_dir>/<name>`) into `out_dir`.
-pub fn preprocess_imagenet(src_dir: &Path, val_map: &Path, out_dir: &Path, opts: &ImagenetOptions) -> Result<PreprocessReport, String> {
+pub fn preprocess_imagenet(src_dir: &Path, val_map: &Path, out_dir: &Path, opts: &ImagenetOptions) -> Result<PreprocessReport, ResNetError> {
     preprocess_imagenet_with(src_dir, val_map, out_dir, opts, &|_, _| {})
 }
 
@@ -413,7 +414,7 @@ pub fn preprocess_imagenet_with(
     out_dir: &Path,
     opts: &ImagenetOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<PreprocessReport, String> {
+) -> Result<PreprocessReport, ResNetError> {
     opts.validate()?;
     let start = Instant::now();
     let mut entries = read_val_map(val_map)?;
@@ -421,20 +422,19 @@ pub fn preprocess_imagenet_with(
         entries.truncate(n);
     }
     if entries.is_empty() {
-        return Err(format!("val map {} lists no images", val_map.display()));
+        return Err(ResNetError::EmptyValMap { path: val_map.to_path_buf() });
     }
     // Every image must exist: skipping one (as the reference's loader does) would shift all later
     // sample indices against the val map the accuracy script reads.
     let missing: Vec<&ValMapEntry> = entries.iter().filter(|e| !src_dir.join(&e.name).is_file()).collect();
     if let Some(first) = missing.first() {
-        return Err(format!(
-            "{} of {} images listed in {} are missing from {} (first: {})",
-            missing.len(),
-            entries.len(),
-            val_map.display(),
-            src_dir.display(),
-            src_dir.join(&first.name).display()
-        ));
+        return Err(ResNetError::ImagesMissing {
+            missing: missing.len(),
+            listed: entries.len(),
+            val_map: val_map.to_path_buf(),
+            src_dir: src_dir.to_path_buf(),
+            first: src_dir.join(&first.name),
+        });
     }
     let sample_shape = opts.layout.shape(opts.image_size);
     let dtype = opts.npy_dtype();
@@ -443,7 +443,7 @@ pub fn preprocess_imagenet_with(
     let done = AtomicUsize::new(0);
     let written = AtomicUsize::new(0);
     let skipped = AtomicUsize::new(0);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let first_error: Mutex<Option<ResNetError>> = Mutex::new(None);
 
     let (output, writer) = match &opts.output {
         OutputMode::PerSample => (out_dir.to_path_buf(), None),
@@ -456,13 +456,7 @@ pub fn preprocess_imagenet_with(
                 if header.dtype == dtype && header.shape == want {
                     return Ok(PreprocessReport { samples: total, written: 0, skipped: total, output: path, sample_shape, dtype, elapsed: start.elapsed() });
                 }
-                return Err(format!(
-                    "{} exists with shape {:?} of {}, not {want:?} of {}; pass overwrite to replace it",
-                    path.display(),
-                    header.shape,
-                    header.dtype.numpy_name(),
-                    dtype.numpy_name()
-                ));
+                return Err(ResNetError::TensorExists { path, shape: header.shape, dtype: header.dtype.numpy_name(), want, want_dtype: dtype.numpy_name() });
             }
             let w = NpyWriter::create(&path, dtype, total, &sample_shape)?;
             (path, Some(w))
@@ -479,15 +473,15 @@ pub fn preprocess_imagenet_with(
                 return;
             }
             let entry = &entries[i];
-            let result = (|| -> Result<(), String> {
+            let result = (|| -> Result<(), ResNetError> {
                 let dest = out_dir.join(sample_file_name(&entry.name));
                 if writer.is_none() && !opts.overwrite && dest.is_file() {
                     skipped.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
                 let src = src_dir.join(&entry.name);
-                let bytes = std::fs::read(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
-                let tensor = preprocess_jpeg(&bytes, opts).map_err(|e| format!("{} (val map line {}): {e}", src.display(), i + 1))?;
+                let bytes = std::fs::read(&src).map_err(|source| ResNetError::ReadImage { path: src.clone(), source })?;
+                let tensor = preprocess_jpeg(&bytes, opts).map_err(|e| ResNetError::Image { path: src.clone(), line: i + 1, source: Box::new(e) })?;
                 match &writer {
                     Some(w) => w.write_at(i, &tensor)?,
                     None => write_npy(&dest, dtype, &sample_shape, &tensor)?,

@@ -48,7 +48,7 @@ fn decodes_like_cv2_imread() {
     assert_eq!(o.pixel(15, 0), [254, 0, 0]);
     assert_eq!(o.pixel(0, 31), [0, 0, 254]);
     assert_eq!(o.pixel(15, 31), [0, 0, 254]);
-    assert!(decode_jpeg(b"not a jpeg").unwrap_err().contains("JPEG decoding failed"));
+    assert!(decode_jpeg(b"not a jpeg").unwrap_err().to_string().contains("JPEG decoding failed"));
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn from_settings_reads_the_config() {
     assert_eq!((o.layout, o.image_size, o.output.clone()), (ImageLayout::Chw4, 64, OutputMode::Contiguous("all.npy".into())));
     assert_eq!(o.format_name(), "int8_chw4");
     let bad = Settings { input_dtype: Some(DataType::Fp32), input_format: Some(InputFormat::Chw4), ..Settings::default() };
-    assert!(ImagenetOptions::from_settings(&bad).unwrap_err().contains("only for int8"));
+    assert!(ImagenetOptions::from_settings(&bad).unwrap_err().to_string().contains("only for int8"));
     let int32 = Settings { input_dtype: Some(DataType::Int32), ..Settings::default() };
     assert!(ImagenetOptions::from_settings(&int32).is_err());
 }
@@ -224,7 +224,7 @@ fn preprocess_directory_per_sample_and_contiguous() {
     // An existing tensor of the right shape is kept; a different request is refused.
     assert_eq!(preprocess_imagenet(&src, &map, &root.join("coalesced"), &c).unwrap().skipped, 3);
     let other = ImagenetOptions { dtype: DataType::Fp32, ..c.clone() };
-    assert!(preprocess_imagenet(&src, &map, &root.join("coalesced"), &other).unwrap_err().contains("pass overwrite"));
+    assert!(preprocess_imagenet(&src, &map, &root.join("coalesced"), &other).unwrap_err().to_string().contains("pass overwrite"));
     // limit takes the first images only.
     let lim = ImagenetOptions { limit: Some(1), output: OutputMode::Contiguous("one.npy".into()), ..o.clone() };
     assert_eq!(read_npy(&preprocess_imagenet(&src, &map, &root, &lim).unwrap().output).unwrap().header.shape[0], 1);
@@ -240,11 +240,11 @@ fn preprocess_errors_name_the_culprit() {
     let map = root.join("val_map.txt");
     std::fs::write(&map, "a.JPEG 1\nmissing.JPEG 2\n").unwrap();
     let o = opts(DataType::Int8, ImageLayout::Linear);
-    let e = preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err();
+    let e = preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err().to_string();
     assert!(e.contains("1 of 2 images") && e.contains("missing.JPEG"), "{e}");
     std::fs::write(&map, "a.JPEG 1\nbroken.JPEG 2\n").unwrap();
-    let e = preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err();
+    let e = preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err().to_string();
     assert!(e.contains("broken.JPEG (val map line 2)"), "{e}");
     std::fs::write(&map, "").unwrap();
-    assert!(preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err().contains("lists no images"));
+    assert!(preprocess_imagenet(&src, &map, &root.join("out"), &o).unwrap_err().to_string().contains("lists no images"));
 }

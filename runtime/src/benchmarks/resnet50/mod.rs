@@ -13,6 +13,7 @@
 
 pub mod accuracy;
 pub mod data;
+pub mod error;
 pub mod imagenet;
 pub mod synthetic;
 pub mod workload;
@@ -38,10 +39,10 @@ impl Benchmark for ResNet50 {
         }
     }
 
-    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, String> {
+    fn preprocess(&self, scratch: &Scratch, settings: &Settings) -> Result<String, crate::Error> {
         match settings.dataset {
             Some(DatasetSource::Synthetic) => Ok("resnet50: synthetic data is generated from the sample index on first use; nothing to preprocess".into()),
-            Some(DatasetSource::Real) | None => data::preprocess(scratch, settings),
+            Some(DatasetSource::Real) | None => Ok(data::preprocess(scratch, settings)?),
         }
     }
 
@@ -57,7 +58,7 @@ impl Benchmark for ResNet50 {
         workload::open(spec)
     }
 
-    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, crate::Error> {
         let val_map = workload::val_map(settings)?;
         Ok(accuracy::score_imagenet(accuracy_log, &val_map, accuracy::DEFAULT_DTYPE)?.scored())
     }

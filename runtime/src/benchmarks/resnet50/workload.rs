@@ -3,6 +3,7 @@
 //! sample library they read.
 
 use super::super::{Drive, Workload, WorkloadSpec, no_engine};
+use super::error::ResNetError;
 use super::synthetic::{self, SyntheticArtifacts};
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::Scratch;
@@ -29,37 +30,38 @@ fn batch_size(settings: &Settings) -> usize {
 }
 
 /// Creates (on first use) the synthetic model and labels a config asks for.
-pub fn ensure_synthetic(settings: &Settings) -> Result<SyntheticArtifacts, String> {
-    let size = settings.image_size.ok_or("synthetic resnet50 configs need image_size")? as usize;
+pub fn ensure_synthetic(settings: &Settings) -> Result<SyntheticArtifacts, ResNetError> {
+    let size = synthetic_size(settings)?;
     synthetic::ensure_synthetic_resnet50(&Scratch::from_env().models_dir(), size, SYNTHETIC_SEED)
 }
 
 /// The val map accuracy is scored against: the synthetic labels, or the config's `map_path`.
-pub fn val_map(settings: &Settings) -> Result<PathBuf, String> {
+pub fn val_map(settings: &Settings) -> Result<PathBuf, ResNetError> {
     if !synthetic(settings) {
-        return Scratch::from_env().map_path(settings).ok_or_else(|| "resnet50 configs need map_path".to_string());
+        return Scratch::from_env().map_path(settings).ok_or(ResNetError::NEEDS_MAP_PATH);
     }
-    let size = settings.image_size.ok_or("synthetic resnet50 configs need image_size")? as usize;
-    let path = Scratch::from_env().models_dir().join(synthetic::val_map_relpath(size));
+    let path = Scratch::from_env().models_dir().join(synthetic::val_map_relpath(synthetic_size(settings)?));
     if !path.is_file() {
-        return Err(format!(
-            "no synthetic labels {}: they are the CPU engine's answers, written when a CPU run of the synthetic workload first opens it (`mlperf run` on CPU-dev)",
-            path.display()
-        ));
+        return Err(ResNetError::NoSyntheticLabels { path });
     }
     Ok(path)
 }
 
+/// The image side of a synthetic config.
+fn synthetic_size(settings: &Settings) -> Result<usize, ResNetError> {
+    Ok(settings.image_size.ok_or(ResNetError::NeedsSetting { configs: "synthetic resnet50", key: "image_size" })? as usize)
+}
+
 /// The preprocessed images a config's engine reads (`image_size`, `input_format`, `input_dtype`),
 /// in batches of `batch`.
-pub fn image_input(settings: &Settings, batch: usize) -> Result<InputSpec, String> {
+pub fn image_input(settings: &Settings, batch: usize) -> Result<InputSpec, ResNetError> {
     let size = settings.image_size.unwrap_or(224) as usize;
     // NVIDIA's int8 ImageNet tensors are the mean-subtracted pixels themselves (scale 1).
     let element = match settings.input_dtype.unwrap_or(DataType::Fp32) {
         DataType::Fp32 => ElementType::F32,
         DataType::Fp16 => ElementType::F16,
         DataType::Int8 => ElementType::I8,
-        other => return Err(format!("the engines read fp32, fp16 or int8 images, not {}", other.name())),
+        other => return Err(ResNetError::InputDtype(other.name())),
     };
     // NVIDIA's "linear" is CHW; the synthetic generator and the CPU engine agree on NCHW.
     let layout = match settings.input_format {
@@ -70,18 +72,18 @@ pub fn image_input(settings: &Settings, batch: usize) -> Result<InputSpec, Strin
 }
 
 /// The GPU plan a config describes.
-fn gpu_spec(spec: &WorkloadSpec) -> Result<GpuSpec, String> {
+fn gpu_spec(spec: &WorkloadSpec) -> Result<GpuSpec, ResNetError> {
     let settings = spec.settings;
     let input = image_input(settings, batch_size(settings))?;
     let scratch = Scratch::from_env();
     let model_path = if synthetic(settings) {
         scratch.models_dir().join(synthetic::model_relpath(input.height))
     } else {
-        scratch.model_path(settings).ok_or("resnet50 configs need model_path")?
+        scratch.model_path(settings).ok_or(ResNetError::NeedsSetting { configs: "resnet50", key: "model_path" })?
     };
     let precision = match settings.precision {
         None => ElementType::F16,
-        Some(p) => ElementType::from_config(p).ok_or_else(|| format!("the GPU engine builds fp16 and int8 plans; this config asks for {}", p.name()))?,
+        Some(p) => ElementType::from_config(p).ok_or(ResNetError::Precision(p.name()))?,
     };
     let workspace_bytes = settings.workspace_size.unwrap_or(1 << 30) as usize;
     let options = RunOptions {
@@ -133,20 +135,23 @@ fn real_samples(settings: &Settings, performance: usize) -> Result<SampleLibrary
 /// The real calibration images: the first `images` names of the calibration list, as a library
 /// over the preprocessed validation tensors (MLPerf's ImageNet calibration lists name validation
 /// images), so sample `i` is the list's `i`-th image.
-fn calibration_images(settings: &Settings, images: usize) -> Result<SampleLibrary, String> {
+fn calibration_images(settings: &Settings, images: usize) -> Result<SampleLibrary, ResNetError> {
     let scratch = Scratch::from_env();
-    let list = settings.calib_data_map.as_deref().map(|p| scratch.root.join(p)).ok_or("int8 calibration needs calib_data_map (MLPerf's calibration image list) in the config")?;
-    let val_map = scratch.map_path(settings).ok_or("int8 calibration needs map_path to find the calibration images")?;
-    let wanted = read_val_map(&list).map_err(|e| format!("calibration list: {e}"))?;
+    let list =
+        settings.calib_data_map.as_deref().map(|p| scratch.root.join(p)).ok_or(ResNetError::CalibrationNeeds("calib_data_map (MLPerf's calibration image list) in the config"))?;
+    let val_map = scratch.map_path(settings).ok_or(ResNetError::CalibrationNeeds("map_path to find the calibration images"))?;
+    let wanted = read_val_map(&list).map_err(ResNetError::CalibrationList)?;
     if wanted.len() < images {
-        return Err(format!("{} names {} images; calib_batch_size x calib_max_batches asks for {images}", list.display(), wanted.len()));
+        return Err(ResNetError::CalibrationTooShort { list, names: wanted.len(), wanted: images });
     }
     let position: std::collections::HashMap<String, usize> = read_val_map(&val_map)?.into_iter().enumerate().map(|(i, e)| (e.name, i)).collect();
     let indices = wanted[..images]
         .iter()
         .enumerate()
-        .map(|(line, e)| position.get(&e.name).copied().ok_or_else(|| format!("{}:{}: image {} is not in {}", list.display(), line + 1, e.name, val_map.display())))
-        .collect::<Result<Vec<usize>, String>>()?;
+        .map(|(line, e)| {
+            position.get(&e.name).copied().ok_or_else(|| ResNetError::CalibrationImage { list: list.clone(), line: line + 1, image: e.name.clone(), val_map: val_map.clone() })
+        })
+        .collect::<Result<Vec<usize>, ResNetError>>()?;
     let val = SampleLibrary::open("ImageNet", &scratch.tensor_paths(settings), Some(&val_map), indices.len())?;
     mlperf_loadgen::Qsl::load_samples(&val, &indices);
     let bytes = val.inputs().iter().map(|t| t.bytes).sum();
@@ -163,7 +168,7 @@ fn gpu_calibration(settings: &Settings, gpu: &GpuSpec, force: bool) -> Result<Op
     let library = if synthetic(settings) {
         synthetic_samples("synthetic calibration images", gpu.input, crate::engines::synthetic::image::CALIBRATION_FIRST_INDEX, images, images)
     } else {
-        calibration_images(settings, images).map_err(Error::Data)?
+        calibration_images(settings, images)?
     };
     mlperf_loadgen::Qsl::load_samples(&library, &(0..images).collect::<Vec<_>>());
     Ok(gpu.calibrate(&library, force)?)
@@ -175,7 +180,7 @@ pub fn prepare(spec: &WorkloadSpec, force_calibration: bool) -> Result<String, E
     let settings = spec.settings;
     match settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec).map_err(Error::Config)?;
+            let gpu = gpu_spec(spec)?;
             // Before generating any model: without a GPU nothing below can finish.
             require_cuda()?;
             ensure_model(settings, &gpu)?;
@@ -205,7 +210,7 @@ pub fn prepare(spec: &WorkloadSpec, force_calibration: bool) -> Result<String, E
 pub fn calibrate(spec: &WorkloadSpec, force: bool) -> Result<String, Error> {
     match spec.settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec).map_err(Error::Config)?;
+            let gpu = gpu_spec(spec)?;
             match gpu_calibration(spec.settings, &gpu, force)? {
                 Some((_, line)) => Ok(line),
                 None => Ok(format!("{} precision, nothing to calibrate", gpu.precision)),
@@ -221,13 +226,13 @@ pub fn open(spec: &WorkloadSpec) -> Result<Workload, Error> {
     let (total, performance) = (spec.total_samples, spec.performance_samples);
     match settings.engine.unwrap_or(EngineKind::Gpu) {
         EngineKind::Gpu => {
-            let gpu = gpu_spec(spec).map_err(Error::Config)?;
+            let gpu = gpu_spec(spec)?;
             let devices = gpu.open(spec.devices)?;
             let library = if synthetic(settings) { synthetic_samples("synthetic ImageNet", gpu.input, 0, total, performance) } else { real_samples(settings, performance)? };
             Ok(Workload { drive: Drive::Batched(devices), library: Arc::new(library), synthetic: synthetic(settings), caveats: Vec::new() })
         }
         EngineKind::Cpu => {
-            let input = image_input(settings, batch_size(settings)).map_err(Error::Config)?;
+            let input = image_input(settings, batch_size(settings))?;
             let (model, input, library) = if synthetic(settings) {
                 // The synthetic model reads fp32 images of its own size.
                 let artifacts = ensure_synthetic(settings)?;

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use super::error::UNetError;
 use crate::accuracy::log::for_each_entry;
 
 /// Classes scored: kidney and tumor (background is not).
@@ -49,7 +50,7 @@ pub fn case_dice(truth: &[u8], predicted: &[u8]) -> [f64; 2] {
 
 /// Scores `accuracy_log` against `cases` ground truths (by sample index): `truth(i)` gives case
 /// `i`'s labels.
-pub fn score_kits(accuracy_log: &Path, cases: usize, truth: &dyn Fn(usize) -> Result<Vec<u8>, String>) -> Result<KitsScore, String> {
+pub fn score_kits(accuracy_log: &Path, cases: usize, truth: &dyn Fn(usize) -> Result<Vec<u8>, UNetError>) -> Result<KitsScore, UNetError> {
     let mut per_case: Vec<Option<[f64; 2]>> = vec![None; cases];
     let mut logged = 0;
     for_each_entry(accuracy_log, &mut |entry| {
@@ -59,7 +60,7 @@ pub fn score_kits(accuracy_log: &Path, cases: usize, truth: &dyn Fn(usize) -> Re
         if slot.is_some() {
             return Err(format!("case {i} is logged twice; an accuracy run logs each case once"));
         }
-        let truth = truth(i)?;
+        let truth = truth(i).map_err(|e| e.to_string())?;
         if truth.len() != entry.data.len() {
             return Err(format!("case {i}: {} labels logged for a volume of {} voxels (was the log written with another dtype?)", entry.data.len(), truth.len()));
         }
@@ -68,7 +69,7 @@ pub fn score_kits(accuracy_log: &Path, cases: usize, truth: &dyn Fn(usize) -> Re
     })?;
     let scores: Vec<[f64; 2]> = per_case.iter().flatten().copied().collect();
     if scores.len() != cases {
-        return Err(format!("{} of {cases} cases are logged ({logged} entries): score the log of a complete accuracy run", scores.len()));
+        return Err(UNetError::Incomplete { logged: scores.len(), cases, entries: logged });
     }
     let n = cases as f64;
     let kidney = scores.iter().map(|s| s[0]).sum::<f64>() / n;
@@ -116,13 +117,13 @@ mod tests {
         assert_eq!(score.accuracy_txt(), format!("Accuracy: mean = {:.5}, kidney = {:.4}, tumor = {:.4}\n", score.mean, score.kidney, score.tumor));
         assert_eq!(score.scored().metrics, vec![("DICE".to_string(), score.mean)]);
 
-        let e = score_kits(&log("twice", &[(0, &[0, 1, 1, 2]), (0, &[0, 1, 1, 2])]), 2, &truth).unwrap_err();
+        let e = score_kits(&log("twice", &[(0, &[0, 1, 1, 2]), (0, &[0, 1, 1, 2])]), 2, &truth).unwrap_err().to_string();
         assert!(e.contains("case 0 is logged twice"), "{e}");
-        let e = score_kits(&log("missing", &[(0, &[0, 1, 1, 2])]), 2, &truth).unwrap_err();
+        let e = score_kits(&log("missing", &[(0, &[0, 1, 1, 2])]), 2, &truth).unwrap_err().to_string();
         assert!(e.contains("1 of 2 cases are logged"), "{e}");
-        let e = score_kits(&log("short", &[(0, &[0, 1])]), 2, &truth).unwrap_err();
+        let e = score_kits(&log("short", &[(0, &[0, 1])]), 2, &truth).unwrap_err().to_string();
         assert!(e.contains("case 0: 2 labels logged for a volume of 4 voxels"), "{e}");
-        let e = score_kits(&log("past", &[(5, &[0])]), 2, &truth).unwrap_err();
+        let e = score_kits(&log("past", &[(5, &[0])]), 2, &truth).unwrap_err().to_string();
         assert!(e.contains("sample 5 is past the 2 cases"), "{e}");
     }
 }

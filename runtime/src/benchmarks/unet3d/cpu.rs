@@ -20,8 +20,9 @@ use tract_onnx::prelude::tract_data::internal::DimLike;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
+use super::error::UNetError;
 use crate::engines::cpu::Plan;
-use crate::engines::{Engine, SampleSource};
+use crate::engines::{Engine, EngineError, SampleSource};
 
 /// Logit channels (classes) of the model's output.
 pub const CLASSES: usize = 3;
@@ -42,20 +43,21 @@ pub struct CpuUNet3dEngine {
 impl CpuUNet3dEngine {
     /// Loads `model_path` for volumes of `shapes` (by sample index); the region of interest is the
     /// model's input side.
-    pub fn load(model_path: &Path, shapes: Vec<VolumeShape>) -> Result<CpuUNet3dEngine, String> {
+    pub fn load(model_path: &Path, shapes: Vec<VolumeShape>) -> Result<CpuUNet3dEngine, UNetError> {
         let origin = model_path.display().to_string();
-        let fail = |e: TractError| format!("CPU 3D-UNet engine: model {origin}: {e:#}");
-        let model = tract_onnx::onnx().model_for_path(model_path).map_err(|e| format!("CPU 3D-UNet engine: cannot read ONNX model {origin}: {e:#}"))?;
+        let fail = |cause: TractError| UNetError::Tract { what: format!("model {origin}"), cause };
+        let model = tract_onnx::onnx().model_for_path(model_path).map_err(|cause| UNetError::NotOnnx { origin: origin.clone(), cause })?;
         let fact = model.input_fact(0).map_err(fail)?;
         let dims: Vec<Option<usize>> = fact.shape.dims().map(|d| d.concretize().and_then(|d| d.to_usize().ok())).collect();
         let roi = match dims.as_slice() {
             [_, Some(1), Some(d), Some(h), Some(w)] if d == h && h == w && *d >= 2 => *d,
-            _ => return Err(format!("CPU 3D-UNet engine: model {origin} takes {:?}; a 3D-UNet takes [N, 1, R, R, R] (a cube of side R)", fact.shape)),
+            _ => return Err(UNetError::InputShape { origin, shape: format!("{:?}", fact.shape) }),
         };
-        let typed = model
-            .with_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), [1, 1, roi, roi, roi]))
-            .and_then(|m| m.into_typed())
-            .map_err(|e| format!("CPU 3D-UNet engine: model {origin} does not take 1 x 1 x {roi}^3: {e:#}"))?;
+        let typed = model.with_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), [1, 1, roi, roi, roi])).and_then(|m| m.into_typed()).map_err(|cause| UNetError::Roi {
+            origin: origin.clone(),
+            roi,
+            cause,
+        })?;
         let plan = Plan::new(typed, 1).map_err(fail)?;
         let stem = model_path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
         Ok(CpuUNet3dEngine { name: format!("cpu-tract:{stem}"), origin, roi, plan, importance: importance_map(roi), shapes })
@@ -67,21 +69,21 @@ impl CpuUNet3dEngine {
     }
 
     /// The model's logits (`[CLASSES, roi, roi, roi]`) for one window (`[roi, roi, roi]`).
-    pub fn window_logits(&self, window: &[f32]) -> Result<Vec<f32>, String> {
+    pub fn window_logits(&self, window: &[f32]) -> Result<Vec<f32>, UNetError> {
         let roi = self.roi;
-        let fail = |e: TractError| format!("CPU 3D-UNet engine: model {} failed: {e:#}", self.origin);
+        let fail = |cause: TractError| UNetError::Tract { what: format!("model {} failed", self.origin), cause };
         let input = Tensor::from_shape(&[1, 1, roi, roi, roi], window).map_err(fail)?;
         let out = self.plan.run_inputs(tvec!(input.into_tvalue())).map_err(fail)?;
         let logits = out[0].cast_to::<f32>().map_err(fail)?;
         let logits = logits.try_as_plain_ram().map_err(fail)?.as_slice::<f32>().map_err(fail)?.to_vec();
         if logits.len() != CLASSES * roi * roi * roi {
-            return Err(format!("CPU 3D-UNet engine: model {} gave {} logits for a window; a 3D-UNet gives {CLASSES} x {roi}^3", self.origin, logits.len()));
+            return Err(UNetError::Logits { origin: self.origin.clone(), found: logits.len(), classes: CLASSES, roi });
         }
         Ok(logits)
     }
 
     /// The labels of one volume of `shape` (`[D, H, W]` f32 values).
-    pub fn segment(&self, volume: &[f32], shape: VolumeShape) -> Result<Vec<u8>, String> {
+    pub fn segment(&self, volume: &[f32], shape: VolumeShape) -> Result<Vec<u8>, UNetError> {
         sliding_window(volume, shape, self.roi, &self.importance, &mut |window| self.window_logits(&window))
     }
 }
@@ -91,19 +93,25 @@ impl Engine for CpuUNet3dEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         for &index in indices {
-            let shape = *self.shapes.get(index).ok_or_else(|| format!("CPU 3D-UNet engine: sample {index} is not in its case table of {}", self.shapes.len()))?;
-            let sample = source.sample(index);
-            let bytes = &sample[..];
-            let voxels = shape.iter().product::<usize>();
-            if bytes.len() != 4 * voxels {
-                return Err(format!("CPU 3D-UNet engine: sample {index} holds {} bytes; its case is {shape:?}, {} bytes of f32", bytes.len(), 4 * voxels));
-            }
-            let volume: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            outputs.push(self.segment(&volume, shape)?);
+            outputs.push(self.answer(index, source).map_err(EngineError::new)?);
         }
         Ok(())
+    }
+}
+
+impl CpuUNet3dEngine {
+    /// The labels of sample `index`.
+    fn answer(&self, index: usize, source: &dyn SampleSource) -> Result<Vec<u8>, UNetError> {
+        let shape = *self.shapes.get(index).ok_or(UNetError::UnknownSample { index, cases: self.shapes.len() })?;
+        let sample = source.sample(index);
+        let bytes = &sample[..];
+        if bytes.len() != 4 * shape.iter().product::<usize>() {
+            return Err(UNetError::SampleSize { index, bytes: bytes.len(), shape });
+        }
+        let volume: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        self.segment(&volume, shape)
     }
 }
 
@@ -139,12 +147,12 @@ pub fn sliding_window(
     shape: VolumeShape,
     roi: usize,
     importance: &[f32],
-    predict: &mut dyn FnMut(Vec<f32>) -> Result<Vec<f32>, String>,
-) -> Result<Vec<u8>, String> {
+    predict: &mut dyn FnMut(Vec<f32>) -> Result<Vec<f32>, UNetError>,
+) -> Result<Vec<u8>, UNetError> {
     let [d, h, w] = shape;
     let stride = roi / 2;
     if shape.iter().any(|&s| s < roi || !s.is_multiple_of(stride.max(1))) {
-        return Err(format!("a volume of {shape:?} voxels: each side must be at least {roi} and a multiple of {stride} (the preprocessing pads them so)"));
+        return Err(UNetError::Volume { shape, roi, stride });
     }
     let voxels = d * h * w;
     let (mut sums, mut weights) = (vec![0f32; CLASSES * voxels], vec![0f32; voxels]);
@@ -238,7 +246,7 @@ mod tests {
         let roi = 4;
         let labels = sliding_window(&[0.5; 64], [4, 4, 4], roi, &importance_map(roi), &mut |_| Ok(vec![1.0; CLASSES * 64])).unwrap();
         assert!(labels.iter().all(|&l| l == 0));
-        let e = sliding_window(&[0.0; 4 * 4 * 5], [4, 4, 5], roi, &importance_map(roi), &mut |_| unreachable!()).unwrap_err();
+        let e = sliding_window(&[0.0; 4 * 4 * 5], [4, 4, 5], roi, &importance_map(roi), &mut |_| unreachable!()).unwrap_err().to_string();
         assert!(e.contains("[4, 4, 5]") && e.contains("multiple of 2"), "{e}");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod accuracy;
 pub mod cpu;
+pub mod error;
 pub mod model;
 pub mod preprocessed;
 pub mod synthetic;
@@ -22,6 +23,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::Sample;
 use crate::error::Error;
+use error::UNetError;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use preprocessed::Preprocessed;
 use std::path::{Path, PathBuf};
@@ -116,10 +118,11 @@ fn sources(settings: &Settings) -> Result<(Preprocessed, PathBuf), Error> {
 /// every file against the set's manifest: once per command).
 fn cases(settings: &Settings) -> Result<(Preprocessed, PathBuf, Vec<preprocessed::Case>), Error> {
     if is_synthetic(settings) {
-        synthetic::ensure(&synthetic_set(&Scratch::from_env()), &mut |m| tracing::info!("synthetic: {m}")).map_err(Error::Data)?;
+        // The generated set stands for the dataset: whatever stops it is the run's data, as always.
+        synthetic::ensure(&synthetic_set(&Scratch::from_env()), &mut |m| tracing::info!("synthetic: {m}")).map_err(|e| Error::Data(e.to_string()))?;
     }
     let (set, model) = sources(settings)?;
-    let cases = set.read_index().map_err(Error::Data)?;
+    let cases = set.read_index()?;
     Ok((set, model, cases))
 }
 
@@ -158,21 +161,21 @@ impl Benchmark for UNet3d {
             return Err(Error::Data(format!("{} lists {} cases; the round's KiTS19 inference set has {}", set.index().display(), cases.len(), spec.total_samples)));
         }
         let shapes = cases.iter().map(|c| c.shape).collect::<Vec<_>>();
-        let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes).map_err(Error::Data)?);
+        let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes)?);
         let engines = vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)];
         let total = cases.len();
-        let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..])));
+        let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..]))).map_err(|e| e.to_string());
         let library = SampleLibrary::read_by("KiTS19", total, spec.performance_samples, NpyDtype::F32, read);
         Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(spec.settings), caveats: Vec::new() })
     }
 
-    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, String> {
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, Error> {
         if let Some(why) = unsupported(settings) {
-            return Err(why.to_string());
+            return Err(why);
         }
-        let (set, _) = sources(settings).map_err(|e| e.to_string())?;
+        let (set, _) = sources(settings)?;
         let cases = set.read_index()?;
-        let truth = |i: usize| -> Result<Vec<u8>, String> { Ok(set.read_case(&cases[i])?.labels.to_vec()) };
+        let truth = |i: usize| -> Result<Vec<u8>, UNetError> { Ok(set.read_case(&cases[i])?.labels.to_vec()) };
         Ok(score_kits(accuracy_log, cases.len(), &truth)?.scored())
     }
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::INFERENCE_CASES;
+use super::error::UNetError;
 use crate::benchmarks::unet3d::cpu::VolumeShape;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::numpy_pickle::{Pickled, PickledArray, to_pickle};
@@ -21,8 +22,6 @@ use crate::dataset::pickle::{Value, parse};
 
 /// The index file of the layout.
 pub const INDEX: &str = "preprocessed_files.pkl";
-/// What makes the layout, for errors about it.
-const REMEDY: &str = "the reference's preprocess.py writes it (mlcommons/inference vision/medical_imaging/3d-unet-kits19: --mode preprocess --results_dir <this directory>)";
 
 /// One case of the index, in sample order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +57,10 @@ impl Preprocessed {
     }
 
     /// The cases of the index, which must be the round's inference set in its order.
-    pub fn read_index(&self) -> Result<Vec<Case>, String> {
+    pub fn read_index(&self) -> Result<Vec<Case>, UNetError> {
         let path = self.index();
-        let fail = |what: String| format!("{}: {what}; {REMEDY}", path.display());
-        let root = read_pickle(&path).map_err(|e| format!("{e}; {REMEDY}"))?;
+        let fail = |problem: String| UNetError::Index { path: path.clone(), problem };
+        let root = read_pickle(&path).map_err(|e| UNetError::IndexUnreadable { source: Box::new(e) })?;
         let names: Vec<String> = root
             .get("file_list")
             .and_then(|l| l.items())
@@ -92,30 +91,31 @@ impl Preprocessed {
     }
 
     /// Case `case`'s image (float32 bytes) and labels (uint8), checked against its index entry.
-    pub fn read_case(&self, case: &Case) -> Result<CaseData, String> {
+    pub fn read_case(&self, case: &Case) -> Result<CaseData, UNetError> {
         let path = self.case_file(&case.name);
         let items = read_pickle(&path)?.items().unwrap_or_default();
-        let [image, label] = items.as_slice() else { return Err(format!("{}: not the [image, label] pair preprocess.py writes", path.display())) };
+        let [image, label] = items.as_slice() else { return Err(UNetError::NotAPair { path }) };
         let wanted = [1, case.shape[0], case.shape[1], case.shape[2]];
-        let array = |value: &Value, what: &str, dtype: NpyDtype| -> Result<Rc<[u8]>, String> {
-            let array = PickledArray::read(value).map_err(|e| format!("{}: the {what} is {e}", path.display()))?;
+        let array = |value: &Value, what: &'static str, dtype: NpyDtype| -> Result<Rc<[u8]>, UNetError> {
+            let unreadable = |source| UNetError::Array { path: path.clone(), what, source };
+            let array = PickledArray::read(value).map_err(unreadable)?;
             if array.shape != wanted {
-                return Err(format!("{}: the {what} has shape {:?}, but {INDEX} gives {wanted:?}", path.display(), array.shape));
+                return Err(UNetError::ArrayShape { path: path.clone(), what, found: array.shape, index: INDEX, wanted });
             }
-            array.bytes_of(dtype).map_err(|e| format!("{}: the {what} is {e}", path.display()))
+            array.bytes_of(dtype).map_err(unreadable)
         };
         Ok(CaseData { image: array(image, "image", NpyDtype::F32)?, labels: array(label, "label", NpyDtype::U8)? })
     }
 
     /// Writes one case's pickle (`image`: float32 bytes, `labels`: one per voxel).
-    pub fn write_case(&self, case: &Case, image: &[u8], labels: &[u8]) -> Result<(), String> {
+    pub fn write_case(&self, case: &Case, image: &[u8], labels: &[u8]) -> Result<(), UNetError> {
         let shape = [1, case.shape[0], case.shape[1], case.shape[2]];
         let pair = Pickled::List(vec![Pickled::Array { dtype: NpyDtype::F32, shape: &shape, data: image }, Pickled::Array { dtype: NpyDtype::U8, shape: &shape, data: labels }]);
-        crate::fsutil::write_atomic(&self.case_file(&case.name), &to_pickle(&pair)).map_err(String::from)
+        Ok(crate::fsutil::write_atomic(&self.case_file(&case.name), &to_pickle(&pair))?)
     }
 
     /// Writes the index of `cases`.
-    pub fn write_index(&self, cases: &[Case]) -> Result<(), String> {
+    pub fn write_index(&self, cases: &[Case]) -> Result<(), UNetError> {
         fn aux(c: &Case) -> Pickled<'_> {
             let shape = std::iter::once(1).chain(c.shape).map(|d| Pickled::Int(d as i64)).collect();
             Pickled::Dict(vec![("case", Pickled::Str(&c.name)), ("image_shape", Pickled::Tuple(shape))])
@@ -124,18 +124,19 @@ impl Preprocessed {
             ("file_list", Pickled::List(cases.iter().map(|c| Pickled::Str(&c.name)).collect())),
             ("cases", Pickled::Dict(cases.iter().map(|c| (c.name.as_str(), aux(c))).collect())),
         ]);
-        crate::fsutil::write_atomic(&self.index(), &to_pickle(&index)).map_err(String::from)
+        Ok(crate::fsutil::write_atomic(&self.index(), &to_pickle(&index))?)
     }
 }
 
-fn read_pickle(path: &Path) -> Result<Value, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+fn read_pickle(path: &Path) -> Result<Value, UNetError> {
+    let bytes = std::fs::read(path).map_err(|source| UNetError::Read { path: path.to_path_buf(), source })?;
+    parse(&bytes).map_err(|source| UNetError::Pickle { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::benchmarks::unet3d::error::REMEDY;
 
     fn cases() -> Vec<Case> {
         INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: [2, 1 + i % 2, 3] }).collect()
@@ -162,10 +163,10 @@ mod tests {
         let back = set.read_case(case).unwrap();
         assert_eq!((&back.image[..], &back.labels[..]), (&image[..], &labels[..]));
 
-        let err = set.read_case(&cases[0]).err().unwrap();
+        let err = set.read_case(&cases[0]).err().unwrap().to_string();
         assert!(err.starts_with("cannot read ") && err.contains("case_00000.pkl"), "{err}");
         set.write_case(&Case { shape: case.shape, ..cases[0].clone() }, &image, &labels).unwrap();
-        let err = set.read_case(&cases[0]).err().unwrap();
+        let err = set.read_case(&cases[0]).err().unwrap().to_string();
         assert!(err.ends_with("case_00000.pkl: the image has shape [1, 2, 2, 3], but preprocessed_files.pkl gives [1, 2, 1, 3]"), "{err}");
         std::fs::remove_dir_all(&set.dir).unwrap();
     }
@@ -176,17 +177,17 @@ mod tests {
         let mut cases = cases();
         cases.swap(3, 4);
         set.write_index(&cases).unwrap();
-        let err = set.read_index().err().unwrap();
+        let err = set.read_index().err().unwrap().to_string();
         assert!(
             err.contains("file_list has 43 cases and sample 3 is case_00012, but the round's inference set (meta/inference_cases.json) has 43 and sample 3 is case_00006"),
             "{err}"
         );
         assert!(err.ends_with(&format!("; {REMEDY}")), "{err}");
         std::fs::remove_file(set.index()).unwrap();
-        let err = set.read_index().err().unwrap();
+        let err = set.read_index().err().unwrap().to_string();
         assert!(err.starts_with("cannot read ") && err.contains("preprocessed_files.pkl: ") && err.ends_with(REMEDY), "{err}");
         set.write_index(&cases[..42]).unwrap();
-        let err = set.read_index().err().unwrap();
+        let err = set.read_index().err().unwrap().to_string();
         assert!(err.contains("file_list has 42 cases and sample 3 is case_00012"), "{err}");
         std::fs::remove_dir_all(&set.dir).unwrap();
     }

@@ -26,6 +26,7 @@ use prost::Message;
 use serde_json::json;
 
 use super::INFERENCE_CASES;
+use super::error::UNetError;
 use super::preprocessed::{Case, INDEX, Preprocessed};
 use crate::benchmarks::unet3d::cpu::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, sliding_window};
 use crate::benchmarks::unet3d::model::{UNet3dShape, unet3d};
@@ -108,7 +109,7 @@ fn case_volume(seed: u64, index: usize, [d, h, w]: VolumeShape) -> Vec<f32> {
 }
 
 /// Creates the synthetic set in `set.dir` unless a matching one is there; progress to `log`.
-pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), UNetError> {
     let wanted = [("generator_version", json!(GENERATOR_VERSION)), ("seed", json!(SEED))];
     match manifest::check(&set.manifest(), &wanted, &set.hashed()) {
         Ok(_) => return Ok(()),
@@ -118,7 +119,7 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), Stri
     let started = Instant::now();
     let cases: Vec<Case> = INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: case_shape(SEED, i) }).collect();
     let preprocessed = set.preprocessed();
-    std::fs::create_dir_all(&preprocessed.dir).map_err(|e| format!("cannot create {}: {e}", preprocessed.dir.display()))?;
+    std::fs::create_dir_all(&preprocessed.dir).map_err(|source| UNetError::CreateDir { path: preprocessed.dir.clone(), source })?;
 
     // The logits' biases: minus each class's mean logit over the first case, so that what differs
     // between voxels decides their class.
@@ -156,11 +157,11 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), Stri
         "model": format!("{model:?}"),
         "label_shares": share,
     });
-    manifest::write(&set.manifest(), fields, &set.hashed()).map_err(String::from)
+    Ok(manifest::write(&set.manifest(), fields, &set.hashed())?)
 }
 
 /// Each class's mean logit over one volume's windows.
-fn mean_logits(engine: &CpuUNet3dEngine, volume: &[f32], shape: VolumeShape) -> Result<[f32; CLASSES], String> {
+fn mean_logits(engine: &CpuUNet3dEngine, volume: &[f32], shape: VolumeShape) -> Result<[f32; CLASSES], UNetError> {
     let roi = engine.roi();
     let (mut sums, mut windows) = ([0f64; CLASSES], 0usize);
     sliding_window(volume, shape, roi, &importance_map(roi), &mut |window| {

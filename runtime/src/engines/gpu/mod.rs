@@ -47,7 +47,7 @@ pub mod stem;
 #[cfg(test)]
 mod network_tests;
 
-use crate::engines::{Engine, InputSpec, Sample, SampleSource};
+use crate::engines::{Engine, EngineError, InputSpec, Sample, SampleSource};
 use device::{DeviceBuffer, DeviceError};
 pub use error::GpuError;
 use exec::{DeviceModel, Slot};
@@ -166,9 +166,9 @@ impl Engine for GpuEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         for chunk in indices.chunks(self.model.max_batch()) {
-            let (classes, _) = self.classify(chunk, source, false).map_err(|e| e.to_string())?;
+            let (classes, _) = self.classify(chunk, source, false).map_err(EngineError::new)?;
             outputs.extend(classes.iter().map(|c| c.to_le_bytes().to_vec()));
         }
         Ok(())

@@ -91,15 +91,15 @@ impl BertGpuSpec {
     fn verify(&self, plan: &Plan<BertPlanHeader>, source: &dyn SampleSource, checked: usize) -> Result<String> {
         let indices: Vec<usize> = (0..checked).collect();
         let mut gpu = Vec::new();
-        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.infer(&indices, source, &mut gpu).map_err(GpuError::Run)?;
-        let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq).map_err(GpuError::Other)?);
+        GpuBertEngine::open(0, plan, RunOptions { streams: 1, ..self.options })?.answer_all(&indices, source, &mut gpu)?;
+        let cpu = Arc::new(CpuBertEngine::load(&self.model_path, self.options.seq).map_err(|e| GpuError::Other(e.to_string()))?);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(checked.max(1));
         let reference = parallel_chunks(0..checked, threads, checked.div_ceil(threads).max(1), |range| {
             let mut out = Vec::new();
             cpu.infer(&range.collect::<Vec<_>>(), source, &mut out)?;
             Ok(out)
         })
-        .map_err(GpuError::Other)?;
+        .map_err(|e: crate::engines::EngineError| GpuError::Other(e.to_string()))?;
         judge(&gpu, &reference)
     }
 

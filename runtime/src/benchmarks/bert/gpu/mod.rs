@@ -24,7 +24,7 @@ use crate::engines::gpu::GpuError;
 use crate::engines::gpu::device::{self, DeviceBuffer, DeviceError, DevicePtr, PinnedBuffer, compile_for, cu};
 use crate::engines::gpu::plan::Plan;
 use crate::engines::gpu::{SlotPool, open_each};
-use crate::engines::{Engine, SampleSource};
+use crate::engines::{Engine, EngineError, SampleSource};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use layout::{BertPlanHeader, LinearAt, NormAt};
 use matmul::{Epilogue, Linear, Matmuls};
@@ -374,6 +374,14 @@ impl GpuBertEngine {
             .collect::<Result<Vec<_>>>()?;
         self.slots.with(|slot| slot.run(&self.model, &features))
     }
+
+    /// The responses to `indices`, a batch at a time, appended to `outputs`.
+    pub fn answer_all(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<()> {
+        for chunk in indices.chunks(self.options.batch_size.max(1)) {
+            outputs.extend(self.answer(chunk, source)?);
+        }
+        Ok(())
+    }
 }
 
 impl Engine for GpuBertEngine {
@@ -381,10 +389,7 @@ impl Engine for GpuBertEngine {
         &self.name
     }
 
-    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> std::result::Result<(), String> {
-        for chunk in indices.chunks(self.options.batch_size.max(1)) {
-            outputs.extend(self.answer(chunk, source).map_err(|e| e.to_string())?);
-        }
-        Ok(())
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> std::result::Result<(), EngineError> {
+        self.answer_all(indices, source, outputs).map_err(EngineError::new)
     }
 }

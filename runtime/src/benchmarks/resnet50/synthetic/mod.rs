@@ -44,6 +44,8 @@ use std::time::Instant;
 use prost::Message;
 use tract_onnx::pb::ModelProto;
 
+use super::error::ResNetError;
+use crate::dataset::DataError;
 use crate::engines::Layout;
 use crate::engines::cpu::{CpuEngine, parallel_chunks};
 use crate::engines::synthetic::image::CALIBRATION_FIRST_INDEX;
@@ -142,14 +144,14 @@ pub fn sample_name(index: usize) -> String {
 /// Creates the synthetic ResNet50 model and its 50,000-sample val map under `root` (see the module
 /// documentation for the layout) unless matching files exist; progress goes to stderr, since the
 /// first generation takes minutes.
-pub fn ensure_synthetic_resnet50(root: &Path, size: usize, seed: u64) -> Result<SyntheticArtifacts, String> {
+pub fn ensure_synthetic_resnet50(root: &Path, size: usize, seed: u64) -> Result<SyntheticArtifacts, ResNetError> {
     ensure_synthetic_resnet50_with(root, &SyntheticSpec::resnet50(size, seed), &mut |m| tracing::info!("synthetic: {m}"))
 }
 
 /// Only the synthetic model (no labels): what a GPU engine build and performance runs need. An
 /// existing file is reused (generation is deterministic and the path names the size); labelling,
 /// which accuracy runs need, is left to [`ensure_synthetic_resnet50`].
-pub fn ensure_synthetic_resnet50_model(root: &Path, size: usize, seed: u64, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+pub fn ensure_synthetic_resnet50_model(root: &Path, size: usize, seed: u64, log: &mut dyn FnMut(&str)) -> Result<PathBuf, ResNetError> {
     let path = root.join(model_relpath(size));
     if path.exists() {
         return Ok(path);
@@ -163,10 +165,10 @@ pub fn ensure_synthetic_resnet50_model(root: &Path, size: usize, seed: u64, log:
 }
 
 /// [`ensure_synthetic_resnet50`] for any [`SyntheticSpec`], reporting progress to `log`.
-pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<SyntheticArtifacts, String> {
+pub fn ensure_synthetic_resnet50_with(root: &Path, spec: &SyntheticSpec, log: &mut dyn FnMut(&str)) -> Result<SyntheticArtifacts, ResNetError> {
     if spec.size < 32 {
         // Five stride-2 steps: below 32 px the last stage would see less than one pixel.
-        return Err(format!("synthetic ResNet50: image size {} px is below the minimum of 32", spec.size));
+        return Err(ResNetError::SyntheticSize(spec.size));
     }
     let model_path = root.join(model_relpath(spec.size));
     let val_map_path = root.join(val_map_relpath(spec.size));
@@ -232,7 +234,7 @@ fn hashed(a: &SyntheticArtifacts) -> [manifest::Hashed; 2] {
 
 /// Reuse check: the manifest matches `spec` and this generator, and both files match their hashes.
 /// Returns the labels, or why the files cannot be reused.
-fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i32>, String> {
+fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i32>, ResNetError> {
     let wanted = [
         ("generator_version", serde_json::json!(GENERATOR_VERSION)),
         ("seed", serde_json::json!(spec.seed)),
@@ -243,7 +245,7 @@ fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i3
     manifest::check(&a.manifest_path, &wanted, &hashed(a))?;
     let labels = read_labels(&a.val_map_path)?;
     if labels.len() != spec.samples {
-        return Err(format!("{} has {} labels, wanted {}", a.val_map_path.display(), labels.len(), spec.samples));
+        return Err(ResNetError::LabelCount { path: a.val_map_path.clone(), found: labels.len(), wanted: spec.samples });
     }
     Ok(labels)
 }
@@ -251,16 +253,16 @@ fn check_existing(a: &SyntheticArtifacts, spec: &SyntheticSpec) -> Result<Vec<i3
 /// Standardises the classifier's logits over `images` calibration images: each class's logit gets
 /// zero mean and unit deviation, by rescaling that class's weight row and setting its bias. Without
 /// it a random network gives almost every image the same class (see the module documentation).
-pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, threads: usize) -> Result<(), String> {
+pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, threads: usize) -> Result<(), ResNetError> {
     if images < 2 {
-        return Err("classifier calibration needs at least 2 images".into());
+        return Err(ResNetError::Generator("classifier calibration needs at least 2 images"));
     }
     let engine = CpuEngine::from_proto(proto, "synthetic ResNet50 (calibration)", input_spec(size, GENERATION_BATCH, Layout::Nchw))?;
     let k = model::CLASSES;
     let indices = CALIBRATION_FIRST_INDEX..CALIBRATION_FIRST_INDEX + images;
     let scores = parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, Layout::Nchw)).collect();
-        engine.scores(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>()).map_err(String::from)
+        engine.scores(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
     })?;
     drop(engine);
 
@@ -273,7 +275,7 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
         }
     }
     let n = images as f64;
-    let weight = model::initializer_mut(proto, model::FC_WEIGHT).ok_or("synthetic model has no fc.weight")?;
+    let weight = model::initializer_mut(proto, model::FC_WEIGHT).ok_or(ResNetError::Generator("synthetic model has no fc.weight"))?;
     let mut w = model::tensor_values(weight);
     let mut bias = vec![0f32; k];
     for c in 0..k {
@@ -287,19 +289,20 @@ pub fn calibrate_classifier(proto: &mut ModelProto, size: usize, images: usize, 
         bias[c] = (-m / sd) as f32;
     }
     model::set_tensor_values(weight, &w);
-    let b = model::initializer_mut(proto, model::FC_BIAS).ok_or("synthetic model has no fc.bias")?;
+    let b = model::initializer_mut(proto, model::FC_BIAS).ok_or(ResNetError::Generator("synthetic model has no fc.bias"))?;
     model::set_tensor_values(b, &bias);
     Ok(())
 }
 
 /// The engine's class for each synthetic image in `indices` (NCHW f32 images of `size` px),
 /// computed on `threads` threads.
-pub fn predict(engine: &CpuEngine, size: usize, indices: std::ops::Range<usize>, threads: usize) -> Result<Vec<i32>, String> {
+pub fn predict(engine: &CpuEngine, size: usize, indices: std::ops::Range<usize>, threads: usize) -> Result<Vec<i32>, ResNetError> {
     let layout = engine.spec().layout;
     parallel_chunks(indices, threads, GENERATION_CHUNK, |chunk| {
         let imgs: Vec<Vec<u8>> = chunk.map(|i| synthetic_image(i, size, layout)).collect();
-        engine.classify(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>()).map_err(String::from)
+        engine.classify(&imgs.iter().map(|v| v.as_slice()).collect::<Vec<_>>())
     })
+    .map_err(ResNetError::from)
 }
 
 /// The val map text: `synthetic_<index>.npy <label>` per line, in index order.
@@ -316,11 +319,11 @@ pub fn render_val_map(labels: &[i32]) -> String {
 
 /// Reads a synthetic val map back: the label of each index, checking that lines name the samples in
 /// order.
-pub fn read_labels(path: &Path) -> Result<Vec<i32>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read val map {}: {e}", path.display()))?;
+pub fn read_labels(path: &Path) -> Result<Vec<i32>, ResNetError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DataError::ReadValMap { path: path.to_path_buf(), source })?;
     let mut labels = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let bad = || format!("{}:{}: expected `{} <label>`, found `{line}`", path.display(), i + 1, sample_name(i));
+        let bad = || ResNetError::LabelLine { path: path.to_path_buf(), line: i + 1, expected: sample_name(i), found: line.to_string() };
         let (name, label) = line.split_once(' ').ok_or_else(bad)?;
         if name != sample_name(i) {
             return Err(bad());

@@ -80,7 +80,7 @@ fn generates_reuses_and_regenerates() {
 
 #[test]
 fn rejects_sizes_the_topology_cannot_take() {
-    let e = ensure_synthetic_resnet50_with(&scratch("tiny"), &SyntheticSpec::resnet50(16, 1), &mut |_| {}).err().unwrap();
+    let e = ensure_synthetic_resnet50_with(&scratch("tiny"), &SyntheticSpec::resnet50(16, 1), &mut |_| {}).err().unwrap().to_string();
     assert!(e.contains("16 px"), "{e}");
 }
 
@@ -93,7 +93,7 @@ fn val_maps_round_trip_and_bad_lines_are_reported() {
     std::fs::write(&path, render_val_map(&labels)).unwrap();
     assert_eq!(read_labels(&path).unwrap(), labels);
     std::fs::write(&path, "synthetic_0.npy 5\nsynthetic_2.npy 3\n").unwrap();
-    let e = read_labels(&path).err().unwrap();
+    let e = read_labels(&path).err().unwrap().to_string();
     assert!(e.contains(":2:") && e.contains("synthetic_1.npy"), "{e}");
     let stats = LabelStats::of(&[3, 3, 1, 2]);
     assert_eq!((stats.distinct, stats.top_class, stats.top_share), (3, 3, 0.5));
