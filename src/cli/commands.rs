@@ -70,6 +70,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::StageCompliance(args) => stage_compliance(&args),
         Command::InferResults(tree) => infer_results(&tree),
         Command::TruncateResults { tree, backup } => truncate_results(&tree, &backup),
+        Command::Score { dir, force } => score(&dir, force),
         Command::ExportSubmission { input, out, force } => export_submission(&input, &out, force),
         Command::PackSubmission { input, out, submitter, encrypt, force } => pack_submission(&input, &out, submitter, encrypt, force),
         Command::Systems => systems(),
@@ -297,6 +298,12 @@ fn truncate_results(tree: &TreeArgs, backup: &Path) -> Result<(), Error> {
 }
 
 /// `export_submission`; runs staged from non-submittable runs are warned about.
+fn score(dir: &Path, force: bool) -> Result<(), Error> {
+    let scored = harness::rescore::rescore(dir, force)?;
+    outln!("{}: {}", dir.join(mlperf_runtime::rundir::ACCURACY_TXT).display(), scored.text.trim());
+    Ok(())
+}
+
 fn export_submission(input: &Path, out: &Path, force: bool) -> Result<(), Error> {
     let report = submission::export::export(input, out, force)?;
     for (path, why) in &report.left_out {
@@ -391,6 +398,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             http_500_every: args.http_500_every.map(NonZeroU64::get),
             malformed_every: args.malformed_every.map(NonZeroU64::get),
             drop_every: args.drop_every.map(NonZeroU64::get),
+            drop_first: args.drop_first.map(NonZeroU64::get),
             stall_every: args.stall_every.map(NonZeroU64::get),
             die_after: args.die_after.map(NonZeroU64::get),
             ready_after: Duration::from_millis(args.ready_after_ms),

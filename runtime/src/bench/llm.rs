@@ -13,7 +13,8 @@ use super::{highest_passing, server_settings};
 use crate::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::serving::client::{ClientOptions, EndpointStats, quantile};
-use crate::engines::serving::launch::{self, Engines, LaunchSpec};
+use crate::engines::serving::ServingError;
+use crate::engines::serving::launch::{self, Engines, LaunchSpec, Waiting};
 use crate::engines::serving::measure::{self, ClosedLoop, Shape};
 use crate::harness::serving_sut::ServingSut;
 use crate::rundir::logs::{DetailLog, Validity};
@@ -249,7 +250,8 @@ fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), S
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut engines = Engines::start(&spec, &dir).map_err(|e| e.to_string())?;
     let endpoint = format!("http://127.0.0.1:{port}/v1");
-    launch::wait_ready(std::slice::from_ref(&endpoint), Duration::from_secs(30), || engines.exited().map_or(Ok(()), Err)).map_err(|e| e.to_string())?;
+    launch::wait_ready(std::slice::from_ref(&endpoint), Waiting::Started, Duration::from_secs(30), || engines.exited().map_or(Ok(()), |exit| Err(ServingError::ExitedEarly(exit))))
+        .map_err(|e| e.to_string())?;
     Ok((engines, endpoint))
 }
 
