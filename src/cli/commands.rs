@@ -167,7 +167,7 @@ fn preprocess_data(selection: &Selection) -> Result<(), Error> {
 /// `run_llm_server`: the serving engines of the selection, until a signal stops them.
 fn run_llm_server(selection: &Selection, overrides: &[Override], log_dir: &Path) -> Result<(), Error> {
     let resolved = resolve::selection(selection, overrides)?;
-    Ok(harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))?)
+    harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))
 }
 
 fn serve_stand_in(args: &StandInArgs) -> Result<(), Error> {

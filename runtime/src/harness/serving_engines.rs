@@ -54,9 +54,10 @@ impl ServingEngines {
 /// a stop signal (then stops it) or until it exits (an error with the tail of its log).
 pub fn serve_until_stopped(system: &SystemInfo, configs: &[Selected], log_dir: &Path) -> Result<(), Error> {
     signals::install()?;
-    let selected = configs.iter().find(|s| s.settings.engine == Some(EngineKind::Serving)).ok_or_else(|| {
-        Error::Config("none of the selected configs runs on a serving engine (engine = \"serving\"); select an LLM with --benchmarks and --scenarios".into())
-    })?;
+    let selected = configs
+        .iter()
+        .find(|s| s.settings.engine == Some(EngineKind::Serving))
+        .ok_or_else(|| Error::Config("none of the selected configs runs on a serving engine (engine = \"serving\"); select an LLM with --benchmarks and --scenarios".into()))?;
     if selected.settings.serving_engine == Some(ServingEngine::External) {
         let endpoints = launch::endpoints(&selected.settings)?;
         return Err(Error::Config(format!("{} attaches to external endpoints ({}); whatever started them serves them", selected.label(), endpoints.join(", "))));

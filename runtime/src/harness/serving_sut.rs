@@ -107,10 +107,7 @@ impl ServingSut {
         let (tx, rx) = mpsc::channel();
         let completed = Arc::new(AtomicU64::new(0));
         let counter = completed.clone();
-        std::thread::Builder::new()
-            .name("loadgen-reporter".into())
-            .spawn(move || reporter(rx, counter, token_latencies))
-            .map_err(ServingSutError::Reporter)?;
+        std::thread::Builder::new().name("loadgen-reporter".into()).spawn(move || reporter(rx, counter, token_latencies)).map_err(ServingSutError::Reporter)?;
         let output_ids = options.output_ids_source();
         tracing::info!("serving client: output ids {output_ids}");
         let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });

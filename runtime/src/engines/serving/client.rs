@@ -159,10 +159,19 @@ struct Job {
 
 enum Message {
     Submit(Job),
-    Finished { endpoint: usize, job: Job, result: Attempt },
+    Finished {
+        endpoint: usize,
+        job: Job,
+        result: Attempt,
+    },
     /// A health check of an endpoint after `failures` connection failures in a row (`failure`:
     /// the last of them).
-    Health { endpoint: usize, failures: u32, failure: String, result: Result<(), ProbeError> },
+    Health {
+        endpoint: usize,
+        failures: u32,
+        failure: String,
+        result: Result<(), ProbeError>,
+    },
 }
 
 /// Why an endpoint did not answer a health or readiness probe.
