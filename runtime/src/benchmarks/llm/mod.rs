@@ -155,6 +155,10 @@ impl Benchmark for Llm {
     /// sentence splitter its scorer reads: a truncated `tokenizer.json` is found before the engine
     /// loads its weights, not after every sample has run.
     fn preflight(&self, spec: &WorkloadSpec, scored: bool) -> Result<(), Error> {
+        if spec.settings.engine != Some(EngineKind::Serving) {
+            // Nothing is launched for it: the run's child refuses the config, and the table says so.
+            return Ok(());
+        }
         let work = self.open(spec)?;
         if scored && !work.synthetic {
             self.scoring_tokenizer(spec.settings)?;
