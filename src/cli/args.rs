@@ -147,6 +147,17 @@ pub enum Command {
     /// the fix); with --inference-repo also runs the official checker and compares verdicts.
     #[command(name = "check_submission", alias = "check-submission")]
     CheckSubmission(CheckArgs),
+    /// Score again the accuracy log an accuracy run kept (its run directory, under build/logs/):
+    /// the run's benchmark, settings and set, as the run would have scored it, into its
+    /// accuracy.txt (written atomically). For a run whose scoring failed, once its cause (a
+    /// truncated tokenizer.json, say) is fixed: its samples need not run again.
+    Score {
+        /// The run directory (holding run_plan.json and mlperf_log_accuracy.json).
+        dir: PathBuf,
+        /// Replace an existing accuracy.txt.
+        #[arg(long)]
+        force: bool,
+    },
     /// A clean copy of the staged submission: no symbolic links, run provenance or editor backups.
     #[command(name = "export_submission", alias = "export-submission")]
     ExportSubmission {
@@ -328,6 +339,9 @@ pub struct StandInArgs {
     /// Fault: every n-th request's connection is cut after its first token.
     #[arg(long = "drop_every", value_parser = every)]
     pub drop_every: Option<NonZeroU64>,
+    /// Fault: the first n requests' connections are cut after their first token (a burst of drops).
+    #[arg(long = "drop_first", value_parser = every)]
+    pub drop_first: Option<NonZeroU64>,
     /// Fault: every n-th request stalls after its first token.
     #[arg(long = "stall_every", value_parser = every)]
     pub stall_every: Option<NonZeroU64>,

@@ -69,6 +69,7 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::StageCompliance(args) => stage_compliance(&args),
         Command::InferResults(tree) => infer_results(&tree),
         Command::TruncateResults { tree, backup } => truncate_results(&tree, &backup),
+        Command::Score { dir, force } => score(&dir, force),
         Command::ExportSubmission { input, out, force } => export_submission(&input, &out, force),
         Command::PackSubmission { input, out, submitter, encrypt, force } => pack_submission(&input, &out, submitter, encrypt, force),
         Command::Systems => systems(),
@@ -172,7 +173,7 @@ fn preprocess_data(selection: &Selection) -> Result<(), Error> {
 /// `run_llm_server`: the serving engines of the selection, until a signal stops them.
 fn run_llm_server(selection: &Selection, overrides: &[Override], log_dir: &Path) -> Result<(), Error> {
     let resolved = resolve::selection(selection, overrides)?;
-    Ok(harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))?)
+    harness::serving_engines::serve_until_stopped(resolved.system.system, &resolved.configs, &log_dir.join(harness::timestamp()))
 }
 
 fn serve_stand_in(args: &StandInArgs) -> Result<(), Error> {
@@ -303,6 +304,12 @@ fn truncate_results(tree: &TreeArgs, backup: &Path) -> Result<(), Error> {
 }
 
 /// `export_submission`; runs staged from non-submittable runs are warned about.
+fn score(dir: &Path, force: bool) -> Result<(), Error> {
+    let scored = harness::rescore::rescore(dir, force)?;
+    outln!("{}: {}", dir.join(mlperf_runtime::rundir::ACCURACY_TXT).display(), scored.text.trim());
+    Ok(())
+}
+
 fn export_submission(input: &Path, out: &Path, force: bool) -> Result<(), Error> {
     let report = submission::export::export(input, out, force)?;
     for (path, why) in &report.left_out {
@@ -397,6 +404,7 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             http_500_every: args.http_500_every.map(NonZeroU64::get),
             malformed_every: args.malformed_every.map(NonZeroU64::get),
             drop_every: args.drop_every.map(NonZeroU64::get),
+            drop_first: args.drop_first.map(NonZeroU64::get),
             stall_every: args.stall_every.map(NonZeroU64::get),
             die_after: args.die_after.map(NonZeroU64::get),
             ready_after: Duration::from_millis(args.ready_after_ms),

@@ -227,6 +227,14 @@ fn summarising_stand_in() -> mlperf_runtime::engines::serving::stand_in::StandIn
     mlperf_runtime::engines::serving::stand_in::StandInOptions { vocab: 64, min_output_tokens: 8, max_output_tokens: 16, ..Default::default() }
 }
 
+/// NLTK's English Punkt model where `NLTK_DATA=<cwd>/nltk_data` finds it.
+fn nltk_data(cwd: &Path) {
+    let dir = cwd.join("nltk_data/tokenizers/punkt_tab");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accuracy/punkt_tab/english");
+    std::os::unix::fs::symlink(&model, dir.join("english")).unwrap();
+}
+
 /// A CNN/DailyMail dataset file of the official structure with `n` short samples, whose reference
 /// summaries are the stand-in's answers in its words for the even samples and unrelated text for
 /// the odd ones.
@@ -272,10 +280,7 @@ fn llama3_1_8b_sends_the_official_datasets_prompts_is_scored_and_a_wrong_file_is
     // the dataset's references.
     let tokenizer = cwd.join("tokenizer.json");
     std::fs::write(&tokenizer, summarising_stand_in().tokenizer_json()).unwrap();
-    let nltk_data = cwd.join("nltk_data/tokenizers/punkt_tab");
-    std::fs::create_dir_all(&nltk_data).unwrap();
-    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accuracy/punkt_tab/english");
-    std::os::unix::fs::symlink(&model, nltk_data.join("english")).unwrap();
+    nltk_data(&cwd);
     let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16", "--vocab=64"]"#;
     let tokenizer_flag = format!("--tokenizer_path={}", tokenizer.display());
     let out = Command::new(env!("CARGO_BIN_EXE_mlperf"))
@@ -310,6 +315,92 @@ fn llama3_1_8b_sends_the_official_datasets_prompts_is_scored_and_a_wrong_file_is
     let (ok, stdout, stderr) = run(&[PACED]);
     assert!(!ok);
     assert!(format!("{stdout}{stderr}").contains("cnn_eval.json: 10 samples, but the round's llama3.1-8b performance set has 13368"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("started instance0"), "the dataset is checked before the serving engine is started: {stderr}");
+}
+
+/// `mlperf` with the scratch space and NLTK's data of `cwd`: (exit status, stdout, stderr).
+fn mlperf_in_scratch(cwd: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(args)
+        .current_dir(cwd)
+        .env("MLPERF_SCRATCH_PATH", cwd.join("scratch"))
+        .env("NLTK_DATA", cwd.join("nltk_data"))
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_truncated_tokenizer_is_found_before_the_engine_starts_and_mlperf_score_rescores_a_kept_log() {
+    use mlperf_runtime::error::exit;
+    let cwd = scratch("llm-preflight-score");
+    write_cnn_eval(&cwd.join("scratch/data/llama3.1-8b/cnn_eval.json"), 13368);
+    nltk_data(&cwd);
+    let tokenizer = cwd.join("tokenizer.json");
+    let good = summarising_stand_in().tokenizer_json();
+    let truncated = &good[..good.len() / 2];
+    std::fs::write(&tokenizer, truncated).unwrap();
+    let tokenizer_flag = format!("--tokenizer_path={}", tokenizer.display());
+    let fast = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16", "--vocab=64"]"#;
+    let accuracy_run = |port: String| {
+        let args = [
+            "run_harness",
+            "--system_name=CPU-dev",
+            "--benchmarks=llama3.1-8b",
+            "--scenarios=offline",
+            "--dataset=real",
+            "--max_concurrency=256",
+            "--test_mode=AccuracyOnly",
+            fast,
+            &tokenizer_flag,
+            &port,
+        ];
+        mlperf_in_scratch(&cwd, &args)
+    };
+
+    // The scorer's tokenizer is read before the engine starts and before any sample runs.
+    let started = Instant::now();
+    let (code, stdout, stderr) = accuracy_run(format!("--serving_port={}", free_port()));
+    assert_eq!(code, Some(exit::DATA), "{stdout}\n{stderr}");
+    assert!(stderr.contains(&format!("{}: not a Hugging Face tokenizer.json", tokenizer.display())), "{stderr}");
+    assert!(!stderr.contains("started instance0"), "no engine was started: {stderr}");
+    assert!(detail_log_paths(&cwd).is_empty(), "no sample ran");
+    assert!(started.elapsed() < Duration::from_secs(20), "found in seconds: {:?}", started.elapsed());
+
+    std::fs::write(&tokenizer, &good).unwrap();
+    let (code, stdout, stderr) = accuracy_run(format!("--serving_port={}", free_port()));
+    assert_eq!(code, Some(exit::OK), "{stdout}\n{stderr}");
+    let txt = mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored run");
+    let dir = txt.parent().unwrap().to_str().unwrap().to_string();
+    let scored = std::fs::read_to_string(&txt).unwrap();
+    assert!(scored.contains("'rouge1': '50.0'"), "{scored}");
+
+    // A score is never replaced without --force.
+    let (code, stdout, stderr) = mlperf_in_scratch(&cwd, &["score", &dir]);
+    assert_eq!(code, Some(exit::OTHER), "{stdout}\n{stderr}");
+    assert!(stderr.contains("accuracy.txt already exists") && stderr.contains("--force"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&txt).unwrap(), scored, "kept");
+
+    // With --force, a broken tokenizer is found before scoring and the old score is kept.
+    std::fs::write(&tokenizer, truncated).unwrap();
+    let (code, stdout, stderr) = mlperf_in_scratch(&cwd, &["score", "--force", &dir]);
+    assert_eq!(code, Some(exit::DATA), "{stdout}\n{stderr}");
+    assert!(stderr.contains("not a Hugging Face tokenizer.json"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&txt).unwrap(), scored, "kept");
+
+    // The kept log of a run whose scoring failed, scored again once the tokenizer is fixed: the
+    // same accuracy.txt the run wrote.
+    std::fs::write(&tokenizer, &good).unwrap();
+    std::fs::remove_file(&txt).unwrap();
+    let (code, stdout, stderr) = mlperf_in_scratch(&cwd, &["score", &dir]);
+    assert_eq!(code, Some(exit::OK), "{stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&txt).unwrap(), scored);
+    assert!(stdout.contains("accuracy.txt: Results") && stdout.contains("'rouge1': '50.0'"), "{stdout}");
+
+    // A directory that is not a run says so.
+    let (code, _, stderr) = mlperf_in_scratch(&cwd, &["score", cwd.join("build").to_str().unwrap()]);
+    assert_eq!(code, Some(exit::USAGE), "{stderr}");
+    assert!(stderr.contains("no run plan") && stderr.contains("is it a run directory"), "{stderr}");
 }
 
 #[test]
@@ -355,7 +446,102 @@ fn an_http_error_fails_the_run_naming_the_endpoint_and_the_sample() {
 fn a_connection_dropped_on_every_try_fails_the_run() {
     // Each cut connection is tried again; after three in a row the endpoint is down, and with no
     // endpoint left the waiting requests fail.
-    fault("llm-drop", &[r#"--serving_args=["--drop_every=1"]"#], &["the stream broke", "DOWN", "every endpoint is down", ", sample "]);
+    // Each cut connection is tried again; after three in a row the endpoint's health is checked,
+    // it answers, so the endpoint stays up and the request fails when its tries are spent.
+    fault("llm-drop", &[r#"--serving_args=["--drop_every=1"]"#], &["the stream broke", "(tried 3 times)", ", sample ", "is healthy after 3 connection failures in a row"]);
+}
+
+#[test]
+fn a_burst_of_dropped_connections_at_512_in_flight_is_sent_again_after_a_health_check() {
+    // The first three requests' connections are cut in a row; the endpoint answers its health
+    // check, stays up, and the three are sent again: the run is VALID.
+    let cwd = scratch("llm-drop-burst");
+    let port = format!("--serving_port={}", free_port());
+    let serving = r#"--serving_args=["--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192", "--drop_first=3"]"#;
+    let args = [
+        "run_harness",
+        "--system_name=CPU-dev",
+        "--benchmarks=llama2-70b",
+        "--accuracy_target=99.9",
+        "--scenarios=offline",
+        "--max_concurrency=512",
+        "--min_query_count=1",
+        "--min_duration=2000",
+        "--performance_sample_count_override=512",
+        // 3,072 samples: longer than min_duration at the stand-in's pace (about 775 samples/s).
+        "--offline_expected_qps=1500",
+        serving,
+        &port,
+    ];
+    let out = mlperf(&cwd, &args);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("is healthy after 3 connection failures in a row; requests go on"), "{stderr}");
+    let logs = detail_logs(&cwd);
+    assert_eq!(logs[0].1.str("result_validity"), Some("VALID"), "{stdout}");
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(logs[0].0.parent().unwrap().join("serving.json")).unwrap()).unwrap();
+    let endpoint = &record["endpoints"][0];
+    assert!(endpoint["down"].is_null() && endpoint["resent"].as_u64() >= Some(3) && endpoint["failed"] == 0, "{record}");
+}
+
+/// A run against one external endpoint at `url`: (exit status, stdout and stderr, seconds taken).
+fn external_run(name: &str, url: &str) -> (Option<i32>, String, Duration) {
+    let cwd = scratch(name);
+    let urls = format!("--llm_server_urls=[\"{url}\"]");
+    let started = Instant::now();
+    let (code, stdout, stderr) = llm_run_status(
+        &cwd,
+        30000,
+        &[
+            "--benchmarks=llama2-70b",
+            "--accuracy_target=99.9",
+            "--scenarios=offline",
+            "--serving_engine=external",
+            "--serving_api=completions-token-ids",
+            "--serving_ready_timeout=60000",
+            &urls,
+        ],
+    );
+    (code, format!("{stdout}\n{stderr}"), started.elapsed())
+}
+
+#[test]
+fn an_external_endpoint_on_a_closed_port_fails_at_once_naming_its_address() {
+    let url = format!("http://127.0.0.1:{}/v1", free_port());
+    let (code, all, took) = external_run("llm-closed-port", &url);
+    assert_eq!(code, Some(mlperf_runtime::error::exit::FAILED), "{all}");
+    assert!(all.contains(&format!("the serving endpoint {url} (llm_server_urls) does not answer")) && all.contains("cannot connect"), "{all}");
+    assert!(took < Duration::from_secs(15), "not the ready timeout: {took:?}");
+}
+
+#[test]
+fn a_silent_external_peer_times_out_per_probe_naming_the_endpoint_and_the_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    // Takes connections and never answers.
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let (code, all, took) = external_run("llm-silent-peer", &url);
+    assert_eq!(code, Some(mlperf_runtime::error::exit::FAILED), "{all}");
+    assert!(all.contains(&format!("the serving endpoint {url} (llm_server_urls) does not answer")) && all.contains("/health: no answer within 5000 ms"), "{all}");
+    assert!(took < Duration::from_secs(20), "one probe's timeout, not the ready timeout: {took:?}");
+}
+
+#[test]
+fn an_external_peer_that_drops_every_connection_fails_at_once() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            drop(stream);
+        }
+    });
+    let (code, all, took) = external_run("llm-drop-peer", &url);
+    assert_eq!(code, Some(mlperf_runtime::error::exit::FAILED), "{all}");
+    assert!(all.contains(&format!("the serving endpoint {url} (llm_server_urls) does not answer")), "{all}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
 }
 
 #[test]
@@ -371,7 +557,11 @@ fn a_stalled_stream_fails_the_run_at_the_request_timeout() {
 #[test]
 fn an_engine_that_never_becomes_ready_fails_within_the_ready_timeout() {
     let start = Instant::now();
-    fault("llm-never-ready", &[r#"--serving_args=["--never_ready"]"#, "--serving_ready_timeout=1500"], &["was not ready within 1 s", "answered 503"]);
+    fault(
+        "llm-never-ready",
+        &[r#"--serving_args=["--never_ready"]"#, "--serving_ready_timeout=2500", "--progress_interval=1"],
+        &["was not ready within 2 s", "answered 503", "waiting for the serving endpoint http://127.0.0.1:", "(serving_ready_timeout 2.5 s): 1 s"],
+    );
     assert!(start.elapsed() < Duration::from_secs(30), "the wait ends at the ready timeout");
 }
 

@@ -12,15 +12,17 @@
 use super::{highest_passing, server_settings};
 use crate::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
 use crate::dataset::qsl::SampleLibrary;
+use crate::engines::serving::ServingError;
 use crate::engines::serving::client::{ClientOptions, EndpointStats, quantile};
-use crate::engines::serving::launch::{self, Engines, LaunchSpec};
+use crate::engines::serving::launch::{self, Engines, LaunchSpec, Waiting};
 use crate::engines::serving::measure::{self, ClosedLoop, Shape};
-use crate::harness::serving_sut::ServingSut;
+use crate::harness::serving_sut::{ServingSut, ServingSutError};
+use crate::rundir::RunDirError;
 use crate::rundir::logs::{DetailLog, Validity};
 use mlperf_config::{Round, ServingApi, ServingEngine};
 use mlperf_loadgen::{LogSettings, TestMode, TestSettings};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,11 +77,68 @@ fn quantiles_ms(mut us: Vec<u32>) -> Quantiles {
     (to_ms(quantile(&mut us, 0.5)), to_ms(quantile(&mut us, 0.99)))
 }
 
+/// What stops `bench llm`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmBenchError {
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot find this binary: {0}")]
+    CurrentExe(std::io::Error),
+    #[error(transparent)]
+    Serving(#[from] ServingError),
+    #[error(transparent)]
+    Sut(#[from] ServingSutError),
+    /// A LoadGen setting or test, with the run's directory where there is one.
+    #[error("{where_}LoadGen: {source}", where_ = dir.as_ref().map(|d| format!("{}: ", d.display())).unwrap_or_default())]
+    Loadgen { dir: Option<PathBuf>, source: mlperf_loadgen::LoadgenError },
+    #[error(transparent)]
+    DetailLog(#[from] RunDirError),
+    /// The search for the highest VALID Server rate (its probes' errors as text).
+    #[error("the Server search: {0}")]
+    ServerSearch(String),
+    #[error("cannot read this process's CPUs: {0}")]
+    Cpus(std::io::Error),
+    #[error("cannot keep the clients on CPU {cpus}: {source}")]
+    Pin { cpus: String, source: std::io::Error },
+    #[error("the paced measurement's thread panicked")]
+    Panicked,
+    #[error("cannot run the comparator {python} {}: {source}", script.display())]
+    ComparatorSpawn { python: String, script: PathBuf, source: std::io::Error },
+    #[error("the comparator failed ({status}): {stderr}")]
+    ComparatorFailed { status: std::process::ExitStatus, stderr: String },
+    #[error("the comparator printed no JSON ({source}): {stdout}")]
+    ComparatorOutput { source: serde_json::Error, stdout: String },
+}
+
+impl From<LlmBenchError> for crate::Error {
+    /// The serving layer's errors keep their kind; the rest is the bench's own (other).
+    fn from(e: LlmBenchError) -> crate::Error {
+        match e {
+            LlmBenchError::Serving(e) => e.into(),
+            LlmBenchError::Sut(e) => e.into(),
+            e => crate::Error::Other(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): the Server search (`bench::highest_passing`) still takes text.
+impl From<LlmBenchError> for String {
+    fn from(e: LlmBenchError) -> String {
+        e.to_string()
+    }
+}
+
+/// LoadGen's error outside a run directory (a setting).
+fn loadgen(source: mlperf_loadgen::LoadgenError) -> LlmBenchError {
+    LlmBenchError::Loadgen { dir: None, source }
+}
+
 /// The benchmark whose Server limits the search uses.
 const SERVER_BENCHMARK: &str = "llama2-70b";
 
-pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBenchReport, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBenchReport, LlmBenchError> {
+    create_dir(out)?;
     let n = options.output_tokens.to_string();
     let fast = stand_in(out, 31001, &["--min_output_tokens", &n, "--max_output_tokens", &n])?;
     let warm_up = Duration::from_secs_f64(options.warm_up);
@@ -97,23 +156,23 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
 
     tracing::info!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
-    let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration)).map_err(|e| e.to_string())?;
+    let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration))?;
     tracing::info!("bench llm: (b) the comparator, {} in flight, {} s", options.comparator_in_flight, options.seconds);
     let theirs = comparator(options, options.comparator_in_flight, &fast.1, None)?;
 
     tracing::info!("bench llm: (c) the serving SUT under LoadGen Offline");
     let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
     let mut runs = 0;
-    let mut loadgen_run = |label: &str, settings: &TestSettings| -> Result<(Row, Option<Validity>), String> {
+    let mut loadgen_run = |label: &str, settings: &TestSettings| -> Result<(Row, Option<Validity>), LlmBenchError> {
         runs += 1;
         let dir = out.join(format!("{runs:02}-{label}"));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        create_dir(&dir)?;
         let sut = ServingSut::start(client(&fast.1), library.clone(), true, &dir)?;
         let cpu = crate::cpu::CpuClock::start();
         let result = mlperf_loadgen::start_test(&sut, library.as_ref(), settings, &LogSettings::in_dir(&dir), None);
         let cpu_us = cpu.elapsed_us();
         let stats = sut.finish()?;
-        result.map_err(|e| format!("{}: {e}", dir.display()))?;
+        result.map_err(|source| LlmBenchError::Loadgen { dir: Some(dir.clone()), source })?;
         let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG))?;
         let (samples_key, tokens_key) = if settings.scenario() == mlperf_loadgen::Scenario::Server {
             ("result_completed_samples_per_sec", "result_completed_tokens_per_second")
@@ -133,11 +192,11 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     let mut offline = TestSettings::new();
     offline.set_scenario(mlperf_loadgen::Scenario::Offline);
     offline.set_mode(TestMode::PerformanceOnly);
-    let set = |s: &mut TestSettings, k: &str, v: u64| s.set_u64(k, v).map_err(|e| e.to_string());
+    let set = |s: &mut TestSettings, k: &str, v: u64| s.set_u64(k, v).map_err(loadgen);
     set(&mut offline, "min_duration_ms", duration.as_millis() as u64)?;
     set(&mut offline, "min_query_count", 1)?;
     set(&mut offline, "use_token_latencies", 1)?;
-    offline.set_f64("offline_expected_qps", ours.samples_per_s() * 1.5).map_err(|e| e.to_string())?;
+    offline.set_f64("offline_expected_qps", ours.samples_per_s() * 1.5).map_err(loadgen)?;
     let (under_loadgen, _) = loadgen_run("offline", &offline)?;
 
     tracing::info!("bench llm: (d) highest VALID Server QPS at {SERVER_BENCHMARK}'s token limits");
@@ -156,7 +215,8 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
                     best = Some((qps, row));
                 }
                 Ok(valid)
-            })?;
+            })
+            .map_err(LlmBenchError::ServerSearch)?;
             best.ok_or_else(|| "no Server rate was VALID".to_string())
         }
     };
@@ -165,7 +225,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     tracing::info!("bench llm: the TTFT each client adds at a paced load ({} in flight, one token per {} ms)", options.in_flight, options.paced_token_ms);
     // With two CPUs or more the stand-in gets the last and the clients the rest, as if the engine
     // ran on a machine of its own: sharing cores, each process's wake-ups wait on the other's.
-    let cpus = crate::cpu::allowed_cpus().map_err(|e| format!("cannot read this process's CPUs: {e}"))?;
+    let cpus = crate::cpu::allowed_cpus().map_err(LlmBenchError::Cpus)?;
     let (server_cpu, client_cpus) = match cpus.split_last() {
         Some((&last, rest)) if !rest.is_empty() => (Some(last.to_string()), rest.to_vec()),
         _ => (None, Vec::new()),
@@ -191,15 +251,15 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     // One thread, pinned, runs both clients: the client's runtime and the comparator's process inherit its CPUs.
     let (paced_ours, paced_comparator) = std::thread::scope(|scope| {
         scope
-            .spawn(|| -> Result<_, String> {
+            .spawn(|| -> Result<_, LlmBenchError> {
                 if !client_cpus.is_empty() {
-                    crate::cpu::pin_current_thread(&client_cpus).map_err(|e| format!("cannot keep the clients on CPU {}: {e}", list(&client_cpus)))?;
+                    crate::cpu::pin_current_thread(&client_cpus).map_err(|source| LlmBenchError::Pin { cpus: list(&client_cpus), source })?;
                 }
-                let ours = measure::closed_loop(paced_client, &prompt, shape).map_err(|e| e.to_string())?;
+                let ours = measure::closed_loop(paced_client, &prompt, shape)?;
                 Ok((ours, comparator(&paced_options, options.in_flight, &paced.1, Some(answer))?))
             })
             .join()
-            .map_err(|_| "the paced measurement's thread panicked".to_string())?
+            .map_err(|_| LlmBenchError::Panicked)?
     })?;
     let all = |f: fn(&EndpointStats) -> &Vec<u32>| paced_ours.endpoints.iter().flat_map(|e| f(e).iter().copied()).collect::<Vec<u32>>();
 
@@ -229,7 +289,7 @@ fn row_of(m: &ClosedLoop, in_flight: usize) -> Row {
 }
 
 /// A stand-in server started as its own process (so this process's CPU is the client's alone).
-fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), String> {
+fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), LlmBenchError> {
     let spec = LaunchSpec {
         engine: ServingEngine::StandIn,
         api: ServingApi::CompletionsTokenIds,
@@ -243,14 +303,20 @@ fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), S
         expert: 1,
         extra_args: args.iter().map(|s| s.to_string()).collect(),
         gpus_per_node: 0,
-        exe: std::env::current_exe().map_err(|e| e.to_string())?,
+        exe: std::env::current_exe().map_err(LlmBenchError::CurrentExe)?,
     };
     let dir = out.join(format!("stand-in-{port}"));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut engines = Engines::start(&spec, &dir).map_err(|e| e.to_string())?;
+    create_dir(&dir)?;
+    let mut engines = Engines::start(&spec, &dir)?;
     let endpoint = format!("http://127.0.0.1:{port}/v1");
-    launch::wait_ready(std::slice::from_ref(&endpoint), Duration::from_secs(30), || engines.exited().map_or(Ok(()), Err)).map_err(|e| e.to_string())?;
+    launch::wait_ready(std::slice::from_ref(&endpoint), Waiting::Started, Duration::from_secs(30), || {
+        engines.exited().map_or(Ok(()), |exit| Err(ServingError::ExitedEarly(exit)))
+    })?;
     Ok((engines, endpoint))
+}
+
+fn create_dir(path: &Path) -> Result<(), LlmBenchError> {
+    std::fs::create_dir_all(path).map_err(|source| LlmBenchError::CreateDir { path: path.to_path_buf(), source })
 }
 
 struct ComparatorResult {
@@ -260,7 +326,7 @@ struct ComparatorResult {
 }
 
 /// The comparator's closed loop; `ramp` spreads its first requests (None: its own default).
-fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp: Option<Duration>) -> Result<ComparatorResult, String> {
+fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp: Option<Duration>) -> Result<ComparatorResult, LlmBenchError> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llm_reference_client.py");
     let output = std::process::Command::new(&options.python)
         .arg(&script)
@@ -268,11 +334,12 @@ fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp:
         .args(["--seconds", &options.seconds.to_string(), "--warm_up", &options.warm_up.to_string()])
         .args(ramp.map(|r| ["--ramp".to_string(), r.as_secs_f64().to_string()]).into_iter().flatten())
         .output()
-        .map_err(|e| format!("cannot run the comparator {} {}: {e}", options.python, script.display()))?;
+        .map_err(|source| LlmBenchError::ComparatorSpawn { python: options.python.clone(), script: script.clone(), source })?;
     if !output.status.success() {
-        return Err(format!("the comparator failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr).trim()));
+        return Err(LlmBenchError::ComparatorFailed { status: output.status, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
     }
-    let v: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| format!("the comparator printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|source| LlmBenchError::ComparatorOutput { source, stdout: String::from_utf8_lossy(&output.stdout).into_owned() })?;
     let f = |k: &str| v[k].as_f64();
     let tokens_per_s = f("tokens_per_s").unwrap_or(0.0);
     let cpu_s = f("cpu_s").unwrap_or(0.0);

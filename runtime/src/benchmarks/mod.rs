@@ -74,6 +74,14 @@ pub trait Benchmark: Sync {
     /// cannot run, an [`Error::Config`].
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error>;
 
+    /// Checks, before anything expensive starts (a serving engine loading its weights, samples
+    /// running), what a run of `spec` reads: its dataset and, when the run is `scored`, what its
+    /// scorer reads. Families whose `open` is itself the expensive part check nothing here.
+    fn preflight(&self, spec: &WorkloadSpec, scored: bool) -> Result<(), Error> {
+        let _ = (spec, scored);
+        Ok(())
+    }
+
     /// Scores an accuracy log of a run over `set` as the benchmark's official accuracy script
     /// does; the text is what that script prints into `accuracy.txt`.
     fn score(&self, settings: &Settings, accuracy_log: &Path, set: SampleSet) -> Result<Scored, Error> {
@@ -219,6 +227,21 @@ pub struct AuditSpecifics {
     pub test01_dtype: LogDtype,
     /// The dtype TEST06 reads output tokens as.
     pub test06_dtype: LogDtype,
+}
+
+impl<'a> WorkloadSpec<'a> {
+    /// The workload a run's plan asks for.
+    pub fn of_plan(plan: &'a crate::rundir::plan::RunPlan) -> WorkloadSpec<'a> {
+        WorkloadSpec {
+            settings: &plan.settings,
+            plan: PlanIdentity { system: &plan.system, scenario: plan.scenario, workload: plan.workload },
+            total_samples: plan.total_sample_count as usize,
+            performance_samples: plan.performance_sample_count as usize,
+            set: plan.sample_set(),
+            devices: plan.devices,
+            output_limit: plan.output_limit,
+        }
+    }
 }
 
 impl Workload {

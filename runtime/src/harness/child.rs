@@ -15,7 +15,6 @@ use super::{batcher_config, engine_batcher_config, probe};
 use crate::benchmarks::llm::prompt_ids;
 use crate::benchmarks::{self, Drive, WorkloadSpec};
 use crate::dataset::qsl::SampleLibrary;
-use crate::engines::gpu::spec::PlanIdentity;
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::measure;
 use crate::engines::{Engine, SampleSource};
@@ -108,16 +107,7 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> 
         }
         Backend::Config => {
             let family = benchmarks::family(&plan.benchmark);
-            let spec = WorkloadSpec {
-                settings: &plan.settings,
-                plan: PlanIdentity { system: &plan.system, scenario: plan.scenario, workload: plan.workload },
-                total_samples: plan.total_sample_count as usize,
-                performance_samples: plan.performance_sample_count as usize,
-                set,
-                devices: plan.devices,
-                output_limit: plan.output_limit,
-            };
-            let work = family.open(&spec)?;
+            let work = family.open(&WorkloadSpec::of_plan(&plan))?;
             if !work.caveats.is_empty() {
                 mark_non_submittable(dir, &work.caveats)?;
             }

@@ -14,7 +14,9 @@
 pub mod backends;
 pub mod batcher;
 pub mod child;
+pub mod preflight;
 pub mod probe;
+pub mod rescore;
 pub mod serving_engines;
 pub mod serving_sut;
 pub mod user_conf;
@@ -194,6 +196,9 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
         let system_name = render::system_name(&req.system.id, config.workload);
         let bench_dir = bench.checker_model(config.workload.accuracy).unwrap_or(&config.benchmark).to_string();
         let scenario_dir = root.join(&system_name).join(&bench_dir).join(config.scenario.name());
+        if req.backend == Backend::Config {
+            preflight::check(req, &effective, bench, &system_name, &bench_dir).map_err(|e| e.context(selected.label()))?;
+        }
         // An LLM config's serving engine runs for all of the config's runs.
         let mut serving = None;
         if effective.settings.engine == Some(EngineKind::Serving) && req.backend == Backend::Config {
@@ -203,7 +208,7 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
                     tracing::warn!("{e}");
                     return Ok(());
                 }
-                Err(e) => return Err(Error::EngineFailed(format!("{}: {e}", selected.label()))),
+                Err(e) => return Err(Error::from(e).context(selected.label())),
             }
         }
         for (mode, sub) in req.test_mode.runs() {

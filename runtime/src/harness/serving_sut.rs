@@ -11,6 +11,7 @@
 use crate::benchmarks::llm::prompt_ids;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::SampleSource;
+use crate::engines::serving::ServingError;
 use crate::engines::serving::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, StatsHandle, Tag};
 use crate::rundir::{
     self,
@@ -20,6 +21,38 @@ use mlperf_loadgen::{QuerySample, Response, Sut};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
+
+/// What can stop the serving SUT from starting or recording its endpoints.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServingSutError {
+    #[error("cannot start the reporter thread: {0}")]
+    Reporter(std::io::Error),
+    #[error(transparent)]
+    Client(#[from] ServingError),
+    /// The endpoints' record (`serving.json`).
+    #[error(transparent)]
+    Record(#[from] rundir::RunDirError),
+}
+
+impl From<ServingSutError> for crate::Error {
+    /// The client's error keeps its kind; a thread or a record that cannot be written is other.
+    fn from(e: ServingSutError) -> crate::Error {
+        match e {
+            ServingSutError::Client(e) => e.into(),
+            ServingSutError::Record(e) => e.into(),
+            ServingSutError::Reporter(_) => crate::Error::Other(e.to_string()),
+        }
+    }
+}
+
+/// Transition bridge (issue 36): the child's run and `bench llm` still return text; remove once
+/// they have typed errors.
+impl From<ServingSutError> for String {
+    fn from(e: ServingSutError) -> String {
+        e.to_string()
+    }
+}
 
 pub struct ServingSut {
     client: Client,
@@ -70,18 +103,15 @@ fn reporter(reports: mpsc::Receiver<Report>, completed: Arc<AtomicU64>, token_la
 }
 
 impl ServingSut {
-    pub fn start(options: ClientOptions, library: Arc<SampleLibrary>, token_latencies: bool, dir: &Path) -> Result<ServingSut, String> {
+    pub fn start(options: ClientOptions, library: Arc<SampleLibrary>, token_latencies: bool, dir: &Path) -> Result<ServingSut, ServingSutError> {
         let (tx, rx) = mpsc::channel();
         let completed = Arc::new(AtomicU64::new(0));
         let counter = completed.clone();
-        std::thread::Builder::new()
-            .name("loadgen-reporter".into())
-            .spawn(move || reporter(rx, counter, token_latencies))
-            .map_err(|e| format!("cannot start the reporter thread: {e}"))?;
+        std::thread::Builder::new().name("loadgen-reporter".into()).spawn(move || reporter(rx, counter, token_latencies)).map_err(ServingSutError::Reporter)?;
         let output_ids = options.output_ids_source();
         tracing::info!("serving client: output ids {output_ids}");
         let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
-        let client = Client::start(options, sink.clone()).map_err(|e| e.to_string())?;
+        let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
         Ok(ServingSut { client, library, sink, completed })
     }
@@ -92,7 +122,7 @@ impl ServingSut {
     }
 
     /// Stops the client and writes the endpoints' record into the run directory.
-    pub fn finish(self) -> Result<Vec<EndpointStats>, String> {
+    pub fn finish(self) -> Result<Vec<EndpointStats>, ServingSutError> {
         let stats = self.client.finish();
         self.sink.write_record(&stats)?;
         Ok(stats)

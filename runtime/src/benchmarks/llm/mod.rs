@@ -150,6 +150,25 @@ impl Benchmark for Llm {
         Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false, caveats })
     }
 
+    /// The dataset of the run's set and its prompt count (through `open`, which also loads a
+    /// text-only API's tokenizer) and, for a scored run of real data, the tokenizer and the
+    /// sentence splitter its scorer reads: a truncated `tokenizer.json` is found before the engine
+    /// loads its weights, not after every sample has run.
+    fn preflight(&self, spec: &WorkloadSpec, scored: bool) -> Result<(), Error> {
+        if spec.settings.engine != Some(EngineKind::Serving) {
+            // Nothing is launched for it: the run's child refuses the config, and the table says so.
+            return Ok(());
+        }
+        let work = self.open(spec)?;
+        if scored && !work.synthetic {
+            self.scoring_tokenizer(spec.settings)?;
+            if !matches!(self.evaluation, Evaluation::ExactMatch(_)) {
+                punkt::find_english_model()?;
+            }
+        }
+        Ok(())
+    }
+
     /// The reference evaluations: answers decoded with the model's tokenizer, scored against the
     /// set's references ([`crate::benchmarks::llm::summarization`]) or questions
     /// ([`crate::benchmarks::llm::reasoning`]).
@@ -158,9 +177,7 @@ impl Benchmark for Llm {
         let scratch = Scratch::from_env();
         let file = DatasetFile::of(self.id).ok_or_else(no_scorer)?;
         let references = file.read(&scratch, set)?.references;
-        let tokenizer =
-            scratch.tokenizer_path(settings).ok_or_else(|| Error::Config(format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id)))?;
-        let tokenizer = HfTokenizer::load(&tokenizer)?;
+        let tokenizer = self.scoring_tokenizer(settings)?;
         let entries = read_accuracy_log(accuracy_log)?;
         let in_log = |e: EvalError| Error::from(e).context(accuracy_log.display());
         let punkt = || Punkt::load(&punkt::find_english_model()?);
@@ -180,6 +197,16 @@ impl Benchmark for Llm {
             }
             _ => Err(no_scorer()),
         }
+    }
+}
+
+impl Llm {
+    /// The model's tokenizer, which the scorers decode answers with.
+    fn scoring_tokenizer(&self, settings: &Settings) -> Result<HfTokenizer, Error> {
+        let path = Scratch::from_env()
+            .tokenizer_path(settings)
+            .ok_or_else(|| Error::Config(format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id)))?;
+        Ok(HfTokenizer::load(&path)?)
     }
 }
 

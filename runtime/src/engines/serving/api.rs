@@ -36,6 +36,15 @@ pub fn root(endpoint: &str) -> &str {
     endpoint.trim_end_matches('/').trim_end_matches("/v1")
 }
 
+/// Where `api`'s engines say they are alive: the OpenAI dialects' `/v1/models` (vLLM,
+/// trtllm-serve and Dynamo's frontend all serve it), the native servers' `/health`.
+pub fn health_url(api: ServingApi, endpoint: &str) -> String {
+    match api {
+        ServingApi::CompletionsTokenIds | ServingApi::TrtllmCompletions | ServingApi::CompletionsText => format!("{}/v1/models", root(endpoint)),
+        ServingApi::SglangGenerate | ServingApi::LlamaCppCompletion => format!("{}/health", root(endpoint)),
+    }
+}
+
 /// One generation request.
 #[derive(Clone, Copy, Debug)]
 pub struct Prompt<'a> {

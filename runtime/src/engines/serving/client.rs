@@ -4,11 +4,14 @@
 //! One tokio runtime runs a dispatcher and one task per request. The dispatcher keeps requests in
 //! LoadGen's order and sends each to the live endpoint with the fewest outstanding requests,
 //! within each endpoint's limit (`max_concurrency`); the rest wait. A request whose connection
-//! breaks (refused, reset, closed mid-stream) is sent again elsewhere, up to
-//! [`MAX_ATTEMPTS`] times; an endpoint that refuses connections, or fails [`DEAD_AFTER`] times in a
-//! row, is marked down and reported, never silently dropped. An answer that is wrong (an HTTP
-//! error, a malformed or truncated stream, a timeout) fails its request: the [`Sink`] hears of it
-//! and decides (the LoadGen SUT fails the run).
+//! breaks (refused, reset, closed mid-stream) is sent again, to the least-loaded live endpoint,
+//! within its retry budget of [`MAX_ATTEMPTS`] tries. An endpoint that refuses a connection, or
+//! fails [`DEAD_AFTER`] times in a row, is asked whether it is alive ([`api::health_url`], at most
+//! [`HEALTH_TIMEOUT`]) before anything else is sent to it: one that answers takes requests again,
+//! one that does not is marked down and reported, never silently dropped (a burst of dropped
+//! connections at hundreds in flight once marked the only endpoint down within a second). An
+//! answer that is wrong (an HTTP error, a malformed or truncated stream, a timeout) fails its
+//! request: the [`Sink`] hears of it and decides (the LoadGen SUT fails the run).
 
 use super::ServingError;
 use super::api::{self, Output, Prompt, ResponseError, Step};
@@ -23,8 +26,10 @@ use tokio::sync::mpsc;
 
 /// Tries of one request when connections fail before an answer.
 pub const MAX_ATTEMPTS: u32 = 3;
-/// Consecutive connection failures after which an endpoint is marked down.
+/// Consecutive connection failures after which an endpoint's health is checked.
 pub const DEAD_AFTER: u32 = 3;
+/// The longest a health check may take (the request timeout when that is shorter).
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Resends of one request after stale kept-alive connections, which do not count as tries.
 pub const MAX_STALE_RESENDS: u32 = 8;
 
@@ -154,7 +159,58 @@ struct Job {
 
 enum Message {
     Submit(Job),
-    Finished { endpoint: usize, job: Job, result: Attempt },
+    Finished {
+        endpoint: usize,
+        job: Job,
+        result: Attempt,
+    },
+    /// A health check of an endpoint after `failures` connection failures in a row (`failure`:
+    /// the last of them).
+    Health {
+        endpoint: usize,
+        failures: u32,
+        failure: String,
+        result: Result<(), ProbeError>,
+    },
+}
+
+/// Why an endpoint did not answer a health or readiness probe.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// Nothing listens there (connection refused, no route): the address is wrong or the engine
+    /// is not running.
+    #[error("{url}: cannot connect ({what})")]
+    Unreachable { url: String, what: String },
+    /// A peer that took the connection and said nothing.
+    #[error("{url}: no answer within {} ms", timeout.as_millis())]
+    TimedOut { url: String, timeout: Duration },
+    /// The connection closed or broke before an answer.
+    #[error("{url}: {what}")]
+    Broken { url: String, what: String },
+    /// An answer other than 2xx (503 while an engine loads its weights).
+    #[error("{url} answered {status}")]
+    Status { url: String, status: reqwest::StatusCode },
+}
+
+impl ProbeError {
+    /// Whether the peer answered over HTTP at all (a server that is up but not ready).
+    pub fn answered(&self) -> bool {
+        matches!(self, ProbeError::Status { .. })
+    }
+}
+
+/// GET `url`, at most `timeout`: Ok on a 2xx answer.
+pub async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<(), ProbeError> {
+    let url = url.to_string();
+    match tokio::time::timeout(timeout, http.get(&url).send()).await {
+        Err(_) => Err(ProbeError::TimedOut { url, timeout }),
+        Ok(Err(e)) if e.is_timeout() => Err(ProbeError::TimedOut { url, timeout }),
+        Ok(Err(e)) if e.is_connect() => Err(ProbeError::Unreachable { url, what: source_chain(&e) }),
+        Ok(Err(e)) => Err(ProbeError::Broken { url, what: describe(&e) }),
+        Ok(Ok(r)) if r.status().is_success() => Ok(()),
+        Ok(Ok(r)) => Err(ProbeError::Status { url, status: r.status() }),
+    }
 }
 
 /// How one attempt of a request ended.
@@ -209,6 +265,7 @@ impl Client {
             waiting: VecDeque::new(),
             outstanding: Vec::new(),
             failures_in_row: Vec::new(),
+            checking: Vec::new(),
             next: 0,
         };
         runtime.spawn(dispatcher.run(inbox));
@@ -249,6 +306,8 @@ struct Dispatcher {
     waiting: VecDeque<Job>,
     outstanding: Vec<usize>,
     failures_in_row: Vec<u32>,
+    /// Endpoints whose health check is under way: nothing is sent to them until it ends.
+    checking: Vec<bool>,
     /// Where the search for the least-loaded endpoint starts, so ties rotate.
     next: usize,
 }
@@ -257,6 +316,7 @@ impl Dispatcher {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Message>) {
         self.outstanding = vec![0; self.urls.len()];
         self.failures_in_row = vec![0; self.urls.len()];
+        self.checking = vec![false; self.urls.len()];
         while let Some(message) = inbox.recv().await {
             self.handle(message);
             // Take whatever else arrived before dispatching, so a burst is spread in one pass.
@@ -292,12 +352,9 @@ impl Dispatcher {
                     }
                     Attempt::Connection { what, refused, .. } => {
                         self.failures_in_row[endpoint] += 1;
-                        {
-                            let mut stat = self.stat(endpoint);
-                            stat.first_error.get_or_insert_with(|| format!("sample {}: {what}", job.tag.sample));
-                            if (refused || self.failures_in_row[endpoint] >= DEAD_AFTER) && stat.down.is_none() {
-                                stat.down = Some(what.clone());
-                            }
+                        self.stat(endpoint).first_error.get_or_insert_with(|| format!("sample {}: {what}", job.tag.sample));
+                        if (refused || self.failures_in_row[endpoint] >= DEAD_AFTER) && !self.checking[endpoint] && !self.is_down(endpoint) {
+                            self.check_health(endpoint, what.clone());
                         }
                         if job.attempt < MAX_ATTEMPTS {
                             self.stat(endpoint).resent += 1;
@@ -308,7 +365,34 @@ impl Dispatcher {
                     }
                 }
             }
+            Message::Health { endpoint, failures, failure, result } => {
+                self.checking[endpoint] = false;
+                match result {
+                    Ok(()) => {
+                        tracing::info!("serving endpoint {} is healthy after {failures} connection failures in a row; requests go on", self.options.endpoints[endpoint]);
+                        self.failures_in_row[endpoint] = 0;
+                    }
+                    Err(unhealthy) => {
+                        tracing::warn!("serving endpoint {} is down: {failure}; then its health check: {unhealthy}", self.options.endpoints[endpoint]);
+                        self.stat(endpoint).down.get_or_insert_with(|| format!("{failure}; health check: {unhealthy}"));
+                    }
+                }
+            }
         }
+    }
+
+    /// Asks `endpoint` whether it is alive after connection failures (`failure`: the last); nothing
+    /// is sent to it until the answer comes back as a [`Message::Health`].
+    fn check_health(&mut self, endpoint: usize, failure: String) {
+        self.checking[endpoint] = true;
+        let (http, queue) = (self.http.clone(), self.queue.clone());
+        let url = api::health_url(self.options.api, &self.options.endpoints[endpoint]);
+        let timeout = HEALTH_TIMEOUT.min(self.options.request_timeout);
+        let failures = self.failures_in_row[endpoint];
+        tokio::spawn(async move {
+            let result = probe(&http, &url, timeout).await;
+            let _ = queue.send(Message::Health { endpoint, failures, failure, result });
+        });
     }
 
     /// Fails a request that `endpoint` answered wrongly (None: no endpoint is left to try).
@@ -328,7 +412,11 @@ impl Dispatcher {
         let n = self.urls.len();
         let limit = self.options.per_endpoint_limit.max(1);
         while !self.waiting.is_empty() {
-            let live: Vec<usize> = (0..n).map(|k| (self.next + k) % n).filter(|&e| !self.is_down(e)).collect();
+            let live: Vec<usize> = (0..n).map(|k| (self.next + k) % n).filter(|&e| !self.is_down(e) && !self.checking[e]).collect();
+            if live.is_empty() && self.checking.iter().any(|&c| c) {
+                // Requests wait for the health checks under way.
+                return;
+            }
             if live.is_empty() {
                 let reasons: Vec<String> = (0..n).map(|e| format!("{}: {}", self.options.endpoints[e], self.stat(e).down.clone().unwrap_or_default())).collect();
                 while let Some(job) = self.waiting.pop_front() {
@@ -512,4 +600,39 @@ fn source_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn probe_at(url: &str) -> Result<(), ProbeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(probe(&reqwest::Client::new(), url, Duration::from_millis(300)))
+    }
+
+    /// Probes a listener that `serve` runs.
+    fn probe_of(serve: fn(TcpListener)) -> Result<(), ProbeError> {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/health", listener.local_addr().unwrap());
+        std::thread::spawn(move || serve(listener));
+        probe_at(&url)
+    }
+
+    #[test]
+    fn a_probe_tells_a_closed_port_a_silent_peer_and_a_dropped_connection_apart() {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let closed = probe_at(&format!("http://127.0.0.1:{port}/health")).unwrap_err();
+        assert!(matches!(closed, ProbeError::Unreachable { .. }) && !closed.answered(), "{closed:?}");
+        assert!(closed.to_string().contains("/health: cannot connect ("), "{closed}");
+        let silent = probe_of(|l| {
+            let held: Vec<_> = l.incoming().collect();
+            drop(held);
+        })
+        .unwrap_err();
+        assert!(silent.to_string().ends_with("/health: no answer within 300 ms"), "{silent}");
+        let dropped = probe_of(|l| l.incoming().for_each(drop)).unwrap_err();
+        assert!(matches!(dropped, ProbeError::Broken { .. }), "{dropped:?}");
+    }
 }

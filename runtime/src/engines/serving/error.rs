@@ -1,6 +1,6 @@
 //! The serving layer's error: which endpoint or setting, what went wrong, and what to do.
 
-use super::client::RequestError;
+use super::client::{ProbeError, RequestError};
 use super::tokenizer::TokenizerError;
 use crate::Error;
 
@@ -44,10 +44,15 @@ pub enum ServingError {
     /// The HTTP client of the readiness probe.
     #[error("{0}")]
     ProbeClient(reqwest::Error),
-    /// The caller's check while waiting ended the wait (an engine that exited, a stop signal):
-    /// its message as it gave it.
-    #[error("{0}")]
-    WaitEnded(String),
+    /// A stop signal while waiting for the engine.
+    #[error("{signal} while waiting for the serving engine; stopped it")]
+    StoppedWaiting { signal: &'static str },
+    /// A started engine exited before it was ready: its status and the tail of its log.
+    #[error("the serving engine exited before it was ready: {0}")]
+    ExitedEarly(String),
+    /// An endpoint the user gave by address that cannot be reached or does not answer.
+    #[error("the serving endpoint {endpoint} (llm_server_urls) does not answer: {source}; is its engine running and listening at that address?")]
+    Unanswered { endpoint: String, source: ProbeError },
     #[error("the serving endpoint {endpoint} was not ready within {timeout_s} s (serving_ready_timeout): {last}")]
     NotReady { endpoint: String, timeout_s: u64, last: String },
     #[error("cannot start the serving client's runtime: {0}")]

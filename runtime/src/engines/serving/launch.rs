@@ -7,7 +7,9 @@
 //! TP x PP x DP GPUs through `CUDA_VISIBLE_DEVICES` (NVIDIA's one engine per TP group). Dynamo is
 //! one frontend on `serving_port` with one worker per instance.
 
+use super::client::{self, ProbeError};
 use super::{ServingError, api};
+use crate::progress::Progress;
 use mlperf_config::{ServingApi, ServingEngine, Settings};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -302,32 +304,47 @@ pub fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Waits until every endpoint answers `/health` and `/v1/models` with 200, at most `timeout`.
-/// `check` runs between polls: an engine that exited, or a stop signal, ends the wait with its
-/// message ([`ServingError::WaitEnded`]).
-pub fn wait_ready(endpoints: &[String], timeout: Duration, mut check: impl FnMut() -> Result<(), String>) -> Result<(), ServingError> {
+/// How long one readiness probe may take (the ready timeout when that is shorter).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whose endpoints a ready wait is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// Engines this process started: nothing listens while they load, so connection failures
+    /// are waited out until the ready timeout.
+    Started,
+    /// Addresses the user gave (`llm_server_urls`): their engine should be up, so one that
+    /// cannot be reached or does not answer ends the wait at once; one that answers "not ready"
+    /// (503 while loading) is waited for.
+    Given,
+}
+
+/// Waits until every endpoint answers `/health` and `/v1/models` with 200, at most `timeout`,
+/// each probe at most [`PROBE_TIMEOUT`]. Progress lines name the endpoint, the time waited and the
+/// timeout. `check` runs between polls: an engine that exited, or a stop signal, ends the wait with
+/// its error.
+pub fn wait_ready(endpoints: &[String], waiting: Waiting, timeout: Duration, mut check: impl FnMut() -> Result<(), ServingError>) -> Result<(), ServingError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServingError::ProbeRuntime)?;
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(ServingError::ProbeClient)?;
+    let http = reqwest::Client::builder().build().map_err(ServingError::ProbeClient)?;
+    let per_probe = PROBE_TIMEOUT.min(timeout.max(Duration::from_millis(100)));
     let start = Instant::now();
     for endpoint in endpoints {
         let root = api::root(endpoint);
+        let _progress = Progress::phase(format!("waiting for the serving endpoint {endpoint} to answer {root}/health (serving_ready_timeout {} s)", timeout.as_secs_f64()));
         loop {
             let probe = async {
                 for path in ["/health", "/v1/models"] {
-                    let url = format!("{root}{path}");
-                    match http.get(&url).send().await {
-                        Ok(r) if r.status().is_success() => {}
-                        Ok(r) => return Err(format!("{url} answered {}", r.status())),
-                        Err(e) => return Err(format!("{url}: {}", if e.is_connect() { "nothing listens there yet".to_string() } else { e.to_string() })),
-                    }
+                    client::probe(&http, &format!("{root}{path}"), per_probe).await?;
                 }
                 Ok(())
             };
             let last = match runtime.block_on(probe) {
                 Ok(()) => break,
-                Err(e) => e,
+                Err(e) if waiting == Waiting::Given && !e.answered() => return Err(ServingError::Unanswered { endpoint: endpoint.clone(), source: e }),
+                Err(ProbeError::Unreachable { url, .. }) => format!("{url}: nothing listens there yet"),
+                Err(e) => e.to_string(),
             };
-            check().map_err(ServingError::WaitEnded)?;
+            check()?;
             if start.elapsed() > timeout {
                 return Err(ServingError::NotReady { endpoint: endpoint.clone(), timeout_s: timeout.as_secs(), last });
             }

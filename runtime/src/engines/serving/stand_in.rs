@@ -41,6 +41,9 @@ pub struct Faults {
     pub malformed_every: Option<u64>,
     /// Every n-th request's connection is cut after its first token.
     pub drop_every: Option<u64>,
+    /// The first n requests' connections are cut after their first token: drops in a row while
+    /// the engine stays healthy.
+    pub drop_first: Option<u64>,
     /// Every n-th request stops streaming after its first token and never ends.
     pub stall_every: Option<u64>,
     /// The process exits after sending the first token of its n-th request.
@@ -360,7 +363,7 @@ fn generate(body: &[u8], state: &Arc<State>, received: Instant) -> Response<Body
         per_token: options.per_token,
         received,
         malformed: hits(faults.malformed_every),
-        drop: hits(faults.drop_every),
+        drop: hits(faults.drop_every) || faults.drop_first.is_some_and(|k| n <= k),
         stall: hits(faults.stall_every),
         die: faults.die_after == Some(n),
     };
