@@ -24,6 +24,9 @@ pub enum Error {
     /// Every run finished; some were INVALID.
     #[error("{invalid} of {total} runs INVALID; the table says what to change")]
     RunsInvalid { invalid: usize, total: usize },
+    /// Every run finished VALID; some accuracy runs scored below the round's targets.
+    #[error("{below} of {total} runs scored below the accuracy target; the table says which metric")]
+    BelowTarget { below: usize, total: usize },
     /// Runs FAILED: an engine or serving error, a crash, logs without a verdict.
     #[error("{failed} of {total} runs FAILED; the table says why")]
     RunsFailed { failed: usize, total: usize },
@@ -51,6 +54,7 @@ pub mod exit {
     pub const INVALID: i32 = 5;
     pub const FAILED: i32 = 6;
     pub const CHECK_FAILED: i32 = 7;
+    pub const BELOW_TARGET: i32 = 8;
 }
 
 impl Error {
@@ -62,6 +66,7 @@ impl Error {
             Error::Config(_) => exit::CONFIG,
             Error::Data(_) => exit::DATA,
             Error::RunsInvalid { .. } => exit::INVALID,
+            Error::BelowTarget { .. } => exit::BELOW_TARGET,
             Error::RunsFailed { .. } | Error::EngineFailed(_) => exit::FAILED,
             Error::Stopped(signal) => signal.exit_code(),
             Error::CheckFailed(_) => exit::CHECK_FAILED,
@@ -80,7 +85,7 @@ impl Error {
             Error::EngineFailed(m) => Error::EngineFailed(with(m)),
             Error::CheckFailed(m) => Error::CheckFailed(with(m)),
             Error::Other(m) => Error::Other(with(m)),
-            verdict @ (Error::RunsInvalid { .. } | Error::RunsFailed { .. } | Error::Stopped(_)) => verdict,
+            verdict @ (Error::RunsInvalid { .. } | Error::BelowTarget { .. } | Error::RunsFailed { .. } | Error::Stopped(_)) => verdict,
         }
     }
 }

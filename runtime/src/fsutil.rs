@@ -23,6 +23,9 @@ pub enum FsError {
     Rename { path: PathBuf, source: std::io::Error },
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
+    /// Another process holds the lock of an output directory.
+    #[error("{what} (pid {pid}) is writing {}; wait for it to finish (or, if no such process runs, remove {})", dir.display(), lock.display())]
+    Locked { what: String, pid: u32, dir: PathBuf, lock: PathBuf },
 }
 
 impl FsError {
@@ -164,4 +167,62 @@ mod tests {
         assert_eq!((sha256_file(&path).unwrap().1, md5_file(&path).unwrap().1), (d.sha256, d.md5));
         std::fs::remove_file(path).unwrap();
     }
+}
+
+/// An exclusive hold on an output directory that several commands write (`stage_results` and
+/// `stage_compliance` into one `--out`): a `.<dir name>.mlperf.lock` file beside it (not in the
+/// tree, which the checker walks) holding the writer's pid, created only if absent and removed
+/// when dropped. A lock whose process no longer runs is taken over.
+#[derive(Debug)]
+pub struct DirLock {
+    path: PathBuf,
+}
+
+impl DirLock {
+    /// Takes the lock of `dir` (creating `dir`) for `what` (the command, named to other writers).
+    pub fn acquire(dir: &Path, what: &str) -> Result<DirLock, FsError> {
+        std::fs::create_dir_all(dir).map_err(FsError::create(dir))?;
+        let path = match (dir.parent(), dir.file_name()) {
+            (Some(parent), Some(name)) => parent.join(format!(".{}.mlperf.lock", name.to_string_lossy())),
+            _ => dir.join(".mlperf.lock"),
+        };
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    writeln!(file, "{} {what}", std::process::id()).map_err(FsError::write(&path))?;
+                    return Ok(DirLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held = std::fs::read_to_string(&path).unwrap_or_default();
+                    let mut fields = held.splitn(2, ' ');
+                    // A lock being written has no pid yet: its writer is alive.
+                    let pid = fields.next().and_then(|p| p.trim().parse::<u32>().ok());
+                    let holder = fields.next().map_or_else(|| "another mlperf command".to_string(), |w| format!("mlperf {}", w.trim()));
+                    match pid {
+                        Some(pid) if !process_runs(pid) => {
+                            tracing::warn!("taking over {}: its process {pid} no longer runs", path.display());
+                            std::fs::remove_file(&path).map_err(FsError::write(&path))?;
+                        }
+                        _ => return Err(FsError::Locked { what: holder, pid: pid.unwrap_or(0), dir: dir.to_path_buf(), lock: path }),
+                    }
+                }
+                Err(e) => return Err(FsError::Create { path, source: e }),
+            }
+        }
+        Err(FsError::Locked { what: "another mlperf command".into(), pid: 0, dir: dir.to_path_buf(), lock: path })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether process `pid` exists (a signal-0 probe; EPERM means it exists under another user).
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
 }

@@ -385,6 +385,10 @@ pub struct StageArgs {
     /// each reason is printed and NON_SUBMITTABLE.txt stays next to the staged logs.
     #[arg(long = "allow-non-submittable")]
     pub allow_non_submittable: bool,
+    /// Also stage an accuracy run that scored below the round's target (said loudly;
+    /// check_submission still refuses it in the closed division).
+    #[arg(long = "allow-below-target")]
+    pub allow_below_target: bool,
     /// Replace staged files whose contents would change.
     #[arg(long)]
     pub force: bool,

@@ -123,6 +123,7 @@ pub fn stage_request(args: &StageArgs) -> Result<StageRequest<'_>, Error> {
         logs: &args.log_dir,
         compliance: &args.compliance_dir,
         allow_non_submittable: args.allow_non_submittable,
+        allow_below_target: args.allow_below_target,
         force: args.force,
     })
 }

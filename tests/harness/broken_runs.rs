@@ -89,6 +89,37 @@ fn a_killed_run_says_which_signal_killed_it() {
     assert!(stdout.contains("FAILED") && stdout.contains("the run failed: killed by signal 9 (SIGKILL)"), "{stdout}");
     assert!(!stdout.contains("None") && !stdout.contains("Some("), "{stdout}");
     assert_eq!(detail_logs(&cwd).len(), 1, "the partial detail log is kept");
+    // The run directory says so too, for whoever reads it later (audits, staging).
+    let failed = std::fs::read_to_string(detail_logs(&cwd)[0].0.parent().unwrap().join("FAILED.txt")).unwrap_or_default();
+    assert!(failed.contains("killed by signal 9 (SIGKILL)"), "{failed}");
+}
+
+/// TEST01's accuracy reference: a FAILED run (its log cut) is passed over for an older one, and a
+/// reference whose log does not read back is a data error before the audit runs, naming the run.
+#[test]
+fn an_audit_passes_over_a_failed_reference_and_refuses_a_corrupt_one_before_it_runs() {
+    let cwd = scratch("audit-references");
+    let select = ["--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline"];
+    let complete = mlperf(&cwd, &[&["run_harness", "--backend=null", "--test_mode=AccuracyOnly"][..], &select].concat());
+    assert!(complete.status.success(), "{}", shown(&complete));
+    let logs = cwd.join("build/logs");
+    let stamp = std::fs::read_dir(&logs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    // Two newer copies (timestamps sort by name): a tampered log, and a killed run's cut one.
+    let run_of = |stamp: &Path| stamp.join("CPU-dev_RS/resnet/Offline");
+    let (tampered, killed) = (logs.join("2999.01.01-00.00.00"), logs.join("2999.01.01-00.00.01"));
+    for copy in [&tampered, &killed] {
+        assert!(Command::new("cp").arg("-r").arg(&stamp).arg(copy).status().unwrap().success());
+        let log = run_of(copy).join("mlperf_log_accuracy.json");
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::write(&log, &text[..text.len() / 2]).unwrap();
+    }
+    std::fs::write(run_of(&killed).join("FAILED.txt"), "the run failed: killed by signal 9 (SIGKILL)\n").unwrap();
+    let out = mlperf(&cwd, &[&["run_audit_harness", "--audit_tests=TEST01", "--backend=null"][..], &select].concat());
+    assert_eq!(out.status.code(), Some(exit::DATA), "{}", shown(&out));
+    let text = shown(&out);
+    assert!(text.contains("TEST01's reference accuracy log is unusable") && text.contains(&run_of(&tampered).display().to_string()), "{text}");
+    assert!(!text.contains("2999.01.01-00.00.01"), "the FAILED run is never a reference: {text}");
+    assert!(!cwd.join("build/compliance_logs").exists() && !cwd.join("build/compliance").exists(), "nothing ran");
 }
 
 /// A file size limit of 0 on the parent once its first run has started (SIGXFSZ ignored, as a

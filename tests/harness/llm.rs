@@ -310,6 +310,19 @@ fn llama3_1_8b_sends_the_official_datasets_prompts_is_scored_and_a_wrong_file_is
         text.starts_with("\nResults\n\n{'rouge1': '50.0', 'rouge2': '50.0', 'rougeL': '50.0', 'rougeLsum': '50.0', 'gen_len': ") && text.contains("'gen_num': 13368}"),
         "{text}"
     );
+    // The stand-in's answers are far shorter than the model's: GEN_LEN misses its range, so the run
+    // is BELOW_TARGET with its own exit status, and staging refuses it without the flag.
+    assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::BELOW_TARGET), "{stdout}\n{stderr}");
+    assert!(stdout.contains("BELOW_TARGET") && stdout.contains("GEN_LEN is ") && stdout.contains("below the target 7350879.6"), "{stdout}");
+    assert!(stderr.contains("1 of 1 runs scored below the accuracy target"), "{stderr}");
+    let stage = Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(["stage_results", "--system_name=CPU-dev", "--benchmarks=llama3.1-8b", "--scenarios=offline", "--allow-non-submittable"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let staged = format!("{}{}", String::from_utf8_lossy(&stage.stdout), String::from_utf8_lossy(&stage.stderr));
+    assert!(!stage.status.success() && staged.contains("accuracy below the round's target: GEN_LEN is ") && staged.contains("--allow-below-target"), "{staged}");
+    assert!(!cwd.join("build/submission").exists(), "nothing staged: {staged}");
 
     write_cnn_eval(&data, 10);
     let (ok, stdout, stderr) = run(&[PACED]);

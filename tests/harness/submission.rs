@@ -117,6 +117,42 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     ok(&mlperf(&cwd, &with_selection("stage_results", &["--allow-non-submittable", "--force"])));
     assert_eq!(std::fs::read(scenario.join("README.md")).unwrap(), readme);
 
+    // One writer at a time into an --out: a live writer's lock refuses the next with its pid ...
+    let (out, lock) = (cwd.join("build/concurrent"), cwd.join("build/.concurrent.mlperf.lock"));
+    let into = |out: &Path, logs: &str| with_selection("stage_results", &["--allow-non-submittable", "--log_dir", logs, "--out", out.to_str().unwrap()]).iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let stage_into = |out: &Path, logs: &str| {
+        let args = into(out, logs);
+        std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(&args).current_dir(&cwd).output().unwrap()
+    };
+    std::fs::write(&lock, format!("{} stage_results\n", std::process::id())).unwrap();
+    let text = refused(&stage_into(&out, "build/logs"));
+    assert!(text.contains(&format!("mlperf stage_results (pid {}) is writing", std::process::id())) && text.contains(".concurrent.mlperf.lock"), "{text}");
+    assert!(walk_files(&out).is_empty(), "nothing written under a held lock");
+    // ... and a lock whose process is gone is taken over.
+    let gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait_with_output().unwrap();
+    std::fs::write(&lock, format!("{pid} stage_results\n")).unwrap();
+    ok(&stage_into(&out, "build/logs"));
+    assert!(!lock.exists(), "the lock goes with its writer");
+    // Two writers of different runs at once: one stages, the other is refused, never replaced.
+    assert!(std::process::Command::new("cp").args(["-r", "build/logs", "build/logs2"]).current_dir(&cwd).status().unwrap().success());
+    for log in walk_files(&cwd.join("build/logs2")).into_iter().filter(|p| p.ends_with("mlperf_log_detail.txt")) {
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push('\n');
+        std::fs::write(&log, text).unwrap();
+    }
+    for attempt in 0..4 {
+        let out = cwd.join(format!("build/race{attempt}"));
+        let spawn = |logs: &str| std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(into(&out, logs)).current_dir(&cwd).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let (first, second) = (spawn("build/logs"), spawn("build/logs2"));
+        let ends = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+        assert_eq!(ends.iter().filter(|o| o.status.success()).count(), 1, "exactly one writer stages: {:?}", ends.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>());
+        let loser = ends.iter().find(|o| !o.status.success()).unwrap();
+        let why = String::from_utf8_lossy(&loser.stderr);
+        assert!(why.contains("is writing") || why.contains("would change"), "{why}");
+    }
+
     // Truncation needs the round's audits (resnet: TEST01, TEST04) staged first.
     let text = refused(&mlperf(&cwd, &["truncate_results"]));
     assert!(text.contains("TEST01") && text.contains("TEST04") && text.contains("stage_compliance"), "{text}");

@@ -6,12 +6,14 @@
 //! - [`rouge::RougeScorer`]: ROUGE-1/2/L/Lsum as `rouge_score` computes them with NLTK's Porter
 //!   stemmer ([`porter`]), on answers split into sentences as `nltk.sent_tokenize` does ([`punkt`]);
 //! - [`python_float_repr`]: Python's float `repr`, which the scripts print;
-//! - [`write_accuracy_txt`]: the text next to the log, as NVIDIA's harness puts it.
+//! - [`write_accuracy_txt`]: the text next to the log, as NVIDIA's harness puts it;
+//! - [`target`]: that text against the round's targets, as the checker reads it.
 
 pub mod log;
 pub mod porter;
 pub mod punkt;
 pub mod rouge;
+pub mod target;
 
 use crate::fsutil::FsError;
 use std::path::{Path, PathBuf};

@@ -2,10 +2,9 @@
 //! files, Python truthiness, the detail log as the checker reads it, and the checker's regexes.
 
 use super::{Findings, Rule};
+pub(crate) use crate::accuracy::target::{first_group, python_regex};
 use crate::rundir::logs::DetailLog;
 use mlperf_config::BenchmarkRound;
-use regex_automata::meta::Regex;
-use regex_automata::{Anchored, Input};
 use std::path::Path;
 
 /// A benchmark directory and what the round says about it.
@@ -69,38 +68,3 @@ pub(crate) fn read_detail_log(path: &Path, f: &mut Findings) -> Option<DetailLog
     }
 }
 
-/// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
-/// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
-pub(crate) fn python_regex(pattern: &str) -> Result<Regex, String> {
-    let mut translated = String::with_capacity(pattern.len());
-    let mut chars = pattern.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                translated.push(c);
-                if let Some((_, next)) = chars.next() {
-                    translated.push(next);
-                }
-            }
-            '{' if !opens_repetition(&pattern[i..]) => translated.push_str("\\{"),
-            _ => translated.push(c),
-        }
-    }
-    let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
-    Regex::builder().syntax(syntax).build(&translated).map_err(|e| e.to_string())
-}
-
-/// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.
-fn opens_repetition(rest: &str) -> bool {
-    let Some(end) = rest.find('}') else { return false };
-    let inner = &rest[1..end];
-    let (low, high) = inner.split_once(',').unwrap_or((inner, "0"));
-    !low.is_empty() && low.bytes().all(|b| b.is_ascii_digit()) && high.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Group 1 of a match anchored at the start of `line`.
-pub(crate) fn first_group<'l>(re: &Regex, line: &'l str) -> Option<&'l str> {
-    let mut caps = re.create_captures();
-    re.search_captures(&Input::new(line).anchored(Anchored::Yes), &mut caps);
-    caps.get_group(1).map(|span| &line[span])
-}

@@ -122,7 +122,7 @@ fn plan(req: &AuditRequest) -> Result<Vec<Job>, ComplianceError> {
         let key = RunKey { system_name: &system_name, bench_dir: &bench_dir, scenario, round: &req.round.id };
         for test in tests {
             let mut find = |kind| {
-                let found = reference::newest(&logs, key, kind);
+                let found = reference::newest(&logs, key, kind, req.round);
                 if found.is_none() {
                     problems.push(reference::missing(&logs, key, kind, &config.benchmark, test));
                 }
@@ -130,6 +130,10 @@ fn plan(req: &AuditRequest) -> Result<Vec<Job>, ComplianceError> {
             };
             let performance_ref = if matches!(test, AuditTest::Test01 | AuditTest::Test04) { find(RunKind::Performance) } else { None };
             let accuracy_ref = if test == AuditTest::Test01 { find(RunKind::Accuracy) } else { None };
+            if let Some((run, _)) = &accuracy_ref {
+                // A log that does not read back would fail the audit only after it ran.
+                crate::accuracy::log::read_accuracy_log(&run.join(ACCURACY_LOG)).map_err(|source| ComplianceError::CorruptReference { run: run.clone(), source })?;
+            }
             let Some(rules) = req.round.audits.get(&test) else {
                 problems.push(format!("round {} requires {test} of {} but has no [audits.{test}] rules", req.round.id, config.benchmark));
                 continue;

@@ -50,6 +50,9 @@ pub enum ComplianceError {
     LogUnreadable { path: PathBuf, source: std::io::Error },
     #[error("{}: not a LoadGen accuracy log: {source}", .path.display())]
     NotAccuracyLog { path: PathBuf, source: serde_json::Error },
+    /// TEST01's reference accuracy log does not read back whole (checked before the audit runs).
+    #[error("TEST01's reference accuracy log is unusable: {source}; rerun the AccuracyOnly run (`mlperf run_harness --test_mode=AccuracyOnly` with the audit's selection) or remove {} so an older complete run serves", .run.display())]
+    CorruptReference { run: PathBuf, source: crate::accuracy::AccuracyError },
     #[error("{}: no entries (the audit logs every sample; was audit.config read?)", .0.display())]
     NoEntries(PathBuf),
     #[error("{} already exists; verified compliance is never overwritten without --force", .0.display())]
@@ -70,7 +73,10 @@ pub enum ComplianceError {
 
 impl From<ComplianceError> for crate::Error {
     fn from(e: ComplianceError) -> crate::Error {
-        crate::Error::Other(e.to_string())
+        match e {
+            ComplianceError::CorruptReference { .. } => crate::Error::Data(e.to_string()),
+            _ => crate::Error::Other(e.to_string()),
+        }
     }
 }
 

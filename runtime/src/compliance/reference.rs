@@ -1,11 +1,13 @@
 //! The runs an audit is compared with: the newest VALID PerformanceOnly run and the newest complete
 //! AccuracyOnly run of the same system name, benchmark directory, scenario and round under the log
 //! root (`build/logs/<timestamp>/<system_name>/<bench>/<Scenario>/`, or its `performance/` and
-//! `accuracy/` subdirectories for SubmissionRun). Audit runs themselves never count.
+//! `accuracy/` subdirectories for SubmissionRun). Audit runs themselves never count; each run is
+//! judged by its [`Outcome`], as staging and the result table judge it.
 
-use crate::rundir::logs::{DetailLog, Validity};
 use crate::rundir::plan::{RunMode, RunPlan, read_plan};
-use mlperf_config::Scenario;
+use crate::rundir::report::{Outcome, Unusable};
+use crate::signals::ChildExit;
+use mlperf_config::{Round, Scenario};
 use std::path::{Path, PathBuf};
 
 /// Which reference a test needs.
@@ -33,23 +35,25 @@ pub struct RunKey<'a> {
     pub round: &'a str,
 }
 
-/// Whether `dir` holds a finished run of `kind` for `key` that can serve as a reference.
-fn usable(dir: &Path, key: RunKey, kind: RunKind) -> Option<RunPlan> {
+/// Whether `dir` holds a run of `kind` for `key` that can serve as a reference: a VALID
+/// performance run, or an accuracy run that completed, was scored (test backends are never scored)
+/// and has its log. FAILED, ABORTED and unscored runs never serve; nor do audit runs.
+fn usable(dir: &Path, key: RunKey, kind: RunKind, round: &Round) -> Option<RunPlan> {
     let plan = read_plan(dir).ok()?;
     let same = plan.system_name == key.system_name && plan.bench_dir == key.bench_dir && plan.scenario == key.scenario && plan.round == key.round;
-    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() || crate::rundir::aborted(dir).is_some() {
+    if !same || plan.mode != kind.mode() || plan.audit_test.is_some() {
         return None;
     }
-    let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG)).ok()?;
-    let finished = match kind {
-        RunKind::Performance => log.validity() == Some(Validity::Valid),
-        RunKind::Accuracy => log.errors.is_empty() && dir.join(crate::rundir::ACCURACY_LOG).is_file(),
+    let finished = match Outcome::read(dir, &plan, ChildExit::Code(0), round).unusable() {
+        None | Some(Unusable::BelowTarget(_)) => true,
+        Some(Unusable::NotScored) => plan.backend.is_test_double(),
+        Some(_) => false,
     };
     finished.then_some(plan)
 }
 
 /// The newest usable run of `kind` (timestamps sort by name), with its plan.
-pub fn newest(log_root: &Path, key: RunKey, kind: RunKind) -> Option<(PathBuf, RunPlan)> {
+pub fn newest(log_root: &Path, key: RunKey, kind: RunKind, round: &Round) -> Option<(PathBuf, RunPlan)> {
     let mut stamps: Vec<PathBuf> = std::fs::read_dir(log_root).ok()?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     stamps.sort();
     stamps.into_iter().rev().find_map(|stamp| {
@@ -58,7 +62,7 @@ pub fn newest(log_root: &Path, key: RunKey, kind: RunKind) -> Option<(PathBuf, R
             RunKind::Performance => "performance",
             RunKind::Accuracy => "accuracy",
         };
-        [scenario_dir.join(sub), scenario_dir].into_iter().find_map(|dir| usable(&dir, key, kind).map(|plan| (dir, plan)))
+        [scenario_dir.join(sub), scenario_dir].into_iter().find_map(|dir| usable(&dir, key, kind, round).map(|plan| (dir, plan)))
     })
 }
 

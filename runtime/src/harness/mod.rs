@@ -242,7 +242,12 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
             prepare_dir(&dir, &plan, &user_conf, audit.as_deref()).map_err(HarnessError::from)?;
             tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
             let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
-            let outcome = Outcome::read(&dir, &plan, exit);
+            let outcome = Outcome::read(&dir, &plan, exit, req.round);
+            if outcome.status == RunStatus::Failed && exit != ChildExit::Code(0) && rundir::failed(&dir).is_none() {
+                // How the child ended is known only here: record it, so that whoever reads the
+                // run directory later (audits, staging) sees the same FAILED run.
+                let _ = rundir::mark_failed(&dir, outcome.advice.as_deref().unwrap_or("the run failed"));
+            }
             let stopped = outcome.status == RunStatus::Aborted;
             outcomes.push(outcome);
             rundir::summaries::write_summaries(&root, &outcomes[outcomes.len() - 1..]).map_err(HarnessError::from)?;

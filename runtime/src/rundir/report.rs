@@ -5,10 +5,11 @@
 use super::logs::{DetailLog, Validity};
 use super::plan::{RunMode, RunPlan};
 use super::serving::{EndpointRecord, read_record};
-use super::{DETAIL_LOG, RUN_LOG};
+use super::{ACCURACY_LOG, ACCURACY_NOTE, ACCURACY_TXT, DETAIL_LOG, RUN_LOG};
+use crate::accuracy::target::{self, Miss};
 use crate::error::{Error, exit};
 use crate::signals::{ChildExit, Signal};
-use mlperf_config::Scenario;
+use mlperf_config::{Round, Scenario};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -22,9 +23,12 @@ pub enum RunStatus {
     /// LoadGen's `result_validity` is INVALID.
     #[serde(rename = "INVALID")]
     Invalid,
-    /// An accuracy run that completed without LoadGen errors.
+    /// An accuracy run that completed without LoadGen errors (and, when scored, meets the targets).
     #[serde(rename = "ACCURACY")]
     Accuracy,
+    /// An accuracy run whose `accuracy.txt` misses the round's targets.
+    #[serde(rename = "BELOW_TARGET")]
+    BelowTarget,
     /// Stopped by a signal (Ctrl-C, SIGTERM, SIGHUP); partial logs kept.
     #[serde(rename = "ABORTED")]
     Aborted,
@@ -39,6 +43,7 @@ impl RunStatus {
             RunStatus::Valid => "VALID",
             RunStatus::Invalid => "INVALID",
             RunStatus::Accuracy => "ACCURACY",
+            RunStatus::BelowTarget => "BELOW_TARGET",
             RunStatus::Aborted => "ABORTED",
             RunStatus::Failed => "FAILED",
         }
@@ -101,6 +106,8 @@ pub struct Outcome {
     pub tokens: Option<TokenLatencies>,
     /// Serving runs: each endpoint's record (`serving.json`).
     pub endpoints: Vec<EndpointRecord>,
+    /// Accuracy runs: the targets their `accuracy.txt` misses (status [`RunStatus::BelowTarget`]).
+    pub misses: Vec<Miss>,
     /// How the run's child ended: [`exit::DATA`] or [`exit::CONFIG`] when it stopped before
     /// LoadGen started.
     pub exit: ChildExit,
@@ -119,8 +126,8 @@ fn metric_key(scenario: Scenario, tokens: bool) -> (&'static str, &'static str, 
 }
 
 impl Outcome {
-    /// Reads a finished run directory. `exit` is how the child ended.
-    pub fn read(dir: &Path, plan: &RunPlan, exit: ChildExit) -> Outcome {
+    /// Reads a finished run directory of `round`. `exit` is how the child ended.
+    pub fn read(dir: &Path, plan: &RunPlan, exit: ChildExit, round: &Round) -> Outcome {
         let mut outcome = Outcome {
             plan: plan.clone(),
             dir: dir.to_path_buf(),
@@ -130,6 +137,7 @@ impl Outcome {
             advice: None,
             tokens: None,
             endpoints: read_record(dir).map(|r| r.endpoints).unwrap_or_default(),
+            misses: Vec::new(),
             exit,
         };
         // The run directory's record, which the child extends with what it found while opening
@@ -166,6 +174,13 @@ impl Outcome {
             outcome.metric = Some(("samples".into(), logged as f64));
             if !log.errors.is_empty() {
                 outcome.advice = Some(format!("LoadGen logged {} error(s), first: {} = {}", log.errors.len(), log.errors[0].0, log.errors[0].1));
+            } else {
+                outcome.misses = accuracy_misses(dir, plan, round);
+                if let Some(first) = outcome.misses.first() {
+                    outcome.status = RunStatus::BelowTarget;
+                    let all: Vec<String> = outcome.misses.iter().map(ToString::to_string).collect();
+                    outcome.advice = Some(format!("{}: {}", all.join("; "), first.advice()));
+                }
             }
             return outcome;
         }
@@ -191,6 +206,60 @@ impl Outcome {
             outcome.advice = Some(format!("VALID, but LoadGen logged {} error(s), first: {}", log.errors.len(), log.errors[0].0));
         }
         outcome
+    }
+}
+
+/// The round's targets the run's `accuracy.txt` misses; none for a run without one (not scored)
+/// or with a note saying its score is not the benchmark's (synthetic workloads).
+fn accuracy_misses(dir: &Path, plan: &RunPlan, round: &Round) -> Vec<Miss> {
+    let Ok(text) = std::fs::read_to_string(dir.join(ACCURACY_TXT)) else { return Vec::new() };
+    if dir.join(ACCURACY_NOTE).exists() {
+        return Vec::new();
+    }
+    let Some(bench) = round.benchmark(&plan.benchmark) else { return Vec::new() };
+    target::misses(&text, &target::requirements(bench, &plan.bench_dir), round).into_iter().filter(|m| !m.is_round_data()).collect()
+}
+
+/// Why a run cannot stand for its mode's result in a submission.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Unusable {
+    /// Not VALID (performance), or not a complete accuracy run: the table's status and advice.
+    Status { status: RunStatus, advice: Option<String> },
+    NoAccuracyLog,
+    /// An accuracy run without `accuracy.txt`: scoring failed or never ran (test backends are
+    /// never scored).
+    NotScored,
+    BelowTarget(Vec<Miss>),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Status { status, advice: Some(advice) } => write!(f, "{status}: {advice}"),
+            Unusable::Status { status, advice: None } => write!(f, "{status}"),
+            Unusable::NoAccuracyLog => write!(f, "no {ACCURACY_LOG}"),
+            Unusable::NotScored => write!(f, "not scored (no {ACCURACY_TXT}; runs with the test backends are never scored: run the configured engine)"),
+            Unusable::BelowTarget(misses) => {
+                let all: Vec<String> = misses.iter().map(ToString::to_string).collect();
+                write!(f, "accuracy below the round's target: {}", all.join("; "))
+            }
+        }
+    }
+}
+
+impl Outcome {
+    /// Why this run cannot be staged (None: it can): a performance run must be VALID; an accuracy
+    /// run complete, with its log, scored and meeting the round's targets.
+    pub fn unusable(&self) -> Option<Unusable> {
+        match (self.plan.mode, self.status) {
+            (RunMode::PerformanceOnly, RunStatus::Valid) => None,
+            (RunMode::AccuracyOnly, RunStatus::Accuracy | RunStatus::BelowTarget) if !self.dir.join(ACCURACY_LOG).exists() => Some(Unusable::NoAccuracyLog),
+            (RunMode::AccuracyOnly, RunStatus::Accuracy) if !self.dir.join(ACCURACY_TXT).exists() => Some(Unusable::NotScored),
+            (RunMode::AccuracyOnly, RunStatus::Accuracy) => None,
+            (RunMode::AccuracyOnly, RunStatus::BelowTarget) => Some(Unusable::BelowTarget(self.misses.clone())),
+            (_, status) => Some(Unusable::Status { status, advice: self.advice.clone() }),
+        }
     }
 }
 
@@ -227,8 +296,12 @@ pub fn verdict(outcomes: &[Outcome], stopped_by: Option<Signal>) -> Result<(), E
         return Err(Error::RunsFailed { failed: failed.len(), total });
     }
     match outcomes.iter().filter(|o| o.status == RunStatus::Invalid).count() {
+        0 => {}
+        invalid => return Err(Error::RunsInvalid { invalid, total }),
+    }
+    match outcomes.iter().filter(|o| o.status == RunStatus::BelowTarget).count() {
         0 => Ok(()),
-        invalid => Err(Error::RunsInvalid { invalid, total }),
+        below => Err(Error::BelowTarget { below, total }),
     }
 }
 

@@ -20,7 +20,7 @@ pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), RunDirEr
     for o in outcomes {
         let config = format!("{}-{}-{}", o.plan.system_name, o.plan.workload.section_name(), o.plan.scenario.name());
         let benchmark = o.plan.bench_dir.clone();
-        if o.status == RunStatus::Accuracy {
+        if matches!(o.status, RunStatus::Accuracy | RunStatus::BelowTarget) {
             let text = std::fs::read_to_string(o.dir.join(ACCURACY_TXT)).map_or_else(|_| "no accuracy.txt".to_string(), |t| t.trim().to_string());
             accuracy.entry(config).or_default().insert(benchmark, text);
         } else {

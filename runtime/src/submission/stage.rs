@@ -9,10 +9,11 @@
 //! config is reported at once and nothing is written.
 
 use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
+use crate::fsutil::DirLock;
 use crate::generate;
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
 use crate::rundir::plan::{RunMode, RunPlan, read_plan};
-use crate::rundir::report::{Outcome, RunStatus};
+use crate::rundir::report::{Outcome, Unusable};
 // A run directory's own record of what it was and why it can never be part of a submission:
 // staging keeps them next to the staged logs; export leaves them out.
 use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN, USER_CONF};
@@ -37,6 +38,8 @@ pub struct StageRequest<'a> {
     /// Where verified audits are (`build/compliance`).
     pub compliance: &'a Path,
     pub allow_non_submittable: bool,
+    /// Stage an accuracy run that scored below the round's target (loudly).
+    pub allow_below_target: bool,
     pub force: bool,
 }
 
@@ -93,7 +96,7 @@ struct Run {
 
 /// Every run of `key` under `logs` (`<timestamp>/<key>` and its `accuracy/`, `performance/`
 /// SubmissionRun subdirectories), newest first.
-fn runs_of(logs: &Path, key: &ResultKey) -> Vec<Run> {
+fn runs_of(logs: &Path, key: &ResultKey, round: &Round) -> Vec<Run> {
     let mut stamps: Vec<PathBuf> = std::fs::read_dir(logs).map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
     // NVIDIA's timestamps (%Y.%m.%d-%H.%M.%S) sort by time.
     stamps.sort_by(|a, b| b.cmp(a));
@@ -102,7 +105,7 @@ fn runs_of(logs: &Path, key: &ResultKey) -> Vec<Run> {
         let base = stamp.join(key.rel());
         for dir in [base.join("performance"), base.join("accuracy"), base] {
             if let Ok(plan) = read_plan(&dir) {
-                let outcome = Outcome::read(&dir, &plan, ChildExit::Code(0));
+                let outcome = Outcome::read(&dir, &plan, ChildExit::Code(0), round);
                 runs.push(Run { dir, plan, outcome });
             }
         }
@@ -119,28 +122,24 @@ fn is_run_of(plan: &RunPlan, config: &CompiledConfig, round: &Round) -> bool {
         && plan.audit_test.is_none()
 }
 
-/// Why a run cannot be staged as it is (None: it can).
-fn unusable(run: &Run) -> Option<String> {
-    let why = |s: &str| Some(format!("{s}{}", run.outcome.advice.as_ref().map_or(String::new(), |a| format!(": {a}"))));
-    match (run.plan.mode, run.outcome.status) {
-        (RunMode::PerformanceOnly, RunStatus::Valid) => None,
-        (RunMode::AccuracyOnly, RunStatus::Accuracy) if !run.dir.join(ACCURACY_LOG).exists() => Some(format!("no {ACCURACY_LOG}")),
-        (RunMode::AccuracyOnly, RunStatus::Accuracy) if !run.dir.join(ACCURACY_TXT).exists() => {
-            Some(format!("not scored (no {ACCURACY_TXT}; runs with the test backends are never scored: run the configured engine)"))
-        }
-        (RunMode::AccuracyOnly, RunStatus::Accuracy) => None,
-        (_, status) => why(status.name()),
+/// Why a run cannot be staged as it is (None: it can). An accuracy run below the target is staged
+/// only with `allow_below_target` (the checker then still reports it).
+fn unusable(run: &Run, allow_below_target: bool) -> Option<String> {
+    match run.outcome.unusable()? {
+        Unusable::BelowTarget(_) if allow_below_target => None,
+        why @ Unusable::BelowTarget(_) => Some(format!("{why}; pass --allow-below-target to stage it anyway (check_submission still refuses it in the closed division)")),
+        why => Some(why.to_string()),
     }
 }
 
 /// The newest usable run of `mode`, and notes about newer runs passed over.
-fn choose<'r>(runs: &'r [Run], mode: RunMode, label: &str, command: &str, allow_non_submittable: bool) -> Result<(&'r Run, Vec<String>), String> {
+fn choose<'r>(runs: &'r [Run], mode: RunMode, label: &str, command: &str, req: &StageRequest) -> Result<(&'r Run, Vec<String>), String> {
     let mut passed_over = Vec::new();
     let mut non_submittable = Vec::new();
     for run in runs.iter().filter(|r| r.plan.mode == mode) {
-        if let Some(why) = unusable(run) {
+        if let Some(why) = unusable(run, req.allow_below_target) {
             passed_over.push(format!("{}: {why}", run.dir.display()));
-        } else if !run.plan.non_submittable.is_empty() && !allow_non_submittable {
+        } else if !run.plan.non_submittable.is_empty() && !req.allow_non_submittable {
             non_submittable.push(run);
         } else {
             let mut notes: Vec<String> = passed_over.into_iter().map(|p| format!("{label}: passed over newer {mode} run {p}")).collect();
@@ -199,6 +198,7 @@ fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<S
 
 /// `mlperf stage_results`.
 pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
+    let _lock = DirLock::acquire(req.out, "stage_results")?;
     let mlperf_conf =
         mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
     let mut report = StageReport::default();
@@ -207,10 +207,10 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
     let staged_benchmarks: Vec<(&str, &str)> = targets.iter().map(|(c, _)| (c.system.as_ref(), c.benchmark.as_ref())).collect();
     for (config, target) in targets {
         let label = target.key.to_string();
-        let runs: Vec<Run> = runs_of(req.logs, &target.key).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
+        let runs: Vec<Run> = runs_of(req.logs, &target.key, req.round).into_iter().filter(|r| is_run_of(&r.plan, config, req.round)).collect();
         let mut chosen = Vec::new();
         for mode in [RunMode::PerformanceOnly, RunMode::AccuracyOnly] {
-            match choose(&runs, mode, &label, &run_command(config, req.round, mode), req.allow_non_submittable) {
+            match choose(&runs, mode, &label, &run_command(config, req.round, mode), req) {
                 Ok((run, notes)) => {
                     report.warnings.extend(notes);
                     chosen.push(run);
@@ -249,6 +249,9 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
         }
         for run in [performance, accuracy] {
             report.warnings.extend(non_submittable_warning(run));
+        }
+        if let Some(why @ Unusable::BelowTarget(_)) = accuracy.outcome.unusable() {
+            report.warnings.push(format!("STAGING AN ACCURACY RUN BELOW TARGET {} (--allow-below-target): {why}", accuracy.dir.display()));
         }
         placements.extend(files.into_iter().map(|(dest, text)| Placement { dest, content: Content::Text(text) }));
         placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG]));
@@ -304,6 +307,7 @@ fn audit_non_submittable(dir: &Path) -> Vec<String> {
 
 /// `mlperf stage_compliance`.
 pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
+    let _lock = DirLock::acquire(req.out, "stage_compliance")?;
     let mut report = StageReport::default();
     let mut placements = Vec::new();
     let (targets, mut errors) = targets(req);

@@ -2,7 +2,8 @@
 //! targets, the `hash=` line of truncation, the truncated log's size, the accuracy run's errors and
 //! its coverage of the dataset.
 
-use crate::check::common::{Bench, first_group, python_regex, read_detail_log};
+use crate::accuracy::target::{self, first_group, python_regex};
+use crate::check::common::{Bench, read_detail_log};
 use crate::check::{Findings, Rule, Severity, Tree};
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, ResultKey};
 use mlperf_config::AccuracyRequirement;
@@ -56,64 +57,24 @@ pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, f: &mut Finding
     }
     let txt = dir.join(ACCURACY_TXT);
     if let Ok(text) = std::fs::read_to_string(&txt) {
-        let requirements: Vec<&AccuracyRequirement> = bench.round.accuracy.iter().filter(|a| a.checker_model == bench.checker_model.as_str()).collect();
+        let requirements = target::requirements(bench.round, &bench.checker_model);
         check_accuracy_txt(tree, &requirements, &text, &txt, f);
     }
 }
 
-/// What to do about a length metric out of its range.
-const OUTPUT_LENGTH_ADVICE: &str = "check the generation settings (the output limit max_tokens, stop tokens, answers cut short or run on) and rerun the accuracy run";
-
 /// accuracy.txt: every metric of the target matched by its pattern and meeting the target (and
 /// upper limit), plus the hash line. Lines are matched from their start, as Python's `re.match`.
 pub(crate) fn check_accuracy_txt(tree: &Tree, requirements: &[&AccuracyRequirement], text: &str, path: &Path, f: &mut Findings) {
-    let lines: Vec<&str> = text.lines().collect();
     // Open division: the checker computes accuracy but never fails on it.
     let severity = if tree.is_closed_like() { Severity::Error } else { Severity::Warning };
-    for req in requirements {
-        let Some(pattern) = tree.round.accuracy_patterns.get(&req.metric) else {
-            f.error(Rule::AccuracyTarget, path, format!("round {} has no accuracy pattern for metric {}", tree.round.id, req.metric), "report this: the round data is incomplete");
-            continue;
-        };
-        let re = match python_regex(pattern) {
-            Ok(re) => re,
-            Err(e) => {
-                f.error(Rule::AccuracyTarget, path, format!("the round's pattern for {} does not compile: {e}", req.metric), "report this: the round data is broken");
-                continue;
-            }
-        };
-        let values: Vec<&str> = lines.iter().filter_map(|l| first_group(&re, l)).collect();
-        if values.is_empty() {
-            f.push(
-                severity,
-                Rule::AccuracyTarget,
-                path,
-                Some(&req.metric),
-                format!("no line matches the checker's {} pattern `{pattern}`", req.metric),
-                "write accuracy.txt with the official accuracy script's output (mlperf scores AccuracyOnly runs this way)",
-            );
-        }
-        for value in values {
-            let Ok(number) = value.parse::<f64>() else {
-                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} value `{value}` is not a number", req.metric), "rescore the accuracy log");
-                continue;
-            };
-            if number < req.target {
-                f.push(
-                    severity,
-                    Rule::AccuracyTarget,
-                    path,
-                    Some(&req.metric),
-                    format!("{} is {number}, below the target {}", req.metric, req.target),
-                    // A metric with a range is a length (tokens per sample): answers cut short, not wrong.
-                    if req.upper.is_some() { OUTPUT_LENGTH_ADVICE } else { "fix the engine's accuracy (precision, calibration) and rerun the accuracy run" },
-                );
-            }
-            if let Some(upper) = req.upper.filter(|u| number > *u) {
-                f.push(severity, Rule::AccuracyTarget, path, Some(&req.metric), format!("{} is {number}, above the upper limit {upper}", req.metric), OUTPUT_LENGTH_ADVICE);
-            }
+    for miss in target::misses(text, requirements, tree.round) {
+        if miss.is_round_data() {
+            f.error(Rule::AccuracyTarget, path, miss.to_string(), miss.advice());
+        } else {
+            f.push(severity, Rule::AccuracyTarget, path, Some(miss.metric()), miss.to_string(), miss.advice());
         }
     }
+    let lines: Vec<&str> = text.lines().collect();
     let hash = python_regex(HASH_PATTERN).expect("the hash pattern compiles");
     if !lines.iter().any(|l| first_group(&hash, l).is_some()) {
         f.error(
