@@ -179,13 +179,15 @@ pub struct DirLock {
 }
 
 impl DirLock {
-    /// Takes the lock of `dir` (creating `dir`) for `what` (the command, named to other writers).
+    /// Takes the lock of `dir` for `what` (the command, named to other writers).
     pub fn acquire(dir: &Path, what: &str) -> Result<DirLock, FsError> {
-        std::fs::create_dir_all(dir).map_err(FsError::create(dir))?;
         let path = match (dir.parent(), dir.file_name()) {
             (Some(parent), Some(name)) => parent.join(format!(".{}.mlperf.lock", name.to_string_lossy())),
             _ => dir.join(".mlperf.lock"),
         };
+        // Only where the lock goes: a refused command leaves no empty output directory behind.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(FsError::create(parent))?;
         for _ in 0..2 {
             match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(mut file) => {

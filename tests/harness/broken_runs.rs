@@ -117,7 +117,7 @@ fn an_audit_passes_over_a_failed_reference_and_refuses_a_corrupt_one_before_it_r
     let out = mlperf(&cwd, &[&["run_audit_harness", "--audit_tests=TEST01", "--backend=null"][..], &select].concat());
     assert_eq!(out.status.code(), Some(exit::DATA), "{}", shown(&out));
     let text = shown(&out);
-    assert!(text.contains("TEST01's reference accuracy log is unusable") && text.contains(&run_of(&tampered).display().to_string()), "{text}");
+    assert!(text.contains("TEST01's reference accuracy log is unusable") && text.contains("2999.01.01-00.00.00/CPU-dev_RS/resnet/Offline"), "{text}");
     assert!(!text.contains("2999.01.01-00.00.01"), "the FAILED run is never a reference: {text}");
     assert!(!cwd.join("build/compliance_logs").exists() && !cwd.join("build/compliance").exists(), "nothing ran");
 }

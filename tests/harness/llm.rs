@@ -382,7 +382,8 @@ fn a_truncated_tokenizer_is_found_before_the_engine_starts_and_mlperf_score_resc
 
     std::fs::write(&tokenizer, &good).unwrap();
     let (code, stdout, stderr) = accuracy_run(format!("--serving_port={}", free_port()));
-    assert_eq!(code, Some(exit::OK), "{stdout}\n{stderr}");
+    // Scored: the stand-in's short answers miss GEN_LEN's range (BELOW_TARGET), as in llama3_1_8b_....
+    assert_eq!(code, Some(exit::BELOW_TARGET), "{stdout}\n{stderr}");
     let txt = mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().find(|p| p.ends_with("accuracy.txt")).expect("a scored run");
     let dir = txt.parent().unwrap().to_str().unwrap().to_string();
     let scored = std::fs::read_to_string(&txt).unwrap();

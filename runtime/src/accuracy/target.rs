@@ -9,7 +9,7 @@ use regex_automata::{Anchored, Input};
 
 /// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
 /// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
-pub fn python_regex(pattern: &str) -> Result<Regex, BuildError> {
+pub fn python_regex(pattern: &str) -> Result<Regex, Box<BuildError>> {
     let mut translated = String::with_capacity(pattern.len());
     let mut chars = pattern.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -25,7 +25,7 @@ pub fn python_regex(pattern: &str) -> Result<Regex, BuildError> {
         }
     }
     let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
-    Regex::builder().syntax(syntax).build(&translated)
+    Regex::builder().syntax(syntax).build(&translated).map_err(Box::new)
 }
 
 /// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.
