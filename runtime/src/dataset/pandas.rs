@@ -2,8 +2,8 @@
 //! MLCommons LLM datasets are published: a DataFrame's `_mgr` BlockManager holds 2-D numpy blocks
 //! (object dtype for strings and token lists, numeric dtypes from raw bytes) placed at column
 //! positions, and the column labels in its first axis. The layouts of pandas 1.x to 3.x are read
-//! (numpy 1 `numpy.core` and numpy 2 `numpy._core` names, pandas 3's Arrow-backed strings); the
-//! values come out as [`Value`]s, one per cell.
+//! (numpy 1 `numpy.core` and numpy 2 `numpy._core` names, pandas 3's strings with pyarrow and
+//! without); the values come out as [`Value`]s, one per cell.
 
 use super::DataError;
 use super::numpy_pickle::PickledArray;
@@ -172,10 +172,10 @@ impl Block {
     }
 }
 
-/// A block's 2-D numpy array; pandas 3's Arrow-backed string columns are 1-D and one column.
+/// A block's 2-D numpy array; pandas 3's string columns (Arrow-backed or not) are 1-D and one column.
 fn array_2d(value: &Value) -> Result<Block, String> {
-    if value.built_by_ends("ArrowStringArray") {
-        let values = arrow_strings(value)?;
+    if let Some(values) = string_array(value) {
+        let values = values?;
         return Ok(Block { columns: 1, rows: values.len(), values, fortran: false });
     }
     let array = PickledArray::read(value)?;
@@ -187,8 +187,8 @@ fn array_2d(value: &Value) -> Result<Block, String> {
 }
 
 fn array_1d(value: &Value) -> Result<Vec<Value>, String> {
-    if value.built_by_ends("ArrowStringArray") {
-        return arrow_strings(value);
+    if let Some(values) = string_array(value) {
+        return values;
     }
     let array = PickledArray::read(value)?;
     if array.shape.len() != 1 {
@@ -210,6 +210,49 @@ pub fn ints(cell: &Value) -> Result<Vec<i64>, String> {
         }
     };
     items.iter().map(|v| v.as_int().ok_or_else(|| format!("a {} among integers", v.kind()))).collect()
+}
+
+/// The strings of a pandas 3 string column, None when `value` is no such column: Arrow-backed
+/// (with pyarrow) or a `StringArray` over an object ndarray (`StringDtype(storage="python")`, what
+/// pandas 3 writes without pyarrow).
+fn string_array(value: &Value) -> Option<Result<Vec<Value>, String>> {
+    if value.built_by_ends("ArrowStringArray") {
+        Some(arrow_strings(value))
+    } else if value.built_by_ends("__pyx_unpickle_NDArrayBacked") {
+        Some(python_strings(value))
+    } else {
+        None
+    }
+}
+
+/// A `StringArray` as Cython pickles an `NDArrayBacked` (pandas/_libs/arrays.pyx):
+/// `__pyx_unpickle_NDArrayBacked(cls, checksum, None)`, then the state `NDArrayBacked.__setstate__`
+/// takes: a tuple holding the dtype and the ndarray (either order, a dict of attributes third), or a
+/// dict with `_ndarray` (or `_data`) and `_dtype`. A missing string is NaN (the dtype's `na_value`)
+/// or None in the object array; both read as None.
+fn python_strings(value: &Value) -> Result<Vec<Value>, String> {
+    let class = value.args().first().map(Value::kind).unwrap_or_default();
+    if !class.ends_with("StringArray") {
+        return Err(format!("a pandas {class} (an NDArrayBacked array other than strings) where a column of strings or a numpy array belongs"));
+    }
+    let state = value.state().ok_or("a StringArray without state")?;
+    let candidates = match state.items() {
+        Some(items) => items.into_iter().take(2).collect(),
+        None => ["_ndarray", "_data"].iter().filter_map(|k| state.get(k)).collect::<Vec<_>>(),
+    };
+    let array = candidates.iter().find_map(|v| PickledArray::read(v).ok()).ok_or("a StringArray whose state holds no numpy array")?;
+    if array.shape.len() != 1 {
+        return Err(format!("a StringArray of shape {:?}", array.shape));
+    }
+    array
+        .values()?
+        .into_iter()
+        .map(|v| match v {
+            Value::Str(_) | Value::None => Ok(v),
+            Value::Float(f) if f.is_nan() => Ok(Value::None),
+            other => Err(format!("a {} in a StringArray", other.kind())),
+        })
+        .collect()
 }
 
 /// pandas 3's Arrow-backed string column: `_pa_array`, one Arrow array (or a chunked one) of
@@ -296,7 +339,7 @@ mod tests {
 
     #[test]
     fn pandas_1_2_and_3_pickles_read_alike() {
-        for file in ["frame_pandas1.pkl", "frame_pandas2.pkl", "frame_pandas3.pkl", "frame_pandas2_protocol4.pkl.gz"] {
+        for file in ["frame_pandas1.pkl", "frame_pandas2.pkl", "frame_pandas3.pkl", "frame_pandas3_no_pyarrow.pkl", "frame_pandas2_protocol4.pkl.gz"] {
             let frame = read_pickle(&fixture(file)).unwrap_or_else(|e| panic!("{e}"));
             assert_the_generated_frame(&frame, file);
         }
