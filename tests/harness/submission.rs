@@ -170,8 +170,15 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     std::fs::write(scenario.join("README.md~"), "backup").unwrap();
     std::os::unix::fs::symlink(scenario.join("user.conf"), scenario.join("linked.conf")).unwrap();
     std::fs::write(cwd.join("build/submission/notes.txt"), "scratch").unwrap();
+    // A link anywhere refuses the whole export (as check_submission fails on it); nothing is written.
+    let out = mlperf(&cwd, &["export_submission"]);
+    assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::CHECK_FAILED));
+    let text = refused(&out);
+    assert!(text.contains("SingleStream/linked.conf\": symbolic link to") && text.contains("nothing was exported"), "{text}");
+    assert!(!cwd.join("build/export").exists());
+    std::fs::remove_file(scenario.join("linked.conf")).unwrap();
     let text = ok(&mlperf(&cwd, &["export_submission"]));
-    assert!(text.contains("README.md~: editor backup") && text.contains("linked.conf: symbolic link") && text.contains("notes.txt: not a division"), "{text}");
+    assert!(text.contains("README.md~: editor backup") && text.contains("notes.txt: not a division"), "{text}");
     assert!(text.contains("NON-SUBMITTABLE"), "{text}");
     let export = contents(&cwd.join("build/export"));
     let names: Vec<String> = export.iter().map(|(p, _)| p.display().to_string()).collect();
