@@ -74,7 +74,7 @@ pub(crate) fn read_detail_log(path: &Path, f: &mut Findings) -> Option<DetailLog
 
 /// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
 /// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
-pub(crate) fn python_regex(pattern: &str) -> Result<Regex, String> {
+pub(crate) fn python_regex(pattern: &str) -> Result<Regex, regex_automata::meta::BuildError> {
     let mut translated = String::with_capacity(pattern.len());
     let mut chars = pattern.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -90,7 +90,7 @@ pub(crate) fn python_regex(pattern: &str) -> Result<Regex, String> {
         }
     }
     let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
-    Regex::builder().syntax(syntax).build(&translated).map_err(|e| e.to_string())
+    Regex::builder().syntax(syntax).build(&translated)
 }
 
 /// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.
