@@ -56,7 +56,8 @@ fn links_unsafe_names_and_a_faked_detail_log_fail_the_check_and_the_export() {
     std::fs::write(results.join("MultiStream/new\nline"), "").unwrap();
     let detail = results.join("MultiStream/performance/run_1/mlperf_log_detail.txt");
     let text = std::fs::read_to_string(&detail).unwrap();
-    let faked = text.replace("\"key\": \"result_99.00_percentile_per_query_latency_ns\", \"value\": 57914147", "\"key\": \"result_99.00_percentile_per_query_latency_ns\", \"value\": 7914147");
+    let faked = text
+        .replace("\"key\": \"result_99.00_percentile_per_query_latency_ns\", \"value\": 57914147", "\"key\": \"result_99.00_percentile_per_query_latency_ns\", \"value\": 7914147");
     assert_ne!(faked, text);
     std::fs::write(&detail, faked).unwrap();
     let before = tree(&root);

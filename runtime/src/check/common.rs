@@ -47,9 +47,7 @@ pub(crate) fn is_truthy(value: Option<&serde_json::Value>) -> bool {
 /// A link is never taken for a directory (the walk reports it, see [`super::entries`]).
 pub(crate) fn dir_names(dir: &Path, dirs: bool) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries.flatten().filter(|e| !dirs || e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| e.file_name().to_str().map(String::from)).collect()
-        })
+        .map(|entries| entries.flatten().filter(|e| !dirs || e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
         .unwrap_or_default();
     names.sort();
     names
@@ -74,7 +72,7 @@ pub(crate) fn read_detail_log(path: &Path, f: &mut Findings) -> Option<DetailLog
 
 /// A Python `re` pattern as a regex: a `{` that opens no `{m}`, `{m,}` or `{m,n}` is a literal in
 /// Python (e.g. the checker's F1 pattern `^{...`) but an error here, so it is escaped.
-pub(crate) fn python_regex(pattern: &str) -> Result<Regex, regex_automata::meta::BuildError> {
+pub(crate) fn python_regex(pattern: &str) -> Result<Regex, Box<regex_automata::meta::BuildError>> {
     let mut translated = String::with_capacity(pattern.len());
     let mut chars = pattern.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -90,7 +88,7 @@ pub(crate) fn python_regex(pattern: &str) -> Result<Regex, regex_automata::meta:
         }
     }
     let syntax = regex_automata::util::syntax::Config::new().unicode(false).utf8(false);
-    Regex::builder().syntax(syntax).build(&translated)
+    Regex::builder().syntax(syntax).build(&translated).map_err(Box::new)
 }
 
 /// `{m}`, `{m,}` or `{m,n}` at the start of `rest`.

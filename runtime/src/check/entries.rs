@@ -165,8 +165,7 @@ mod tests {
         assert!(started.elapsed().as_secs() < 1);
         assert_eq!(entries.files, [root.join("a/-rf"), root.join("a/b/ok.txt"), root.join("a/new\nline")]);
         assert_eq!(entries.dirs, [root.join("a"), root.join("a/b")]);
-        let refused: Vec<(String, String)> =
-            entries.refused.iter().map(|r| (r.path.strip_prefix(&root).unwrap().display().to_string(), r.why.to_string())).collect();
+        let refused: Vec<(String, String)> = entries.refused.iter().map(|r| (r.path.strip_prefix(&root).unwrap().display().to_string(), r.why.to_string())).collect();
         let find = |p: &str| refused.iter().find(|(path, _)| path == p).map(|(_, why)| why.as_str()).unwrap_or_else(|| panic!("{p} not refused: {refused:?}"));
         assert!(find("a/root").starts_with("symbolic link to /"));
         assert!(find("a/b/passwd").contains("/etc/passwd"));

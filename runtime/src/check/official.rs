@@ -81,8 +81,11 @@ pub fn run(req: &OfficialRequest) -> Result<OfficialVerdict, OfficialError> {
         return Err(OfficialError::NoChecker { repo: req.inference_repo.to_path_buf(), checker_version: req.round.checker_version.to_string() });
     }
     // Absolute: the checker runs in tools/submission.
-    let csv_path = std::path::absolute(req.log_path.with_file_name("checker_summary.csv"))
-        .map_err(|source| OfficialError::Path { what: "the checker log", path: req.log_path.to_path_buf(), source })?;
+    let csv_path = std::path::absolute(req.log_path.with_file_name("checker_summary.csv")).map_err(|source| OfficialError::Path {
+        what: "the checker log",
+        path: req.log_path.to_path_buf(),
+        source,
+    })?;
     for path in [req.log_path, csv_path.as_path()] {
         if path.exists() && !req.force {
             return Err(OfficialError::Exists { path: path.to_path_buf() });

@@ -440,7 +440,12 @@ fn the_summary_must_state_what_the_detail_log_says() {
     tree.write(&at("Offline", "performance/run_1/mlperf_log_summary.txt"), "root:x:0:0:root:/root:/bin/bash\n");
     let report = tree.check();
     let summary = |scenario: &str| at(scenario, "performance/run_1/mlperf_log_summary.txt");
-    assert_error(&report, Rule::SummaryMatchesDetail, &summary("SingleStream"), "states `90.00 percentile latency (ns) : 21879598`, but the detail log's result_90.00_percentile_latency_ns is 1879598");
+    assert_error(
+        &report,
+        Rule::SummaryMatchesDetail,
+        &summary("SingleStream"),
+        "states `90.00 percentile latency (ns) : 21879598`, but the detail log's result_90.00_percentile_latency_ns is 1879598",
+    );
     assert_error(&report, Rule::SummaryMatchesDetail, &summary("MultiStream"), "states `Result is : INVALID`, but the detail log's result_validity is \"VALID\"");
     assert_error(&report, Rule::SummaryMatchesDetail, &summary("Offline"), "not a LoadGen summary");
     assert!(passing(&report).is_empty(), "{}", report.render());

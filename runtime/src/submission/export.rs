@@ -109,7 +109,9 @@ pub fn export(from: &Path, to: &Path, force: bool) -> Result<ExportReport, Expor
         let name = entry.file_name().to_string_lossy().to_string();
         let division = Division::parse(&name).is_some_and(|d| d.dir_name() == name);
         match entry.file_type() {
-            Ok(t) if division && t.is_symlink() => refused.push(Refused { path: entry.path(), why: Refusal::Link { target: std::fs::read_link(entry.path()).unwrap_or_default() } }),
+            Ok(t) if division && t.is_symlink() => {
+                refused.push(Refused { path: entry.path(), why: Refusal::Link { target: std::fs::read_link(entry.path()).unwrap_or_default() } })
+            }
             Ok(t) if division && t.is_dir() => divisions.push(entry.path()),
             _ => report.left_out.push((PathBuf::from(&name), "not a division directory (closed, open, network)".into())),
         }

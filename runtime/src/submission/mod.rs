@@ -52,7 +52,9 @@ pub enum SubmissionError {
     Archive { what: String, source: std::io::Error },
     #[error("--encrypt needs the passphrase in the environment variable {} (never on the command line); send it to MLCommons with the tarball", pack::PASSPHRASE_ENV)]
     NoPassphrase,
-    #[error("cannot run openssl ({source}): encryption uses `openssl enc -e -aes256` exactly as the official pack_submission.sh, so MLCommons can decrypt it; install OpenSSL (e.g. apt-get install openssl) or pack without --encrypt")]
+    #[error(
+        "cannot run openssl ({source}): encryption uses `openssl enc -e -aes256` exactly as the official pack_submission.sh, so MLCommons can decrypt it; install OpenSSL (e.g. apt-get install openssl) or pack without --encrypt"
+    )]
     NoOpenssl { source: std::io::Error },
     #[error("openssl did not finish: {source}")]
     OpensslWait { source: std::io::Error },
