@@ -7,11 +7,15 @@ Run once per pandas line, each in an environment of its own, from the repository
   pandas 2.2.3, numpy 2.1.3:   python scripts/make_pandas_fixtures.py frame_pandas2.pkl open_orca_tiny.pkl
                                python scripts/make_pandas_fixtures.py --protocol 4 frame_pandas2_protocol4.pkl.gz
   pandas 3.1.1, numpy 2.4.6:   python scripts/make_pandas_fixtures.py frame_pandas3.pkl
+  pandas 3.1.1, numpy 2.4.6, no pyarrow (a fresh `python3 -m venv /tmp/p3 && /tmp/p3/bin/pip install
+  'pandas>=3'`; `import pyarrow` fails there):
+                               python scripts/make_pandas_fixtures.py frame_pandas3_no_pyarrow.pkl
 
 frame_*.pkl: one small frame with a column of each kind the LLM datasets hold (strings, token
 lists as Python lists and as numpy arrays, integers, floats, booleans, a missing string, an
 int64 past 32 bits); pandas 1 and 2 write object blocks of numpy arrays, pandas 3 Arrow-backed
-strings. Written with DataFrame.to_pickle (pickle protocol 5, or the one given).
+strings with pyarrow and, without it, StringArrays (StringDtype(storage="python")) over object
+arrays, pickled as pandas._libs.arrays.__pyx_unpickle_NDArrayBacked. Written with DataFrame.to_pickle (pickle protocol 5, or the one given).
 
 open_orca_tiny.pkl: four samples with the columns of the llama2-70b OpenOrca file
 (open_orca_gpt4_tokenized_llama.sampled_24576.pkl, written by the reference's processorca.py):

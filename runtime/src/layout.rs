@@ -256,10 +256,15 @@ impl SubmissionLayout {
 /// truncates (truncate_accuracy_log.py processes TEST01, TEST07 and TEST09 subdirectories).
 pub const TRUNCATED_TESTS: [AuditTest; 3] = [AuditTest::Test01, AuditTest::Test07, AuditTest::Test09];
 
-/// Names of the subdirectories of `dir`, sorted (empty when it does not exist).
+/// Names of the subdirectories of `dir`, sorted (empty when it does not exist). Links are never
+/// followed, neither `dir` nor its entries: a link in a tree could lead anywhere, `/` included
+/// (`check::entries` reports them).
 fn subdirs(dir: &Path) -> Vec<String> {
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Vec::new();
+    }
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().filter(|e| e.path().is_dir()).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
+        .map(|entries| entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
         .unwrap_or_default();
     names.sort();
     names

@@ -119,7 +119,9 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
 
     // One writer at a time into an --out: a live writer's lock refuses the next with its pid ...
     let (out, lock) = (cwd.join("build/concurrent"), cwd.join("build/.concurrent.mlperf.lock"));
-    let into = |out: &Path, logs: &str| with_selection("stage_results", &["--allow-non-submittable", "--log_dir", logs, "--out", out.to_str().unwrap()]).iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let into = |out: &Path, logs: &str| {
+        with_selection("stage_results", &["--allow-non-submittable", "--log_dir", logs, "--out", out.to_str().unwrap()]).iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
     let stage_into = |out: &Path, logs: &str| {
         let args = into(out, logs);
         std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(&args).current_dir(&cwd).output().unwrap()
@@ -144,10 +146,23 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     }
     for attempt in 0..4 {
         let out = cwd.join(format!("build/race{attempt}"));
-        let spawn = |logs: &str| std::process::Command::new(env!("CARGO_BIN_EXE_mlperf")).args(into(&out, logs)).current_dir(&cwd).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let spawn = |logs: &str| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_mlperf"))
+                .args(into(&out, logs))
+                .current_dir(&cwd)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
         let (first, second) = (spawn("build/logs"), spawn("build/logs2"));
         let ends = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
-        assert_eq!(ends.iter().filter(|o| o.status.success()).count(), 1, "exactly one writer stages: {:?}", ends.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>());
+        assert_eq!(
+            ends.iter().filter(|o| o.status.success()).count(),
+            1,
+            "exactly one writer stages: {:?}",
+            ends.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>()
+        );
         let loser = ends.iter().find(|o| !o.status.success()).unwrap();
         let why = String::from_utf8_lossy(&loser.stderr);
         assert!(why.contains("is writing") || why.contains("would change"), "{why}");
@@ -206,8 +221,15 @@ fn stage_infer_truncate_export_and_pack_a_submission() {
     std::fs::write(scenario.join("README.md~"), "backup").unwrap();
     std::os::unix::fs::symlink(scenario.join("user.conf"), scenario.join("linked.conf")).unwrap();
     std::fs::write(cwd.join("build/submission/notes.txt"), "scratch").unwrap();
+    // A link anywhere refuses the whole export (as check_submission fails on it); nothing is written.
+    let out = mlperf(&cwd, &["export_submission"]);
+    assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::CHECK_FAILED));
+    let text = refused(&out);
+    assert!(text.contains("SingleStream/linked.conf\": symbolic link to") && text.contains("nothing was exported"), "{text}");
+    assert!(!cwd.join("build/export").exists());
+    std::fs::remove_file(scenario.join("linked.conf")).unwrap();
     let text = ok(&mlperf(&cwd, &["export_submission"]));
-    assert!(text.contains("README.md~: editor backup") && text.contains("linked.conf: symbolic link") && text.contains("notes.txt: not a division"), "{text}");
+    assert!(text.contains("README.md~: editor backup") && text.contains("notes.txt: not a division"), "{text}");
     assert!(text.contains("NON-SUBMITTABLE"), "{text}");
     let export = contents(&cwd.join("build/export"));
     let names: Vec<String> = export.iter().map(|(p, _)| p.display().to_string()).collect();

@@ -48,14 +48,35 @@ pub fn first_group<'l>(re: &Regex, line: &'l str) -> Option<&'l str> {
 #[non_exhaustive]
 pub enum Miss {
     /// The round names no pattern for the metric (round data incomplete).
-    NoPattern { metric: String, round: String },
+    NoPattern {
+        metric: String,
+        round: String,
+    },
     /// The round's pattern does not compile (round data broken).
-    BadPattern { metric: String, error: String },
-    NoLine { metric: String, pattern: String },
-    NotANumber { metric: String, value: String },
+    BadPattern {
+        metric: String,
+        error: String,
+    },
+    NoLine {
+        metric: String,
+        pattern: String,
+    },
+    NotANumber {
+        metric: String,
+        value: String,
+    },
     /// Under the target; `length` when the metric has a range (tokens per sample).
-    Below { metric: String, value: f64, target: f64, length: bool },
-    Above { metric: String, value: f64, upper: f64 },
+    Below {
+        metric: String,
+        value: f64,
+        target: f64,
+        length: bool,
+    },
+    Above {
+        metric: String,
+        value: f64,
+        upper: f64,
+    },
 }
 
 impl Miss {

@@ -43,9 +43,10 @@ pub(crate) fn is_truthy(value: Option<&serde_json::Value>) -> bool {
 }
 
 /// Names in `dir` (directories when `dirs`, else every entry), sorted; empty when it does not exist.
+/// A link is never taken for a directory (the walk reports it, see [`super::entries`]).
 pub(crate) fn dir_names(dir: &Path, dirs: bool) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().filter(|e| !dirs || e.path().is_dir()).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
+        .map(|entries| entries.flatten().filter(|e| !dirs || e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| e.file_name().to_str().map(String::from)).collect())
         .unwrap_or_default();
     names.sort();
     names
@@ -67,4 +68,3 @@ pub(crate) fn read_detail_log(path: &Path, f: &mut Findings) -> Option<DetailLog
         }
     }
 }
-

@@ -10,11 +10,16 @@
 //!
 //! Paths come from [`crate::layout`], the one module that knows a round's tree.
 //!
+//! Every entry of a tree is first listed by [`entries`] (the walk `export_submission` shares),
+//! which follows no link: links, special files and unsafe names are findings, and no rule reads
+//! below a link.
+//!
 //! Layers, each importing only those below it: [`walk`] (the tree, in the checker's order) calls
 //! the [`rules`] (one file per concern), which share [`common`] helpers; this module holds the
 //! vocabulary (rules, findings, the report) and the entry points.
 
 mod common;
+pub mod entries;
 pub mod official;
 mod rules;
 mod walk;
@@ -81,10 +86,17 @@ pub enum Rule {
     /// Files the checker does not read but that should not ship (trace logs) or parts the
     /// pre-flight does not check (power).
     Hygiene,
+    /// No symbolic link, special file or unreadable directory in the tree (never followed).
+    Link,
+    /// File and directory names the official checker and tarballs take (no space, control
+    /// character, leading `-`, quote or glob).
+    FileName,
+    /// `mlperf_log_summary.txt` states the same result, validity and figures as the detail log.
+    SummaryMatchesDetail,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 24] = [
+    pub const ALL: [Rule; 27] = [
         Rule::Layout,
         Rule::RequiredFile,
         Rule::Scenarios,
@@ -109,6 +121,9 @@ impl Rule {
         Rule::ComplianceFiles,
         Rule::ComplianceVerify,
         Rule::Hygiene,
+        Rule::Link,
+        Rule::FileName,
+        Rule::SummaryMatchesDetail,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -137,6 +152,9 @@ impl Rule {
             Rule::ComplianceFiles => "compliance-files",
             Rule::ComplianceVerify => "compliance-verify",
             Rule::Hygiene => "hygiene",
+            Rule::Link => "link",
+            Rule::FileName => "file-name",
+            Rule::SummaryMatchesDetail => "summary-detail",
         }
     }
 
@@ -305,9 +323,16 @@ pub(crate) struct Tree<'a> {
     pub layout: SubmissionLayout,
     pub division: Division,
     pub submitter: String,
+    /// What the walk refused below the tree's directory.
+    pub refused: Vec<entries::Refused>,
 }
 
 impl Tree<'_> {
+    /// Whether `path` is, or lies below, an entry no rule may read through (a link, a FIFO).
+    pub fn unsafe_at(&self, path: &Path) -> bool {
+        self.refused.iter().any(|r| r.why.unsafe_to_read() && path.starts_with(&r.path))
+    }
+
     /// Closed and network submissions must follow the round's scenario and compliance tables;
     /// open ones need not (the checker skips those checks for open).
     pub fn is_closed_like(&self) -> bool {
@@ -329,13 +354,40 @@ pub fn check_submission(req: &CheckRequest) -> Report {
             "point --input at the submission root (the directory holding closed/), e.g. build/submission, and stage results into it with `mlperf stage_results`",
         );
     }
+    let mut refused = divisions_refused(req);
     for layout in trees {
         let Some(division) = layout.division() else { continue };
         let submitter = layout.org_dir().file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        let tree = Tree { round: req.round, layout, division, submitter };
+        let (mine, others) = refused.into_iter().partition(|r| r.path.starts_with(layout.org_dir()));
+        refused = others;
+        let tree = Tree { round: req.round, layout, division, submitter, refused: mine };
         results.extend(walk::check_tree(&tree, &mut findings));
     }
+    // Entries outside every checked submitter tree: the division directories themselves, or a
+    // submitter directory that is a link.
+    for r in &refused {
+        walk::refused_finding(r, &mut findings);
+    }
     Report { round: req.round.id.to_string(), results, findings: findings.list }
+}
+
+/// What the walk refuses in the division directories under `req.input` (of the submitter asked
+/// for, when one is). A division directory that is itself a link is refused, never entered.
+fn divisions_refused(req: &CheckRequest) -> Vec<entries::Refused> {
+    let mut refused = Vec::new();
+    for division in Division::ALL {
+        let dir = req.input.join(division.dir_name());
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_symlink() => {
+                refused.push(entries::Refused { path: dir.clone(), why: entries::Refusal::Link { target: std::fs::read_link(&dir).unwrap_or_default() } })
+            }
+            Ok(m) if m.is_dir() => refused.extend(entries::walk(&dir).refused),
+            _ => {}
+        }
+    }
+    let submitter_of = |path: &Path| path.strip_prefix(req.input).ok().and_then(|rel| rel.iter().nth(1)).and_then(|s| s.to_str()).map(str::to_string);
+    refused.retain(|r| req.submitter.is_none_or(|s| submitter_of(&r.path).is_none_or(|name| name.eq_ignore_ascii_case(s))));
+    refused
 }
 
 /// A checked tree: the pre-flight's report and, when asked, the official checker's verdict.

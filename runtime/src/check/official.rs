@@ -9,7 +9,7 @@
 //! submission has errors` (exit 1).
 
 use super::Report;
-use crate::fsutil::write_atomic;
+use crate::fsutil::{FsError, write_atomic};
 use crate::layout::ResultKey;
 use mlperf_config::{Round, Scenario};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,32 @@ use std::process::Command;
 
 /// The package inside a checkout of mlcommons/inference.
 const CHECKER_PACKAGE: &str = "tools/submission/submission_checker";
+
+/// Why the official checker could not be run (its verdict, when it ran, is an [`OfficialVerdict`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OfficialError {
+    #[error("--inference-repo {}: no {CHECKER_PACKAGE}/main.py there; point it at a checkout of https://github.com/mlcommons/inference (the round's checker version is {checker_version})", repo.display())]
+    NoChecker { repo: PathBuf, checker_version: String },
+    /// A path that cannot be made absolute or canonical (`what` is the flag or file).
+    #[error("{what} {}: {source}", path.display())]
+    Path { what: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("{} exists (an earlier checker run); pass --force to overwrite it", path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot run {python} for the official checker: {source} (install Python 3 with PyYAML, or pass --python)")]
+    NoPython { python: String, source: std::io::Error },
+    #[error("the official checker needs PyYAML: `{python} -m pip install pyyaml` (its log: {})", log.display())]
+    NoPyYaml { python: String, log: PathBuf },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+/// A checker that cannot be run is [`crate::Error::Other`], as when this was a string.
+impl From<OfficialError> for crate::Error {
+    fn from(e: OfficialError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
 
 /// What to run and where its output goes.
 pub struct OfficialRequest<'a> {
@@ -49,26 +75,26 @@ pub struct OfficialVerdict {
 }
 
 /// Runs the official checker and saves its log; an error when it cannot be run at all.
-pub fn run(req: &OfficialRequest) -> Result<OfficialVerdict, String> {
+pub fn run(req: &OfficialRequest) -> Result<OfficialVerdict, OfficialError> {
     let tools = req.inference_repo.join("tools/submission");
     if !req.inference_repo.join(CHECKER_PACKAGE).join("main.py").is_file() {
-        return Err(format!(
-            "--inference-repo {}: no {CHECKER_PACKAGE}/main.py there; point it at a checkout of https://github.com/mlcommons/inference (the round's checker version is {})",
-            req.inference_repo.display(),
-            req.round.checker_version
-        ));
+        return Err(OfficialError::NoChecker { repo: req.inference_repo.to_path_buf(), checker_version: req.round.checker_version.to_string() });
     }
     // Absolute: the checker runs in tools/submission.
-    let csv_path = std::path::absolute(req.log_path.with_file_name("checker_summary.csv")).map_err(|e| format!("{}: {e}", req.log_path.display()))?;
+    let csv_path = std::path::absolute(req.log_path.with_file_name("checker_summary.csv")).map_err(|source| OfficialError::Path {
+        what: "the checker log",
+        path: req.log_path.to_path_buf(),
+        source,
+    })?;
     for path in [req.log_path, csv_path.as_path()] {
         if path.exists() && !req.force {
-            return Err(format!("{} exists (an earlier checker run); pass --force to overwrite it", path.display()));
+            return Err(OfficialError::Exists { path: path.to_path_buf() });
         }
     }
     if let Some(dir) = csv_path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(FsError::create(dir))?;
     }
-    let input = std::fs::canonicalize(req.input).map_err(|e| format!("--input {}: {e}", req.input.display()))?;
+    let input = std::fs::canonicalize(req.input).map_err(|source| OfficialError::Path { what: "--input", path: req.input.to_path_buf(), source })?;
     let mut command = Command::new(req.python);
     command.current_dir(&tools).args(["-m", "submission_checker.main", "--input"]).arg(&input).args(["--version", &req.round.checker_version, "--csv"]).arg(&csv_path);
     if let Some(s) = req.submitter {
@@ -83,13 +109,13 @@ pub fn run(req: &OfficialRequest) -> Result<OfficialVerdict, String> {
         csv_path.display(),
         req.submitter.map_or(String::new(), |s| format!(" --submitter {s}"))
     );
-    let output = command.output().map_err(|e| format!("cannot run {} for the official checker: {e} (install Python 3 with PyYAML, or pass --python)", req.python))?;
+    let output = command.output().map_err(|source| OfficialError::NoPython { python: req.python.to_string(), source })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let log = format!("# {shown}\n# exit status: {}\n{stdout}{stderr}", output.status.code().map_or("killed".to_string(), |c| c.to_string()));
     write_atomic(req.log_path, log.as_bytes())?;
     if stderr.contains("No module named 'yaml'") {
-        return Err(format!("the official checker needs PyYAML: `{} -m pip install pyyaml` (its log: {})", req.python, req.log_path.display()));
+        return Err(OfficialError::NoPyYaml { python: req.python.to_string(), log: req.log_path.to_path_buf() });
     }
     Ok(parse(&log, output.status.code(), req.log_path, &csv_path))
 }

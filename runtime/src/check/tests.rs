@@ -384,6 +384,73 @@ fn trace_logs_and_power_are_warnings() {
     assert!(report.findings.iter().any(|f| f.rule == Rule::Hygiene && f.severity == Severity::Warning), "{}", report.render());
 }
 
+/// The results with no error, by scenario.
+fn passing(report: &Report) -> Vec<Scenario> {
+    report.passing_results().iter().map(|k| k.scenario).collect()
+}
+
+#[test]
+fn a_link_to_the_root_is_refused_at_once_and_never_walked() {
+    let tree = Copy::new();
+    std::os::unix::fs::symlink("/", tree.path(&at("SingleStream", "root"))).unwrap();
+    let started = std::time::Instant::now();
+    let report = tree.check();
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "took {:?}", started.elapsed());
+    assert_error(&report, Rule::Link, &at("SingleStream", "root"), "symbolic link to /");
+    assert_error(&report, Rule::Link, &format!("{SCENARIO}/SingleStream"), "other rules were not run");
+    assert_eq!(passing(&report), [Scenario::MultiStream, Scenario::Offline], "{}", report.render());
+}
+
+#[test]
+fn a_file_linked_out_of_the_tree_or_a_link_loop_fails_its_result() {
+    let tree = Copy::new();
+    let summary = at("Offline", "performance/run_1/mlperf_log_summary.txt");
+    tree.remove(&summary);
+    std::os::unix::fs::symlink("/etc/passwd", tree.path(&summary)).unwrap();
+    std::os::unix::fs::symlink(tree.path(SCENARIO), tree.path(&at("MultiStream", "loop"))).unwrap();
+    // A link at the division or submitter level is refused too, and never entered.
+    std::os::unix::fs::symlink("/", tree.path("closed/Elsewhere")).unwrap();
+    let report = tree.check();
+    assert_error(&report, Rule::Link, &summary, "symbolic link to /etc/passwd");
+    assert_error(&report, Rule::Link, &at("MultiStream", "loop"), "symbolic link to");
+    assert_error(&report, Rule::Link, "closed/Elsewhere", "symbolic link to /");
+    assert_eq!(passing(&report), [Scenario::SingleStream], "{}", report.render());
+    assert_eq!(report.results.len(), 3, "{}", report.render());
+}
+
+#[test]
+fn names_with_a_newline_or_a_leading_dash_are_refused() {
+    let tree = Copy::new();
+    tree.write(&at("Offline", "-rf"), "x");
+    tree.write(&at("SingleStream", "performance/run_1/new\nline.txt"), "x");
+    let report = tree.check();
+    assert_error(&report, Rule::FileName, &at("Offline", "-rf"), "starts with `-`");
+    assert_error(&report, Rule::FileName, &at("SingleStream", "performance/run_1/new\nline.txt"), "\"new\\nline.txt\": file name holds a control character");
+    assert_eq!(passing(&report), [Scenario::MultiStream], "{}", report.render());
+}
+
+#[test]
+fn the_summary_must_state_what_the_detail_log_says() {
+    let tree = Copy::new();
+    // A latency faked in the detail log alone.
+    tree.set_log_value(&at("SingleStream", "performance/run_1/mlperf_log_detail.txt"), "result_90.00_percentile_latency_ns", serde_json::json!(1879598));
+    // A validity faked in the summary alone.
+    tree.replace(&at("MultiStream", "performance/run_1/mlperf_log_summary.txt"), "Result is : VALID", "Result is : INVALID");
+    // Another file in the summary's place.
+    tree.write(&at("Offline", "performance/run_1/mlperf_log_summary.txt"), "root:x:0:0:root:/root:/bin/bash\n");
+    let report = tree.check();
+    let summary = |scenario: &str| at(scenario, "performance/run_1/mlperf_log_summary.txt");
+    assert_error(
+        &report,
+        Rule::SummaryMatchesDetail,
+        &summary("SingleStream"),
+        "states `90.00 percentile latency (ns) : 21879598`, but the detail log's result_90.00_percentile_latency_ns is 1879598",
+    );
+    assert_error(&report, Rule::SummaryMatchesDetail, &summary("MultiStream"), "states `Result is : INVALID`, but the detail log's result_validity is \"VALID\"");
+    assert_error(&report, Rule::SummaryMatchesDetail, &summary("Offline"), "not a LoadGen summary");
+    assert!(passing(&report).is_empty(), "{}", report.render());
+}
+
 #[test]
 fn every_rule_has_a_distinct_name() {
     let mut names: Vec<&str> = Rule::ALL.iter().map(|r| r.name()).collect();

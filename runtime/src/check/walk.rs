@@ -2,6 +2,7 @@
 //! and every rule of each result directory, in the checker's order.
 
 use super::common::{Bench, dir_names, require_files};
+use super::entries::{Refusal, Refused};
 use super::rules::{accuracy, compliance, files, performance, system};
 use super::{Findings, Rule, Tree};
 use crate::layout;
@@ -29,6 +30,8 @@ pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
         );
     }
     let mut results = Vec::new();
+    // Refused entries found in a result's directories are reported with that result.
+    let mut reported = vec![false; tree.refused.len()];
     for system_name in dir_names(&layout.results_dir(), true) {
         f.result = None;
         let system_type = system::check(tree, &system_name, f);
@@ -50,13 +53,42 @@ pub(crate) fn check_tree(tree: &Tree, f: &mut Findings) -> Vec<ResultKey> {
             for scenario in scenarios {
                 let key = ResultKey::new(system_name.clone(), bench_dir.clone(), scenario);
                 f.result = Some(key.clone());
-                check_result(tree, &bench, &key, f);
+                let dirs = [layout.scenario_dir(&key), layout.measurements_dir(&key), layout.compliance_dir(&key)];
+                for (r, done) in tree.refused.iter().zip(reported.iter_mut()).filter(|(r, done)| !**done && dirs.iter().any(|d| r.path.starts_with(d))) {
+                    refused_finding(r, f);
+                    *done = true;
+                }
+                if dirs.iter().any(|d| tree.unsafe_at(d) || tree.refused.iter().any(|r| r.why.unsafe_to_read() && r.path.starts_with(d))) {
+                    f.error(
+                        Rule::Link,
+                        &layout.scenario_dir(&key),
+                        "its other rules were not run: the result holds a link or special file, and no rule reads through one".into(),
+                        "replace the links with the files they point to, then check again",
+                    );
+                } else {
+                    check_result(tree, &bench, &key, f);
+                }
                 results.push(key);
             }
         }
     }
     f.result = None;
+    for (r, _) in tree.refused.iter().zip(&reported).filter(|(_, done)| !**done) {
+        refused_finding(r, f);
+    }
     results
+}
+
+/// The finding for an entry the walk refused.
+pub(crate) fn refused_finding(r: &Refused, f: &mut Findings) {
+    let (rule, message) = match &r.why {
+        Refusal::Name { .. } => {
+            let name = r.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            (Rule::FileName, format!("{name:?}: {}", r.why))
+        }
+        other => (Rule::Link, other.to_string()),
+    };
+    f.error(rule, &r.path, message, r.why.fix());
 }
 
 fn checker_models(tree: &Tree) -> String {

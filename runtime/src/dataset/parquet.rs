@@ -26,15 +26,26 @@ pub fn read_parquet(path: &Path) -> Result<DataFrame, DataError> {
     for (index, row) in rows.enumerate() {
         let row = row.map_err(|e| DataError::Parquet { path: path.to_path_buf(), at: Some(format!("row {index}")), reason: e.to_string() })?;
         for (column, (name, field)) in row.get_column_iter().enumerate() {
-            let cell = value(field).map_err(|reason| DataError::Parquet { path: path.to_path_buf(), at: Some(format!("row {index}, column {name:?}")), reason })?;
+            let cell = value(field).map_err(|e| DataError::Parquet { path: path.to_path_buf(), at: Some(format!("row {index}, column {name:?}")), reason: e.to_string() })?;
             columns[column].push(cell);
         }
     }
     Ok(DataFrame::new(names.into_iter().zip(columns).collect()))
 }
 
+/// A parquet cell the reader has no [`Value`] for.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CellError {
+    #[error("integer {0} does not fit int64")]
+    TooLarge(u64),
+    /// Any other kind of cell (a map, a struct, a date), as the `parquet` crate shows it.
+    #[error("a {0} cell; this reader knows numbers, strings and lists of them")]
+    Unsupported(String),
+}
+
 /// A cell as the pickle reader would hold it.
-fn value(field: &Field) -> Result<Value, String> {
+fn value(field: &Field) -> Result<Value, CellError> {
     Ok(match field {
         Field::Null => Value::None,
         Field::Bool(b) => Value::Bool(*b),
@@ -45,12 +56,12 @@ fn value(field: &Field) -> Result<Value, String> {
         Field::UByte(v) => Value::Int(i64::from(*v)),
         Field::UShort(v) => Value::Int(i64::from(*v)),
         Field::UInt(v) => Value::Int(i64::from(*v)),
-        Field::ULong(v) => Value::Int(i64::try_from(*v).map_err(|_| format!("integer {v} does not fit int64"))?),
+        Field::ULong(v) => Value::Int(i64::try_from(*v).map_err(|_| CellError::TooLarge(*v))?),
         Field::Float(v) => Value::Float(f64::from(*v)),
         Field::Double(v) => Value::Float(*v),
         Field::Str(s) => Value::Str(s.as_str().into()),
         Field::Bytes(b) => Value::Bytes(b.data().into()),
         Field::ListInternal(list) => Value::List(Rc::new(RefCell::new(list.elements().iter().map(value).collect::<Result<_, _>>()?))),
-        other => return Err(format!("a {other:?} cell; this reader knows numbers, strings and lists of them")),
+        other => return Err(CellError::Unsupported(format!("{other:?}"))),
     })
 }

@@ -132,10 +132,47 @@ pub enum PickleError {
     Truncated { len: usize },
     /// `reason` is what the opcode found wrong (the stack, the memo, an argument).
     #[error("pickle opcode {opcode:#04x} at byte {offset}: {reason}")]
-    Opcode { opcode: u8, offset: usize, reason: String },
+    Opcode { opcode: u8, offset: usize, reason: OpcodeProblem },
     /// STOP found no value to return (an empty stack, or only a MARK's).
     #[error("{reason}")]
-    Stop { reason: String },
+    Stop { reason: OpcodeProblem },
+}
+
+/// What an opcode found wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpcodeProblem {
+    /// The stack, the marks or an argument is not as the opcode needs it (the text says how), or
+    /// the opcode is one this reader does not read.
+    #[error("{0}")]
+    Static(&'static str),
+    #[error("the file ends at byte {len} inside a value")]
+    Ends { len: usize },
+    #[error("a str that is not UTF-8: {0}")]
+    NotUtf8(std::str::Utf8Error),
+    #[error("an integer of {bytes} bytes (past 64 bits)")]
+    LongInt { bytes: usize },
+    #[error("memo entry {0} was never stored")]
+    MemoMissing(u32),
+    #[error("call arguments are a {0}, not a tuple")]
+    CallArguments(String),
+    #[error("appends to a {0}")]
+    AppendsTo(String),
+    #[error("sets items of a {0}")]
+    SetsItemsOf(String),
+    #[error("sets the state of a {0}")]
+    SetsStateOf(String),
+    #[error("pickle protocol {0}; this reader reads protocols 2 to 5")]
+    Protocol(u64),
+    #[error("a {0}-tuple of fewer values")]
+    ShortTuple(usize),
+}
+
+/// `Err("pops an empty stack".into())`, `.ok_or("needs a MARK")?`.
+impl From<&'static str> for OpcodeProblem {
+    fn from(what: &'static str) -> OpcodeProblem {
+        OpcodeProblem::Static(what)
+    }
 }
 
 /// Reads the pickle in `data` and returns its one value. Errors give the byte offset.
@@ -165,19 +202,19 @@ impl Machine<'_> {
         }
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
-        let end = self.at.checked_add(n).filter(|&end| end <= self.data.len()).ok_or_else(|| format!("the file ends at byte {} inside a value", self.data.len()))?;
+    fn take(&mut self, n: usize) -> Result<&[u8], OpcodeProblem> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.data.len()).ok_or(OpcodeProblem::Ends { len: self.data.len() })?;
         let bytes = &self.data[self.at..end];
         self.at = end;
         Ok(bytes)
     }
 
-    fn uint(&mut self, n: usize) -> Result<u64, String> {
+    fn uint(&mut self, n: usize) -> Result<u64, OpcodeProblem> {
         let bytes = self.take(n)?;
         Ok(bytes.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 
-    fn line(&mut self) -> Result<String, String> {
+    fn line(&mut self) -> Result<String, OpcodeProblem> {
         let rest = &self.data[self.at..];
         let end = rest.iter().position(|&b| b == b'\n').ok_or("a text argument without its newline")?;
         let text = std::str::from_utf8(&rest[..end]).map_err(|_| "a text argument that is not UTF-8")?.to_string();
@@ -186,38 +223,38 @@ impl Machine<'_> {
     }
 
     /// Reads a `width`-byte little-endian argument and pushes what `build` makes of it.
-    fn sized(&mut self, width: usize, build: impl FnOnce(&mut Self, u64) -> Result<Value, String>) -> Result<(), String> {
+    fn sized(&mut self, width: usize, build: impl FnOnce(&mut Self, u64) -> Result<Value, OpcodeProblem>) -> Result<(), OpcodeProblem> {
         let arg = self.uint(width)?;
         let value = build(self, arg)?;
         self.push(value);
         Ok(())
     }
 
-    fn text(&mut self, n: u64) -> Result<Value, String> {
+    fn text(&mut self, n: u64) -> Result<Value, OpcodeProblem> {
         let n = length(n)?;
         let bytes = self.take(n)?;
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("a str that is not UTF-8: {e}"))?;
+        let text = std::str::from_utf8(bytes).map_err(OpcodeProblem::NotUtf8)?;
         Ok(Value::Str(text.into()))
     }
 
-    fn bytes(&mut self, n: u64) -> Result<Value, String> {
+    fn bytes(&mut self, n: u64) -> Result<Value, OpcodeProblem> {
         let n = length(n)?;
         Ok(Value::Bytes(self.take(n)?.into()))
     }
 
-    fn pop(&mut self) -> Result<Value, String> {
+    fn pop(&mut self) -> Result<Value, OpcodeProblem> {
         if self.marks.last().is_some_and(|&m| m >= self.stack.len()) {
             return Err("pops past a MARK".into());
         }
         self.stack.pop().ok_or_else(|| "pops an empty stack".into())
     }
 
-    fn top(&mut self) -> Result<&Value, String> {
+    fn top(&mut self) -> Result<&Value, OpcodeProblem> {
         self.stack.last().ok_or_else(|| "needs a value on the stack".into())
     }
 
     /// The values pushed since the last MARK, which is removed.
-    fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
+    fn pop_mark(&mut self) -> Result<Vec<Value>, OpcodeProblem> {
         let mark = self.marks.pop().ok_or("needs a MARK")?;
         if mark > self.stack.len() {
             return Err("a MARK above the stack".into());
@@ -229,10 +266,10 @@ impl Machine<'_> {
         self.stack.push(value);
     }
 
-    fn long(&mut self, n: u64) -> Result<Value, String> {
+    fn long(&mut self, n: u64) -> Result<Value, OpcodeProblem> {
         let bytes = self.take(length(n)?)?;
         if bytes.len() > 8 {
-            return Err(format!("an integer of {} bytes (past 64 bits)", bytes.len()));
+            return Err(OpcodeProblem::LongInt { bytes: bytes.len() });
         }
         let negative = bytes.last().is_some_and(|&b| b & 0x80 != 0);
         let mut raw = [if negative { 0xff } else { 0 }; 8];
@@ -240,39 +277,39 @@ impl Machine<'_> {
         Ok(Value::Int(i64::from_le_bytes(raw)))
     }
 
-    fn memo_get(&self, key: u32) -> Result<Value, String> {
-        self.memo.get(&key).cloned().ok_or_else(|| format!("memo entry {key} was never stored"))
+    fn memo_get(&self, key: u32) -> Result<Value, OpcodeProblem> {
+        self.memo.get(&key).cloned().ok_or(OpcodeProblem::MemoMissing(key))
     }
 
-    fn memo_put(&mut self, key: u32) -> Result<(), String> {
+    fn memo_put(&mut self, key: u32) -> Result<(), OpcodeProblem> {
         let value = self.top()?.clone();
         self.memo.insert(key, value);
         Ok(())
     }
 
-    fn call(&mut self, callable: Value, args: Value) -> Result<(), String> {
-        let args = args.items().ok_or_else(|| format!("call arguments are a {}, not a tuple", args.kind()))?;
+    fn call(&mut self, callable: Value, args: Value) -> Result<(), OpcodeProblem> {
+        let args = args.items().ok_or_else(|| OpcodeProblem::CallArguments(args.kind()))?;
         self.push(Value::Object(Rc::new(RefCell::new(Object { callable, args, state: None }))));
         Ok(())
     }
 
-    fn append(&mut self, items: Vec<Value>) -> Result<(), String> {
+    fn append(&mut self, items: Vec<Value>) -> Result<(), OpcodeProblem> {
         match self.top()? {
             Value::List(list) => {
                 list.borrow_mut().extend(items);
                 Ok(())
             }
-            other => Err(format!("appends to a {}", other.kind())),
+            other => Err(OpcodeProblem::AppendsTo(other.kind())),
         }
     }
 
-    fn set_items(&mut self, items: Vec<Value>) -> Result<(), String> {
+    fn set_items(&mut self, items: Vec<Value>) -> Result<(), OpcodeProblem> {
         if !items.len().is_multiple_of(2) {
             return Err("an odd number of keys and values".into());
         }
         let dict = match self.top()? {
             Value::Dict(dict) => dict.clone(),
-            other => return Err(format!("sets items of a {}", other.kind())),
+            other => return Err(OpcodeProblem::SetsItemsOf(other.kind())),
         };
         let mut dict = dict.borrow_mut();
         let mut items = items.into_iter();
@@ -285,12 +322,12 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn step(&mut self, op: u8) -> Result<(), String> {
+    fn step(&mut self, op: u8) -> Result<(), OpcodeProblem> {
         match op {
             0x80 => {
                 let protocol = self.uint(1)?;
                 if !(2..=5).contains(&protocol) {
-                    return Err(format!("pickle protocol {protocol}; this reader reads protocols 2 to 5"));
+                    return Err(OpcodeProblem::Protocol(protocol));
                 }
             }
             0x95 => {
@@ -351,7 +388,7 @@ impl Machine<'_> {
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
                 if self.stack.len() < n + self.marks.last().copied().unwrap_or(0) {
-                    return Err(format!("a {n}-tuple of fewer values"));
+                    return Err(OpcodeProblem::ShortTuple(n));
                 }
                 let items = self.stack.split_off(self.stack.len() - n);
                 self.push(Value::Tuple(items.into()));
@@ -411,7 +448,7 @@ impl Machine<'_> {
                 let state = self.pop()?;
                 match self.top()? {
                     Value::Object(object) => object.borrow_mut().state = Some(state),
-                    other => return Err(format!("sets the state of a {}", other.kind())),
+                    other => return Err(OpcodeProblem::SetsStateOf(other.kind())),
                 }
             }
             0x94 => {
@@ -445,8 +482,8 @@ impl Machine<'_> {
     }
 }
 
-fn length(n: u64) -> Result<usize, String> {
-    usize::try_from(n).map_err(|_| "a length past this machine's address space".to_string())
+fn length(n: u64) -> Result<usize, OpcodeProblem> {
+    usize::try_from(n).map_err(|_| OpcodeProblem::Static("a length past this machine's address space"))
 }
 
 /// Dict keys compare by value for the scalar kinds pickles use as keys.

@@ -225,7 +225,10 @@ fn accuracy_misses(dir: &Path, plan: &RunPlan, round: &Round) -> Vec<Miss> {
 #[non_exhaustive]
 pub enum Unusable {
     /// Not VALID (performance), or not a complete accuracy run: the table's status and advice.
-    Status { status: RunStatus, advice: Option<String> },
+    Status {
+        status: RunStatus,
+        advice: Option<String>,
+    },
     NoAccuracyLog,
     /// An accuracy run without `accuracy.txt`: scoring failed or never ran (test backends are
     /// never scored).

@@ -8,7 +8,7 @@
 //!
 //! Run it after `stage_compliance` (the copies carry the audits) and before `truncate_results`.
 
-use super::{Content, PlaceReport, Placement, benchmark_for_dir, copy_tree, place_all};
+use super::{Content, PlaceReport, Placement, SubmissionError, benchmark_for_dir, copy_tree, place_all};
 use crate::layout::{ResultKey, SubmissionLayout, is_edge};
 use mlperf_config::{Round, Scenario};
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ pub struct InferReport {
 }
 
 /// Infers what the round allows for every staged edge system under `root`.
-pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Result<InferReport, String> {
+pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Result<InferReport, SubmissionError> {
     let mut report = InferReport::default();
     let mut placements = Vec::new();
     for tree in SubmissionLayout::submitters(root, round.layout, submitter) {
@@ -71,10 +71,8 @@ pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Res
         }
         for ((system, bench_dir), present) in by_benchmark {
             let desc_path = tree.system_json(&system);
-            let desc: serde_json::Value = std::fs::read_to_string(&desc_path)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .ok_or_else(|| format!("cannot read {}; stage the results with `mlperf stage_results`", desc_path.display()))?;
+            let text = std::fs::read_to_string(&desc_path).map_err(SubmissionError::read(&desc_path, "; stage the results with `mlperf stage_results`"))?;
+            let desc: serde_json::Value = serde_json::from_str(&text).map_err(|e| SubmissionError::NotJson { path: desc_path.clone(), source: e })?;
             let system_type = desc["system_type"].as_str().unwrap_or_default();
             if !is_edge(system_type) {
                 report.notes.push(format!("{system}/{bench_dir}: system_type \"{system_type}\" is not edge; the checker accepts inferred results only for edge systems"));
@@ -97,7 +95,7 @@ pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Res
 
 /// The copies that make `dst` an inferred result of `src` (scenario, measurements and compliance
 /// directories; in the v5 layout the measurements json is renamed for the new scenario).
-fn inferred_files(tree: &SubmissionLayout, src: &ResultKey, dst: &ResultKey) -> Result<Vec<Placement>, String> {
+fn inferred_files(tree: &SubmissionLayout, src: &ResultKey, dst: &ResultKey) -> Result<Vec<Placement>, SubmissionError> {
     let mut files = copy_tree(&tree.scenario_dir(src), &tree.scenario_dir(dst));
     for (from_dir, to_dir) in [(tree.measurements_dir(src), tree.measurements_dir(dst)), (tree.compliance_dir(src), tree.compliance_dir(dst))] {
         if from_dir != tree.scenario_dir(src) {
@@ -111,7 +109,7 @@ fn inferred_files(tree: &SubmissionLayout, src: &ResultKey, dst: &ResultKey) -> 
         }
     }
     let readme = tree.readme(src);
-    let measured = std::fs::read_to_string(&readme).map_err(|e| format!("cannot read {}: {e}", readme.display()))?;
+    let measured = std::fs::read_to_string(&readme).map_err(SubmissionError::read(&readme, ""))?;
     files.retain(|f| f.dest != tree.readme(dst));
     files.push(Placement { dest: tree.readme(dst), content: Content::Text(inferred_readme(&measured, src.scenario, dst.scenario)) });
     Ok(files)

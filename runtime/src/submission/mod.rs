@@ -7,10 +7,89 @@ pub mod pack;
 pub mod stage;
 pub mod truncate;
 
-use crate::fsutil::write_atomic;
+use crate::fsutil::{FsError, write_atomic};
 use crate::layout::Division;
 use mlperf_config::{AuditTest, BenchmarkRound, Round};
 use std::path::{Path, PathBuf};
+
+/// Why a step of the submission chain (placing files, inferring, truncating, packing) wrote
+/// nothing or stopped; each says what to run next.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmissionError {
+    /// A file the step needs; `fix` says how to get it back (may be empty).
+    #[error("cannot read {}: {source}{fix}", path.display())]
+    Read { path: PathBuf, source: std::io::Error, fix: &'static str },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// Placing would change already staged files, and `--force` was not given.
+    #[error("{} already staged file(s) would change; nothing was written:{}\nStaged results are never overwritten silently: rerun `{rerun} --force` to replace them", conflicts.len(), first_ten(conflicts))]
+    WouldReplace { conflicts: Vec<PathBuf>, rerun: String },
+    /// A staged system description that is not JSON.
+    #[error("{} is not JSON ({source}); stage the results with `mlperf stage_results`", path.display())]
+    NotJson { path: PathBuf, source: serde_json::Error },
+    #[error("no staged submission under {}; run `mlperf stage_results` first", root.display())]
+    NothingStaged { root: PathBuf },
+    /// Truncation before the audits that compare the full accuracy log are staged.
+    #[error("round {round} requires audits that are not staged yet:\n  {}\nTEST01 verification compares the full accuracy log, which truncation replaces; run `mlperf run_audit_harness` and `mlperf stage_compliance` first, then truncate", missing.join("\n  "))]
+    AuditsNotStaged { round: String, missing: Vec<String> },
+    #[error("{} already holds a different full log; it is never overwritten: move it away, then rerun", backup.display())]
+    BackupDiffers { backup: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Truncate { path: PathBuf, source: truncate::TruncateError },
+    #[error("{} has no closed/, open/ or network/ directory; run `mlperf export_submission` first", input.display())]
+    NoDivision { input: PathBuf },
+    #[error("{} is a symbolic link; pack an export (`mlperf export_submission`), which holds real files only", link.display())]
+    Link { link: PathBuf },
+    #[error("{} already exists; it is never overwritten silently: rerun with --force", path.display())]
+    Exists { path: PathBuf },
+    #[error("{} holds no submitter directory; run `mlperf export_submission` first", root.display())]
+    NoSubmitter { root: PathBuf },
+    #[error("{} holds several submitters ({}); pass --submitter", root.display(), names.join(", "))]
+    SeveralSubmitters { root: PathBuf, names: Vec<String> },
+    /// Writing the tarball: `what` is the step (`archive <dir>`, `finish the archive`, ...).
+    #[error("cannot {what}: {source}")]
+    Archive { what: String, source: std::io::Error },
+    #[error("--encrypt needs the passphrase in the environment variable {} (never on the command line); send it to MLCommons with the tarball", pack::PASSPHRASE_ENV)]
+    NoPassphrase,
+    #[error(
+        "cannot run openssl ({source}): encryption uses `openssl enc -e -aes256` exactly as the official pack_submission.sh, so MLCommons can decrypt it; install OpenSSL (e.g. apt-get install openssl) or pack without --encrypt"
+    )]
+    NoOpenssl { source: std::io::Error },
+    #[error("openssl did not finish: {source}")]
+    OpensslWait { source: std::io::Error },
+    #[error("openssl enc failed ({status}): {stderr}")]
+    OpensslFailed { status: std::process::ExitStatus, stderr: String },
+}
+
+impl SubmissionError {
+    /// `map_err(SubmissionError::read(path, fix))`: a file that cannot be read.
+    pub fn read<'a>(path: &'a Path, fix: &'static str) -> impl FnOnce(std::io::Error) -> SubmissionError + 'a {
+        move |source| SubmissionError::Read { path: path.to_path_buf(), source, fix }
+    }
+}
+
+/// The first ten paths, one a line, and how many more.
+fn first_ten(paths: &[PathBuf]) -> String {
+    let list: String = paths.iter().take(10).map(|p| format!("\n  {}", p.display())).collect();
+    let more = if paths.len() > 10 { format!("\n  ... and {} more", paths.len() - 10) } else { String::new() };
+    list + &more
+}
+
+/// The submission steps' refusals and unreadable files are [`crate::Error::Other`], as when they
+/// were strings.
+impl From<SubmissionError> for crate::Error {
+    fn from(e: SubmissionError) -> crate::Error {
+        crate::Error::Other(e.to_string())
+    }
+}
+
+/// Transition bridge (issue 36): staging still returns `Result<_, String>`; remove once it is typed.
+impl From<SubmissionError> for String {
+    fn from(e: SubmissionError) -> String {
+        e.to_string()
+    }
+}
 
 /// The round's benchmark whose checker model names a results directory (`resnet`, `bert-99.9`).
 pub fn benchmark_for_dir<'r>(round: &'r Round, bench_dir: &str) -> Option<&'r BenchmarkRound> {
@@ -41,9 +120,9 @@ pub enum Content {
 }
 
 impl Content {
-    fn bytes(&self) -> Result<Vec<u8>, String> {
+    fn bytes(&self) -> Result<Vec<u8>, SubmissionError> {
         match self {
-            Content::Copy(from) => std::fs::read(from).map_err(|e| format!("cannot read {}: {e}", from.display())),
+            Content::Copy(from) => std::fs::read(from).map_err(SubmissionError::read(from, "")),
             Content::Text(text) => Ok(text.clone().into_bytes()),
         }
     }
@@ -68,7 +147,7 @@ pub struct PlaceReport {
 /// Writes every placement atomically. A file already holding the same bytes is left alone; one
 /// holding different bytes is replaced only with `force`, and without it nothing at all is written
 /// (the error lists every such file). `rerun` says which command and flag would replace them.
-pub fn place_all(files: &[Placement], force: bool, rerun: &str) -> Result<PlaceReport, String> {
+pub fn place_all(files: &[Placement], force: bool, rerun: &str) -> Result<PlaceReport, SubmissionError> {
     let mut contents = Vec::with_capacity(files.len());
     let mut conflicts = Vec::new();
     for file in files {
@@ -80,12 +159,7 @@ pub fn place_all(files: &[Placement], force: bool, rerun: &str) -> Result<PlaceR
         contents.push((file, bytes, existing));
     }
     if !conflicts.is_empty() && !force {
-        let list: String = conflicts.iter().take(10).map(|p| format!("\n  {}", p.display())).collect();
-        let more = if conflicts.len() > 10 { format!("\n  ... and {} more", conflicts.len() - 10) } else { String::new() };
-        return Err(format!(
-            "{} already staged file(s) would change; nothing was written:{list}{more}\nStaged results are never overwritten silently: rerun `{rerun} --force` to replace them",
-            conflicts.len()
-        ));
+        return Err(SubmissionError::WouldReplace { conflicts, rerun: rerun.to_string() });
     }
     let mut report = PlaceReport::default();
     for (file, bytes, existing) in contents {

@@ -15,7 +15,7 @@
 //! TEST01 verification compares the full accuracy log, so truncation refuses to run on a result
 //! whose required audits are not staged yet.
 
-use super::required_audits;
+use super::{SubmissionError, required_audits};
 use crate::fsutil::write_atomic;
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, SubmissionLayout, verify_files};
 use mlperf_config::{AuditTest, Round};
@@ -38,10 +38,10 @@ pub struct TruncateReport {
 
 /// Truncates every staged result under `root` (optionally one submitter's); full logs are copied
 /// to the same relative path under `backup` first.
-pub fn truncate_results(root: &Path, round: &Round, submitter: Option<&str>, backup: &Path) -> Result<TruncateReport, String> {
+pub fn truncate_results(root: &Path, round: &Round, submitter: Option<&str>, backup: &Path) -> Result<TruncateReport, SubmissionError> {
     let trees = SubmissionLayout::submitters(root, round.layout, submitter);
     if trees.is_empty() {
-        return Err(format!("no staged submission under {}; run `mlperf stage_results` first", root.display()));
+        return Err(SubmissionError::NothingStaged { root: root.to_path_buf() });
     }
     let mut missing = Vec::new();
     for tree in &trees {
@@ -55,11 +55,7 @@ pub fn truncate_results(root: &Path, round: &Round, submitter: Option<&str>, bac
         }
     }
     if !missing.is_empty() {
-        return Err(format!(
-            "round {} requires audits that are not staged yet:\n  {}\nTEST01 verification compares the full accuracy log, which truncation replaces; run `mlperf run_audit_harness` and `mlperf stage_compliance` first, then truncate",
-            round.id,
-            missing.join("\n  ")
-        ));
+        return Err(SubmissionError::AuditsNotStaged { round: round.id.to_string(), missing });
     }
     let mut report = TruncateReport::default();
     for tree in &trees {
@@ -86,15 +82,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// One accuracy directory: back up, hash, truncate.
-fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: &mut TruncateReport) -> Result<(), String> {
+fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: &mut TruncateReport) -> Result<(), SubmissionError> {
     let log_path = dir.join(ACCURACY_LOG);
     let txt_path = dir.join(ACCURACY_TXT);
-    let log = std::fs::read(&log_path).map_err(|e| format!("cannot read {}: {e}; stage the accuracy run again (`mlperf stage_results`)", log_path.display()))?;
+    let log = std::fs::read(&log_path).map_err(SubmissionError::read(&log_path, "; stage the accuracy run again (`mlperf stage_results`)"))?;
     let hash_only = matches!(test, Some(AuditTest::Test07 | AuditTest::Test09));
     let txt = match std::fs::read_to_string(&txt_path) {
         Ok(t) => t,
         Err(_) if test.is_some() => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}; the accuracy run must be scored before staging", txt_path.display())),
+        Err(e) => return Err(SubmissionError::read(&txt_path, "; the accuracy run must be scored before staging")(e)),
     };
     let recorded = hash_line(&txt);
     if recorded.is_some() && (log.len() as u64) < MAX_ACCURACY_LOG_SIZE {
@@ -104,7 +100,7 @@ fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: 
     let backup = backup_dir.join(ACCURACY_LOG);
     match std::fs::read(&backup) {
         Ok(saved) if saved == log => {}
-        Ok(_) => return Err(format!("{} already holds a different full log; it is never overwritten: move it away, then rerun", backup.display())),
+        Ok(_) => return Err(SubmissionError::BackupDiffers { backup }),
         Err(_) => {
             write_atomic(&backup, &log)?;
             report.backups.push(backup);
@@ -121,7 +117,7 @@ fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: 
     if new_txt != txt {
         write_atomic(&txt_path, new_txt.as_bytes())?;
     }
-    match truncated(&log).map_err(|e| format!("{}: {e}", log_path.display()))? {
+    match truncated(&log).map_err(|source| SubmissionError::Truncate { path: log_path.clone(), source })? {
         Some(short) => {
             write_atomic(&log_path, &short)?;
             report.truncated.push(log_path);
@@ -133,15 +129,25 @@ fn truncate_dir(dir: &Path, test: Option<AuditTest>, backup_dir: &Path, report: 
 
 /// The script's `truncate_file`: None for a log under 4096 bytes (kept whole); otherwise the first
 /// 4096 characters (text mode), `\n\n...\n\n`, and everything from byte `size - 4096` on.
-pub fn truncated(log: &[u8]) -> Result<Option<Vec<u8>>, String> {
+/// Why an accuracy log cannot be cut as the official script cuts it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TruncateError {
+    #[error("not UTF-8 text: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("byte {at} (4096 bytes before the end) falls inside a character")]
+    SplitCharacter { at: usize },
+}
+
+pub fn truncated(log: &[u8]) -> Result<Option<Vec<u8>>, TruncateError> {
     if log.len() < VIEWABLE_SIZE {
         return Ok(None);
     }
-    let text = std::str::from_utf8(log).map_err(|e| format!("not UTF-8 text: {e}"))?;
+    let text = std::str::from_utf8(log)?;
     let head_end = text.char_indices().nth(VIEWABLE_SIZE).map_or(text.len(), |(i, _)| i);
     let tail_start = log.len() - VIEWABLE_SIZE;
     if !text.is_char_boundary(tail_start) {
-        return Err(format!("byte {tail_start} (4096 bytes before the end) falls inside a character"));
+        return Err(TruncateError::SplitCharacter { at: tail_start });
     }
     let mut out = Vec::with_capacity(head_end + VIEWABLE_SIZE + 7);
     out.extend_from_slice(&log[..head_end]);

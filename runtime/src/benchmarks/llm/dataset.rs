@@ -290,7 +290,7 @@ fn sample(path: &Path, index: usize, problem: SampleProblem) -> LlmDataError {
 
 /// A frame's column `name`; the error names the file.
 fn column<'f>(path: &Path, frame: &'f DataFrame, name: &str) -> Result<&'f [Value], LlmDataError> {
-    frame.column(name).map_err(|reason| LlmDataError::Column { path: path.to_path_buf(), reason })
+    frame.column(name).map_err(|e| LlmDataError::Column { path: path.to_path_buf(), reason: e.to_string() })
 }
 
 /// Each row's prompt ids from `column`; errors name the file and the sample.
@@ -300,7 +300,7 @@ fn frame_prompts(path: &Path, frame: &DataFrame, name: &str) -> Result<Vec<Vec<i
         .iter()
         .enumerate()
         .map(|(index, ids)| {
-            let ids = pandas::ints(ids).map_err(|reason| SampleProblem::PromptCell { column: name.to_string(), reason }).and_then(|ids| prompt_ids(&ids));
+            let ids = pandas::ints(ids).map_err(|e| SampleProblem::PromptCell { column: name.to_string(), reason: e.to_string() }).and_then(|ids| prompt_ids(&ids));
             ids.map_err(|problem| sample(path, index, problem))
         })
         .collect()

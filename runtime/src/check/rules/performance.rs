@@ -4,7 +4,7 @@
 use crate::check::common::{Bench, read_detail_log};
 use crate::check::{Findings, Rule, Tree};
 use crate::layout;
-use crate::layout::ResultKey;
+use crate::layout::{ResultKey, SUMMARY_LOG};
 use crate::rundir::logs::DetailLog;
 use mlperf_config::Scenario;
 use std::path::Path;
@@ -16,6 +16,7 @@ const MULTIPLE_CONF_FILES: &str = "Multiple conf files are used";
 /// Every performance rule on `detail` (a result's or a compliance test's performance log).
 pub(crate) fn check(tree: &Tree, bench: &Bench, key: &ResultKey, detail: &Path, f: &mut Findings) {
     let Some(log) = read_detail_log(detail, f) else { return };
+    super::summary::check(&detail.with_file_name(SUMMARY_LOG), &log, f);
     let compliance_log = detail.components().any(|c| c.as_os_str().to_str().is_some_and(|s| s.starts_with("TEST0")));
     let round = tree.round;
     let rerun = "rerun it without overrides: only target_qps / target_latency (and larger sample or query counts) may change in user.conf";
