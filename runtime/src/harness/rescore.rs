@@ -81,7 +81,7 @@ pub fn rescore(dir: &Path, force: bool) -> Result<Scored, Error> {
     let family = benchmarks::family(&plan.benchmark);
     family.preflight(&WorkloadSpec::of_plan(&plan), true)?;
     // `Benchmark::score`'s error is text or typed (issue 36): either becomes the command's error.
-    let scored = family.score(&plan.settings, &log, plan.sample_set()).map_err(Error::from)?;
+    let scored = family.score(&plan.settings, &log, plan.sample_set())?;
     write_accuracy_txt(&txt, &scored.text).map_err(RescoreError::from)?;
     Ok(scored)
 }
