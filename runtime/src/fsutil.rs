@@ -49,14 +49,6 @@ impl From<FsError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?` on
-/// these helpers; remove once every caller has a typed error.
-impl From<FsError> for String {
-    fn from(e: FsError) -> String {
-        e.to_string()
-    }
-}
-
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename. A write
 /// that fails (a full disk) leaves no temporary file, and its error names `path`, not the temporary.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
@@ -169,8 +161,8 @@ mod tests {
     }
 }
 
-/// An exclusive hold on an output directory that several commands write (`stage_results` and
-/// `stage_compliance` into one `--out`): a `.<dir name>.mlperf.lock` file beside it (not in the
+/// An exclusive hold on an output directory that several commands write (`stage_results`,
+/// `stage_compliance`, `infer_results` and `truncate_results` on one submission tree): a `.<dir name>.mlperf.lock` file beside it (not in the
 /// tree, which the checker walks) holding the writer's pid, created only if absent and removed
 /// when dropped. A lock whose process no longer runs is taken over.
 #[derive(Debug)]

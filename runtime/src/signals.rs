@@ -64,14 +64,6 @@ impl From<SignalError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
-/// remove once every caller has a typed error.
-impl From<SignalError> for String {
-    fn from(e: SignalError) -> String {
-        e.to_string()
-    }
-}
-
 /// Routes the stop signals ([`Signal::ALL`]) to [`received`] for the rest of the process. Idempotent.
 pub fn install() -> Result<(), SignalError> {
     static INSTALLED: OnceLock<Result<(), SignalError>> = OnceLock::new();

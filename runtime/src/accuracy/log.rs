@@ -155,10 +155,14 @@ pub fn decode_hex(hex: &str) -> Result<Vec<u8>, AccuracyError> {
     digits.chunks(2).map(|p| Ok(val(p[0])? << 4 | val(p[1])?)).collect()
 }
 
+/// A caller's refusal of one entry (its own typed error, or a message), carried back inside
+/// [`AccuracyError::Json`] with the entry named.
+pub type EntryError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Calls `f` for every entry of an accuracy log, in file order; returns the number of entries.
 /// Errors name the file and, where known, the entry; `f`'s own errors (a caller's message about
 /// an entry) come back inside [`AccuracyError::Json`].
-pub fn for_each_entry(path: &Path, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, AccuracyError> {
+pub fn for_each_entry(path: &Path, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), EntryError>) -> Result<usize, AccuracyError> {
     let file = std::fs::File::open(path).map_err(|source| AccuracyError::OpenLog { path: path.to_path_buf(), source })?;
     read_entries(BufReader::with_capacity(1 << 20, file), f).map_err(|e| AccuracyError::InLog { path: path.to_path_buf(), source: Box::new(e), truncated: looks_truncated(path) })
 }
@@ -174,7 +178,7 @@ pub fn read_accuracy_log(path: &Path) -> Result<Vec<AccuracyEntry>, AccuracyErro
 }
 
 /// [`for_each_entry`] on any reader.
-pub fn read_entries<R: Read>(reader: R, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), String>) -> Result<usize, AccuracyError> {
+pub fn read_entries<R: Read>(reader: R, f: &mut dyn FnMut(AccuracyEntry) -> Result<(), EntryError>) -> Result<usize, AccuracyError> {
     let mut de = serde_json::Deserializer::from_reader(reader);
     let count = (&mut de).deserialize_seq(EntriesVisitor { f }).map_err(AccuracyError::Json)?;
     de.end().map_err(AccuracyError::TrailingData)?;
@@ -187,7 +191,7 @@ fn looks_truncated(path: &Path) -> bool {
 }
 
 struct EntriesVisitor<'a> {
-    f: &'a mut dyn FnMut(AccuracyEntry) -> Result<(), String>,
+    f: &'a mut dyn FnMut(AccuracyEntry) -> Result<(), EntryError>,
 }
 
 impl<'de> Visitor<'de> for EntriesVisitor<'_> {

@@ -70,14 +70,6 @@ impl From<AccuracyError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): scorers behind `Benchmark::score` (which returns `String`) and the
-/// compliance tests keep using `?`.
-impl From<AccuracyError> for String {
-    fn from(e: AccuracyError) -> String {
-        e.to_string()
-    }
-}
-
 /// One scored accuracy log: the scorer's `accuracy.txt` text and each metric as the checker's
 /// pattern reads it back from that text.
 #[derive(Debug, Clone, PartialEq)]

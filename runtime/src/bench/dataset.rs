@@ -3,6 +3,7 @@
 //! harnesses do: `pd.read_pickle`, then the `tok_input` lists and the reference column). Reported:
 //! the median time of the repeats and each process's peak resident memory.
 
+use super::BenchError;
 use crate::benchmarks::llm::dataset::read_reference_texts;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -40,17 +41,14 @@ for _ in range(repeats):
 print(statistics.median(times), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(prompts), sum(map(len, prompts)))
 "#;
 
-pub fn run(options: &DatasetBenchOptions) -> Result<String, String> {
+pub fn run(options: &DatasetBenchOptions) -> Result<String, BenchError> {
     if options.repeats == 0 {
-        return Err("--repeats must be at least 1".into());
+        return Err(BenchError::NoRepeats);
     }
     let ours = ours(options)?;
     let theirs = pandas(options)?;
     if (theirs.samples, theirs.prompt_tokens) != (ours.samples, ours.prompt_tokens) {
-        return Err(format!(
-            "the two readers disagree: {} samples / {} prompt tokens here, {} / {} through pandas",
-            ours.samples, ours.prompt_tokens, theirs.samples, theirs.prompt_tokens
-        ));
+        return Err(BenchError::Disagree { ours: (ours.samples, ours.prompt_tokens), theirs: (theirs.samples, theirs.prompt_tokens) });
     }
     let bytes = std::fs::metadata(&options.file).map(|m| m.len()).unwrap_or(0);
     let mut out = format!(
@@ -68,12 +66,12 @@ pub fn run(options: &DatasetBenchOptions) -> Result<String, String> {
     Ok(out)
 }
 
-fn ours(options: &DatasetBenchOptions) -> Result<Side, String> {
+fn ours(options: &DatasetBenchOptions) -> Result<Side, BenchError> {
     let mut times = Vec::with_capacity(options.repeats);
     let mut counts = (0, 0);
     for _ in 0..options.repeats {
         let start = Instant::now();
-        let samples = read_reference_texts(&options.file, &options.reference_column).map_err(|e| e.to_string())?;
+        let samples = read_reference_texts(&options.file, &options.reference_column)?;
         times.push(start.elapsed().as_secs_f64());
         counts = (samples.prompts.len(), samples.prompts.iter().map(Vec::len).sum());
     }
@@ -82,28 +80,24 @@ fn ours(options: &DatasetBenchOptions) -> Result<Side, String> {
 }
 
 /// This process's peak resident set (VmHWM), in KiB.
-fn own_peak_rss_kib() -> Result<f64, String> {
-    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| "/proc/self/status has no VmHWM".to_string())
+fn own_peak_rss_kib() -> Result<f64, BenchError> {
+    let status = std::fs::read_to_string("/proc/self/status").map_err(BenchError::ProcStatus)?;
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).ok_or(BenchError::NoPeakRss)
 }
 
-fn pandas(options: &DatasetBenchOptions) -> Result<Side, String> {
+fn pandas(options: &DatasetBenchOptions) -> Result<Side, BenchError> {
     let output = std::process::Command::new(&options.python)
         .args(["-c", PANDAS_READER])
         .arg(&options.file)
         .arg(&options.reference_column)
         .arg(options.repeats.to_string())
         .output()
-        .map_err(|e| format!("cannot run the comparator {}: {e}", options.python))?;
+        .map_err(|source| BenchError::ComparatorSpawn { python: options.python.clone(), source })?;
     if !output.status.success() {
-        return Err(format!("the comparator ({} with pandas) failed: {}", options.python, String::from_utf8_lossy(&output.stderr).trim()));
+        return Err(BenchError::ComparatorFailed { python: options.python.clone(), stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let fields: Vec<f64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-    let [median_s, rss_kib, samples, tokens] = fields[..] else { return Err(format!("the comparator printed {text:?}")) };
+    let [median_s, rss_kib, samples, tokens] = fields[..] else { return Err(BenchError::ComparatorOutput(text.into_owned())) };
     Ok(Side { median_s, peak_rss_mib: rss_kib / 1024.0, samples: samples as usize, prompt_tokens: tokens as usize })
 }

@@ -11,7 +11,7 @@
 //! The engines come from the benchmark family's `open`, the function the harness runs them with,
 //! so nothing here depends on the benchmark or the kind of engine.
 
-use super::{highest_passing, server_settings};
+use super::{BenchError, highest_passing, server_settings, setting};
 use crate::benchmarks::{self, WorkloadSpec};
 use crate::cpu::CpuClock;
 use crate::dataset::SampleSet;
@@ -85,7 +85,7 @@ pub struct EngineBenchReport {
 /// logs under `out`.
 pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, options: EngineBenchOptions) -> Result<EngineBenchReport, crate::Error> {
     let (config, settings) = (selected.config, &selected.settings);
-    let bench = round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no {}", round.id, config.benchmark))?;
+    let bench = round.benchmark(&config.benchmark).ok_or_else(|| BenchError::NotInRound { round: round.id.to_string(), benchmark: config.benchmark.to_string() })?;
     let performance = performance_sample_count(bench, settings) as usize;
     let spec = WorkloadSpec {
         settings,
@@ -121,7 +121,7 @@ pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, 
         Some(_) if !options.server_search => Err("--skip_server_search".to_string()),
         Some(latency_ns) => {
             let mut best: Option<(f64, Measurement)> = None;
-            highest_passing(null_offline.samples_per_s / 4.0, SERVER_QPS_CEILING, |qps| {
+            highest_passing::<BenchError>(null_offline.samples_per_s / 4.0, SERVER_QPS_CEILING, |qps| {
                 let m = runs.run("null-server", &null, &server_settings(qps, latency_ns, duration.as_millis() as u64)?)?;
                 let valid = m.validity == Some(Validity::Valid);
                 if valid && best.as_ref().is_none_or(|(q, _)| qps > *q) {
@@ -149,13 +149,13 @@ pub fn run(system: &SystemInfo, selected: &Selected, round: &Round, out: &Path, 
 }
 
 /// Performance-only Offline settings that issue about `duration` worth of samples at `expected_qps`.
-fn offline_settings(expected_qps: f64, duration: Duration) -> Result<TestSettings, String> {
+fn offline_settings(expected_qps: f64, duration: Duration) -> Result<TestSettings, BenchError> {
     let mut s = TestSettings::new();
     s.set_scenario(mlperf_loadgen::Scenario::Offline);
     s.set_mode(TestMode::PerformanceOnly);
-    s.set_u64("min_duration_ms", duration.as_millis() as u64).map_err(|e| e.to_string())?;
-    s.set_u64("min_query_count", 1).map_err(|e| e.to_string())?;
-    s.set_f64("offline_expected_qps", expected_qps.max(1.0)).map_err(|e| e.to_string())?;
+    s.set_u64("min_duration_ms", duration.as_millis() as u64).map_err(setting)?;
+    s.set_u64("min_query_count", 1).map_err(setting)?;
+    s.set_f64("offline_expected_qps", expected_qps.max(1.0)).map_err(setting)?;
     Ok(s)
 }
 
@@ -169,7 +169,7 @@ struct LoadgenRuns {
 }
 
 impl LoadgenRuns {
-    fn run(&mut self, label: &str, devices: &[Arc<dyn Engine>], settings: &TestSettings) -> Result<Measurement, String> {
+    fn run(&mut self, label: &str, devices: &[Arc<dyn Engine>], settings: &TestSettings) -> Result<Measurement, BenchError> {
         self.count += 1;
         let dir = self.dir.join(format!("{:02}-{label}", self.count));
         let sut = BatchingSut::start(&format!("mlperf bench {label}"), devices.to_vec(), self.library.clone(), self.batcher);
@@ -178,16 +178,16 @@ impl LoadgenRuns {
         let result = mlperf_loadgen::start_test(&sut, self.library.as_ref(), settings, &LogSettings::in_dir(&dir), None);
         let cpu_us = cpu.elapsed_us();
         let errors = sut.finish();
-        result.map_err(|e| format!("{}: {e}", dir.display()))?;
+        result.map_err(|source| BenchError::Loadgen { dir: Some(dir.clone()), source })?;
         if let Some(first) = errors.first() {
-            return Err(format!("{}: the engine failed on {} batches; first: {first}", dir.display(), errors.len()));
+            return Err(BenchError::EngineFailed { dir, batches: errors.len(), first: first.clone() });
         }
         let log = DetailLog::read(&dir.join(crate::rundir::DETAIL_LOG))?;
         let key = match settings.scenario() {
             mlperf_loadgen::Scenario::Server => "result_completed_samples_per_sec",
             _ => "result_samples_per_second",
         };
-        let samples_per_s = log.f64(key).ok_or_else(|| format!("{}: no {key} in mlperf_log_detail.txt", dir.display()))?;
+        let samples_per_s = log.f64(key).ok_or_else(|| BenchError::NoMetric { key, path: dir.join(crate::rundir::DETAIL_LOG) })?;
         let samples = completed.load(std::sync::atomic::Ordering::SeqCst).max(1);
         Ok(Measurement { samples_per_s, cpu_us_per_sample: cpu_us / samples as f64, validity: log.validity() })
     }

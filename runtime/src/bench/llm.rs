@@ -94,9 +94,9 @@ pub enum LlmBenchError {
     Loadgen { dir: Option<PathBuf>, source: mlperf_loadgen::LoadgenError },
     #[error(transparent)]
     DetailLog(#[from] RunDirError),
-    /// The search for the highest VALID Server rate (its probes' errors as text).
+    /// The search for the highest VALID Server rate, or its settings.
     #[error("the Server search: {0}")]
-    ServerSearch(String),
+    ServerSearch(#[from] super::BenchError),
     #[error("cannot read this process's CPUs: {0}")]
     Cpus(std::io::Error),
     #[error("cannot keep the clients on CPU {cpus}: {source}")]
@@ -119,13 +119,6 @@ impl From<LlmBenchError> for crate::Error {
             LlmBenchError::Sut(e) => e.into(),
             e => crate::Error::Other(e.to_string()),
         }
-    }
-}
-
-/// Transition bridge (issue 36): the Server search (`bench::highest_passing`) still takes text.
-impl From<LlmBenchError> for String {
-    fn from(e: LlmBenchError) -> String {
-        e.to_string()
     }
 }
 
@@ -204,7 +197,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         None => Err(format!("round {} has no Server token limits for {SERVER_BENCHMARK}", round.id)),
         Some(limits) => {
             let mut best: Option<(f64, Row)> = None;
-            highest_passing(ours.samples_per_s() / 4.0, ours.samples_per_s() * 4.0, |qps| {
+            highest_passing::<LlmBenchError>(ours.samples_per_s() / 4.0, ours.samples_per_s() * 4.0, |qps| {
                 let mut s = server_settings(qps, 10_000_000_000, duration.as_millis() as u64)?;
                 set(&mut s, "use_token_latencies", 1)?;
                 set(&mut s, "server_ttft_latency", (limits.ttft_ms * 1e6) as u64)?;
@@ -215,8 +208,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
                     best = Some((qps, row));
                 }
                 Ok(valid)
-            })
-            .map_err(LlmBenchError::ServerSearch)?;
+            })?;
             best.ok_or_else(|| "no Server rate was VALID".to_string())
         }
     };

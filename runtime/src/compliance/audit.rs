@@ -347,9 +347,9 @@ fn verify_test01(job: &Job, settings: &Settings, run: &Path, rules: &Audit, dir:
     Ok(Verification::text(accuracy_passed && performance.passed, String::new(), summary))
 }
 
-fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, String> {
+fn run_fallback(job: &Job, settings: &Settings, reference_log: &Path, audit_log: &Path, run: &Path) -> Result<test01::Fallback, test01::Test01Error> {
     let family = benchmarks::family(&job.selected.config.benchmark);
-    let score = |log: &Path| family.score(settings, log, SampleSet::Performance).map_err(|e| e.to_string());
+    let score = |log: &Path| family.score(settings, log, SampleSet::Performance);
     // The baseline stays with the audit run's logs, where the official script leaves it (its CWD).
     let baseline = run.join("mlperf_log_accuracy_baseline.json");
     test01::write_baseline_log(reference_log, audit_log, &baseline)?;

@@ -14,13 +14,14 @@
 //!   submission checker does: `|1 - baseline / compliance| * 100`.
 
 use super::{Verification, python_float_repr, threshold};
-use crate::accuracy::Scored;
 use crate::accuracy::log::{LogDtype, for_each_entry};
+use crate::accuracy::{AccuracyError, Scored};
+use crate::fsutil::FsError;
 use crate::rundir::logs::{DetailLog, Validity};
 use mlperf_config::Scenario;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `verify_accuracy.py`'s counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,11 +56,27 @@ impl AccuracyComparison {
     }
 }
 
+/// Why TEST01's accuracy comparison or its fallback has no verdict (written into
+/// `verify_accuracy.txt` as the script's `ERROR:` line).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Test01Error {
+    #[error("{what}: {bytes} bytes of data are not a whole number of {dtype} elements")]
+    NotWholeElements { what: String, bytes: usize, dtype: LogDtype },
+    #[error(transparent)]
+    Log(#[from] AccuracyError),
+    #[error(transparent)]
+    Write(#[from] FsError),
+    /// The family's scorer failed on the baseline or the audit's log.
+    #[error("{}: {source}", log.display())]
+    Score { log: PathBuf, source: Box<crate::Error> },
+}
+
 /// The first element of `data` as numpy compares it (`None` for an empty response).
-fn first_element(data: &[u8], dtype: LogDtype, what: &str) -> Result<Option<f64>, String> {
+fn first_element(data: &[u8], dtype: LogDtype, what: &str) -> Result<Option<f64>, Test01Error> {
     if !data.len().is_multiple_of(dtype.size()) {
         // np.frombuffer raises here; the script stops without a verdict.
-        return Err(format!("{what}: {} bytes of data are not a whole number of {dtype} elements", data.len()));
+        return Err(Test01Error::NotWholeElements { what: what.to_string(), bytes: data.len(), dtype });
     }
     if data.is_empty() {
         return Ok(None);
@@ -71,7 +88,7 @@ fn first_element(data: &[u8], dtype: LogDtype, what: &str) -> Result<Option<f64>
 }
 
 /// `verify_accuracy.py -r <reference> -t <test> --dtype <dtype>`.
-pub fn compare_accuracy_logs(reference: &Path, test: &Path, dtype: LogDtype) -> Result<AccuracyComparison, String> {
+pub fn compare_accuracy_logs(reference: &Path, test: &Path, dtype: LogDtype) -> Result<AccuracyComparison, Test01Error> {
     let mut c = AccuracyComparison::default();
     // qsl_idx -> data of its first reference entry.
     let mut results: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -186,7 +203,7 @@ pub struct Fallback {
 
 /// Writes the reference entries whose `qsl_idx` the audit log sampled (every duplicate, in file
 /// order, as `create_accuracy_baseline.sh`'s grep keeps them) to `baseline_out`.
-pub fn write_baseline_log(reference: &Path, test: &Path, baseline_out: &Path) -> Result<usize, String> {
+pub fn write_baseline_log(reference: &Path, test: &Path, baseline_out: &Path) -> Result<usize, Test01Error> {
     let mut sampled = HashSet::new();
     for_each_entry(test, &mut |e| {
         sampled.insert(e.qsl_idx);
@@ -207,9 +224,9 @@ pub fn write_baseline_log(reference: &Path, test: &Path, baseline_out: &Path) ->
 
 /// Scores the baseline and the audit's log with `score` and compares each of `targets`
 /// (`(metric, allowed delta %)`, the round's accuracy requirements of this checker model).
-pub fn fallback(baseline_log: &Path, test_log: &Path, targets: &[(String, f64)], score: &dyn Fn(&Path) -> Result<Scored, String>) -> Result<Fallback, String> {
-    let baseline = score(baseline_log)?;
-    let compliance = score(test_log)?;
+pub fn fallback(baseline_log: &Path, test_log: &Path, targets: &[(String, f64)], score: &dyn Fn(&Path) -> Result<Scored, crate::Error>) -> Result<Fallback, Test01Error> {
+    let scored = |log: &Path| score(log).map_err(|e| Test01Error::Score { log: log.to_path_buf(), source: Box::new(e) });
+    let (baseline, compliance) = (scored(baseline_log)?, scored(test_log)?);
     let value = |s: &Scored, metric: &str| s.metrics.iter().find(|(m, _)| m == metric).map_or(0.0, |(_, v)| *v);
     let mut deltas = Vec::new();
     let mut passed = !targets.is_empty();

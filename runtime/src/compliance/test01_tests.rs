@@ -73,7 +73,7 @@ fn a_response_of_partial_elements_is_an_error() {
     let d = dir("partial");
     let r = write(&d, "r.json", &accuracy_log(&[(0, vec![1, 2, 3])]));
     let t = write(&d, "t.json", &accuracy_log(&[(0, vec![1, 2, 3])]));
-    let e = compare_accuracy_logs(&r, &t, LogDtype::Int32).unwrap_err();
+    let e = compare_accuracy_logs(&r, &t, LogDtype::Int32).unwrap_err().to_string();
     assert!(e.contains("3 bytes") && e.contains("int32"), "{e}");
 }
 
@@ -123,8 +123,8 @@ fn invalid_logs_mismatched_scenarios_and_errors_fail() {
 }
 
 /// ResNet50 top-1 against `val_map`, as the resnet50 family scores it.
-fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, String> {
-    move |log: &Path| Ok(imagenet::score_imagenet(log, &val_map, imagenet::DEFAULT_DTYPE).map_err(|e| e.to_string())?.scored())
+fn imagenet_scorer(val_map: PathBuf) -> impl Fn(&Path) -> Result<Scored, crate::Error> {
+    move |log: &Path| Ok(imagenet::score_imagenet(log, &val_map, imagenet::DEFAULT_DTYPE)?.scored())
 }
 
 /// A val map of `n` images labelled `i % 10`, and a log answering each correctly except `wrong`.

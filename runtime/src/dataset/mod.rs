@@ -69,13 +69,6 @@ impl From<DataError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
-impl From<DataError> for String {
-    fn from(e: DataError) -> String {
-        e.to_string()
-    }
-}
-
 /// Which of a benchmark's sample sets a run reads. Most benchmarks have one set (the accuracy set
 /// is all or part of it); gpt-oss-120b publishes three files: performance, accuracy and TEST07's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -99,13 +99,6 @@ impl From<NpyError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
-impl From<NpyError> for String {
-    fn from(e: NpyError) -> String {
-        e.to_string()
-    }
-}
-
 /// The element types the MLPerf tensors use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NpyDtype {

@@ -51,14 +51,6 @@ pub enum ArrayError {
     UndecodedDtype(String),
 }
 
-/// Transition bridge (issue 36): the DataFrame reader's internals ([`super::pandas`]) still build
-/// `String` reasons.
-impl From<ArrayError> for String {
-    fn from(e: ArrayError) -> String {
-        e.to_string()
-    }
-}
-
 /// A pickled numpy array, its values not yet decoded.
 pub struct PickledArray {
     pub shape: Vec<usize>,

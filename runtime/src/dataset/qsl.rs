@@ -60,19 +60,12 @@ pub enum QslError {
     Data(#[from] DataError),
     /// A benchmark's own reader ([`SampleLibrary::read_by`]) failed; its message says why.
     #[error("{0}")]
-    Reader(String),
+    Reader(ReadError),
 }
 
 impl From<QslError> for crate::Error {
     fn from(e: QslError) -> crate::Error {
         crate::Error::Data(e.to_string())
-    }
-}
-
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`.
-impl From<QslError> for String {
-    fn from(e: QslError) -> String {
-        e.to_string()
     }
 }
 
@@ -91,7 +84,9 @@ pub struct TensorInfo {
 
 type Generator = Box<dyn Fn(usize) -> Vec<u8> + Send + Sync>;
 /// Reads sample `i` from a format of its benchmark's own (3D-UNet's case pickles).
-type Reader = Box<dyn Fn(usize) -> Result<Sample, String> + Send + Sync>;
+type Reader = Box<dyn Fn(usize) -> Result<Sample, ReadError> + Send + Sync>;
+/// A family's reader's own error (its typed enum), carried in [`QslError::Reader`].
+pub type ReadError = Box<dyn std::error::Error + Send + Sync>;
 /// A contiguous library's data once read: the buffer, the first sample's offset, the sample stride.
 type Contiguous = (Arc<[u8]>, usize, usize);
 
@@ -159,7 +154,7 @@ impl SampleLibrary {
 
     /// `total` samples of element type `dtype` and shapes of their own (3D-UNet's volumes), each
     /// read by `read` when LoadGen loads it.
-    pub fn read_by(name: &str, total: usize, performance: usize, dtype: NpyDtype, read: impl Fn(usize) -> Result<Sample, String> + Send + Sync + 'static) -> SampleLibrary {
+    pub fn read_by(name: &str, total: usize, performance: usize, dtype: NpyDtype, read: impl Fn(usize) -> Result<Sample, ReadError> + Send + Sync + 'static) -> SampleLibrary {
         let input = TensorInfo { name: "input".into(), dtype: Some(dtype), shape: Vec::new(), offset: 0, bytes: 0 };
         SampleLibrary::with(name, total, performance, Storage::Read(Box::new(read)), vec![input])
     }

@@ -97,13 +97,6 @@ impl From<CpuError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers outside the engines that still return `Result<_, String>`.
-impl From<CpuError> for String {
-    fn from(e: CpuError) -> String {
-        e.to_string()
-    }
-}
-
 /// One optimised plan for one input shape, with its pool of idle run states (the BERT engine's
 /// plans too, one per sequence-length bucket).
 pub(crate) struct Plan {

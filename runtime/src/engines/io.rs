@@ -82,13 +82,6 @@ impl From<EngineError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): the probe's measurements still return `Result<_, String>`.
-impl From<EngineError> for String {
-    fn from(e: EngineError) -> String {
-        e.to_string()
-    }
-}
-
 /// An image input spec no engine can feed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

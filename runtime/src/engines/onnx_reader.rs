@@ -19,13 +19,6 @@ impl From<OnnxReadError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): the GPU importers still return `Result<_, String>`.
-impl From<OnnxReadError> for String {
-    fn from(e: OnnxReadError) -> String {
-        e.to_string()
-    }
-}
-
 /// The values of a float32 initializer (raw little-endian data or `float_data`).
 pub fn f32_values(t: &pb::TensorProto) -> Result<Vec<f32>, OnnxReadError> {
     if t.data_type != DataType::Float as i32 {

@@ -64,14 +64,6 @@ impl From<ProbeError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
-/// remove once every caller has a typed error.
-impl From<ProbeError> for String {
-    fn from(e: ProbeError) -> String {
-        e.to_string()
-    }
-}
-
 /// An engine's failure as a probe error, whatever text or error type the engine boundary gives.
 fn engine_failed(e: impl std::fmt::Display) -> ProbeError {
     ProbeError::Engine(e.to_string())

@@ -46,14 +46,6 @@ impl From<ServingSutError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): the child's run and `bench llm` still return text; remove once
-/// they have typed errors.
-impl From<ServingSutError> for String {
-    fn from(e: ServingSutError) -> String {
-        e.to_string()
-    }
-}
-
 pub struct ServingSut {
     client: Client,
     library: Arc<SampleLibrary>,

@@ -81,14 +81,6 @@ impl From<RunDirError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): callers that still return `Result<_, String>` keep using `?`;
-/// remove once every caller has a typed error.
-impl From<RunDirError> for String {
-    fn from(e: RunDirError) -> String {
-        e.to_string()
-    }
-}
-
 /// Records in a run directory that a signal stopped its run (the child writes the same marker
 /// when it gets there first).
 pub fn mark_aborted(dir: &Path, signal: Signal) {

@@ -62,6 +62,7 @@ pub struct InferReport {
 
 /// Infers what the round allows for every staged edge system under `root`.
 pub fn infer_results(root: &Path, round: &Round, submitter: Option<&str>) -> Result<InferReport, SubmissionError> {
+    let _lock = crate::fsutil::DirLock::acquire(root, "infer_results")?;
     let mut report = InferReport::default();
     let mut placements = Vec::new();
     for tree in SubmissionLayout::submitters(root, round.layout, submitter) {

@@ -84,13 +84,6 @@ impl From<SubmissionError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): staging still returns `Result<_, String>`; remove once it is typed.
-impl From<SubmissionError> for String {
-    fn from(e: SubmissionError) -> String {
-        e.to_string()
-    }
-}
-
 /// The round's benchmark whose checker model names a results directory (`resnet`, `bert-99.9`).
 pub fn benchmark_for_dir<'r>(round: &'r Round, bench_dir: &str) -> Option<&'r BenchmarkRound> {
     round.benchmarks.0.iter().map(|(_, b)| b).find(|b| b.checker_models.0.iter().any(|(_, m)| m == bench_dir))

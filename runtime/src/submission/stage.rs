@@ -8,8 +8,9 @@
 //! audit verification, and changing an already staged file without `force`. Every refusal of every
 //! config is reported at once and nothing is written.
 
+use super::SubmissionError;
 use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
-use crate::fsutil::DirLock;
+use crate::fsutil::{DirLock, FsError};
 use crate::generate;
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
 use crate::rundir::plan::{RunMode, RunPlan, read_plan};
@@ -23,6 +24,32 @@ use mlperf_config::render;
 use mlperf_config::round::system_type_key;
 use mlperf_config::{CompiledConfig, Round, Tables};
 use std::path::{Path, PathBuf};
+
+/// Why a staging command wrote nothing. The refusals of every config come at once, one
+/// user-facing line each (the run directory and the command that fixes it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    #[error("this build carries no mlperf.conf of LoadGen {0}")]
+    NoMlperfConf(String),
+    #[error("nothing staged:\n{}", .0.join("\n"))]
+    Refused(Vec<String>),
+    /// Another writer holds the output directory.
+    #[error(transparent)]
+    Locked(#[from] FsError),
+    #[error(transparent)]
+    Place(#[from] SubmissionError),
+}
+
+impl From<StageError> for crate::Error {
+    fn from(e: StageError) -> crate::Error {
+        match e {
+            StageError::NoMlperfConf(_) => crate::Error::Config(e.to_string()),
+            StageError::Place(e) => e.into(),
+            _ => crate::Error::Other(e.to_string()),
+        }
+    }
+}
 
 /// What the staging commands work on.
 pub struct StageRequest<'a> {
@@ -197,10 +224,9 @@ fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<S
 }
 
 /// `mlperf stage_results`.
-pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
+pub fn stage_results(req: &StageRequest) -> Result<StageReport, StageError> {
     let _lock = DirLock::acquire(req.out, "stage_results")?;
-    let mlperf_conf =
-        mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| format!("this build carries no mlperf.conf of LoadGen {}", req.round.loadgen.version))?;
+    let mlperf_conf = mlperf_loadgen::mlperf_conf(&req.round.loadgen.version).ok_or_else(|| StageError::NoMlperfConf(req.round.loadgen.version.to_string()))?;
     let mut report = StageReport::default();
     let mut placements = Vec::new();
     let (targets, mut errors) = targets(req);
@@ -266,7 +292,7 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, String> {
         }
     }
     if !errors.is_empty() {
-        return Err(format!("nothing staged:\n{}", errors.join("\n")));
+        return Err(StageError::Refused(errors));
     }
     report.files = place_all(&placements, req.force, "mlperf stage_results")?;
     Ok(report)
@@ -306,7 +332,7 @@ fn audit_non_submittable(dir: &Path) -> Vec<String> {
 }
 
 /// `mlperf stage_compliance`.
-pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
+pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, StageError> {
     let _lock = DirLock::acquire(req.out, "stage_compliance")?;
     let mut report = StageReport::default();
     let mut placements = Vec::new();
@@ -328,7 +354,10 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
                 ));
                 continue;
             }
-            let bench = req.round.benchmark(&config.benchmark).ok_or_else(|| format!("round {} has no benchmark {}", req.round.id, config.benchmark))?;
+            let Some(bench) = req.round.benchmark(&config.benchmark) else {
+                errors.push(format!("{label}: round {} has no benchmark {}", req.round.id, config.benchmark));
+                continue;
+            };
             let problems = crate::check::verify_problems(req.round, bench, &target.key.bench_dir, test, &dir);
             if !problems.is_empty() {
                 errors.push(format!("{label}: verification failed: {}; fix the cause and rerun the audit", problems.join("; ")));
@@ -348,7 +377,7 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, String> {
         }
     }
     if !errors.is_empty() {
-        return Err(format!("nothing staged:\n{}", errors.join("\n")));
+        return Err(StageError::Refused(errors));
     }
     report.files = place_all(&placements, req.force, "mlperf stage_compliance")?;
     Ok(report)

@@ -39,6 +39,7 @@ pub struct TruncateReport {
 /// Truncates every staged result under `root` (optionally one submitter's); full logs are copied
 /// to the same relative path under `backup` first.
 pub fn truncate_results(root: &Path, round: &Round, submitter: Option<&str>, backup: &Path) -> Result<TruncateReport, SubmissionError> {
+    let _lock = crate::fsutil::DirLock::acquire(root, "truncate_results")?;
     let trees = SubmissionLayout::submitters(root, round.layout, submitter);
     if trees.is_empty() {
         return Err(SubmissionError::NothingStaged { root: root.to_path_buf() });

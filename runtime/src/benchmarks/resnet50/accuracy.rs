@@ -101,7 +101,7 @@ pub fn score_imagenet_with_offset(acc_log: &Path, val_map: &Path, dtype: LogDtyp
         }
         let label = *labels.get(e.qsl_idx).ok_or_else(|| format!("entry {at}: qsl_idx {} is outside the val map ({} images in {})", e.qsl_idx, labels.len(), val_map.display()))?;
         if e.data.len() < dtype.size() {
-            return Err(format!("entry {at} (qsl_idx {}): {} bytes of data, less than one {dtype}", e.qsl_idx, e.data.len()));
+            return Err(format!("entry {at} (qsl_idx {}): {} bytes of data, less than one {dtype}", e.qsl_idx, e.data.len()).into());
         }
         let found = dtype.get_int(&e.data, 0).ok_or_else(|| format!("entry {at} (qsl_idx {}): the class is not a finite number", e.qsl_idx))? + label_offset;
         score.total += 1;

@@ -58,11 +58,11 @@ pub fn score_kits(accuracy_log: &Path, cases: usize, truth: &dyn Fn(usize) -> Re
         let i = entry.qsl_idx;
         let slot = per_case.get_mut(i).ok_or_else(|| format!("sample {i} is past the {cases} cases"))?;
         if slot.is_some() {
-            return Err(format!("case {i} is logged twice; an accuracy run logs each case once"));
+            return Err(format!("case {i} is logged twice; an accuracy run logs each case once").into());
         }
         let truth = truth(i).map_err(|e| e.to_string())?;
         if truth.len() != entry.data.len() {
-            return Err(format!("case {i}: {} labels logged for a volume of {} voxels (was the log written with another dtype?)", entry.data.len(), truth.len()));
+            return Err(format!("case {i}: {} labels logged for a volume of {} voxels (was the log written with another dtype?)", entry.data.len(), truth.len()).into());
         }
         *slot = Some(case_dice(&truth, &entry.data));
         Ok(())

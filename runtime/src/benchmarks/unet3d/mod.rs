@@ -19,7 +19,7 @@ use crate::benchmarks::unet3d::accuracy::score_kits;
 use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
 use crate::dataset::SampleSet;
 use crate::dataset::npy::NpyDtype;
-use crate::dataset::qsl::SampleLibrary;
+use crate::dataset::qsl::{ReadError, SampleLibrary};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::Sample;
 use crate::error::Error;
@@ -164,7 +164,7 @@ impl Benchmark for UNet3d {
         let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes)?);
         let engines = vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)];
         let total = cases.len();
-        let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..]))).map_err(|e| e.to_string());
+        let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..]))).map_err(ReadError::from);
         let library = SampleLibrary::read_by("KiTS19", total, spec.performance_samples, NpyDtype::F32, read);
         Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(spec.settings), caveats: Vec::new() })
     }

@@ -260,7 +260,7 @@ fn reference_logits(model: &tract_onnx::pb::ModelProto, origin: &str, req: &Buil
     let cpu = CpuEngine::from_proto(model, origin, InputSpec { batch_size: chunk, ..req.spec.input })?;
     parallel_chunks(0..samples, threads, chunk, |range| {
         let data: Vec<_> = range.map(|i| source.sample(i)).collect();
-        cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>()).map_err(String::from)
+        cpu.scores(&data.iter().map(|s| &s[..]).collect::<Vec<_>>()).map_err(|e| e.to_string())
     })
     .map_err(GpuError::Other)
 }

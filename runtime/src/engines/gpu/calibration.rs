@@ -141,7 +141,7 @@ pub fn measure(model_path: &Path, set: &CalibrationSet, percentile: f64) -> Resu
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_batch = parallel_chunks(0..set.batch * set.batches, threads, set.batch, |range| {
         let samples: Vec<_> = range.map(|i| set.source.sample(i)).collect();
-        let input = batch_tensor(&spec, Layout::Nchw, &samples.iter().map(|s| &s[..]).collect::<Vec<_>>(), set.batch, &origin)?;
+        let input = batch_tensor(&spec, Layout::Nchw, &samples.iter().map(|s| &s[..]).collect::<Vec<_>>(), set.batch, &origin).map_err(|e| e.to_string())?;
         let outputs = plan.run(tvec!(input.into_tvalue())).map_err(|e| format!("calibration run of {origin}: {e:#}"))?;
         let mut counts = vec![0u64; outputs.len() * BINS];
         for (t, counts) in outputs.iter().zip(counts.chunks_exact_mut(BINS)) {

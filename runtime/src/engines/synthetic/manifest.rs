@@ -43,14 +43,6 @@ impl From<ManifestError> for crate::Error {
     }
 }
 
-/// Transition bridge (issue 36): the synthetic generators of the families still return
-/// `Result<_, String>`.
-impl From<ManifestError> for String {
-    fn from(e: ManifestError) -> String {
-        e.to_string()
-    }
-}
-
 /// A generated file and the manifest key its hash is recorded under.
 pub type Hashed = (PathBuf, String);
 
