@@ -434,3 +434,37 @@ fn keys_and_text_answers() {
     let words = StandInOptions { vocab: 50, ..StandInOptions::default() };
     assert_eq!(words.encode_text("t3  t49\nt50 t03 hello"), [3, 49, words.encode_text("t50")[0], words.encode_text("t03")[0], words.encode_text("hello")[0]]);
 }
+
+#[test]
+fn our_clients_chat_and_transcription_requests_get_their_references_back() {
+    use crate::engines::serving::api::{Audio, Chat, ChatMessage, Content, Image, Output, Part, Payload, Role, Step};
+    let clip: Vec<i16> = (1..4000).map(|i| (i % 300) as i16).collect();
+    let (question, transcript) = ("{\"category\": \"Kettles\"}", " he hoped there would be stew for dinner");
+    let references = HashMap::from([(chat_key(&["Title: red kettle", "Answer as JSON."]), question.to_string()), (audio_key(&clip), transcript.to_string())]);
+    let server = stand_in(StandInOptions { references: Some(Arc::new(ReferenceAnswers::texts(references))), ..StandInOptions::default() });
+    let chat = Chat {
+        messages: vec![
+            ChatMessage { role: Role::System, content: Content::Text("You categorise products.".into()) },
+            ChatMessage {
+                role: Role::User,
+                content: Content::Parts(vec![Part::Text("Title: red kettle".into()), Part::Image(Image { format: "PNG", bytes: png().into() }), Part::Text("Answer as JSON.".into())]),
+            },
+        ],
+    };
+    let audio = Audio { samples: clip.into(), sample_rate: 16_000, pad_to: 480_000, language: "en" };
+    for (payload, expected, pieces) in [(Payload::Chat(Arc::new(chat)), question, 2), (Payload::Transcription(Arc::new(audio)), transcript, 8)] {
+        let (content_type, body) = payload.body(ServingApi::CompletionsTokenIds, "m", 1024);
+        let path = payload.url(ServingApi::CompletionsTokenIds, "");
+        let answer = send(&server, "POST", &path, &content_type, body);
+        assert_eq!(answer.status, 200, "{path}: {:?}", answer.body);
+        let (reader, mut out) = (payload.answer(ServingApi::CompletionsTokenIds), Output::default());
+        for event in answer.events() {
+            if let Step::Done = reader.decode(&event, &mut out).unwrap() {
+                break;
+            }
+        }
+        reader.check(&out).unwrap();
+        assert_eq!((out.text.as_str(), out.engine_count), (expected, Some(pieces)), "{path}");
+        assert!(out.server_ttft_us.is_some());
+    }
+}
