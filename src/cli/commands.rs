@@ -411,9 +411,9 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             never_ready: args.never_ready,
         },
         references: match (&args.reference_answers, &args.benchmark) {
-            (Some(dataset), Some(benchmark)) => Some(Arc::new(
-                benchmarks::family(benchmark).stand_in_answers(dataset, args.tokenizer.as_deref()).map_err(|e| e.context("serve_stand_in --reference_answers"))?,
-            )),
+            (Some(dataset), Some(benchmark)) => {
+                Some(Arc::new(benchmarks::family(benchmark).stand_in_answers(dataset, args.tokenizer.as_deref()).map_err(|e| e.context("serve_stand_in --reference_answers"))?))
+            }
             (Some(dataset), None) => {
                 let Some(tokenizer) = &args.tokenizer else {
                     return Err(Error::Usage("serve_stand_in --reference_answers: name the benchmark (--benchmark) or, for an LLM, its tokenizer.json (--tokenizer)".into()));
