@@ -358,9 +358,21 @@ fn error(status: StatusCode, message: &str) -> Response<Body> {
     json(status, serde_json::json!({ "error": { "message": message, "type": kind, "param": null, "code": status.as_u16() } }).to_string())
 }
 
-/// A 400 with the stand-in's name on it.
-fn bad_request(message: impl std::fmt::Display) -> Response<Body> {
-    error(StatusCode::BAD_REQUEST, &format!("stand-in: {message}"))
+/// A request refused as vLLM would refuse it: the status and what is wrong.
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    /// A 400 with the stand-in's name on it.
+    fn bad(message: impl std::fmt::Display) -> Refusal {
+        Refusal { status: StatusCode::BAD_REQUEST, message: format!("stand-in: {message}") }
+    }
+
+    fn response(&self) -> Response<Body> {
+        error(self.status, &self.message)
+    }
 }
 
 /// The routes it serves, for a 404.
@@ -392,7 +404,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             let content_type = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
             let body = match req.into_body().collect().await {
                 Ok(b) => b.to_bytes(),
-                Err(e) => return Ok(bad_request(format_args!("cannot read the body: {e}"))),
+                Err(e) => return Ok(Refusal::bad(format_args!("cannot read the body: {e}")).response()),
             };
             match (route.as_str(), options.api) {
                 ("/v1/completions", _) => openai::completions(&body, &state),
@@ -400,14 +412,14 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
                 ("/v1/audio/transcriptions", _) => audio::transcriptions(&content_type, body, &state).await,
                 ("/generate", ServingApi::SglangGenerate) => native(&body, options, Native::Sglang),
                 ("/completion", ServingApi::LlamaCppCompletion) => native(&body, options, Native::LlamaCpp),
-                _ => Err(error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {route}; it serves {}", options.api.name(), routes(options.api)))),
+                _ => Err(Refusal { status: StatusCode::NOT_FOUND, message: format!("stand-in ({}): no route {route}; it serves {}", options.api.name(), routes(options.api)) }),
             }
         }
-        _ => Err(error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {method} {route}; it serves {}", options.api.name(), routes(options.api)))),
+        _ => Err(Refusal { status: StatusCode::NOT_FOUND, message: format!("stand-in ({}): no route {method} {route}; it serves {}", options.api.name(), routes(options.api)) }),
     };
     Ok(match reply {
         Ok(reply) => deliver(reply, &state, received).await,
-        Err(refused) => refused,
+        Err(refused) => refused.response(),
     })
 }
 
@@ -531,17 +543,17 @@ struct SglangSampling {
     max_new_tokens: Option<u32>,
 }
 
-fn native(body: &[u8], options: &StandInOptions, dialect: Native) -> Result<Reply, Response<Body>> {
+fn native(body: &[u8], options: &StandInOptions, dialect: Native) -> Result<Reply, Refusal> {
     let api = options.api.name();
     let request: NativeRequest = serde_json::from_slice(body)
-        .map_err(|e| bad_request(format_args!("the body is not a {api} request with a token-id prompt: {e}: {}", clip(&String::from_utf8_lossy(body)))))?;
+        .map_err(|e| Refusal::bad(format_args!("the body is not a {api} request with a token-id prompt: {e}: {}", clip(&String::from_utf8_lossy(body)))))?;
     let (prompt, limit) = match dialect {
         Native::Sglang => (request.input_ids, request.sampling_params.and_then(|s| s.max_new_tokens)),
         Native::LlamaCpp => (request.prompt, request.n_predict),
     };
-    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else { return Err(bad_request("the prompt must be a non-empty list of token ids")) };
+    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else { return Err(Refusal::bad("the prompt must be a non-empty list of token ids")) };
     if !request.stream {
-        return Err(bad_request(format_args!("a {api} request must stream as that dialect does")));
+        return Err(Refusal::bad(format_args!("a {api} request must stream as that dialect does")));
     }
     let ids = options.answer(&prompt, limit.unwrap_or(options.max_output_tokens));
     Ok(Reply::Stream(Box::new(NativeEvents { dialect, ids, prompt_tokens: prompt.len() })))

@@ -7,10 +7,9 @@
 //! hand-written parsers go wrong, and clients differ in them.
 
 use super::openai::{Head, TextAnswer, TextRoute, warn_ignored};
-use super::{Events, Reply, State, audio_key, bad_request};
+use super::{Events, Refusal, Reply, State, audio_key};
 use bytes::Bytes;
 use futures_util::stream;
-use hyper::Response;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 
@@ -127,9 +126,9 @@ fn wav(name: &str, bytes: &[u8]) -> Result<Clip, String> {
 }
 
 /// `POST /v1/audio/transcriptions`.
-pub(super) async fn transcriptions(content_type: &str, body: Bytes, state: &State) -> Result<Reply, Response<super::Body>> {
+pub(super) async fn transcriptions(content_type: &str, body: Bytes, state: &State) -> Result<Reply, Refusal> {
     let options = &state.options;
-    let refuse = |e: String| bad_request(format_args!("/v1/audio/transcriptions: {e}"));
+    let refuse = |e: String| Refusal::bad(format_args!("/v1/audio/transcriptions: {e}"));
     let form = read_form(content_type, body).await.map_err(refuse)?;
     let fields = fields(&form).map_err(refuse)?;
     let Some((name, bytes)) = &form.file else { return Err(refuse("the form has no `file` part (the audio to transcribe)".into())) };

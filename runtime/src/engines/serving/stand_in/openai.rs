@@ -5,9 +5,8 @@
 //! a field of the wrong type or a value vLLM refuses is a 400 naming the field; a field it does
 //! not know is ignored with a warning, as vLLM's `OpenAIBaseModel` (`extra="allow"`) does.
 
-use super::{Body, Events, Reply, StandInOptions, State, bad_request, clip, push_event, response_id, unix_time};
+use super::{Events, Refusal, Reply, StandInOptions, State, clip, push_event, response_id, unix_time};
 use base64::Engine as _;
-use hyper::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -122,11 +121,17 @@ fn limit(field: &str, value: i64) -> Result<u32, String> {
     Ok(u32::try_from(value).unwrap_or(u32::MAX))
 }
 
-/// The request refused at once: a 400 naming what is wrong.
-type Refused = Response<Body>;
+fn parse<'a, T: Deserialize<'a>>(route: &str, body: &'a [u8]) -> Result<T, Refusal> {
+    serde_json::from_slice(body).map_err(|e| Refusal::bad(format_args!("{route}: the body is not a request vLLM accepts: {e}: {}", clip(&String::from_utf8_lossy(body)))))
+}
 
-fn parse<'a, T: Deserialize<'a>>(route: &str, body: &'a [u8]) -> Result<T, Refused> {
-    serde_json::from_slice(body).map_err(|e| bad_request(format_args!("{route}: the body is not a request vLLM accepts: {e}: {}", clip(&String::from_utf8_lossy(body)))))
+/// A request's checked fields: what it asks about (its prompts, its conversation), its token
+/// limit, and how the answer goes back.
+struct Checked<T> {
+    asks: T,
+    limit: u32,
+    stream: bool,
+    include_usage: bool,
 }
 
 fn streaming(stream: Option<bool>, options: &Option<StreamOptions>) -> Result<(bool, bool), String> {
@@ -213,11 +218,11 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// `POST /v1/completions`.
-pub(super) fn completions(body: &[u8], state: &State) -> Result<Reply, Refused> {
+pub(super) fn completions(body: &[u8], state: &State) -> Result<Reply, Refusal> {
     let options = &state.options;
     let request: CompletionRequest = parse("/v1/completions", body)?;
     warn_ignored("/v1/completions", request.ignored.keys());
-    let checked = || -> Result<(Vec<Vec<i32>>, u32, bool, bool), String> {
+    let checked = || -> Result<Checked<Vec<Vec<i32>>>, String> {
         let (stream, include_usage) = streaming(request.stream, &request.stream_options)?;
         request.sampling.check()?;
         if request.n != 1 {
@@ -232,9 +237,9 @@ pub(super) fn completions(body: &[u8], state: &State) -> Result<Reply, Refused> 
             _ => {}
         }
         let limit = limit("max_tokens", request.max_tokens.unwrap_or(DEFAULT_COMPLETION_TOKENS))?;
-        Ok((prompts(request.prompt.as_ref(), options)?, limit, stream, include_usage))
+        Ok(Checked { asks: prompts(request.prompt.as_ref(), options)?, limit, stream, include_usage })
     };
-    let (prompts, limit, stream, include_usage) = checked().map_err(|e| bad_request(format_args!("/v1/completions: {e}")))?;
+    let Checked { asks: prompts, limit, stream, include_usage } = checked().map_err(|e| Refusal::bad(format_args!("/v1/completions: {e}")))?;
     let offsets = request.logprobs.is_some();
     let choices = prompts
         .into_iter()
@@ -464,11 +469,11 @@ fn image(url: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `POST /v1/chat/completions`.
-pub(super) fn chat(body: &[u8], state: &State) -> Result<Reply, Refused> {
+pub(super) fn chat(body: &[u8], state: &State) -> Result<Reply, Refusal> {
     let options = &state.options;
     let request: ChatRequest = parse("/v1/chat/completions", body)?;
     warn_ignored("/v1/chat/completions", request.ignored.keys());
-    let checked = || -> Result<(Conversation, u32, bool, bool), String> {
+    let checked = || -> Result<Checked<Conversation>, String> {
         let (stream, include_usage) = streaming(request.stream, &request.stream_options)?;
         request.sampling.check()?;
         if request.n != 1 {
@@ -482,9 +487,9 @@ pub(super) fn chat(body: &[u8], state: &State) -> Result<Reply, Refused> {
             (None, Some(n)) => limit("max_tokens", n)?,
             (None, None) => u32::MAX,
         };
-        Ok((conversation(&request.messages, options)?, limit, stream, include_usage))
+        Ok(Checked { asks: conversation(&request.messages, options)?, limit, stream, include_usage })
     };
-    let (conversation, limit, stream, include_usage) = checked().map_err(|e| bad_request(format_args!("/v1/chat/completions: {e}")))?;
+    let Checked { asks: conversation, limit, stream, include_usage } = checked().map_err(|e| Refusal::bad(format_args!("/v1/chat/completions: {e}")))?;
     let pieces = options.text_answer(&conversation.key, &conversation.prompt, limit);
     let answer = TextAnswer::new(Head::new("chatcmpl", request.model, options), TextRoute::Chat, pieces, limit, conversation.prompt.len(), include_usage);
     Ok(if stream { Reply::Stream(Box::new(answer)) } else { Reply::Whole { steps: answer.steps(), content_type: "application/json", body: answer.chat_body() } })
