@@ -48,6 +48,12 @@ mod tests {
         let dataset = dir.join("cnn_eval.json");
         std::fs::write(&dataset, r#"[{"tok_input": [1, 2, 3], "output": "t5 t7 t9"}, {"tok_input": [4], "output": "t1"}]"#).unwrap();
         let references = reference_answers(&dataset, &dir.join("tokenizer.json")).unwrap();
+        // The same through the seam `serve_stand_in --benchmark` calls; a tokenizer is needed.
+        let seam = crate::benchmarks::family("llama3.1-8b");
+        assert_eq!(seam.stand_in_answers(&dataset, Some(&dir.join("tokenizer.json"))).unwrap(), references);
+        assert!(seam.stand_in_answers(&dataset, None).unwrap_err().to_string().contains("--tokenizer"));
+        let none = crate::benchmarks::family("resnet50").stand_in_answers(&dataset, None).unwrap_err().to_string();
+        assert!(none.contains("no reference answers for resnet50"), "{none}");
         let o = StandInOptions { references: Some(Arc::new(references)), ..own.clone() };
         assert_eq!(o.answer(&[1, 2, 3], 100), [5, 7, 9]);
         assert_eq!(o.answer(&[1, 2, 3], 2), [5, 7], "the request's limit still caps it");
