@@ -68,7 +68,8 @@ fn responses_validate_as_pydantic_validates_product_metadata() {
 #[test]
 fn hierarchical_f1_counts_common_prefixes_and_pads_unparsable_answers() {
     assert_eq!(hierarchical_components("A > B > C", "A > B > D > E"), (2, 3, 4));
-    assert_eq!(hierarchical_components(" A >  B ", "A > B"), (1, 2, 2), "levels are stripped after splitting on ' > '");
+    assert_eq!(hierarchical_components(" A >  B ", "A > B"), (2, 2, 2), "levels are stripped after splitting on ' > '");
+    assert_eq!(hierarchical_components("A>B", "A > B"), (0, 1, 2), "only ' > ' separates levels");
     assert_eq!(hierarchical_components("", "A"), (0, 1, 1));
     let truth = Truth { category: "A > B > C".into(), brand: "x".into(), is_secondhand: false };
     let mut f1 = HierarchicalF1::default();
@@ -81,4 +82,76 @@ fn hierarchical_f1_counts_common_prefixes_and_pads_unparsable_answers() {
     let text = f1.accuracy_txt();
     assert!(text.starts_with("Results\n\n{\"f1\": 0.36363636363636365}\n\nhash="), "{text}");
     assert_eq!(text.len(), "Results\n\n{\"f1\": 0.36363636363636365}\n\nhash=".len() + 64);
+}
+
+/// tests/fixtures/qwen3vl (scripts/make_qwen3vl_fixtures.py, from the reference code).
+fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/qwen3vl")
+}
+
+#[test]
+fn the_catalogue_is_read_train_then_test_with_images_as_stored() {
+    let catalogue = super::catalogue::Catalogue::find(&fixtures().join("catalogue")).unwrap();
+    let names: Vec<String> = catalogue.files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["train-00000-of-00001.parquet", "test-00000-of-00001.parquet"]);
+    let products = catalogue.products().unwrap();
+    assert_eq!(products.len(), 12);
+    assert_eq!(products[1].title, "Men's shirt #1");
+    assert_eq!(products[0].description, "");
+    assert_eq!(products[1].truth, Truth { category: "Home & Garden > Kitchen & Dining > Tableware > Drinkware > Mugs".into(), brand: "Giorgio Armani".into(), is_secondhand: false });
+    assert!(products[1].image.bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "the JPEG's stored bytes");
+    let truths = catalogue.truths().unwrap();
+    assert_eq!(truths, products.iter().map(|p| p.truth.clone()).collect::<Vec<_>>(), "the ground truth alone, without images");
+}
+
+#[test]
+fn requests_are_the_references_texts_and_image_formats() {
+    let expected: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(fixtures().join("requests.json")).unwrap()).unwrap();
+    let products = super::catalogue::Catalogue::find(&fixtures().join("catalogue")).unwrap().products().unwrap();
+    assert_eq!(expected.len(), products.len());
+    for (i, (want, product)) in expected.iter().zip(&products).enumerate() {
+        assert_eq!(system_text(), want["system"].as_str().unwrap(), "product {i}: system text");
+        assert_eq!(super::request::user_text(product), want["user"].as_str().unwrap(), "product {i}: user text");
+        assert_eq!(format!("data:image/{};base64,", product.image.format.pil_name()), want["image_url_prefix"].as_str().unwrap(), "product {i}");
+    }
+}
+
+#[test]
+fn the_score_agrees_with_the_references_evaluation_on_tricky_responses() {
+    let truths = super::catalogue::Catalogue::find(&fixtures().join("catalogue")).unwrap().truths().unwrap();
+    let score = super::accuracy::score_log(&fixtures().join("mlperf_log_accuracy.json"), &truths).unwrap();
+    let official = std::fs::read_to_string(fixtures().join("accuracy.txt")).unwrap();
+    assert_eq!(score.accuracy_txt(), official);
+    assert_eq!(score.unparsable, 6, "the reference logs 6 unparsable responses");
+    let scored = score.scored();
+    let pattern = crate::accuracy::target::python_regex(r#"\{.*"f1":\s*([\d\.]+).*\}"#).unwrap();
+    let line = scored.text.lines().find_map(|l| crate::accuracy::target::first_group(&pattern, l)).unwrap();
+    assert_eq!(line.parse::<f64>().unwrap(), scored.metrics[0].1);
+}
+
+#[test]
+fn a_catalogue_without_a_column_or_with_a_foreign_image_is_named() {
+    let err = super::catalogue::Catalogue::find(&fixtures().join("missing-column")).unwrap().truths().unwrap_err().to_string();
+    assert!(err.contains("train-00000-of-00001.parquet: no column `ground_truth_category`") && err.contains("`product_title`"), "{err}");
+    let err = super::catalogue::Catalogue::find(&fixtures().join("bad-image")).unwrap().products().unwrap_err().to_string();
+    assert!(err.contains("train-00000-of-00001.parquet: row 5, column `product_image`") && err.contains("3c 68 74 6d 6c"), "{err}");
+    let err = super::catalogue::Catalogue::find(&fixtures().join("nowhere")).unwrap_err().to_string();
+    assert!(err.contains("nowhere: no parquet files") && err.contains("Shopify/product-catalogue"), "{err}");
+    let e: crate::Error = super::error::Qwen3VlError::NoFiles { dir: "x".into() }.into();
+    assert!(matches!(e, crate::Error::Data(_)));
+}
+
+#[test]
+fn stand_in_answers_are_the_ground_truth_keyed_by_the_user_text_and_score_perfectly() {
+    let products: Vec<_> = (0..20).map(super::synthetic::product).collect();
+    let answers = super::reference_answers(&products);
+    assert_eq!(answers.len(), 20);
+    let mut score = HierarchicalF1::default();
+    for p in &products {
+        let answer = &answers[&super::request::user_text(p)];
+        assert!(p.categories.contains(&p.truth.category));
+        assert_eq!(parse_product_metadata(answer).unwrap().category, p.truth.category);
+        score.add(answer, &p.truth);
+    }
+    assert_eq!(score.f1(), 1.0);
 }
