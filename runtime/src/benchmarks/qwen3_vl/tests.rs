@@ -80,8 +80,8 @@ fn hierarchical_f1_counts_common_prefixes_and_pads_unparsable_answers() {
     assert_eq!(f1.f1(), 2.0 * (hp * hr) / (hp + hr));
     assert_eq!(HierarchicalF1::default().f1(), 0.0);
     let text = f1.accuracy_txt();
-    assert!(text.starts_with("Results\n\n{\"f1\": 0.36363636363636365}\n\nhash="), "{text}");
-    assert_eq!(text.len(), "Results\n\n{\"f1\": 0.36363636363636365}\n\nhash=".len() + 64);
+    assert!(text.starts_with("Results\n\n{\"f1\": 0.3636363636363636}\n\nhash="), "{text}");
+    assert_eq!(text.len(), "Results\n\n{\"f1\": 0.3636363636363636}\n\nhash=".len() + 64);
 }
 
 /// tests/fixtures/qwen3vl (scripts/make_qwen3vl_fixtures.py, from the reference code).
