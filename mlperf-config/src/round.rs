@@ -266,6 +266,10 @@ pub struct BenchmarkRound {
     /// 32768 vs 10240): the accuracy runs' limit. None: accuracy runs use `max_output_tokens`.
     #[serde(default)]
     pub accuracy_max_output_tokens: Option<u64>,
+    /// The rules forbid reusing cached prefixes (qwen3-vl: `--no-enable-prefix-caching` in vLLM,
+    /// `--disable-radix-cache` in SGLang): configs that start an engine must turn it off (C0313).
+    #[serde(default)]
+    pub forbids_prefix_caching: bool,
     /// System type (`datacenter`, `edge`, `datacenter_edge`) -> scenarios.
     #[serde(default)]
     pub scenarios: Table<Str, ScenarioSet>,

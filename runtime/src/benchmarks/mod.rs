@@ -92,6 +92,12 @@ pub trait Benchmark: Sync {
         Err(Error::Config(format!("no accuracy scorer for {} in this build", self.id())))
     }
 
+    /// Whether an accuracy run of a served workload on generated data has a ground truth to score
+    /// (the generator makes one); served LLMs' generated prompts have none.
+    fn scores_generated_data(&self) -> bool {
+        false
+    }
+
     /// What the compliance audits need to know of the benchmark's responses.
     fn audit(&self) -> AuditSpecifics {
         AuditSpecifics::default()

@@ -20,9 +20,12 @@ pub mod synthetic;
 #[cfg(test)]
 mod tests;
 
-use super::{Benchmark, Workload, WorkloadSpec, no_engine};
+use super::llm::client_options;
+use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::dataset::SampleSet;
+use crate::dataset::qsl::SampleLibrary;
+use crate::engines::serving::api::{Chat, Output, Payload, Respond};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::error::Error;
 use catalogue::{Catalogue, Product, Truth};
@@ -30,11 +33,16 @@ use error::{Qwen3VlError, REMEDY};
 use mlperf_config::{DatasetSource, EngineKind, Scenario, Settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub struct Qwen3Vl;
 
 /// The catalog id.
 const ID: &str = "qwen3-vl-235b-a22b";
+
+/// What LoadGen gets (task.py): the answer text's UTF-8 bytes, with the engine's
+/// `usage.completion_tokens` as `n_tokens`; the first report is the text so far.
+const RESPOND: Respond = Respond { first: |out: &Output| out.text.as_bytes().to_vec(), complete: |out: &Output| (out.text.as_bytes().to_vec(), out.engine_count.unwrap_or(0)) };
 
 /// Which published set a scenario reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,9 +117,17 @@ impl Benchmark for Qwen3Vl {
         if spec.settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(ID, spec.settings));
         }
+        let options = client_options(spec.settings, ID, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
+        let synthetic = is_synthetic(spec.settings);
         let products = products(spec)?;
-        let _ = products;
-        Err(Error::Config(format!("{ID}: the chat serving client is not in this build yet")))
+        let name = if synthetic { format!("synthetic {ID} products") } else { format!("{ID} {}", ProductSet::of(spec.plan.scenario).name()) };
+        let system: Arc<str> = request::system_text().into();
+        // Each product becomes its request at once (its image moved, not copied), so the
+        // catalogue's images are held once.
+        let chats: Arc<[Arc<Chat>]> = products.into_iter().map(|p| Arc::new(request::chat(&system, p))).collect();
+        let library = SampleLibrary::generated(&name, chats.len(), spec.performance_samples, 0, |_| Vec::new());
+        let work = ServingWork { options, request: Arc::new(move |i| Payload::Chat(chats[i].clone())), respond: RESPOND };
+        Ok(Workload { drive: Drive::Serving(work), library: Arc::new(library), synthetic, caveats: Vec::new() })
     }
 
     /// The catalogue of the run's set, its ground truth counted (no image is read), before a serving
@@ -122,6 +138,11 @@ impl Benchmark for Qwen3Vl {
         }
         ProductSet::of(spec.plan.scenario).checked(&Scratch::from_env(), spec.total_samples)?;
         Ok(())
+    }
+
+    /// Generated products carry their ground truth (the stand-in answers it).
+    fn scores_generated_data(&self) -> bool {
+        true
     }
 
     fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, Error> {
@@ -170,9 +191,4 @@ pub fn reference_answers(products: &[Product]) -> HashMap<String, String> {
 /// `{"category": ..., "brand": ..., "is_secondhand": ...}`.
 pub fn truth_json(truth: &Truth) -> String {
     serde_json::json!({ "category": truth.category, "brand": truth.brand, "is_secondhand": truth.is_secondhand }).to_string()
-}
-
-/// The catalogue directory of a scenario (for `mlperf info` and tests).
-pub fn catalogue_dir(scratch: &Scratch, scenario: Scenario) -> PathBuf {
-    ProductSet::of(scenario).dir(scratch)
 }

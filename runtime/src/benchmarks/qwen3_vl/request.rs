@@ -10,6 +10,8 @@
 
 use super::catalogue::Product;
 use super::error::Qwen3VlError;
+use crate::engines::serving::api::{Chat, ChatMessage, Content, Image, Part, Role};
+use std::sync::Arc;
 use unicode_general_category::{GeneralCategory, get_general_category};
 
 /// `json.dumps(ProductMetadata.model_json_schema(), indent=2)`, computed with pydantic 2.14.4
@@ -68,6 +70,19 @@ The following are the possible product categories:
         product.description,
         python_list_repr(&product.categories)
     )
+}
+
+/// A product's chat request: the system message `system` ([`system_text`]), then the user
+/// message's text part and its image, moved into the request as stored.
+pub fn chat(system: &Arc<str>, product: Product) -> Chat {
+    let user = user_text(&product);
+    let image = Image { format: product.image.format.pil_name(), bytes: product.image.bytes };
+    Chat {
+        messages: vec![
+            ChatMessage { role: Role::System, content: Content::Text(system.clone()) },
+            ChatMessage { role: Role::User, content: Content::Parts(vec![Part::Text(user.into()), Part::Image(image)]) },
+        ],
+    }
 }
 
 /// Python's `str(list_of_str)`: `['a', "b's"]`.

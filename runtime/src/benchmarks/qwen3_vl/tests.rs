@@ -155,3 +155,32 @@ fn stand_in_answers_are_the_ground_truth_keyed_by_the_user_text_and_score_perfec
     }
     assert_eq!(score.f1(), 1.0);
 }
+
+#[test]
+fn a_products_request_carries_both_messages_the_stored_image_and_no_sampling_fields() {
+    use crate::engines::serving::api::Payload;
+    use base64::Engine as _;
+    let product = super::synthetic::product(3);
+    let (stored, user) = (product.image.bytes.clone(), super::request::user_text(&product));
+    let chat = super::request::chat(&system_text().into(), product);
+    let (content_type, body) = Payload::Chat(std::sync::Arc::new(chat)).body(mlperf_config::ServingApi::CompletionsTokenIds, "qwen", 150);
+    assert_eq!(content_type, "application/json");
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["messages"][0], serde_json::json!({ "role": "system", "content": system_text() }));
+    assert_eq!(body["messages"][1]["role"], "user");
+    assert_eq!(body["messages"][1]["content"][0], serde_json::json!({ "type": "text", "text": user }));
+    let url = body["messages"][1]["content"][1]["image_url"]["url"].as_str().unwrap();
+    let data = url.strip_prefix("data:image/PNG;base64,").unwrap();
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(data).unwrap(), &stored[..], "the file's bytes, not re-encoded");
+    assert_eq!(body["max_tokens"], 150);
+    for field in ["temperature", "top_p", "top_k", "min_p", "repetition_penalty", "response_format"] {
+        assert!(body.get(field).is_none(), "{field}: the server's generation config decides");
+    }
+}
+
+#[test]
+fn loadgen_gets_the_text_bytes_and_the_engines_token_count() {
+    let out = crate::engines::serving::api::Output { text: "{\"a\": \"é\"}".into(), engine_count: Some(7), ..Default::default() };
+    assert_eq!((super::RESPOND.complete)(&out), ("{\"a\": \"é\"}".as_bytes().to_vec(), 7));
+    assert_eq!((super::RESPOND.first)(&out), "{\"a\": \"é\"}".as_bytes());
+}
