@@ -13,6 +13,10 @@ fn free_port() -> u16 {
 /// Fast stand-in answers: 2 ms to the first token, 1 ms per token, 8-16 tokens.
 const FAST: &str = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16"]"#;
 
+/// Paced answers: 20 ms to the first token and 5 ms per token after it, 16-32 tokens, so at 64 in
+/// flight throughput is bounded by latency (about 450 samples/s) whatever the machine.
+const PACED: &str = r#"--serving_args=["--first_token_ms=20", "--token_ms=5", "--min_output_tokens=16", "--max_output_tokens=32"]"#;
+
 #[test]
 fn qwen3_vl_offline_server_and_interactive_are_valid_against_the_stand_in() {
     let cwd = scratch("qwen3vl-scenarios");
@@ -26,11 +30,13 @@ fn qwen3_vl_offline_server_and_interactive_are_valid_against_the_stand_in() {
             "--scenarios=offline,server,interactive",
             "--max_concurrency=64",
             "--min_query_count=1",
-            "--min_duration=2000",
+            "--min_duration=3000",
             "--performance_sample_count_override=128",
-            "--offline_expected_qps=200",
-            "--server_target_qps=50",
-            FAST,
+            // Offline issues more than the stand-in answers in 3 s; Server and Interactive 600
+            // queries, enough for early stopping, about 28 of 64 slots busy.
+            "--offline_expected_qps=900",
+            "--server_target_qps=200",
+            PACED,
             &port,
         ],
     );
@@ -40,9 +46,14 @@ fn qwen3_vl_offline_server_and_interactive_are_valid_against_the_stand_in() {
     assert_eq!(logs.len(), 3, "{stdout}");
     for (path, log) in &logs {
         assert_eq!(log.str("result_validity"), Some("VALID"), "{}:\n{stdout}", path.display());
-        assert_eq!(log.bool("requested_use_token_latencies"), Some(false), "token latencies are off for qwen3-vl");
+        assert_ne!(log.bool("requested_use_token_latencies"), Some(true), "token latencies are off for qwen3-vl");
+        assert_eq!(log.f64("result_first_token_99.00_percentile_latency_ns"), None, "no TTFT is reported");
         let interactive = path.to_string_lossy().contains("/Interactive/");
         assert_eq!(log.u64("qsl_reported_total_count"), Some(if interactive { 8000 } else { 48289 }), "{}", path.display());
+        let limit = if interactive { 1_500_000_000 } else { 12_000_000_000 };
+        if !path.to_string_lossy().contains("/Offline/") {
+            assert_eq!(log.u64("requested_server_target_latency_ns"), Some(limit), "end-to-end p99 limit: {}", path.display());
+        }
         let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path.parent().unwrap().join("serving.json")).unwrap()).unwrap();
         assert_eq!(record["endpoints"][0]["failed"], 0, "{record}");
     }
@@ -54,7 +65,8 @@ fn a_qwen3_vl_accuracy_run_writes_the_f1_the_checker_reads() {
     let port = format!("--serving_port={}", free_port());
     let out = mlperf(
         &cwd,
-        &["run_harness", "--system_name=CPU-dev", "--benchmarks=qwen3-vl", "--scenarios=interactive", "--test_mode=AccuracyOnly", "--max_concurrency=256", FAST, &port],
+        // The 8,000 products of the Interactive set, issued at 4,000 queries/s.
+        &["run_harness", "--system_name=CPU-dev", "--benchmarks=qwen3-vl", "--scenarios=interactive", "--test_mode=AccuracyOnly", "--max_concurrency=256", "--server_target_qps=4000", FAST, &port],
     );
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build"))
