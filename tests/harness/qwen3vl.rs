@@ -66,13 +66,21 @@ fn a_qwen3_vl_accuracy_run_writes_the_f1_the_checker_reads() {
     let out = mlperf(
         &cwd,
         // The 8,000 products of the Interactive set, issued at 4,000 queries/s.
-        &["run_harness", "--system_name=CPU-dev", "--benchmarks=qwen3-vl", "--scenarios=interactive", "--test_mode=AccuracyOnly", "--max_concurrency=256", "--server_target_qps=4000", FAST, &port],
+        &[
+            "run_harness",
+            "--system_name=CPU-dev",
+            "--benchmarks=qwen3-vl",
+            "--scenarios=interactive",
+            "--test_mode=AccuracyOnly",
+            "--max_concurrency=256",
+            "--server_target_qps=4000",
+            FAST,
+            &port,
+        ],
     );
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let accuracy = mlperf_runtime::fsutil::walk_files(&cwd.join("build"))
-        .into_iter()
-        .find(|p| p.ends_with("accuracy.txt"))
-        .unwrap_or_else(|| panic!("no accuracy.txt:\n{stdout}\n{stderr}"));
+    let accuracy =
+        mlperf_runtime::fsutil::walk_files(&cwd.join("build")).into_iter().find(|p| p.ends_with("accuracy.txt")).unwrap_or_else(|| panic!("no accuracy.txt:\n{stdout}\n{stderr}"));
     let text = std::fs::read_to_string(&accuracy).unwrap();
     let pattern = mlperf_runtime::accuracy::target::python_regex(r#"\{.*"f1":\s*([\d\.]+).*\}"#).unwrap();
     let f1 = text.lines().find_map(|l| mlperf_runtime::accuracy::target::first_group(&pattern, l)).unwrap_or_else(|| panic!("{text}"));

@@ -78,7 +78,16 @@ impl Catalogue {
         // `split="train+test"`: the train split's files, then the test split's.
         let split = |p: &PathBuf| {
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (if name.starts_with("train") { 0 } else if name.starts_with("test") { 1 } else { 2 }, name)
+            (
+                if name.starts_with("train") {
+                    0
+                } else if name.starts_with("test") {
+                    1
+                } else {
+                    2
+                },
+                name,
+            )
         };
         files.sort_by_key(split);
         Ok(Catalogue { dir: dir.to_path_buf(), files })
@@ -115,7 +124,11 @@ impl Catalogue {
                 let cell = Cells { path: file, row };
                 let mut cells = cells.into_iter();
                 let mut next = || cells.next().unwrap_or(Field::Null);
-                truths.push(Truth { category: cell.string(TRUE_CATEGORY, next())?, brand: cell.string(TRUE_BRAND, next())?, is_secondhand: cell.boolean(TRUE_SECONDHAND, next())? });
+                truths.push(Truth {
+                    category: cell.string(TRUE_CATEGORY, next())?,
+                    brand: cell.string(TRUE_BRAND, next())?,
+                    is_secondhand: cell.boolean(TRUE_SECONDHAND, next())?,
+                });
                 Ok(())
             })?;
         }

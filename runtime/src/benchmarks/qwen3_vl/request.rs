@@ -131,10 +131,7 @@ pub fn python_str_repr(s: &str) -> String {
 fn python_printable(c: char) -> bool {
     use GeneralCategory as G;
     c == ' '
-        || !matches!(
-            get_general_category(c),
-            G::Control | G::Format | G::Surrogate | G::PrivateUse | G::Unassigned | G::LineSeparator | G::ParagraphSeparator | G::SpaceSeparator
-        )
+        || !matches!(get_general_category(c), G::Control | G::Format | G::Surrogate | G::PrivateUse | G::Unassigned | G::LineSeparator | G::ParagraphSeparator | G::SpaceSeparator)
 }
 
 /// An image file's format as PIL names it (`Image.format`), from its leading bytes; the reference
@@ -177,6 +174,10 @@ impl ImageFormat {
 
     /// The format of a product's image, or an error naming where it is.
     pub fn of_image(bytes: &[u8], file: &std::path::Path, row: usize) -> Result<ImageFormat, Qwen3VlError> {
-        ImageFormat::detect(bytes).ok_or_else(|| Qwen3VlError::UnknownImage { path: file.to_path_buf(), row, head: bytes.iter().take(8).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ") })
+        ImageFormat::detect(bytes).ok_or_else(|| Qwen3VlError::UnknownImage {
+            path: file.to_path_buf(),
+            row,
+            head: bytes.iter().take(8).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
+        })
     }
 }

@@ -39,7 +39,9 @@ fn responses_validate_as_pydantic_validates_product_metadata() {
     assert_eq!(ok(r#"{"category":"a","brand":"b","is_secondhand":false}"#), Some(("a".into(), false)));
     assert_eq!(ok(" \n{\"category\":\"a\",\"brand\":\"b\",\"is_secondhand\":false}\n "), Some(("a".into(), false)));
     assert_eq!(ok(r#"{"category":"a","category":"c","brand":"b","is_secondhand":"Yes"}"#), Some(("c".into(), true)), "the last duplicate wins");
-    for (value, expected) in [("1", Some(true)), ("-0", Some(false)), ("1e0", Some(true)), ("10e-1", Some(true)), ("\"FaLsE\"", Some(false)), ("\"t\"", Some(true)), ("\"off\"", Some(false))] {
+    for (value, expected) in
+        [("1", Some(true)), ("-0", Some(false)), ("1e0", Some(true)), ("10e-1", Some(true)), ("\"FaLsE\"", Some(false)), ("\"t\"", Some(true)), ("\"off\"", Some(false))]
+    {
         assert_eq!(ok(&format!(r#"{{"category":"a","brand":"b","is_secondhand":{value}}}"#)).map(|m| m.1), expected, "{value}");
     }
     for bad in [
@@ -98,7 +100,10 @@ fn the_catalogue_is_read_train_then_test_with_images_as_stored() {
     assert_eq!(products.len(), 12);
     assert_eq!(products[1].title, "Men's shirt #1");
     assert_eq!(products[0].description, "");
-    assert_eq!(products[1].truth, Truth { category: "Home & Garden > Kitchen & Dining > Tableware > Drinkware > Mugs".into(), brand: "Giorgio Armani".into(), is_secondhand: false });
+    assert_eq!(
+        products[1].truth,
+        Truth { category: "Home & Garden > Kitchen & Dining > Tableware > Drinkware > Mugs".into(), brand: "Giorgio Armani".into(), is_secondhand: false }
+    );
     assert!(products[1].image.bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "the JPEG's stored bytes");
     let truths = catalogue.truths().unwrap();
     assert_eq!(truths, products.iter().map(|p| p.truth.clone()).collect::<Vec<_>>(), "the ground truth alone, without images");
