@@ -33,7 +33,7 @@ fn image() -> Arc<[u8]> {
 
 /// The ground truth of product `index`.
 pub fn truth(index: usize) -> Truth {
-    Truth { category: TAXONOMY[index % TAXONOMY.len()].to_string(), brand: format!("brand {}", index % 97), is_secondhand: index % 5 == 0 }
+    Truth { category: TAXONOMY[index % TAXONOMY.len()].to_string(), brand: format!("brand {}", index % 97), is_secondhand: index.is_multiple_of(5) }
 }
 
 /// The ground truth of the first `count` products.
