@@ -11,6 +11,7 @@ mod cpu_engine;
 mod exit_codes;
 mod llm;
 mod llm_real_engine;
+mod qwen3vl;
 mod results;
 mod signals;
 mod submission;
