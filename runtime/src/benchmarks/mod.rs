@@ -21,6 +21,7 @@ pub mod bert;
 pub mod llm;
 pub mod resnet50;
 pub mod unet3d;
+pub mod whisper;
 
 #[cfg(test)]
 mod pattern_tests;
@@ -107,6 +108,7 @@ static FAMILIES: &[&dyn Benchmark] = &[
     &llm::MIXTRAL_8X7B,
     &llm::DEEPSEEK_R1,
     &llm::GPT_OSS_120B,
+    &whisper::Whisper,
 ];
 
 /// The workload of one selected config as its family sees it outside a run (`generate_engines`,
