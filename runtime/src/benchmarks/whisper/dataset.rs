@@ -173,10 +173,15 @@ pub fn read_wav(sample: usize, path: &Path) -> Result<Vec<i16>, WhisperError> {
     check_spec(sample, path, reader.spec())?;
     let promised = u64::from(reader.len());
     check_length(sample, path, promised)?;
-    let samples: Vec<i16> = reader.samples::<i16>().collect::<Result<_, _>>().map_err(|e| match e {
-        hound::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => WhisperError::WavTruncated { sample, path: path.into(), promised, held: 0 },
-        e => wav_error(e),
-    })?;
+    let mut samples = Vec::with_capacity(promised as usize);
+    for value in reader.samples::<i16>() {
+        match value {
+            Ok(v) => samples.push(v),
+            // after the header, a short read is the only failure: the file ends early
+            Err(hound::Error::IoError(_) | hound::Error::FormatError(_)) => break,
+            Err(e) => return Err(wav_error(e)),
+        }
+    }
     if (samples.len() as u64) < promised {
         return Err(WhisperError::WavTruncated { sample, path: path.into(), promised, held: samples.len() as u64 });
     }
@@ -201,6 +206,29 @@ pub fn read_all(manifest: &Manifest, dir: &Path) -> Result<Vec<Vec<i16>>, Whispe
     Ok(all)
 }
 
+/// A generated clip (`dataset = "synthetic"`): 0.5 to 1.5 s of a tone and noise, fixed per index
+/// and different for every index.
+pub fn synthetic_clip(index: usize) -> Vec<i16> {
+    let mut state = (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        // xorshift64*: cheap and deterministic
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let rate = SAMPLE_RATE as usize;
+    let len = rate / 2 + (next() % rate as u64) as usize;
+    let hz = 200.0 + (index % 50) as f64 * 20.0;
+    (0..len)
+        .map(|i| {
+            let noise = (next() >> 53) as f64 / (1u64 << 11) as f64 - 0.5;
+            let v = 0.3 * (std::f64::consts::TAU * hz * i as f64 / f64::from(SAMPLE_RATE)).sin() + 0.05 * noise;
+            (v * 32767.0) as i16
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +250,16 @@ mod tests {
         let audio = read_all(&manifest, &dir).unwrap();
         assert_eq!(audio.iter().map(Vec::len).collect::<Vec<_>>(), [16000, 12000, 20000, 8000]);
         assert_eq!(check_wav(3, &manifest.wav_path(&dir, 3).unwrap()).unwrap(), 8000);
+    }
+
+    #[test]
+    fn synthetic_clips_are_fixed_per_index_and_within_30_s() {
+        let a = synthetic_clip(7);
+        assert_eq!(a, synthetic_clip(7));
+        assert_ne!(a, synthetic_clip(57), "same tone, other noise");
+        let lengths: Vec<usize> = (0..50).map(|i| synthetic_clip(i).len()).collect();
+        assert!(lengths.iter().all(|&n| (8000..24000).contains(&n)) && lengths.iter().any(|&n| n != lengths[0]), "{lengths:?}");
+        assert!(a.iter().any(|&s| s > 5000) && a.iter().any(|&s| s < -5000));
     }
 
     #[test]
@@ -258,7 +296,7 @@ mod tests {
         let wav = dir.join(WAV_DIR).join("b.wav");
         std::fs::write(&wav, &good[..good.len() - 100]).unwrap();
         let e = read_wav(0, &wav).unwrap_err().to_string();
-        assert!(e.contains("sample 0: ") && e.contains("b.wav: the header promises 8000 samples") && e.contains("truncated"), "{e}");
+        assert!(e.contains("sample 0: ") && e.contains("b.wav: the header promises 8000 samples, the file holds 7950: truncated?"), "{e}");
         assert!(check_wav(0, &wav).unwrap_err().to_string().contains("the file holds 7950"));
         let spec = hound::WavSpec { channels: 2, sample_rate: 44100, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
         let mut writer = hound::WavWriter::create(&wav, spec).unwrap();
