@@ -18,16 +18,19 @@ mod error;
 pub mod normalizer;
 pub mod wer;
 
-use super::{AuditSpecifics, Benchmark, Workload, WorkloadSpec, no_engine};
+use super::{AuditSpecifics, Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::{LogDtype, Scored};
 use crate::dataset::SampleSet;
+use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
+use crate::engines::serving::api::{Audio, Payload, Respond};
 use crate::error::Error;
 use dataset::{Manifest, SAMPLE_RATE, WAV_DIR};
 use error::{REMEDY, WhisperError};
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The whisper family.
 pub struct Whisper;
@@ -36,6 +39,11 @@ pub struct Whisper;
 const DEFAULT_DIR: &str = "whisper";
 /// The rules' padding: every clip is sent as 30 s of audio.
 pub const PAD_TO: usize = 30 * SAMPLE_RATE as usize;
+
+/// What LoadGen gets: the answer (or the text so far) as the reference SUT encodes it, and the
+/// engine's count of generated tokens.
+// (The client refuses a text answer without usage, so the count is always there.)
+const RESPOND: Respond = Respond { first: |out| accuracy::encode_answer(&out.text), complete: |out| (accuracy::encode_answer(&out.text), out.engine_count.unwrap_or(0)) };
 
 /// The dataset directory of a config: `tensor_path` under the scratch space's `preprocessed_data/`.
 pub fn dataset_dir(scratch: &Scratch, settings: &Settings) -> PathBuf {
@@ -93,8 +101,26 @@ impl Benchmark for Whisper {
         report
     }
 
+    /// Every clip in memory (generated, or read from the dataset), each request its clip.
     fn open(&self, spec: &WorkloadSpec) -> Result<Workload, Error> {
-        Err(no_engine(self.id(), spec.settings))
+        let settings = spec.settings;
+        if settings.engine != Some(EngineKind::Serving) {
+            return Err(no_engine(self.id(), settings));
+        }
+        let options = super::llm::client_options(settings, self.id(), spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
+        let audio = |samples: Vec<i16>| Arc::new(Audio { samples: samples.into(), sample_rate: SAMPLE_RATE, pad_to: PAD_TO, language: "en" });
+        let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
+        let (name, request): (String, Arc<dyn Fn(usize) -> Payload + Send + Sync>) = if synthetic {
+            ("synthetic whisper clips".into(), Arc::new(move |i| Payload::Transcription(audio(dataset::synthetic_clip(i)))))
+        } else {
+            let (dir, manifest) = manifest_of(settings, Some(spec.total_samples))?;
+            let clips: Vec<Arc<Audio>> = dataset::read_all(&manifest, &dir)?.into_iter().map(audio).collect();
+            (format!("whisper {}", manifest.path.display()), Arc::new(move |i| Payload::Transcription(clips[i].clone())))
+        };
+        // The family holds the clips; the library is LoadGen's bookkeeping.
+        let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, |_| Vec::new());
+        let work = ServingWork { options, request, respond: RESPOND };
+        Ok(Workload { drive: Drive::Serving(work), library: Arc::new(library), synthetic, caveats: Vec::new() })
     }
 
     /// The manifest (its sample count the round's) and every sample's WAV header and length, in
