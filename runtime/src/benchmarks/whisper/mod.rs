@@ -24,11 +24,11 @@ use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::serving::api::{Audio, Payload, Respond};
+use crate::engines::serving::stand_in::{ReferenceAnswers, audio_key};
 use crate::error::Error;
 use dataset::{Manifest, SAMPLE_RATE, WAV_DIR};
 use error::{REMEDY, WhisperError};
 use mlperf_config::{DatasetSource, EngineKind, Settings};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,13 +60,14 @@ fn manifest_of(settings: &Settings, expected: Option<usize>) -> Result<(PathBuf,
     }
 }
 
-/// What the stand-in answers each clip of a dataset with, by the clip's key (`key`: the
-/// stand-in's audio key of its samples): its transcript, so that a run against it scores as a
-/// perfect model would.
-pub fn reference_answers(dir: &Path, key: impl Fn(&[i16]) -> String) -> Result<HashMap<String, String>, WhisperError> {
-    let manifest = Manifest::read(&Manifest::path_in(dir))?;
-    let audio = dataset::read_all(&manifest, dir)?;
-    Ok(audio.iter().zip(&manifest.clips).map(|(samples, clip)| (key(samples), clip.transcript.clone())).collect())
+/// What the stand-in answers each clip of a dataset with (`serve_stand_in --benchmark=whisper
+/// --reference_answers=<dataset directory or its manifest>`): its transcript, by the stand-in's key
+/// of its samples, so that a run against it scores as a perfect model would.
+pub fn stand_in_answers(dataset: &Path) -> Result<ReferenceAnswers, WhisperError> {
+    let (manifest_path, dir) = if dataset.is_file() { (dataset.to_path_buf(), dataset.parent().unwrap_or(Path::new(".")).to_path_buf()) } else { (Manifest::path_in(dataset), dataset.to_path_buf()) };
+    let manifest = Manifest::read(&manifest_path)?;
+    let audio = dataset::read_all(&manifest, &dir)?;
+    Ok(ReferenceAnswers::texts(audio.iter().zip(&manifest.clips).map(|(samples, clip)| (audio_key(samples), clip.transcript.clone())).collect()))
 }
 
 impl Benchmark for Whisper {
@@ -147,5 +148,97 @@ impl Benchmark for Whisper {
     /// TEST01 compares the int64 vocabulary indices the SUT sends.
     fn audit(&self) -> AuditSpecifics {
         AuditSpecifics { test01_dtype: LogDtype::Int64, ..AuditSpecifics::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::gpu::spec::PlanIdentity;
+    use mlperf_config::{Scenario, Workload as WorkloadSetting};
+
+    fn fixture() -> String {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/whisper").into()
+    }
+
+    fn real(dir: String) -> Settings {
+        Settings { engine: Some(EngineKind::Serving), dataset: Some(DatasetSource::Real), tensor_path: Some(dir.into()), ..Settings::default() }
+    }
+
+    fn spec(settings: &Settings, total: usize) -> WorkloadSpec<'_> {
+        WorkloadSpec {
+            settings,
+            plan: PlanIdentity { system: "CPU-dev", scenario: Scenario::Offline, workload: WorkloadSetting::default() },
+            total_samples: total,
+            performance_samples: total,
+            set: SampleSet::Accuracy,
+            devices: 1,
+            output_limit: Some(200),
+        }
+    }
+
+    #[test]
+    fn mlperf_info_names_the_manifest_and_the_wavs() {
+        let scratch = Scratch::new("/nonexistent-scratch");
+        let report = Whisper.data(&scratch, &real(fixture()));
+        let text = report.render();
+        assert!(report.ready(), "{text}");
+        assert!(text.contains("dev-all-repack.json (4 samples, 1 entries over 30 s skipped)") && text.contains("dev-all-repack (4 WAV files;"), "{text}");
+        let missing = Whisper.data(&scratch, &Settings { tensor_path: None, ..real(String::new()) }).render();
+        assert!(missing.contains("[MISSING] repacked LibriSpeech dev-all manifest  /nonexistent-scratch/preprocessed_data/whisper/dev-all-repack.json"), "{missing}");
+        assert!(missing.contains("whisper-dataset.uri") && missing.contains("not ready: 2 missing"), "{missing}");
+        assert!(Whisper.data(&scratch, &Settings { dataset: Some(DatasetSource::Synthetic), ..Settings::default() }).ready());
+    }
+
+    #[test]
+    fn the_preflight_counts_the_samples_and_checks_every_wav() {
+        let settings = real(fixture());
+        Whisper.preflight(&spec(&settings, 4), true).unwrap();
+        let e = Whisper.preflight(&spec(&settings, 1633), true).unwrap_err();
+        assert!(matches!(e, Error::Data(_)) && e.to_string().contains("4 samples of at most 30 s, but the round's whisper set has 1633"), "{e}");
+        // the TEST01 dtype, and a request as the reference sends it
+        assert_eq!(Whisper.audit().test01_dtype, LogDtype::Int64);
+        let out = crate::engines::serving::api::Output { text: " Hello, World 42!".into(), engine_count: Some(6), ..Default::default() };
+        let (bytes, n_tokens) = (RESPOND.complete)(&out);
+        assert_eq!((accuracy::decode_answer(&bytes).unwrap(), n_tokens), ("hello world 42".to_string(), 6));
+        assert_eq!((RESPOND.first)(&out), bytes);
+    }
+
+    #[test]
+    fn each_request_is_its_clip_padded_to_30_s_in_english() {
+        let settings = Settings { serving_engine: Some(mlperf_config::ServingEngine::StandIn), serving_port: Some(30000), ..real(fixture()) };
+        let work = Whisper.open(&spec(&settings, 4)).unwrap();
+        let Drive::Serving(serving) = &work.drive else { panic!("a serving workload") };
+        assert!(!work.synthetic);
+        let Payload::Transcription(audio) = (serving.request)(2) else { panic!("a transcription") };
+        assert_eq!((audio.samples.len(), audio.sample_rate, audio.pad_to, audio.language), (20000, 16000, 480_000, "en"));
+        assert_eq!(serving.options.max_tokens, 200, "the reference's max_tokens");
+        let synthetic = Settings { dataset: Some(DatasetSource::Synthetic), ..settings.clone() };
+        let work = Whisper.open(&spec(&synthetic, 1633)).unwrap();
+        let Drive::Serving(serving) = &work.drive else { panic!("a serving workload") };
+        let Payload::Transcription(audio) = (serving.request)(7) else { panic!("a transcription") };
+        assert!(work.synthetic && audio.samples[..] == dataset::synthetic_clip(7)[..]);
+        assert!(Whisper.open(&spec(&Settings { engine: Some(EngineKind::Cpu), ..settings }, 4)).err().unwrap().to_string().contains("no cpu engine for whisper"));
+    }
+
+    #[test]
+    fn the_stand_ins_answers_are_each_clips_transcript_by_its_key() {
+        let dir = PathBuf::from(fixture());
+        let answers = stand_in_answers(&dir).unwrap();
+        assert_eq!(answers, stand_in_answers(&Manifest::path_in(&dir)).unwrap(), "the directory or its manifest");
+        // the stand-in keys a request by its upload, padded to 30 s
+        let expected = [
+            ("1272-128104_0", "mister quilter is the apostle of the middle classes"),
+            ("1272-128104_1", "he paid twenty dollars for the colour grey"),
+            ("2078-142845_0", "we'll meet at half past two o'clock"),
+            ("3752-4944_0", "one hundred and five"),
+        ]
+        .map(|(file, transcript)| {
+            let mut padded = dataset::read_wav(0, &dir.join(format!("dev-all-repack/{file}.wav"))).unwrap();
+            padded.resize(PAD_TO, 0);
+            (audio_key(&padded), transcript.to_string())
+        });
+        assert_eq!(answers, ReferenceAnswers::texts(expected.into()));
+        assert!(stand_in_answers(Path::new("/nonexistent")).unwrap_err().to_string().contains("/nonexistent/dev-all-repack.json"));
     }
 }
