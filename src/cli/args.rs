@@ -354,12 +354,16 @@ pub struct StandInArgs {
     /// Fault: /health never answers 200.
     #[arg(long = "never_ready")]
     pub never_ready: bool,
-    /// Answer this LLM dataset's prompts with its reference answers (needs --tokenizer).
-    #[arg(long = "reference_answers", requires = "tokenizer")]
+    /// Answer this dataset's requests with its reference answers, read as --benchmark's family
+    /// reads them (the LLMs need --tokenizer).
+    #[arg(long = "reference_answers")]
     pub reference_answers: Option<PathBuf>,
-    /// The model's tokenizer.json, which turns the reference answers into token ids.
+    /// The model's tokenizer.json, which turns an LLM's reference answers into token ids.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// The benchmark whose dataset --reference_answers is (default: an LLM's, read with --tokenizer).
+    #[arg(long)]
+    pub benchmark: Option<String>,
 }
 
 /// Flags of stage_results / stage_compliance.

@@ -410,9 +410,17 @@ fn stand_in_options(args: &StandInArgs) -> Result<StandInOptions, Error> {
             ready_after: Duration::from_millis(args.ready_after_ms),
             never_ready: args.never_ready,
         },
-        references: match (&args.reference_answers, &args.tokenizer) {
-            (Some(dataset), Some(tokenizer)) => Some(Arc::new(reference_answers(dataset, tokenizer).map_err(|e| Error::from(e).context("serve_stand_in --reference_answers"))?)),
-            _ => None,
+        references: match (&args.reference_answers, &args.benchmark) {
+            (Some(dataset), Some(benchmark)) => Some(Arc::new(
+                benchmarks::family(benchmark).stand_in_answers(dataset, args.tokenizer.as_deref()).map_err(|e| e.context("serve_stand_in --reference_answers"))?,
+            )),
+            (Some(dataset), None) => {
+                let Some(tokenizer) = &args.tokenizer else {
+                    return Err(Error::Usage("serve_stand_in --reference_answers: name the benchmark (--benchmark) or, for an LLM, its tokenizer.json (--tokenizer)".into()));
+                };
+                Some(Arc::new(reference_answers(dataset, tokenizer).map_err(|e| Error::from(e).context("serve_stand_in --reference_answers"))?))
+            }
+            (None, _) => None,
         },
     };
     options.validate().map_err(|e| Error::Usage(format!("serve_stand_in: {e} (--min_output_tokens / --max_output_tokens / --vocab / --threads / --cpus / fault flags)")))?;

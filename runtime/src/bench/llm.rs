@@ -299,6 +299,7 @@ fn stand_in(out: &Path, port: u16, args: &[&str]) -> Result<(Engines, String), L
         extra_args: args.iter().map(|s| s.to_string()).collect(),
         gpus_per_node: 0,
         exe: std::env::current_exe().map_err(LlmBenchError::CurrentExe)?,
+        benchmark: SERVER_BENCHMARK.into(),
     };
     let dir = out.join(format!("stand-in-{port}"));
     create_dir(&dir)?;

@@ -33,6 +33,7 @@ use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
 pub use crate::engines::serving::client::ServingWork;
+use crate::engines::serving::stand_in::ReferenceAnswers;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::select::Selected;
@@ -93,6 +94,13 @@ pub trait Benchmark: Sync {
     /// What the compliance audits need to know of the benchmark's responses.
     fn audit(&self) -> AuditSpecifics {
         AuditSpecifics::default()
+    }
+
+    /// `serve_stand_in --benchmark=<id> --reference_answers=<path>`: what the stand-in answers each of
+    /// the dataset's requests with, so a run against it scores as a perfect model would.
+    fn stand_in_answers(&self, dataset: &Path, tokenizer: Option<&Path>) -> Result<ReferenceAnswers, Error> {
+        let _ = (dataset, tokenizer);
+        Err(Error::Config(format!("no reference answers for {} in this build: the stand-in answers it with generated text", self.id())))
     }
 }
 

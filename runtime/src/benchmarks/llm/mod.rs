@@ -36,6 +36,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::api::{Payload, Respond};
 use crate::engines::serving::client::ClientOptions;
+use crate::engines::serving::stand_in::ReferenceAnswers;
 use crate::engines::serving::tokenizer::HfTokenizer;
 use crate::engines::serving::{ServingError, launch};
 use crate::error::Error;
@@ -200,6 +201,14 @@ impl Benchmark for Llm {
             }
             _ => Err(no_scorer()),
         }
+    }
+
+    /// The dataset's prompts answered with their references, as the model's token ids.
+    fn stand_in_answers(&self, dataset: &Path, tokenizer: Option<&Path>) -> Result<ReferenceAnswers, Error> {
+        let tokenizer = tokenizer.ok_or_else(|| {
+            Error::Usage(format!("serve_stand_in --benchmark={} --reference_answers: the LLMs' answers are token ids; name the model's tokenizer.json with --tokenizer", self.id))
+        })?;
+        Ok(stand_in::reference_answers(dataset, tokenizer)?)
     }
 }
 

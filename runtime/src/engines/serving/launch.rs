@@ -42,6 +42,8 @@ pub struct LaunchSpec {
     pub gpus_per_node: u32,
     /// This binary, which serves the stand-in (`serve_stand_in`).
     pub exe: PathBuf,
+    /// The benchmark the engine serves (the stand-in's `--benchmark`: whose reference answers it reads).
+    pub benchmark: String,
 }
 
 /// One process to start.
@@ -126,6 +128,7 @@ impl LaunchSpec {
             extra_args: settings.serving_args.as_ref().map(|a| a.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
             gpus_per_node,
             exe: std::env::current_exe().map_err(ServingError::CurrentExe)?,
+            benchmark: benchmark.to_string(),
         };
         if engine == ServingEngine::TrtllmServe && spec.data > 1 {
             return Err(ServingError::TrtllmDataParallel);
@@ -203,6 +206,8 @@ impl LaunchSpec {
                         self.api.name().into(),
                         "--model".into(),
                         self.model.clone(),
+                        "--benchmark".into(),
+                        self.benchmark.clone(),
                     ];
                     (format!("instance{i}"), self.exe.to_str().unwrap_or("mlperf"), a)
                 }
@@ -373,6 +378,7 @@ mod tests {
             extra_args: vec!["--max-num-seqs=256".into()],
             gpus_per_node: 4,
             exe: "/bin/mlperf".into(),
+            benchmark: "llama2-70b".into(),
         }
     }
 
@@ -393,7 +399,7 @@ mod tests {
         assert_eq!(names, ["frontend", "worker0", "worker1"]);
         assert!(dynamo[0].display().ends_with("python3 -m dynamo.frontend --http-port 30000"));
         let stand_in = spec(ServingEngine::StandIn).commands();
-        assert_eq!(stand_in[1].display(), "/bin/mlperf serve_stand_in --host 127.0.0.1 --port 30001 --api completions-token-ids --model /models/llama --max-num-seqs=256");
+        assert_eq!(stand_in[1].display(), "/bin/mlperf serve_stand_in --host 127.0.0.1 --port 30001 --api completions-token-ids --model /models/llama --benchmark llama2-70b --max-num-seqs=256");
     }
 
     #[test]
