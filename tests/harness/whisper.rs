@@ -63,7 +63,18 @@ fn whisper_accuracy_is_scored_as_accuracy_eval_and_test01_passes() {
     assert_eq!(text, "Word Error Rate: 0.0%, accuracy=100.0%\n", "the stand-in answers each clip's transcript");
 
     let perf = ["run_harness", "--scenarios=offline", "--dataset=real", "--min_duration=1000", "--offline_expected_qps=200", &answers, &port];
-    let audit = ["run_audit_harness", "--scenarios=offline", "--dataset=real", "--min_duration=1000", "--offline_expected_qps=200", "--audit_tests=TEST01", "--audit_retries=0", "--force", &answers, &port];
+    let audit = [
+        "run_audit_harness",
+        "--scenarios=offline",
+        "--dataset=real",
+        "--min_duration=1000",
+        "--offline_expected_qps=200",
+        "--audit_tests=TEST01",
+        "--audit_retries=0",
+        "--force",
+        &answers,
+        &port,
+    ];
     test01_passes(&run, &perf, &audit).unwrap_or_else(|attempts| panic!("{attempts}"));
 
     // A clip gone: named with its sample before anything starts (exit status 4).

@@ -27,8 +27,8 @@ const MAX_DURATION: f64 = 30.0;
 
 /// reference_SUT.py's (and accuracy_eval.py's) `labels`: what an answer is spelled in.
 pub const LABELS: [char; 42] = [
-    ' ', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', '\'', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '$',
-    '%', '+', '-',
+    ' ', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', '\'', '0', '1', '2', '3', '4', '5', '6',
+    '7', '8', '9', '$', '%', '+', '-',
 ];
 
 /// A character's index in [`LABELS`].
@@ -285,7 +285,9 @@ mod tests {
         assert!(e.contains("entry 1: missing field `original_duration`"), "{e}");
         write(r#"[{"transcript": "a", "files": [{"fname": "x.wav", "speed": 1.1}], "original_duration": 1.0}]"#);
         assert!(err(Manifest::read(&manifest_path)).contains("entry 0 (sample 0) has no file at speed 1"));
-        write(r#"[{"transcript": 7, "files": [], "original_duration": 1.0}, {"transcript": "b", "files": [{"fname": "/data/dev-all-repack/b.wav", "speed": 1}], "original_duration": 1.0}]"#);
+        write(
+            r#"[{"transcript": 7, "files": [], "original_duration": 1.0}, {"transcript": "b", "files": [{"fname": "/data/dev-all-repack/b.wav", "speed": 1}], "original_duration": 1.0}]"#,
+        );
         let manifest = Manifest::read(&manifest_path).unwrap();
         assert_eq!((manifest.clips.len(), manifest.skipped), (1, 1), "a transcript that is not a string is dropped, as the reference does");
         let e = manifest.wav_path(&dir, 0).unwrap_err().to_string();

@@ -64,7 +64,8 @@ fn manifest_of(settings: &Settings, expected: Option<usize>) -> Result<(PathBuf,
 /// --reference_answers=<dataset directory or its manifest>`): its transcript, by the stand-in's key
 /// of its samples, so that a run against it scores as a perfect model would.
 pub fn stand_in_answers(dataset: &Path) -> Result<ReferenceAnswers, WhisperError> {
-    let (manifest_path, dir) = if dataset.is_file() { (dataset.to_path_buf(), dataset.parent().unwrap_or(Path::new(".")).to_path_buf()) } else { (Manifest::path_in(dataset), dataset.to_path_buf()) };
+    let (manifest_path, dir) =
+        if dataset.is_file() { (dataset.to_path_buf(), dataset.parent().unwrap_or(Path::new(".")).to_path_buf()) } else { (Manifest::path_in(dataset), dataset.to_path_buf()) };
     let manifest = Manifest::read(&manifest_path)?;
     let audio = dataset::read_all(&manifest, &dir)?;
     Ok(ReferenceAnswers::texts(audio.iter().zip(&manifest.clips).map(|(samples, clip)| (audio_key(samples), clip.transcript.clone())).collect()))

@@ -282,10 +282,30 @@ pub struct NumberNormalizer {
     one: Regex,
 }
 
-const ONES: [&str; 19] =
-    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"];
+const ONES: [&str; 19] = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
 const TENS: [(&str, u32); 8] = [("twenty", 20), ("thirty", 30), ("forty", 40), ("fifty", 50), ("sixty", 60), ("seventy", 70), ("eighty", 80), ("ninety", 90)];
-const MULTIPLIERS: [&str; 12] = ["hundred", "thousand", "million", "billion", "trillion", "quadrillion", "quintillion", "sextillion", "septillion", "octillion", "nonillion", "decillion"];
+const MULTIPLIERS: [&str; 12] =
+    ["hundred", "thousand", "million", "billion", "trillion", "quadrillion", "quintillion", "sextillion", "septillion", "octillion", "nonillion", "decillion"];
 const SPECIALS: [&str; 4] = ["and", "double", "triple", "point"];
 const SUFFIXERS: [&str; 2] = ["per", "percent"];
 
@@ -307,8 +327,11 @@ enum Word<'a> {
 impl NumberNormalizer {
     fn new() -> NumberNormalizer {
         let ones: HashMap<String, u32> = ONES.iter().zip(1..).map(|(n, v)| (n.to_string(), v)).collect();
-        let mut ones_suffixed: HashMap<String, (u32, &'static str)> = ONES.iter().zip(1..).map(|(n, v)| (if *n == "six" { "sixes".to_string() } else { format!("{n}s") }, (v, "s"))).collect();
-        ones_suffixed.extend([("zeroth", 0, "th"), ("first", 1, "st"), ("second", 2, "nd"), ("third", 3, "rd"), ("fifth", 5, "th"), ("twelfth", 12, "th")].map(|(n, v, s)| (n.to_string(), (v, s))));
+        let mut ones_suffixed: HashMap<String, (u32, &'static str)> =
+            ONES.iter().zip(1..).map(|(n, v)| (if *n == "six" { "sixes".to_string() } else { format!("{n}s") }, (v, "s"))).collect();
+        ones_suffixed.extend(
+            [("zeroth", 0, "th"), ("first", 1, "st"), ("second", 2, "nd"), ("third", 3, "rd"), ("fifth", 5, "th"), ("twelfth", 12, "th")].map(|(n, v, s)| (n.to_string(), (v, s))),
+        );
         for (name, value) in ONES.iter().zip(1u32..) {
             if value > 3 && value != 5 && value != 12 {
                 ones_suffixed.insert(format!("{name}{}", if name.ends_with('t') { "h" } else { "th" }), (value, "th"));
@@ -317,7 +340,8 @@ impl NumberNormalizer {
         let tens: HashMap<&'static str, u32> = TENS.into_iter().collect();
         let mut tens_suffixed: HashMap<String, (u32, &'static str)> = TENS.iter().map(|(n, v)| (n.replace('y', "ies"), (*v, "s"))).collect();
         tens_suffixed.extend(TENS.iter().map(|(n, v)| (n.replace('y', "ieth"), (*v, "th"))));
-        let multipliers: HashMap<&'static str, BigInt> = MULTIPLIERS.iter().zip([2u32, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33]).map(|(n, e)| (*n, BigInt::from(10).pow(e))).collect();
+        let multipliers: HashMap<&'static str, BigInt> =
+            MULTIPLIERS.iter().zip([2u32, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33]).map(|(n, e)| (*n, BigInt::from(10).pow(e))).collect();
         let mut multipliers_suffixed: HashMap<String, (BigInt, &'static str)> = multipliers.iter().map(|(n, v)| (format!("{n}s"), (v.clone(), "s"))).collect();
         multipliers_suffixed.extend(multipliers.iter().map(|(n, v)| (format!("{n}th"), (v.clone(), "th"))));
         let zeros: HashSet<&'static str> = ["o", "oh", "zero"].into();

@@ -399,7 +399,10 @@ mod tests {
         assert_eq!(names, ["frontend", "worker0", "worker1"]);
         assert!(dynamo[0].display().ends_with("python3 -m dynamo.frontend --http-port 30000"));
         let stand_in = spec(ServingEngine::StandIn).commands();
-        assert_eq!(stand_in[1].display(), "/bin/mlperf serve_stand_in --host 127.0.0.1 --port 30001 --api completions-token-ids --model /models/llama --benchmark llama2-70b --max-num-seqs=256");
+        assert_eq!(
+            stand_in[1].display(),
+            "/bin/mlperf serve_stand_in --host 127.0.0.1 --port 30001 --api completions-token-ids --model /models/llama --benchmark llama2-70b --max-num-seqs=256"
+        );
     }
 
     #[test]

@@ -18,9 +18,9 @@
 //! Runs are never submittable: the stand-in's answers are not a model's.
 
 mod audio;
-mod openai;
 #[cfg(test)]
 mod http_tests;
+mod openai;
 
 use super::api::clip;
 use bytes::Bytes;
@@ -383,7 +383,8 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             return Ok(if loading { error(StatusCode::SERVICE_UNAVAILABLE, "stand-in: loading") } else { json(StatusCode::OK, "{}".into()) });
         }
         (&Method::GET, "/v1/models") => {
-            let card = serde_json::json!({ "id": options.model, "object": "model", "created": unix_time(), "owned_by": "vllm", "root": options.model, "parent": null, "permission": [] });
+            let card =
+                serde_json::json!({ "id": options.model, "object": "model", "created": unix_time(), "owned_by": "vllm", "root": options.model, "parent": null, "permission": [] });
             return Ok(json(StatusCode::OK, serde_json::json!({ "object": "list", "data": [card] }).to_string()));
         }
         (&Method::GET, "/version") => return Ok(json(StatusCode::OK, serde_json::json!({ "version": concat!("stand-in ", env!("CARGO_PKG_VERSION")) }).to_string())),

@@ -7,7 +7,7 @@
 //! hand-written parsers go wrong, and clients differ in them.
 
 use super::openai::{Head, TextAnswer, TextRoute, warn_ignored};
-use super::{Events, Reply, State, bad_request, audio_key};
+use super::{Events, Reply, State, audio_key, bad_request};
 use bytes::Bytes;
 use futures_util::stream;
 use hyper::Response;

@@ -152,7 +152,8 @@ fn our_clients_dialects_stream_as_before() {
         let (usage, tokens) = chunks.split_last().unwrap();
         assert_eq!(usage["usage"]["completion_tokens"], expected.len(), "{body}");
         assert_eq!(usage["choices"], json!([]));
-        let got: Vec<i32> = tokens.iter().flat_map(|c| c["choices"][0]["token_ids"].as_array().map(|a| a.iter().map(|i| i.as_i64().unwrap() as i32).collect::<Vec<_>>())).flatten().collect();
+        let got: Vec<i32> =
+            tokens.iter().flat_map(|c| c["choices"][0]["token_ids"].as_array().map(|a| a.iter().map(|i| i.as_i64().unwrap() as i32).collect::<Vec<_>>())).flatten().collect();
         let text: String = tokens.iter().map(|c| c["choices"][0]["text"].as_str().unwrap()).collect();
         assert_eq!(got, if ids { expected.clone() } else { Vec::new() }, "{body}");
         assert_eq!(text, spelled(&expected));
@@ -364,7 +365,13 @@ fn a_non_wav_upload_or_a_malformed_form_is_a_400_naming_what_is_wrong() {
         let message = answer.refusal();
         assert!(message.contains(says) && message.contains("/v1/audio/transcriptions"), "{}: {message}", file.0);
     }
-    let no_file = send(&server, "POST", "/v1/audio/transcriptions", &format!("multipart/form-data; boundary={BOUNDARY}"), format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nw\r\n--{BOUNDARY}--\r\n").into_bytes());
+    let no_file = send(
+        &server,
+        "POST",
+        "/v1/audio/transcriptions",
+        &format!("multipart/form-data; boundary={BOUNDARY}"),
+        format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nw\r\n--{BOUNDARY}--\r\n").into_bytes(),
+    );
     assert!(no_file.refusal().contains("no `file` part"));
     let not_multipart = post_json(&server, "/v1/audio/transcriptions", "{}");
     assert!(not_multipart.refusal().contains("multipart/form-data"));

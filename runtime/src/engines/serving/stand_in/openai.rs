@@ -5,7 +5,7 @@
 //! a field of the wrong type or a value vLLM refuses is a 400 naming the field; a field it does
 //! not know is ignored with a warning, as vLLM's `OpenAIBaseModel` (`extra="allow"`) does.
 
-use super::{Body, Events, Reply, State, StandInOptions, bad_request, clip, push_event, response_id, unix_time};
+use super::{Body, Events, Reply, StandInOptions, State, bad_request, clip, push_event, response_id, unix_time};
 use base64::Engine as _;
 use hyper::Response;
 use serde::Deserialize;
@@ -175,7 +175,9 @@ fn prompts(prompt: Option<&Value>, options: &StandInOptions) -> Result<Vec<Vec<i
         items
             .iter()
             .enumerate()
-            .map(|(i, id)| id.as_u64().and_then(|id| i32::try_from(id).ok()).ok_or_else(|| format!("prompt{at}[{i}] is {}, not a token id (an integer, 0 or more)", clip(&id.to_string()))))
+            .map(|(i, id)| {
+                id.as_u64().and_then(|id| i32::try_from(id).ok()).ok_or_else(|| format!("prompt{at}[{i}] is {}, not a token id (an integer, 0 or more)", clip(&id.to_string())))
+            })
             .collect()
     };
     match prompt {
@@ -188,7 +190,9 @@ fn prompts(prompt: Option<&Value>, options: &StandInOptions) -> Result<Vec<Vec<i
             Value::String(_) => items
                 .iter()
                 .enumerate()
-                .map(|(i, t)| t.as_str().map(|t| options.encode_text(t)).ok_or_else(|| format!("prompt[{i}] is {}; a list of prompts is all strings or all lists of token ids", kind(t))))
+                .map(|(i, t)| {
+                    t.as_str().map(|t| options.encode_text(t)).ok_or_else(|| format!("prompt[{i}] is {}; a list of prompts is all strings or all lists of token ids", kind(t)))
+                })
                 .collect(),
             Value::Array(_) => items.iter().enumerate().map(|(i, p)| ids(p, &format!("[{i}]"))).collect(),
             other => Err(format!("prompt[0] is {}; a prompt is a string, a list of strings, a list of token ids or a list of lists of token ids", kind(other))),
@@ -358,10 +362,7 @@ impl Events for Completions {
                 (false, _) => String::new(),
             };
             let ttft = ttft_us.take().map_or(String::new(), |us| format!(r#","stand_in_ttft_us":{us}"#));
-            push_event(
-                out,
-                format!(r#"{{{head},"choices":[{{"index":{index},"text":" t{id}","logprobs":{logprobs},"finish_reason":{finish},"stop_reason":null{ids}}}]{ttft}}}"#),
-            );
+            push_event(out, format!(r#"{{{head},"choices":[{{"index":{index},"text":" t{id}","logprobs":{logprobs},"finish_reason":{finish},"stop_reason":null{ids}}}]{ttft}}}"#));
         }
     }
 }
