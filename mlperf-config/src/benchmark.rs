@@ -115,11 +115,20 @@ pub fn find(name: &str) -> Option<&'static BenchmarkInfo> {
     BENCHMARKS.iter().find(|b| b.id == lower || b.aliases.contains(&lower.as_str()))
 }
 
+impl BenchmarkClass {
+    /// Answered by a serving engine over its OpenAI-compatible HTTP API, with token latencies: the
+    /// LLMs and speech-to-text (whisper's `/v1/audio/transcriptions`).
+    pub fn served(self) -> bool {
+        matches!(self, BenchmarkClass::Llm | BenchmarkClass::Speech)
+    }
+}
+
 /// Whether a field's `benchmarks` list (ids or the classes `llm`, `lwis`) covers this benchmark.
+/// `llm` is every benchmark a serving engine answers ([`BenchmarkClass::served`]).
 pub fn applies(list: &[&str], bench: &BenchmarkInfo) -> bool {
     list.is_empty()
         || list.iter().any(|entry| match *entry {
-            "llm" => bench.class == BenchmarkClass::Llm,
+            "llm" => bench.class.served(),
             "lwis" => bench.lwis,
             id => id == bench.id,
         })

@@ -593,8 +593,8 @@ fn check_instances_fit_node(c: &Candidate, engine: ServingEngine, tp: u64, pp: u
     }
 }
 
-/// Serving engine: `engine = "serving"` names one where the field applies (the LLMs; whisper's
-/// serving engine is not described by these fields yet), and only a serving config has one.
+/// Serving engine: `engine = "serving"` names one where the field applies (the LLMs and whisper),
+/// and only a serving config has one.
 fn check_serving_engine(c: &Candidate, errors: &mut Vec<Diagnostic>) {
     let (settings, describe) = (c.settings, &c.describe);
     let names_serving_engine = Settings::index_of("serving_engine").is_some_and(|i| benchmark::applies(Settings::FIELDS[i].benchmarks, c.key.bench));

@@ -16,6 +16,7 @@ mod results;
 mod signals;
 mod submission;
 mod unet3d;
+mod whisper;
 
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::rundir::logs::DetailLog;

@@ -24,6 +24,7 @@ pub mod llm;
 pub mod qwen3_vl;
 pub mod resnet50;
 pub mod unet3d;
+pub mod whisper;
 
 #[cfg(test)]
 mod pattern_tests;
@@ -125,6 +126,7 @@ static FAMILIES: &[&dyn Benchmark] = &[
     &llm::DEEPSEEK_R1,
     &llm::GPT_OSS_120B,
     &qwen3_vl::Qwen3Vl,
+    &whisper::Whisper,
 ];
 
 /// The workload of one selected config as its family sees it outside a run (`generate_engines`,
