@@ -95,6 +95,16 @@ pub const BENCHMARKS: &[BenchmarkInfo] = &[
     bench!("llama3.1-8b-edge", ["llama3_1-8b-edge"], Llm, ["llama3.1-8b-edge"], false, LLM_WEIGHTS, llm_transformations),
     bench!("gpt-oss-120b", ["gpt-oss", "gptoss"], Llm, ["gpt-oss-120b"], false, LLM_WEIGHTS, llm_transformations),
     bench!("deepseek-r1", ["dsr1"], Llm, ["deepseek-r1"], false, LLM_WEIGHTS, llm_transformations),
+    // A vision-language model served over an OpenAI-compatible chat API (images and text in, JSON text out).
+    bench!(
+        "qwen3-vl-235b-a22b",
+        ["qwen3-vl", "qwen3vl"],
+        Llm,
+        ["qwen3-vl-235b-a22b"],
+        false,
+        "Original Huggingface model weights (Qwen/Qwen3-VL-235B-A22B-Instruct at 710c1386)",
+        llm_transformations
+    ),
     bench!("whisper", [], Speech, ["encoder", "decoder"], false, "Original Huggingface model weights (openai/whisper-large-v3)", llm_transformations),
     bench!("rgat", [], Graph, ["rgat"], false, "RGAT.pt hosted by MLCommons", untransformed),
 ];
@@ -105,11 +115,20 @@ pub fn find(name: &str) -> Option<&'static BenchmarkInfo> {
     BENCHMARKS.iter().find(|b| b.id == lower || b.aliases.contains(&lower.as_str()))
 }
 
+impl BenchmarkClass {
+    /// Answered by a serving engine over its OpenAI-compatible HTTP API, with token latencies: the
+    /// LLMs and speech-to-text (whisper's `/v1/audio/transcriptions`).
+    pub fn served(self) -> bool {
+        matches!(self, BenchmarkClass::Llm | BenchmarkClass::Speech)
+    }
+}
+
 /// Whether a field's `benchmarks` list (ids or the classes `llm`, `lwis`) covers this benchmark.
+/// `llm` is every benchmark a serving engine answers ([`BenchmarkClass::served`]).
 pub fn applies(list: &[&str], bench: &BenchmarkInfo) -> bool {
     list.is_empty()
         || list.iter().any(|entry| match *entry {
-            "llm" => bench.class == BenchmarkClass::Llm,
+            "llm" => bench.class.served(),
             "lwis" => bench.lwis,
             id => id == bench.id,
         })

@@ -593,8 +593,8 @@ fn check_instances_fit_node(c: &Candidate, engine: ServingEngine, tp: u64, pp: u
     }
 }
 
-/// Serving engine: `engine = "serving"` names one where the field applies (the LLMs; whisper's
-/// serving engine is not described by these fields yet), and only a serving config has one.
+/// Serving engine: `engine = "serving"` names one where the field applies (the LLMs and whisper),
+/// and only a serving config has one.
 fn check_serving_engine(c: &Candidate, errors: &mut Vec<Diagnostic>) {
     let (settings, describe) = (c.settings, &c.describe);
     let names_serving_engine = Settings::index_of("serving_engine").is_some_and(|i| benchmark::applies(Settings::FIELDS[i].benchmarks, c.key.bench));
@@ -780,6 +780,9 @@ fn check_round_limits(c: &Candidate, round: &Round, br: &BenchmarkRound, errors:
                 .help(format!("use at least {}", br.performance_sample_count)),
         );
     }
+    if br.forbids_prefix_caching {
+        check_no_prefix_caching(c, round, errors);
+    }
     if let (Some(target), Some(limit)) = (settings.server_target_latency_ns, br.latency_constraint_ns(c.key.scenario))
         && target > limit
     {
@@ -787,6 +790,36 @@ fn check_round_limits(c: &Candidate, round: &Round, br: &BenchmarkRound, errors:
             Diagnostic::error("C0309", format!("server_target_latency_ns {target} exceeds the {} latency constraint of {limit} ns for {}", round.id, bench.id))
                 .at(c.span_of("server_target_latency_ns"), "above the benchmark's constraint")
                 .help(format!("use at most {limit} ns ({} ms), or leave it unset to use the constraint", limit as f64 / 1e6)),
+        );
+    }
+}
+
+/// A benchmark whose rules forbid reusing cached prefixes (qwen3-vl): the engines mlperf starts must
+/// be told so, since vLLM and SGLang reuse them by default; trtllm-serve cannot be told on its
+/// command line.
+fn check_no_prefix_caching(c: &Candidate, round: &Round, errors: &mut Vec<Diagnostic>) {
+    let settings = c.settings;
+    let args: Vec<&str> = settings.serving_args.as_ref().map(|a| a.iter().map(|s| s.as_ref()).collect()).unwrap_or_default();
+    let (needed, enabling): (&str, &[&str]) = match settings.serving_engine {
+        Some(ServingEngine::Vllm | ServingEngine::Dynamo) => ("--no-enable-prefix-caching", &["--enable-prefix-caching"]),
+        Some(ServingEngine::Sglang) => ("--disable-radix-cache", &[]),
+        Some(ServingEngine::TrtllmServe) => {
+            errors.push(
+                Diagnostic::error("C0313", format!("`serving_engine = \"trtllm-serve\"` for {}, whose {} rules forbid prefix caching", c.key.bench.id, round.id))
+                    .at(c.span_of("serving_engine"), "reuses KV-cache blocks by default")
+                    .help("serve it with vllm (`--no-enable-prefix-caching`) or sglang (`--disable-radix-cache`), or an external engine configured without prefix caching"),
+            );
+            return;
+        }
+        _ => return,
+    };
+    let enabled = args.iter().find(|a| enabling.contains(&a.split('=').next().unwrap_or(a)));
+    if !args.contains(&needed) || enabled.is_some() {
+        let what = enabled.map_or_else(|| format!("`serving_args` without `{needed}`"), |a| format!("`serving_args` with `{a}`"));
+        errors.push(
+            Diagnostic::error("C0313", format!("{what}: {}'s {} rules forbid prefix caching", c.key.bench.id, round.id))
+                .at(c.span_of(if settings.serving_args.is_some() { "serving_args" } else { "serving_engine" }), "the engine would reuse cached prefixes")
+                .help(format!("add \"{needed}\" to `serving_args`")),
         );
     }
 }

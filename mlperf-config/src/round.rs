@@ -235,6 +235,10 @@ pub struct BenchmarkRound {
     pub dataset_size: u64,
     #[serde(default)]
     pub accuracy_sample_count: Option<u64>,
+    /// A benchmark whose Interactive scenario reads its own, smaller set (qwen3-vl: 8,000 products):
+    /// that set's size, its total and performance sample count in Interactive runs.
+    #[serde(default)]
+    pub interactive_dataset_size: Option<u64>,
     pub performance_sample_count: u64,
     #[serde(default)]
     pub offline_min_samples_per_query: Option<u64>,
@@ -262,6 +266,10 @@ pub struct BenchmarkRound {
     /// 32768 vs 10240): the accuracy runs' limit. None: accuracy runs use `max_output_tokens`.
     #[serde(default)]
     pub accuracy_max_output_tokens: Option<u64>,
+    /// The rules forbid reusing cached prefixes (qwen3-vl: `--no-enable-prefix-caching` in vLLM,
+    /// `--disable-radix-cache` in SGLang): configs that start an engine must turn it off (C0313).
+    #[serde(default)]
+    pub forbids_prefix_caching: bool,
     /// System type (`datacenter`, `edge`, `datacenter_edge`) -> scenarios.
     #[serde(default)]
     pub scenarios: Table<Str, ScenarioSet>,
@@ -307,6 +315,15 @@ impl BenchmarkRound {
     /// has one, else `max_output_tokens` (None: the benchmark does not generate tokens).
     pub fn max_output_tokens_for(&self, accuracy_run: bool) -> Option<u64> {
         if accuracy_run { self.accuracy_max_output_tokens.or(self.max_output_tokens) } else { self.max_output_tokens }
+    }
+
+    /// The sample count of `scenario`'s set, `size` (its set's size) unless the scenario reads a
+    /// set of its own.
+    pub fn scenario_set_size(&self, scenario: Scenario, size: u64) -> u64 {
+        match (scenario, self.interactive_dataset_size) {
+            (Scenario::Interactive, Some(own)) => own,
+            _ => size,
+        }
     }
 
     pub fn accuracy_sample_count(&self) -> u64 {

@@ -27,8 +27,16 @@ fn shipped_configuration_compiles_for_every_feature() {
 #[test]
 fn every_round_llm_has_its_reference_output_limit() {
     use mlperf_config::benchmark;
-    let expected =
-        [("llama2-70b", 1024), ("mixtral-8x7b", 1024), ("llama3.1-405b", 2000), ("llama3.1-8b", 128), ("llama3.1-8b-edge", 128), ("deepseek-r1", 20000), ("gpt-oss-120b", 10240)];
+    let expected = [
+        ("llama2-70b", 1024),
+        ("mixtral-8x7b", 1024),
+        ("llama3.1-405b", 2000),
+        ("llama3.1-8b", 128),
+        ("llama3.1-8b-edge", 128),
+        ("deepseek-r1", 20000),
+        ("gpt-oss-120b", 10240),
+        ("whisper", 200),
+    ];
     let mut seen = 0;
     for round in crate::shipped_rounds() {
         for (id, br) in round.benchmarks.0.iter() {

@@ -11,10 +11,12 @@ mod cpu_engine;
 mod exit_codes;
 mod llm;
 mod llm_real_engine;
+mod qwen3vl;
 mod results;
 mod signals;
 mod submission;
 mod unet3d;
+mod whisper;
 
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::rundir::logs::DetailLog;

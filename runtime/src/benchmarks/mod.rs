@@ -14,13 +14,17 @@
 //! - [`unet3d`]: 3D-UNet KiTS19 segmentation on the CPU engine (tract, sliding windows), on real or
 //!   synthetic data.
 //! - [`llm`]: the language models, driven through serving engines over HTTP, and their evaluations.
+//! - [`qwen3_vl`]: qwen3-vl-235b-a22b, product categorisation by a vision-language model over a
+//!   chat API, scored by the reference's hierarchical category F1.
 //! - [`Unsupported`]: every other benchmark of the catalog: its data is listed from the config's
 //!   paths; runs need a test backend (`--backend=null|fixed_latency`).
 
 pub mod bert;
 pub mod llm;
+pub mod qwen3_vl;
 pub mod resnet50;
 pub mod unet3d;
+pub mod whisper;
 
 #[cfg(test)]
 mod pattern_tests;
@@ -90,6 +94,12 @@ pub trait Benchmark: Sync {
         Err(Error::Config(format!("no accuracy scorer for {} in this build", self.id())))
     }
 
+    /// Whether an accuracy run of a served workload on generated data has a ground truth to score
+    /// (the generator makes one); served LLMs' generated prompts have none.
+    fn scores_generated_data(&self) -> bool {
+        false
+    }
+
     /// What the compliance audits need to know of the benchmark's responses.
     fn audit(&self) -> AuditSpecifics {
         AuditSpecifics::default()
@@ -115,6 +125,8 @@ static FAMILIES: &[&dyn Benchmark] = &[
     &llm::MIXTRAL_8X7B,
     &llm::DEEPSEEK_R1,
     &llm::GPT_OSS_120B,
+    &qwen3_vl::Qwen3Vl,
+    &whisper::Whisper,
 ];
 
 /// The workload of one selected config as its family sees it outside a run (`generate_engines`,

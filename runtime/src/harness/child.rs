@@ -156,6 +156,7 @@ fn mark_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(), cr
 fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &benchmarks::Workload) -> Result<(), ChildError> {
     if let Drive::Serving(_) = work.drive
         && work.synthetic
+        && !family.scores_generated_data()
     {
         let note = "synthetic prompts answered by the configured endpoints: there is no reference output to score, so no accuracy.txt; never submittable\n";
         return Ok(write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes())?);
@@ -165,7 +166,7 @@ fn score(dir: &Path, plan: &RunPlan, family: &dyn benchmarks::Benchmark, work: &
     drop(scoring);
     crate::accuracy::write_accuracy_txt(&dir.join(ACCURACY_TXT), &scored.text)?;
     if work.synthetic {
-        let note = "synthetic workload: accuracy measures agreement with the reference CPU engine's own labels, not ImageNet accuracy; never submittable\n";
+        let note = "synthetic workload: accuracy measures agreement with the generated data's own ground truth (the CPU engines: the reference CPU engine's labels), not the benchmark's dataset; never submittable\n";
         write_atomic(&dir.join(ACCURACY_NOTE), note.as_bytes())?;
     }
     tracing::info!("{}: {}", plan.benchmark, scored.text.trim());

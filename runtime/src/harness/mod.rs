@@ -374,8 +374,8 @@ fn plan(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, syste
         backend: req.backend,
         devices: device_count(req.system),
         // gpt-oss-120b's accuracy set (4,395) is not its performance set (6,396), nor TEST07's (990).
-        total_sample_count: set.size(bench),
-        performance_sample_count: performance_sample_count(bench, settings),
+        total_sample_count: bench.scenario_set_size(config.scenario, set.size(bench)),
+        performance_sample_count: performance_sample_count(bench, settings).min(bench.scenario_set_size(config.scenario, u64::MAX)),
         min_duration_ms,
         token_latencies: bench.use_token_latencies.unwrap_or(false),
         output_limit: bench.max_output_tokens_for(mode == RunMode::AccuracyOnly),
