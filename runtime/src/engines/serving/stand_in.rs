@@ -1,16 +1,26 @@
 //! The stand-in serving engine: an OpenAI-compatible test double at the network boundary. It
-//! speaks every dialect of [`super::api`], answers each prompt with a deterministic sequence of
-//! ids (the same prompt gets the same answer on any instance, as greedy decoding would), paces
-//! tokens with a first-token and a per-token delay, and injects the faults real engines have:
-//! HTTP errors, malformed events, dropped connections, stalled streams, a process that dies, a
-//! server that never becomes ready. Its first event carries `stand_in_ttft_us`, its own time from
-//! the request to the first token, so benches can tell what the client adds.
+//! accepts what vLLM's OpenAI server accepts (`/v1/completions` with one prompt or a batch, token
+//! ids or text, streamed or not, with logprobs; `/v1/chat/completions` with text and image parts;
+//! `/v1/audio/transcriptions` as a multipart upload of a WAV file; `/v1/models`, `/health`,
+//! `/version`), so our own client, the MLCommons reference clients, the `openai` SDK and curl all
+//! run against it, and it speaks SGLang's and llama.cpp's native routes when configured for them.
+//! It answers each prompt with a deterministic sequence of tokens (the same prompt gets the same
+//! answer on any instance, as greedy decoding would), paces tokens with a first-token and a
+//! per-token delay, and injects the faults real engines have: HTTP errors, malformed events,
+//! dropped connections, stalled streams, a process that dies, a server that never becomes ready.
+//! Its first event carries `stand_in_ttft_us`, its own time from the request to the first token,
+//! so benches can tell what the client adds.
 //!
 //! Given a dataset's reference answers ([`ReferenceAnswers`]), it answers each of the dataset's
-//! prompts with its reference answer instead: a run then scores as a perfect model
+//! requests with its reference answer instead: a run then scores as a perfect model
 //! would, which rehearses the accuracy and submission chain end to end.
 //!
 //! Runs are never submittable: the stand-in's answers are not a model's.
+
+mod audio;
+mod openai;
+#[cfg(test)]
+mod http_tests;
 
 use super::api::clip;
 use bytes::Bytes;
@@ -23,6 +33,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use mlperf_config::ServingApi;
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use sse_stream::Sse;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -78,18 +89,41 @@ pub struct StandInOptions {
     pub references: Option<Arc<ReferenceAnswers>>,
 }
 
-/// A dataset's reference answers as token ids, by prompt.
-#[derive(Debug, PartialEq)]
+/// A dataset's reference answers: token ids by token-id prompt (the LLMs), and text by request key
+/// (chat and transcription requests: [`chat_key`], [`audio_key`]).
+#[derive(Debug, PartialEq, Default)]
 pub struct ReferenceAnswers {
     by_prompt: HashMap<Vec<i32>, Vec<i32>>,
+    by_key: HashMap<String, String>,
 }
 
 impl ReferenceAnswers {
     /// Answers by prompt, both as token ids (a family reads them from its dataset:
     /// `benchmarks::llm::stand_in::reference_answers`).
     pub fn new(by_prompt: HashMap<Vec<i32>, Vec<i32>>) -> ReferenceAnswers {
-        ReferenceAnswers { by_prompt }
+        ReferenceAnswers { by_prompt, by_key: HashMap::new() }
     }
+
+    /// Chat and transcription answers as text, by request key.
+    pub fn texts(by_key: HashMap<String, String>) -> ReferenceAnswers {
+        ReferenceAnswers { by_prompt: HashMap::new(), by_key }
+    }
+}
+
+/// The key of a chat request: the text parts of its last user message, joined with "\n".
+pub fn chat_key(user_text_parts: &[&str]) -> String {
+    user_text_parts.join("\n")
+}
+
+/// The key of an audio clip: lowercase hex SHA-256 of its 16-bit samples (little-endian bytes)
+/// with trailing zero samples removed, so padding does not change it.
+pub fn audio_key(samples: &[i16]) -> String {
+    let end = samples.iter().rposition(|&s| s != 0).map_or(0, |i| i + 1);
+    let mut hash = Sha256::new();
+    for sample in &samples[..end] {
+        hash.update(sample.to_le_bytes());
+    }
+    format!("{:x}", hash.finalize())
 }
 
 impl Default for StandInOptions {
@@ -154,7 +188,7 @@ impl StandInOptions {
         if every.contains(&Some(0)) {
             return Err(StandInError::FaultInterval);
         }
-        if self.references.is_some() && self.api.streams_text() {
+        if self.references.as_ref().is_some_and(|r| !r.by_prompt.is_empty()) && self.api.streams_text() {
             return Err(StandInError::ReferencesWithText { api: self.api.name() });
         }
         Ok(())
@@ -188,6 +222,41 @@ impl StandInOptions {
         let span = u64::from(self.max_output_tokens - self.min_output_tokens) + 1;
         let len = (u64::from(self.min_output_tokens) + seed % span).min(u64::from(limit.max(1)));
         (0..len).map(|i| (splitmix(seed.wrapping_add(i)) % u64::from(self.vocab)) as i32).collect()
+    }
+
+    /// A text answer as the pieces it streams, one per token: the reference of `key` when there is
+    /// one (split before each word, its whitespace kept, so the pieces join to the reference), else
+    /// the answer to `prompt` spelled as the stand-in spells tokens (` t<k>`); capped at `limit`.
+    fn text_answer(&self, key: &str, prompt: &[i32], limit: u32) -> Vec<String> {
+        let limit = limit.max(1) as usize;
+        if let Some(reference) = self.references.as_ref().and_then(|r| r.by_key.get(key)) {
+            let mut pieces: Vec<String> = Vec::new();
+            let mut after_space = false;
+            for c in reference.chars() {
+                let space = c.is_whitespace();
+                match pieces.last_mut() {
+                    Some(piece) if !space || after_space => piece.push(c),
+                    _ => pieces.push(c.to_string()),
+                }
+                after_space = space;
+            }
+            pieces.truncate(limit);
+            return pieces;
+        }
+        self.answer(prompt, limit as u32).iter().map(|id| format!(" t{id}")).collect()
+    }
+
+    /// The stand-in's own tokenizer on text: each whitespace-separated word `t<k>` (k within the
+    /// vocabulary) is token k, as [`Self::tokenizer_json`] says; any other word, a token chosen by
+    /// its hash, so the same text always gives the same ids.
+    fn encode_text(&self, text: &str) -> Vec<i32> {
+        let vocab = u64::from(self.vocab);
+        text.split_whitespace()
+            .map(|word| match word.strip_prefix('t').and_then(|k| k.parse::<u64>().ok().filter(|n| n.to_string() == k)) {
+                Some(k) if k < vocab => k as i32,
+                _ => (word.bytes().fold(0x51_7cc1_b727_220au64, |h, b| splitmix(h ^ u64::from(b))) % vocab) as i32,
+            })
+            .collect()
     }
 }
 
@@ -247,6 +316,7 @@ pub fn serve(options: StandInOptions) -> Result<(), StandInError> {
 
 struct State {
     options: StandInOptions,
+    /// Generation requests accepted so far (faults count them).
     requests: AtomicU64,
     started: Instant,
 }
@@ -265,37 +335,193 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<State>) {
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
-fn json(status: StatusCode, body: String) -> Response<Body> {
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
     Response::builder()
         .status(status)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)).map_err(|never: Infallible| match never {}).boxed())
+        .header("content-type", content_type)
+        .body(Full::new(body.into()).map_err(|never: Infallible| match never {}).boxed())
         .expect("a valid response")
 }
 
-fn error(status: StatusCode, message: &str) -> Response<Body> {
-    json(status, serde_json::json!({ "error": { "message": message, "code": status.as_u16() } }).to_string())
+fn json(status: StatusCode, body: String) -> Response<Body> {
+    full(status, "application/json", body)
 }
 
-/// Every dialect's request fields the stand-in reads.
+/// An error as vLLM's OpenAI server writes one.
+fn error(status: StatusCode, message: &str) -> Response<Body> {
+    let kind = match status {
+        StatusCode::BAD_REQUEST => "BadRequestError",
+        StatusCode::NOT_FOUND => "NotFoundError",
+        StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailableError",
+        _ => "InternalServerError",
+    };
+    json(status, serde_json::json!({ "error": { "message": message, "type": kind, "param": null, "code": status.as_u16() } }).to_string())
+}
+
+/// A 400 with the stand-in's name on it.
+fn bad_request(message: impl std::fmt::Display) -> Response<Body> {
+    error(StatusCode::BAD_REQUEST, &format!("stand-in: {message}"))
+}
+
+/// The routes it serves, for a 404.
+fn routes(api: ServingApi) -> String {
+    let native = match api {
+        ServingApi::SglangGenerate => ", POST /generate",
+        ServingApi::LlamaCppCompletion => ", POST /completion",
+        _ => "",
+    };
+    format!("POST /v1/completions, /v1/chat/completions, /v1/audio/transcriptions{native}; GET /v1/models, /health, /version")
+}
+
+async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Body>, Infallible> {
+    let received = Instant::now();
+    let options = &state.options;
+    let (method, route) = (req.method().clone(), req.uri().path().to_string());
+    let reply = match (&method, route.as_str()) {
+        (&Method::GET, "/health") => {
+            let loading = options.faults.never_ready || state.started.elapsed() < options.faults.ready_after;
+            return Ok(if loading { error(StatusCode::SERVICE_UNAVAILABLE, "stand-in: loading") } else { json(StatusCode::OK, "{}".into()) });
+        }
+        (&Method::GET, "/v1/models") => {
+            let card = serde_json::json!({ "id": options.model, "object": "model", "created": unix_time(), "owned_by": "vllm", "root": options.model, "parent": null, "permission": [] });
+            return Ok(json(StatusCode::OK, serde_json::json!({ "object": "list", "data": [card] }).to_string()));
+        }
+        (&Method::GET, "/version") => return Ok(json(StatusCode::OK, serde_json::json!({ "version": concat!("stand-in ", env!("CARGO_PKG_VERSION")) }).to_string())),
+        (&Method::POST, "/v1/completions" | "/v1/chat/completions" | "/v1/audio/transcriptions" | "/generate" | "/completion") => {
+            let content_type = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+            let body = match req.into_body().collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return Ok(bad_request(format_args!("cannot read the body: {e}"))),
+            };
+            match (route.as_str(), options.api) {
+                ("/v1/completions", _) => openai::completions(&body, &state),
+                ("/v1/chat/completions", _) => openai::chat(&body, &state),
+                ("/v1/audio/transcriptions", _) => audio::transcriptions(&content_type, body, &state).await,
+                ("/generate", ServingApi::SglangGenerate) => native(&body, options, Native::Sglang),
+                ("/completion", ServingApi::LlamaCppCompletion) => native(&body, options, Native::LlamaCpp),
+                _ => Err(error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {route}; it serves {}", options.api.name(), routes(options.api)))),
+            }
+        }
+        _ => Err(error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {method} {route}; it serves {}", options.api.name(), routes(options.api)))),
+    };
+    Ok(match reply {
+        Ok(reply) => deliver(reply, &state, received).await,
+        Err(refused) => refused,
+    })
+}
+
+/// Seconds since the epoch, as responses' `created`.
+fn unix_time() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A response id (`cmpl-...`, `chatcmpl-...`): unique enough within a test.
+fn response_id(prefix: &str) -> String {
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{:032x}", splitmix(SERIAL.fetch_add(1, Ordering::Relaxed) ^ unix_time()))
+}
+
+/// What a validated generation request gets, before faults and timing.
+enum Reply {
+    /// Server-sent events.
+    Stream(Box<dyn Events>),
+    /// One body, sent once its `steps` tokens would have been generated.
+    Whole { steps: usize, content_type: &'static str, body: String },
+}
+
+/// How a route spells a streamed answer.
+trait Events: Send + Sync + 'static {
+    /// Token steps (the longest answer's tokens).
+    fn steps(&self) -> usize;
+    /// The events of step `k` (`k == steps()`: the closing ones); `ttft_us` goes on the first.
+    fn event(&self, k: usize, ttft_us: Option<u64>, out: &mut Vec<u8>);
+}
+
+/// One server-sent event.
+fn push_event(out: &mut Vec<u8>, data: String) {
+    out.extend_from_slice(&Sse::default().data(data).encode().expect("plain data events encode"));
+}
+
+/// The faults that hit one request.
+#[derive(Clone, Copy)]
+struct Hit {
+    malformed: bool,
+    drop: bool,
+    stall: bool,
+    die: bool,
+}
+
+/// Counts the request, then answers it with its faults and timing: HTTP 500 at once; streamed,
+/// event by event; whole, when its last token would have been generated.
+async fn deliver(reply: Reply, state: &State, received: Instant) -> Response<Body> {
+    let options = &state.options;
+    let n = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let hits = |every: Option<u64>| every.is_some_and(|k| n.is_multiple_of(k));
+    let faults = &options.faults;
+    if hits(faults.http_500_every) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "stand-in: injected failure");
+    }
+    let hit = Hit {
+        malformed: hits(faults.malformed_every),
+        drop: hits(faults.drop_every) || faults.drop_first.is_some_and(|k| n <= k),
+        stall: hits(faults.stall_every),
+        die: faults.die_after == Some(n),
+    };
+    let first_at = received + options.first_token;
+    match reply {
+        Reply::Stream(events) => {
+            let plan = StreamPlan { events, first_at, per_token: options.per_token, received, hit };
+            let body = BodyExt::boxed(StreamBody::new(plan.into_stream()));
+            Response::builder().header("content-type", "text/event-stream").header("cache-control", "no-cache").body(body).expect("a valid response")
+        }
+        Reply::Whole { steps, content_type, body } => {
+            tokio::time::sleep_until(first_at).await;
+            if hit.die {
+                die();
+            }
+            if hit.stall {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep_until(first_at + options.per_token * steps.saturating_sub(1) as u32).await;
+            if hit.malformed {
+                return full(StatusCode::OK, content_type, "{\"choices\": [");
+            }
+            if hit.drop {
+                // Half the body, then the connection breaks.
+                let half = Bytes::from(body.into_bytes());
+                let frames = [Ok(Frame::data(half.slice(..half.len() / 2))), Err(std::io::Error::other("stand-in: injected dropped connection"))];
+                return Response::builder().header("content-type", content_type).body(BodyExt::boxed(StreamBody::new(stream::iter(frames)))).expect("a valid response");
+            }
+            full(StatusCode::OK, content_type, body)
+        }
+    }
+}
+
+fn die() -> ! {
+    tracing::warn!("stand-in: exiting as asked (--die_after)");
+    std::process::exit(17);
+}
+
+/// SGLang's and llama.cpp's native routes, in the dialect our client speaks.
+#[derive(Clone, Copy)]
+enum Native {
+    Sglang,
+    LlamaCpp,
+}
+
+/// The native dialects' request fields the stand-in reads.
 #[derive(Deserialize)]
-struct GenerateRequest {
+struct NativeRequest {
     #[serde(default)]
     prompt: Option<Vec<i32>>,
     #[serde(default)]
     input_ids: Option<Vec<i32>>,
-    #[serde(default)]
-    max_tokens: Option<u32>,
     #[serde(default)]
     n_predict: Option<u32>,
     #[serde(default)]
     sampling_params: Option<SglangSampling>,
     #[serde(default)]
     stream: bool,
-    #[serde(default)]
-    return_token_ids: Option<bool>,
-    #[serde(default)]
-    detokenize: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -304,93 +530,76 @@ struct SglangSampling {
     max_new_tokens: Option<u32>,
 }
 
-async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Body>, Infallible> {
-    let received = Instant::now();
-    let options = &state.options;
-    let route = req.uri().path().to_string();
-    let expected = super::api::url(options.api, "");
-    Ok(match (req.method(), route.as_str()) {
-        (&Method::GET, "/health") => {
-            let loading = options.faults.never_ready || state.started.elapsed() < options.faults.ready_after;
-            if loading { error(StatusCode::SERVICE_UNAVAILABLE, "stand-in: loading") } else { json(StatusCode::OK, "{}".into()) }
-        }
-        (&Method::GET, "/v1/models") => json(StatusCode::OK, serde_json::json!({ "object": "list", "data": [{ "id": options.model, "object": "model" }] }).to_string()),
-        (&Method::POST, path) if path == expected => {
-            let bytes = match req.into_body().collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(e) => return Ok(error(StatusCode::BAD_REQUEST, &format!("stand-in: cannot read the body: {e}"))),
-            };
-            generate(&bytes, &state, received)
-        }
-        (_, path) => error(StatusCode::NOT_FOUND, &format!("stand-in ({}): no route {path}; generation is at {expected}", options.api.name())),
-    })
-}
-
-fn generate(body: &[u8], state: &Arc<State>, received: Instant) -> Response<Body> {
-    let options = &state.options;
-    let request: GenerateRequest = match serde_json::from_slice(body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("stand-in: the body is not a {} request with a token-id prompt: {e}: {}", options.api.name(), clip(&String::from_utf8_lossy(body))),
-            );
-        }
+fn native(body: &[u8], options: &StandInOptions, dialect: Native) -> Result<Reply, Response<Body>> {
+    let api = options.api.name();
+    let request: NativeRequest = serde_json::from_slice(body)
+        .map_err(|e| bad_request(format_args!("the body is not a {api} request with a token-id prompt: {e}: {}", clip(&String::from_utf8_lossy(body)))))?;
+    let (prompt, limit) = match dialect {
+        Native::Sglang => (request.input_ids, request.sampling_params.and_then(|s| s.max_new_tokens)),
+        Native::LlamaCpp => (request.prompt, request.n_predict),
     };
-    let (prompt, limit, dialect_ok) = match options.api {
-        ServingApi::CompletionsTokenIds => (request.prompt, request.max_tokens, request.return_token_ids == Some(true)),
-        ServingApi::TrtllmCompletions => (request.prompt, request.max_tokens, request.detokenize == Some(false)),
-        ServingApi::CompletionsText => (request.prompt, request.max_tokens, true),
-        ServingApi::SglangGenerate => (request.input_ids, request.sampling_params.and_then(|s| s.max_new_tokens), true),
-        ServingApi::LlamaCppCompletion => (request.prompt, request.n_predict, true),
-    };
-    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else { return error(StatusCode::BAD_REQUEST, "stand-in: the prompt must be a non-empty list of token ids") };
-    if !dialect_ok || !request.stream {
-        return error(StatusCode::BAD_REQUEST, &format!("stand-in: a {} request must stream and ask for token ids as that dialect does", options.api.name()));
-    }
-    let n = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
-    let hits = |every: Option<u64>| every.is_some_and(|k| n.is_multiple_of(k));
-    let faults = &options.faults;
-    if hits(faults.http_500_every) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, "stand-in: injected failure");
+    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else { return Err(bad_request("the prompt must be a non-empty list of token ids")) };
+    if !request.stream {
+        return Err(bad_request(format_args!("a {api} request must stream as that dialect does")));
     }
     let ids = options.answer(&prompt, limit.unwrap_or(options.max_output_tokens));
-    let plan = StreamPlan {
-        api: options.api,
-        ids,
-        prompt_tokens: prompt.len(),
-        first_at: received + options.first_token,
-        per_token: options.per_token,
-        received,
-        malformed: hits(faults.malformed_every),
-        drop: hits(faults.drop_every) || faults.drop_first.is_some_and(|k| n <= k),
-        stall: hits(faults.stall_every),
-        die: faults.die_after == Some(n),
-    };
-    let body = BodyExt::boxed(StreamBody::new(plan.into_stream()));
-    Response::builder().header("content-type", "text/event-stream").header("cache-control", "no-cache").body(body).expect("a valid response")
+    Ok(Reply::Stream(Box::new(NativeEvents { dialect, ids, prompt_tokens: prompt.len() })))
 }
 
-/// One response's events and their timing.
-struct StreamPlan {
-    api: ServingApi,
+struct NativeEvents {
+    dialect: Native,
     ids: Vec<i32>,
     prompt_tokens: usize,
+}
+
+impl Events for NativeEvents {
+    fn steps(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn event(&self, k: usize, ttft_us: Option<u64>, out: &mut Vec<u8>) {
+        let n = self.ids.len();
+        if k == n {
+            match self.dialect {
+                Native::LlamaCpp => push_event(out, serde_json::json!({ "content": "", "tokens": [], "stop": true, "tokens_predicted": n }).to_string()),
+                Native::Sglang => push_event(out, "[DONE]".into()),
+            }
+            return;
+        }
+        // Written directly rather than through serde_json's Value: at a thousand paced streams the
+        // stand-in shares two cores with the client it measures.
+        let id = self.ids[k];
+        let finish = if k + 1 == n { "\"length\"" } else { "null" };
+        let ttft = ttft_us.map_or(String::new(), |us| format!(",\"stand_in_ttft_us\":{us}"));
+        push_event(
+            out,
+            match self.dialect {
+                Native::Sglang => {
+                    let ids = serde_json::to_string(&self.ids[..=k]).expect("ids serialise");
+                    let meta = format!(r#"{{"prompt_tokens":{},"completion_tokens":{},"finish_reason":{finish}}}"#, self.prompt_tokens, k + 1);
+                    format!(r#"{{"text":" t{id}","output_ids":{ids},"meta_info":{meta}{ttft}}}"#)
+                }
+                Native::LlamaCpp => format!(r#"{{"content":" t{id}","tokens":[{id}],"stop":false{ttft}}}"#),
+            },
+        );
+    }
+}
+
+/// One streamed response's events and their timing.
+struct StreamPlan {
+    events: Box<dyn Events>,
     first_at: Instant,
     per_token: Duration,
     received: Instant,
-    malformed: bool,
-    drop: bool,
-    stall: bool,
-    die: bool,
+    hit: Hit,
 }
 
 impl StreamPlan {
-    /// Frames of the stream: one event per token when tokens are paced, else the whole answer in
-    /// one write (the bench measures the client, not the stand-in's syscalls).
+    /// Frames of the stream: one step's events per frame when tokens are paced, else the whole
+    /// answer in one write (the bench measures the client, not the stand-in's syscalls).
     fn into_stream(self) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send {
         let plan = Arc::new(self);
-        let n = plan.ids.len();
+        let n = plan.events.steps();
         let paced = !plan.per_token.is_zero();
         stream::unfold(0usize, move |i| {
             let plan = plan.clone();
@@ -403,66 +612,32 @@ impl StreamPlan {
                 } else if paced {
                     tokio::time::sleep_until(plan.first_at + plan.per_token * i as u32).await;
                 }
+                let hit = plan.hit;
                 if i == 1 {
-                    if plan.die {
-                        tracing::warn!("stand-in: exiting as asked (--die_after)");
-                        std::process::exit(17);
+                    if hit.die {
+                        die();
                     }
-                    if plan.drop {
+                    if hit.drop {
                         return Some((Err(std::io::Error::other("stand-in: injected dropped connection")), n + 1));
                     }
-                    if plan.stall {
+                    if hit.stall {
                         std::future::pending::<()>().await;
                     }
                 }
-                // Event i, or (unpaced) events i.. to the end, then the trailer.
-                let last = if paced || i == 0 && (plan.die || plan.drop || plan.stall || plan.malformed) { i } else { n };
+                // Step i, or (unpaced) steps i.. to the end with the closing events.
+                let last = if paced || i == 0 && (hit.die || hit.drop || hit.stall || hit.malformed) { i } else { n };
                 let mut out = Vec::new();
                 for k in i..=last.min(n) {
-                    plan.event(k, &mut out);
+                    if k == 1 && hit.malformed {
+                        push_event(&mut out, "{\"choices\": [".into());
+                    } else {
+                        let ttft = (k == 0).then(|| plan.received.elapsed().as_micros() as u64);
+                        plan.events.event(k, ttft, &mut out);
+                    }
                 }
                 Some((Ok(Frame::data(Bytes::from(out))), last + 1))
             }
         })
-    }
-
-    /// Event `k` (k == len: the end of the stream) in the dialect.
-    fn event(&self, k: usize, out: &mut Vec<u8>) {
-        let n = self.ids.len();
-        let ttft = if k == 0 { Some(self.received.elapsed().as_micros() as u64) } else { None };
-        let mut push = |data: String| out.extend_from_slice(&Sse::default().data(data).encode().expect("plain data events encode"));
-        if k == 1 && self.malformed {
-            push("{\"choices\": [".into());
-            return;
-        }
-        if k == n {
-            match self.api {
-                ServingApi::LlamaCppCompletion => push(serde_json::json!({ "content": "", "tokens": [], "stop": true, "tokens_predicted": n }).to_string()),
-                ServingApi::SglangGenerate => push("[DONE]".into()),
-                _ => {
-                    push(serde_json::json!({ "object": "text_completion", "choices": [], "usage": { "prompt_tokens": self.prompt_tokens, "completion_tokens": n } }).to_string());
-                    push("[DONE]".into());
-                }
-            }
-            return;
-        }
-        // Written directly rather than through serde_json's Value: at a thousand paced streams the
-        // stand-in shares two cores with the client it measures.
-        let id = self.ids[k];
-        let finish = if k + 1 == n { "\"length\"" } else { "null" };
-        let ttft = ttft.map_or(String::new(), |us| format!(",\"stand_in_ttft_us\":{us}"));
-        push(match self.api {
-            ServingApi::CompletionsTokenIds | ServingApi::TrtllmCompletions => {
-                format!(r#"{{"object":"text_completion","choices":[{{"index":0,"text":" t{id}","token_ids":[{id}],"finish_reason":{finish}}}]{ttft}}}"#)
-            }
-            ServingApi::CompletionsText => format!(r#"{{"object":"text_completion","choices":[{{"index":0,"text":" t{id}","finish_reason":{finish}}}]{ttft}}}"#),
-            ServingApi::SglangGenerate => {
-                let ids = serde_json::to_string(&self.ids[..=k]).expect("ids serialise");
-                let meta = format!(r#"{{"prompt_tokens":{},"completion_tokens":{},"finish_reason":{finish}}}"#, self.prompt_tokens, k + 1);
-                format!(r#"{{"text":" t{id}","output_ids":{ids},"meta_info":{meta}{ttft}}}"#)
-            }
-            ServingApi::LlamaCppCompletion => format!(r#"{{"content":" t{id}","tokens":[{id}],"stop":false{ttft}}}"#),
-        });
     }
 }
 
