@@ -105,8 +105,9 @@ def write_inputs(args, work):
     return dataset, model, user_conf, len(prompts)
 
 
-def read_summary(path):
-    text = path.read_text()
+def read_summary(logs):
+    text = (logs / "mlperf_log_summary.txt").read_text()
+    issued = re.search(r'"key": "generated_samples_per_query", "value": (\d+)', (logs / "mlperf_log_detail.txt").read_text())
 
     def value(label):
         m = re.search(rf"^{re.escape(label)}\s*:\s*(\S+)", text, re.M)
@@ -117,7 +118,7 @@ def read_summary(path):
         "samples_per_s": number("Samples per second"),
         "tokens_per_s": number("Tokens per second"),
         "result": value("Result is"),
-        "samples": int(number("min_query_count") or 0) or None,
+        "samples": int(issued.group(1)) if issued else None,
     }
 
 
@@ -133,6 +134,7 @@ def main():
     ap.add_argument("--samples", type=int, default=1024, help="LoadGen's min_query_count (and generated prompts)")
     ap.add_argument("--min_duration", type=float, default=0.0, help="LoadGen's min_duration, seconds")
     ap.add_argument("--expected_qps", type=float, default=1.0, help="LoadGen's Offline target_qps")
+    ap.add_argument("--accuracy", action="store_true", help="an AccuracyOnly run (main.py --accuracy): every answer logged")
     ap.add_argument("--work", required=True, help="work directory (created; its old contents are kept)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds before the client is stopped")
     args = ap.parse_args()
@@ -150,7 +152,7 @@ def main():
         "--api-server", args.api_server.rstrip("/"), "--api-model-name", args.model,
         "--model-path", str(model), "--dataset-path", str(dataset), "--total-sample-count", str(prompts),
         "--user-conf", str(user_conf), "--output-log-dir", str(logs),
-    ]
+    ] + (["--accuracy"] if args.accuracy else [])
     with open(work / "client.log", "wb") as log:
         try:
             r = subprocess.run(command, cwd=client, stdout=log, stderr=subprocess.STDOUT, timeout=args.timeout)
@@ -168,11 +170,11 @@ def main():
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     print(json.dumps({
-        **read_summary(summary),
+        **read_summary(logs),
         "reference_commit": commit,
         "client": f"{CLIENT_DIR}/main.py --vllm (SUT_API.py), Offline",
         "command": " ".join(command),
-        "summary": str(summary),
+        "logs": str(logs),
         "python": sys.version.split()[0],
         "packages": versions,
     }))

@@ -561,7 +561,7 @@ pub struct LlmBenchArgs {
     #[arg(long = "reference_python", default_value = "python3", requires = "reference_client")]
     pub reference_python: String,
     /// Samples of the reference client's Offline run (sent as one batch, as its SUT does).
-    #[arg(long = "reference_samples", default_value_t = 4096, requires = "reference_client")]
+    #[arg(long = "reference_samples", default_value_t = 8192, requires = "reference_client")]
     pub reference_samples: usize,
     /// Where the LoadGen runs' logs go.
     #[arg(long, default_value = "build/bench/llm")]
