@@ -92,7 +92,7 @@ fn llama2_70b_offline_server_and_interactive_are_valid_against_the_stand_in() {
 #[test]
 fn a_text_only_api_gets_its_output_ids_by_re_tokenizing_with_the_models_tokenizer() {
     use mlperf_runtime::accuracy::log::read_accuracy_log;
-    use mlperf_runtime::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
+    use mlperf_runtime::benchmarks::llm::synthetic_prompt;
     use mlperf_runtime::engines::serving::stand_in::StandInOptions;
     let cwd = scratch("llm-completions-text");
     // The stand-in streams " t<id>" per token; its tokenizer.json maps each word back to its id.
@@ -113,7 +113,7 @@ fn a_text_only_api_gets_its_output_ids_by_re_tokenizing_with_the_models_tokenize
     assert!(entries.len() > 1000, "every sample answered: {}", entries.len());
     for e in entries.iter().step_by(97) {
         let ids: Vec<i32> = e.data.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
-        assert_eq!(ids, stand_in.answer(&prompt_ids(&synthetic_prompt_bytes(e.qsl_idx)), 1024), "sample {}: the generated ids, back from the text", e.qsl_idx);
+        assert_eq!(ids, stand_in.answer(&synthetic_prompt(e.qsl_idx), 1024), "sample {}: the generated ids, back from the text", e.qsl_idx);
     }
 
     // Without a tokenizer the run stops before sending anything, saying what to set.

@@ -15,9 +15,11 @@
 //! (c)'s ratio to it.
 
 use super::{highest_passing, server_settings};
-use crate::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
+use crate::benchmarks::llm::synthetic_prompt;
 use crate::dataset::qsl::SampleLibrary;
 use crate::engines::serving::ServingError;
+use crate::engines::serving::api::{Payload, Respond};
+use crate::engines::serving::client::ServingWork;
 use crate::engines::serving::client::{ClientOptions, EndpointStats, quantile};
 use crate::engines::serving::launch::{self, Engines, LaunchSpec, Waiting};
 use crate::engines::serving::measure::{self, ClosedLoop, Shape};
@@ -177,7 +179,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         threads: 2,
         tokenizer: None,
     };
-    let prompt = |k: usize| prompt_ids(&synthetic_prompt_bytes(k % 4096));
+    let prompt = |k: usize| Payload::Tokens(synthetic_prompt(k % 4096));
 
     tracing::info!("bench llm: (a) the client alone, {} in flight, {} s", options.in_flight, options.seconds);
     let ours = measure::closed_loop(client(&fast.1), &prompt, Shape::all_at_once(options.in_flight, warm_up, duration))?;
@@ -185,13 +187,14 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     let theirs = comparator(options, options.comparator_in_flight, &fast.1, None)?;
 
     tracing::info!("bench llm: (c) the serving SUT under LoadGen Offline");
-    let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, synthetic_prompt_bytes));
+    let library = Arc::new(SampleLibrary::generated("synthetic prompts", 24576, 24576, 0, |_| Vec::new()));
     let mut runs = 0;
     let mut loadgen_run = |label: &str, settings: &TestSettings| -> Result<(Row, Option<Validity>), LlmBenchError> {
         runs += 1;
         let dir = out.join(format!("{runs:02}-{label}"));
         create_dir(&dir)?;
-        let sut = ServingSut::start(client(&fast.1), library.clone(), true, &dir)?;
+        let work = ServingWork { options: client(&fast.1), request: Arc::new(|i| Payload::Tokens(synthetic_prompt(i))), respond: Respond::TOKEN_IDS };
+        let sut = ServingSut::start(work, true, &dir)?;
         let cpu = crate::cpu::CpuClock::start();
         let result = mlperf_loadgen::start_test(&sut, library.as_ref(), settings, &LogSettings::in_dir(&dir), None);
         let cpu_us = cpu.elapsed_us();

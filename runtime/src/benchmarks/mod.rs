@@ -31,7 +31,7 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
-use crate::engines::serving::client::ClientOptions;
+pub use crate::engines::serving::client::ServingWork;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::select::Selected;
@@ -205,7 +205,7 @@ pub enum Drive {
     /// Engines on this machine, one per device, fed batches by the batching SUT.
     Batched(Vec<Arc<dyn Engine>>),
     /// Serving endpoints, streamed to by the serving SUT.
-    Serving(ClientOptions),
+    Serving(ServingWork),
 }
 
 /// A ready workload: what answers the samples, and the samples.

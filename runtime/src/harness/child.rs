@@ -12,12 +12,11 @@ use super::batcher::{BatcherConfig, BatchingSut};
 use super::probe::{EngineMeasure, Measure, ProbeError};
 use super::serving_sut::ServingSut;
 use super::{batcher_config, engine_batcher_config, probe};
-use crate::benchmarks::llm::prompt_ids;
 use crate::benchmarks::{self, Drive, WorkloadSpec};
 use crate::dataset::qsl::SampleLibrary;
-use crate::engines::serving::client::ClientOptions;
+use crate::engines::Engine;
+use crate::engines::serving::client::ServingWork;
 use crate::engines::serving::measure;
-use crate::engines::{Engine, SampleSource};
 use crate::fsutil::{FsError, write_atomic};
 use crate::progress::{Progress, Work};
 use crate::rundir::plan::{Backend, RunMode, RunPlan, read_plan};
@@ -122,13 +121,11 @@ pub fn run_one(tables: &'static Tables, dir: &Path) -> Result<(), crate::Error> 
                     }
                     run.batched(&format!("mlperf {} SUT", plan.benchmark), devices.clone(), library.clone(), config)?
                 }
-                Drive::Serving(options) => {
+                Drive::Serving(work) => {
                     if plan.probe_rate {
-                        probe_rate(tables, dir, &plan, &library, &|loaded, settings| {
-                            probe::probe(plan.scenario, &ServingMeasure { options: options.clone(), library: library.as_ref(), loaded }, settings)
-                        })?;
+                        probe_rate(tables, dir, &plan, &library, &|loaded, settings| probe::probe(plan.scenario, &ServingMeasure { work, loaded }, settings))?;
                     }
-                    run.serving(options.clone(), library.clone())?;
+                    run.serving(work.clone(), library.clone())?;
                     Vec::new()
                 }
             };
@@ -253,8 +250,8 @@ impl LoadgenRun<'_> {
 
     /// Runs the test through the serving SUT; a failed request ends the process (see
     /// [`ServingSut`]). The endpoints' record goes into `serving.json`.
-    fn serving(&self, options: ClientOptions, library: Arc<SampleLibrary>) -> Result<(), ChildError> {
-        let sut = ServingSut::start(options, library.clone(), self.plan.token_latencies, self.dir).map_err(serving_failed)?;
+    fn serving(&self, work: ServingWork, library: Arc<SampleLibrary>) -> Result<(), ChildError> {
+        let sut = ServingSut::start(work, self.plan.token_latencies, self.dir).map_err(serving_failed)?;
         let result = self.start(&sut, library.as_ref(), sut.completed());
         let stats = sut.finish().map_err(serving_failed)?;
         for s in stats.iter().filter(|s| s.down.is_some()) {
@@ -271,22 +268,22 @@ fn serving_failed(e: impl std::fmt::Display) -> ChildError {
 
 /// Serving endpoints on loaded samples: closed loops of requests.
 struct ServingMeasure<'a> {
-    options: ClientOptions,
-    library: &'a SampleLibrary,
+    work: &'a ServingWork,
     loaded: &'a [usize],
 }
 
 impl ServingMeasure<'_> {
     fn closed_loop(&self, in_flight: usize, duration: Duration) -> Result<measure::ClosedLoop, ProbeError> {
-        let prompt = |k: usize| prompt_ids(&self.library.sample(self.loaded[k % self.loaded.len()]));
-        Ok(measure::closed_loop(self.options.clone(), &prompt, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration))?)
+        let request = |k: usize| (self.work.request)(self.loaded[k % self.loaded.len()]);
+        Ok(measure::closed_loop(self.work.options.clone(), &request, measure::Shape::all_at_once(in_flight, Duration::from_millis(500), duration))?)
     }
 }
 
 impl Measure for ServingMeasure<'_> {
     fn throughput(&self, duration: Duration) -> Result<f64, ProbeError> {
         // As many in flight as the endpoints take: what an Offline query keeps them at.
-        let in_flight = (self.options.per_endpoint_limit * self.options.endpoints.len()).min(self.loaded.len().max(1));
+        let options = &self.work.options;
+        let in_flight = (options.per_endpoint_limit * options.endpoints.len()).min(self.loaded.len().max(1));
         Ok(self.closed_loop(in_flight, duration)?.samples_per_s())
     }
 

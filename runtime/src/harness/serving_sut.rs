@@ -1,18 +1,16 @@
-//! The LoadGen SUT of LLM runs: every issued sample becomes a streamed request to the serving
-//! endpoints ([`crate::engines::serving::client`]). The first output token goes to LoadGen with
-//! `FirstTokenComplete` (int32 id) the moment it arrives; the answer with every id (int32) and
-//! `n_tokens` at the end.
+//! The LoadGen SUT of served runs: every issued sample becomes a streamed request to the serving
+//! endpoints ([`crate::engines::serving::client`]). The first output goes to LoadGen with
+//! `FirstTokenComplete` the moment it arrives; the answer and its `n_tokens` at the end, both as
+//! the family's [`Respond`] encodes them (the LLMs: int32 ids).
 //!
 //! A request that fails is never completed: LoadGen would count an empty answer as a success.
 //! The first failure is written to `FAILED.txt` (endpoint, sample, what happened) with the
 //! endpoints' record in `serving.json`, LoadGen is aborted (its logs flushed) and the run's process
 //! exits with status 1, so the run is reported FAILED.
 
-use crate::benchmarks::llm::prompt_ids;
-use crate::dataset::qsl::SampleLibrary;
-use crate::engines::SampleSource;
 use crate::engines::serving::ServingError;
-use crate::engines::serving::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, StatsHandle, Tag};
+use crate::engines::serving::api::{Output, Payload, Respond};
+use crate::engines::serving::client::{Client, EndpointStats, RequestError, ServingWork, Sink, StatsHandle, Tag};
 use crate::rundir::{
     self,
     serving::{EndpointRecord, ServingRecord},
@@ -48,13 +46,14 @@ impl From<ServingSutError> for crate::Error {
 
 pub struct ServingSut {
     client: Client,
-    library: Arc<SampleLibrary>,
+    request: Arc<dyn Fn(usize) -> Payload + Send + Sync>,
     sink: Arc<LoadgenSink>,
     completed: Arc<AtomicU64>,
 }
 
 struct LoadgenSink {
     reports: mpsc::Sender<Report>,
+    respond: Respond,
     dir: PathBuf,
     /// Where the output ids come from (the record says it).
     output_ids: String,
@@ -65,8 +64,8 @@ struct LoadgenSink {
 
 /// What the reporter thread hands to LoadGen.
 enum Report {
-    FirstToken { id: usize, first: i32 },
-    Complete { id: usize, ids: Vec<i32> },
+    FirstToken { id: usize, data: Vec<u8> },
+    Complete { id: usize, data: Vec<u8>, n_tokens: u64 },
 }
 
 /// Hands first tokens and answers to LoadGen from one thread, in the order they came. LoadGen logs
@@ -78,15 +77,13 @@ fn reporter(reports: mpsc::Receiver<Report>, completed: Arc<AtomicU64>, token_la
     while let Ok(report) = reports.recv() {
         for report in std::iter::once(report).chain(reports.try_iter()) {
             match report {
-                Report::FirstToken { id, first } => {
+                Report::FirstToken { id, data } => {
                     if token_latencies {
-                        let bytes = first.to_le_bytes();
-                        mlperf_loadgen::first_token_complete(&[Response { id, data: &bytes, n_tokens: 1 }]);
+                        mlperf_loadgen::first_token_complete(&[Response { id, data: &data, n_tokens: 1 }]);
                     }
                 }
-                Report::Complete { id, ids } => {
-                    let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-                    mlperf_loadgen::query_samples_complete(&[Response { id, data: &bytes, n_tokens: ids.len() as i64 }]);
+                Report::Complete { id, data, n_tokens } => {
+                    mlperf_loadgen::query_samples_complete(&[Response { id, data: &data, n_tokens: n_tokens as i64 }]);
                     completed.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -95,17 +92,18 @@ fn reporter(reports: mpsc::Receiver<Report>, completed: Arc<AtomicU64>, token_la
 }
 
 impl ServingSut {
-    pub fn start(options: ClientOptions, library: Arc<SampleLibrary>, token_latencies: bool, dir: &Path) -> Result<ServingSut, ServingSutError> {
+    pub fn start(work: ServingWork, token_latencies: bool, dir: &Path) -> Result<ServingSut, ServingSutError> {
+        let ServingWork { options, request, respond } = work;
         let (tx, rx) = mpsc::channel();
         let completed = Arc::new(AtomicU64::new(0));
         let counter = completed.clone();
         std::thread::Builder::new().name("loadgen-reporter".into()).spawn(move || reporter(rx, counter, token_latencies)).map_err(ServingSutError::Reporter)?;
         let output_ids = options.output_ids_source();
         tracing::info!("serving client: output ids {output_ids}");
-        let sink = Arc::new(LoadgenSink { reports: tx, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
+        let sink = Arc::new(LoadgenSink { reports: tx, respond, dir: dir.to_path_buf(), output_ids, failed: AtomicBool::new(false), stats: Default::default() });
         let client = Client::start(options, sink.clone())?;
         let _ = sink.stats.set(client.stats_handle());
-        Ok(ServingSut { client, library, sink, completed })
+        Ok(ServingSut { client, request, sink, completed })
     }
 
     /// Samples completed so far (for progress).
@@ -128,19 +126,19 @@ impl Sut for ServingSut {
 
     fn issue_query(&self, samples: &[QuerySample]) {
         for s in samples {
-            let prompt = prompt_ids(&self.library.sample(s.index));
-            self.client.submit(Tag { id: s.id, sample: s.index }, prompt);
+            self.client.submit(Tag { id: s.id, sample: s.index }, (self.request)(s.index));
         }
     }
 }
 
 impl Sink for LoadgenSink {
-    fn first_token(&self, tag: Tag, first: i32) {
-        let _ = self.reports.send(Report::FirstToken { id: tag.id, first });
+    fn first_token(&self, tag: Tag, so_far: &Output) {
+        let _ = self.reports.send(Report::FirstToken { id: tag.id, data: (self.respond.first)(so_far) });
     }
 
-    fn complete(&self, tag: Tag, ids: &[i32]) {
-        let _ = self.reports.send(Report::Complete { id: tag.id, ids: ids.to_vec() });
+    fn complete(&self, tag: Tag, answer: &Output) {
+        let (data, n_tokens) = (self.respond.complete)(answer);
+        let _ = self.reports.send(Report::Complete { id: tag.id, data, n_tokens });
     }
 
     fn failed(&self, _tag: Tag, error: &RequestError) {

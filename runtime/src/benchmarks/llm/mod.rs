@@ -26,7 +26,7 @@ pub mod sandbox;
 pub mod stand_in;
 pub mod summarization;
 
-use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
+use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine};
 use crate::accuracy::Scored;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
@@ -34,6 +34,7 @@ use crate::benchmarks::llm::error::EvalError;
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
+use crate::engines::serving::api::{Payload, Respond};
 use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::tokenizer::HfTokenizer;
 use crate::engines::serving::{ServingError, launch};
@@ -126,8 +127,9 @@ impl Benchmark for Llm {
         }
         let options = client_options(settings, self.id, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
-            let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, synthetic_prompt_bytes);
-            return Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
+            let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, |_| Vec::new());
+            let work = ServingWork { options, request: Arc::new(|i| Payload::Tokens(synthetic_prompt(i))), respond: Respond::TOKEN_IDS };
+            return Ok(Workload { drive: Drive::Serving(work), library: Arc::new(library), synthetic: true, caveats: Vec::new() });
         }
         let file = DatasetFile::of(self.id)
             .ok_or_else(|| Error::Config(format!("this build knows no official {} dataset; run with --dataset=synthetic (generated prompts, never submittable)", self.id)))?;
@@ -144,10 +146,11 @@ impl Benchmark for Llm {
                 spec.total_samples
             )));
         }
-        let prompts = Arc::new(samples.prompts);
+        let prompts: Arc<Vec<Arc<[i32]>>> = Arc::new(samples.prompts.into_iter().map(Arc::from).collect());
         let name = format!("{} {}", self.id, file.file_of(spec.set));
-        let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, move |i| prompts[i].iter().flat_map(|id| id.to_le_bytes()).collect());
-        Ok(Workload { drive: Drive::Serving(options), library: Arc::new(library), synthetic: false, caveats })
+        let library = SampleLibrary::generated(&name, spec.total_samples, spec.performance_samples, 0, |_| Vec::new());
+        let work = ServingWork { options, request: Arc::new(move |i| Payload::Tokens(prompts[i].clone())), respond: Respond::TOKEN_IDS };
+        Ok(Workload { drive: Drive::Serving(work), library: Arc::new(library), synthetic: false, caveats })
     }
 
     /// The dataset of the run's set and its prompt count (through `open`, which also loads a
@@ -232,12 +235,8 @@ pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option
     })
 }
 
-/// The generated prompt of sample `index`: little-endian int32 token ids.
-pub fn synthetic_prompt_bytes(index: usize) -> Vec<u8> {
-    synthetic_prompt(index).iter().flat_map(|id| id.to_le_bytes()).collect()
-}
-
-fn synthetic_prompt(index: usize) -> Vec<i32> {
+/// The generated prompt of sample `index`.
+pub fn synthetic_prompt(index: usize) -> Arc<[i32]> {
     let mut state = (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
     let mut next = || {
         // xorshift64*: cheap, deterministic, good enough for token ids.
@@ -251,20 +250,15 @@ fn synthetic_prompt(index: usize) -> Vec<i32> {
     (0..len).map(|_| (next() % SYNTHETIC_VOCAB) as i32).collect()
 }
 
-/// Token ids from a sample's little-endian int32 bytes.
-pub fn prompt_ids(bytes: &[u8]) -> Arc<[i32]> {
-    bytes.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn synthetic_prompts_are_fixed_per_index_and_within_the_vocabulary_and_lengths() {
-        let a = prompt_ids(&synthetic_prompt_bytes(7));
-        assert_eq!(a, prompt_ids(&synthetic_prompt_bytes(7)));
-        assert_ne!(a, prompt_ids(&synthetic_prompt_bytes(8)));
+        let a = synthetic_prompt(7);
+        assert_eq!(a, synthetic_prompt(7));
+        assert_ne!(a, synthetic_prompt(8));
         let lengths: Vec<usize> = (0..100).map(|i| synthetic_prompt(i).len()).collect();
         assert!(lengths.iter().all(|&n| (128..=1024).contains(&n)) && lengths.iter().any(|&n| n != lengths[0]));
         assert!(a.iter().all(|&id| (0..32_000).contains(&id)));

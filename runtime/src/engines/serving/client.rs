@@ -14,7 +14,7 @@
 //! request: the [`Sink`] hears of it and decides (the LoadGen SUT fails the run).
 
 use super::ServingError;
-use super::api::{self, Output, Prompt, ResponseError, Step};
+use super::api::{self, Answer, Output, Payload, Respond, ResponseError, Step};
 use crate::engines::serving::tokenizer::HfTokenizer;
 use futures_util::StreamExt;
 use mlperf_config::ServingApi;
@@ -81,13 +81,24 @@ pub struct RequestError {
     pub what: String,
 }
 
+/// What a serving workload asks of the client: where and how (`options`), each sample's request,
+/// and what LoadGen gets for each answer.
+#[derive(Clone)]
+pub struct ServingWork {
+    pub options: ClientOptions,
+    /// The request of sample `index` (the index LoadGen issues).
+    pub request: Arc<dyn Fn(usize) -> Payload + Send + Sync>,
+    pub respond: Respond,
+}
+
 /// Where answers go. Called on the client's threads; return quickly.
 pub trait Sink: Send + Sync + 'static {
-    /// The first output token of a request, the moment it arrives (once per request, even when a
-    /// failed connection made the client send it again).
-    fn first_token(&self, tag: Tag, first: i32);
-    /// Every output token id of a finished request.
-    fn complete(&self, tag: Tag, ids: &[i32]);
+    /// The first output of a request, the moment it arrives (once per request, even when a
+    /// failed connection made the client send it again): at least one id, or some text.
+    fn first_token(&self, tag: Tag, so_far: &Output);
+    /// A finished request's answer: its ids (token payloads, re-tokenized for text dialects), its
+    /// text (text answers) and the engine's token count.
+    fn complete(&self, tag: Tag, answer: &Output);
     /// The request failed; it will not complete.
     fn failed(&self, tag: Tag, error: &RequestError);
 }
@@ -150,7 +161,7 @@ pub fn quantile(values: &mut [u32], q: f64) -> Option<u32> {
 
 struct Job {
     tag: Tag,
-    prompt: Arc<[i32]>,
+    payload: Payload,
     attempt: u32,
     stale_resends: u32,
     submitted: Instant,
@@ -256,7 +267,6 @@ impl Client {
             Arc::new(options.endpoints.iter().map(|url| Mutex::new(EndpointStats { url: url.clone(), ..EndpointStats::default() })).collect());
         let (queue, inbox) = mpsc::unbounded_channel();
         let dispatcher = Dispatcher {
-            urls: options.endpoints.iter().map(|e| api::url(options.api, e)).collect(),
             options: Arc::new(options),
             http,
             sink,
@@ -273,8 +283,8 @@ impl Client {
     }
 
     /// Queues a request; answers reach the sink.
-    pub fn submit(&self, tag: Tag, prompt: Arc<[i32]>) {
-        let _ = self.queue.send(Message::Submit(Job { tag, prompt, attempt: 1, stale_resends: 0, submitted: Instant::now(), first_sent: false }));
+    pub fn submit(&self, tag: Tag, payload: Payload) {
+        let _ = self.queue.send(Message::Submit(Job { tag, payload, attempt: 1, stale_resends: 0, submitted: Instant::now(), first_sent: false }));
     }
 
     /// Each endpoint's record so far.
@@ -297,8 +307,6 @@ impl Client {
 
 struct Dispatcher {
     options: Arc<ClientOptions>,
-    /// Request URL per endpoint.
-    urls: Vec<String>,
     http: reqwest::Client,
     sink: Arc<dyn Sink>,
     stats: Arc<Vec<Mutex<EndpointStats>>>,
@@ -314,9 +322,9 @@ struct Dispatcher {
 
 impl Dispatcher {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Message>) {
-        self.outstanding = vec![0; self.urls.len()];
-        self.failures_in_row = vec![0; self.urls.len()];
-        self.checking = vec![false; self.urls.len()];
+        self.outstanding = vec![0; self.options.endpoints.len()];
+        self.failures_in_row = vec![0; self.options.endpoints.len()];
+        self.checking = vec![false; self.options.endpoints.len()];
         while let Some(message) = inbox.recv().await {
             self.handle(message);
             // Take whatever else arrived before dispatching, so a burst is spread in one pass.
@@ -409,7 +417,7 @@ impl Dispatcher {
 
     /// Sends waiting requests to the least-loaded live endpoints with a free slot.
     fn dispatch(&mut self) {
-        let n = self.urls.len();
+        let n = self.options.endpoints.len();
         let limit = self.options.per_endpoint_limit.max(1);
         while !self.waiting.is_empty() {
             let live: Vec<usize> = (0..n).map(|k| (self.next + k) % n).filter(|&e| !self.is_down(e) && !self.checking[e]).collect();
@@ -431,7 +439,7 @@ impl Dispatcher {
             self.stat(endpoint).sent += 1;
             let request = RequestTask {
                 http: self.http.clone(),
-                url: self.urls[endpoint].clone(),
+                url: job.payload.url(self.options.api, &self.options.endpoints[endpoint]),
                 options: self.options.clone(),
                 sink: self.sink.clone(),
                 stats: self.stats.clone(),
@@ -468,8 +476,9 @@ impl RequestTask {
     async fn stream(&self, job: &mut Job) -> Attempt {
         let options = &self.options;
         let sending = Instant::now();
-        let body = api::body(options.api, &Prompt { model: &options.model, ids: &job.prompt, max_tokens: options.max_tokens });
-        let sent = self.http.post(&self.url).header("content-type", "application/json").body(body).send().await;
+        let (content_type, body) = job.payload.body(options.api, &options.model, options.max_tokens);
+        let answer = job.payload.answer(options.api);
+        let sent = self.http.post(&self.url).header("content-type", content_type).body(body).send().await;
         let response = match sent {
             Ok(r) => r,
             // No connect error and no response: the request went out on a pooled connection that
@@ -498,7 +507,7 @@ impl RequestTask {
             };
             let Some(data) = event.data.as_deref().filter(|_| !done) else { continue };
             let had = out.ids.len() + out.text.len();
-            match api::decode(options.api, data, &mut out) {
+            match answer.decode(data, &mut out) {
                 Ok(Step::Done) => done = true,
                 Ok(Step::More) => {}
                 Err(what) => return Attempt::Failed(what.to_string()),
@@ -506,10 +515,10 @@ impl RequestTask {
             if out.ids.len() + out.text.len() > had {
                 first_at.get_or_insert_with(Instant::now);
                 if !job.first_sent {
-                    match self.first_id(&out) {
-                        Ok(Some(first)) => {
+                    match self.first(answer, &out) {
+                        Ok(Some(so_far)) => {
                             job.first_sent = true;
-                            self.sink.first_token(job.tag, first);
+                            self.sink.first_token(job.tag, &so_far);
                         }
                         // Text that encodes to no id yet (white space): the first id comes later.
                         Ok(None) => {}
@@ -524,34 +533,35 @@ impl RequestTask {
         if !done {
             return Attempt::Connection { what: format!("the stream ended after {} tokens without its end marker", out.ids.len()), refused: false, stale: false };
         }
-        match &options.tokenizer {
+        match (&options.tokenizer, answer) {
             // The engine counts the tokens it generated; re-encoding its text may merge or split
             // some, so its count is not compared.
-            Some(tokenizer) if options.api.streams_text() => match tokenizer.ids(&out.text) {
+            (Some(tokenizer), Answer::Tokens(api)) if api.streams_text() => match tokenizer.ids(&out.text) {
                 Ok(ids) => out.ids = ids,
                 Err(what) => return Attempt::Failed(what.to_string()),
             },
             _ => {
-                if let Err(what) = api::check_count(&out) {
+                if let Err(what) = answer.check(&out) {
                     return Attempt::Failed(what.to_string());
                 }
             }
         }
-        if out.ids.is_empty() {
+        if out.tokens() == 0 {
             return Attempt::Failed("the engine answered with no output tokens".into());
         }
         let finished = Instant::now();
-        self.sink.complete(job.tag, &out.ids);
+        self.sink.complete(job.tag, &out);
+        let tokens = out.tokens();
         let first_at = first_at.unwrap_or(finished);
         let mut stat = self.stats[self.endpoint].lock().expect("stats lock");
         stat.completed += 1;
-        stat.tokens += out.ids.len() as u64;
+        stat.tokens += tokens;
         let ttft = first_at.duration_since(job.submitted);
         stat.ttft_us.push(micros(ttft));
         stat.queued_us.push(micros(sending.duration_since(job.submitted)));
         stat.to_headers_us.push(micros(headers_at.duration_since(sending)));
-        if out.ids.len() > 1 {
-            stat.tpot_us.push(micros(finished.duration_since(first_at) / (out.ids.len() as u32 - 1)));
+        if tokens > 1 {
+            stat.tpot_us.push(micros(finished.duration_since(first_at) / (tokens as u32 - 1)));
         }
         if let Some(server) = out.server_ttft_us {
             stat.added_ttft_us.push(micros(ttft).saturating_sub(server as u32));
@@ -561,13 +571,14 @@ impl RequestTask {
 }
 
 impl RequestTask {
-    /// The answer's first output id so far: the first streamed id, or the first id of the text
-    /// so far re-tokenized (None while it encodes to nothing).
-    fn first_id(&self, out: &Output) -> Result<Option<i32>, ResponseError> {
-        match (out.ids.first(), &self.options.tokenizer) {
-            (Some(&first), _) => Ok(Some(first)),
-            (None, Some(tokenizer)) => Ok(tokenizer.ids(&out.text)?.first().copied()),
-            (None, None) => Err(ResponseError::NoTokenizer),
+    /// The answer so far as the sink's first token hears of it: as it streamed, or for a text
+    /// dialect with the first id of the text so far re-tokenized (None while it encodes to
+    /// nothing).
+    fn first(&self, answer: Answer, out: &Output) -> Result<Option<Output>, ResponseError> {
+        match (answer, out.ids.first(), &self.options.tokenizer) {
+            (Answer::Deltas, ..) | (_, Some(_), _) => Ok(Some(out.clone())),
+            (_, None, Some(tokenizer)) => Ok(tokenizer.ids(&out.text)?.first().map(|&first| Output { ids: vec![first], ..out.clone() })),
+            (_, None, None) => Err(ResponseError::NoTokenizer),
         }
     }
 }

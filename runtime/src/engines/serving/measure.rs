@@ -3,6 +3,7 @@
 //! measure with it.
 
 use super::ServingError;
+use super::api::{Output, Payload};
 use super::client::{Client, ClientOptions, EndpointStats, RequestError, Sink, Tag};
 use crate::cpu::CpuClock;
 use std::sync::Arc;
@@ -44,9 +45,9 @@ enum Event {
 struct Channel(std::sync::Mutex<mpsc::Sender<Event>>);
 
 impl Sink for Channel {
-    fn first_token(&self, _: Tag, _: i32) {}
-    fn complete(&self, _: Tag, ids: &[i32]) {
-        let _ = self.0.lock().expect("sender").send(Event::Done { tokens: ids.len() });
+    fn first_token(&self, _: Tag, _: &Output) {}
+    fn complete(&self, _: Tag, answer: &Output) {
+        let _ = self.0.lock().expect("sender").send(Event::Done { tokens: answer.tokens() as usize });
     }
     fn failed(&self, _: Tag, error: &RequestError) {
         let _ = self.0.lock().expect("sender").send(Event::Failed(error.clone()));
@@ -72,16 +73,15 @@ impl Shape {
     }
 }
 
-/// Keeps `shape.in_flight` requests going to the endpoints of `options`, prompts from `prompt(k)`
-/// for the k-th request, for the warm-up and then the duration. A failed request ends the loop
-/// with its error.
-pub fn closed_loop(options: ClientOptions, prompt: &dyn Fn(usize) -> Arc<[i32]>, shape: Shape) -> Result<ClosedLoop, ServingError> {
+/// Keeps `shape.in_flight` requests going to the endpoints of `options`, `request(k)` for the k-th
+/// request, for the warm-up and then the duration. A failed request ends the loop with its error.
+pub fn closed_loop(options: ClientOptions, request: &dyn Fn(usize) -> Payload, shape: Shape) -> Result<ClosedLoop, ServingError> {
     let Shape { in_flight, ramp, warm_up, duration } = shape;
     let (tx, rx) = mpsc::channel();
     let client = Client::start(options, Arc::new(Channel(std::sync::Mutex::new(tx))))?;
     let mut next = 0usize;
     let mut submit = |client: &Client| {
-        client.submit(Tag { id: next, sample: next }, prompt(next));
+        client.submit(Tag { id: next, sample: next }, request(next));
         next += 1;
     };
     let start = Instant::now();
