@@ -57,6 +57,15 @@ def our_bodies(path):
     return json.loads(Path(path).read_text())
 
 
+MAX_MODEL_LEN = 4096
+
+
+def prompt_length(request):
+    """Chat prompts are rendered by the chat template first: counted as 0 here."""
+    prompt = getattr(request, "prompt", None)
+    return len(prompt) if isinstance(prompt, list) else 0
+
+
 def ignored_fields(model_cls, data):
     """The keys vLLM's OpenAIBaseModel would log as ignored (its own computation)."""
     names = set()
@@ -65,6 +74,11 @@ def ignored_fields(model_cls, data):
         if field.alias:
             names.add(field.alias)
     return sorted(set(data) - names)
+
+
+def deprecated_fields(model_cls, data):
+    """The keys vLLM still reads but has marked deprecated (pydantic's `deprecated=`)."""
+    return sorted(k for k, f in model_cls.model_fields.items() if f.deprecated and (k in data or f.alias in data))
 
 
 def sampling(params):
@@ -84,16 +98,20 @@ def check_json_body(case):
     from vllm.entrypoints.openai.completion.protocol import CompletionRequest
     from vllm.multimodal.media.connector import MediaConnector
 
+    from vllm.entrypoints.serve.utils.api_utils import get_max_tokens
+
     data = json.loads(case["body"])
     model_cls = {"/v1/completions": CompletionRequest, "/v1/chat/completions": ChatCompletionRequest}[case["route"]]
     request = model_cls.model_validate(data)
     verdict = {
         "model": model_cls.__name__,
         "ignored_fields": ignored_fields(model_cls, data),
+        "deprecated_fields": deprecated_fields(model_cls, data),
         "stream": request.stream,
         "include_usage": bool(request.stream_options and request.stream_options.include_usage),
-        # The server's generation config has no defaults here: what the request alone decides.
-        "sampling": sampling(request.to_sampling_params(max_tokens=4096, default_sampling_params={})),
+        # The server's generation config has no defaults here: what the request alone decides,
+        # the output limit as the route computes it (a 4096-token context).
+        "sampling": sampling(request.to_sampling_params(get_max_tokens(MAX_MODEL_LEN, request.max_tokens, prompt_length(request), {}), {})),
     }
     if model_cls is CompletionRequest:
         verdict["return_token_ids"] = bool(request.return_token_ids)
@@ -104,7 +122,7 @@ def check_json_body(case):
             for part in message["content"] if isinstance(message["content"], list) else []:
                 if part["type"] == "image_url":
                     image = MediaConnector().fetch_image(part["image_url"]["url"])
-                    images.append({"format": image.format, "size": list(image.size)})
+                    images.append({"mode": image.mode, "size": list(image.size)})
         verdict["images"] = images
         verdict["roles"] = [m["role"] for m in data["messages"]]
     return verdict
@@ -118,6 +136,7 @@ def check_transcription(case):
     from fastapi import FastAPI, Form
     from fastapi.testclient import TestClient
     from vllm.entrypoints.speech_to_text.base import serving as stt_serving
+    from vllm.entrypoints.serve.utils.api_utils import get_max_tokens
     from vllm.entrypoints.speech_to_text.transcription.protocol import TranscriptionRequest
 
     app = FastAPI()
@@ -140,12 +159,14 @@ def check_transcription(case):
     return {
         "model": "TranscriptionRequest",
         "ignored_fields": ignored_fields(TranscriptionRequest, {k: None for k in form_keys}),
+        "deprecated_fields": deprecated_fields(TranscriptionRequest, form_keys),
         "fields": {k: getattr(request, k) for k in form_keys},
         "file_name": request.file.filename,
         "file_content_type": request.file.content_type,
         "stream": request.stream,
         "include_usage": request.stream_include_usage,
-        "sampling": sampling(request.to_sampling_params(default_max_tokens=448, default_sampling_params={})),
+        # The output limit as the route computes it for Whisper (448 decoder positions).
+        "sampling": sampling(request.to_sampling_params(get_max_tokens(448, request.max_completion_tokens, 0, {}), {})),
         "audio": {
             "sample_rate": int(rate),
             "samples": int(len(samples)),

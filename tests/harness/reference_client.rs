@@ -13,7 +13,7 @@
 
 use super::scratch;
 use mlperf_runtime::accuracy::log::read_accuracy_log;
-use mlperf_runtime::benchmarks::llm::{prompt_ids, synthetic_prompt_bytes};
+use mlperf_runtime::benchmarks::llm::synthetic_prompt;
 use mlperf_runtime::engines::serving::stand_in::{self, StandInOptions};
 use std::path::Path;
 use std::process::Command;
@@ -51,7 +51,7 @@ fn reference_client_llama2_70b_offline_completes_against_the_stand_in_and_gets_i
     let options = StandInOptions { min_output_tokens: 16, max_output_tokens: 48, ..StandInOptions::default() };
     let tokenizer = cwd.join("tokenizer.json");
     std::fs::write(&tokenizer, options.tokenizer_json()).unwrap();
-    let prompts: Vec<Vec<i32>> = (0..512).map(|k| prompt_ids(&synthetic_prompt_bytes(k)).to_vec()).collect();
+    let prompts: Vec<Vec<i32>> = (0..512).map(|k| synthetic_prompt(k).to_vec()).collect();
     let prompts_file = cwd.join("prompts.json");
     std::fs::write(&prompts_file, serde_json::to_string(&prompts).unwrap()).unwrap();
     let server = stand_in::start(StandInOptions { port: 0, ..options.clone() }).unwrap();

@@ -404,7 +404,7 @@ fn reference_client(reference: &ReferenceClientOptions, endpoint: &str, dir: &Pa
         std::fs::write(&path, text).map_err(|source| LlmBenchError::Write { path: path.clone(), source })?;
         Ok::<_, LlmBenchError>(path)
     };
-    let prompts: Vec<Vec<i32>> = (0..reference.samples).map(|k| prompt_ids(&synthetic_prompt_bytes(k)).to_vec()).collect();
+    let prompts: Vec<Vec<i32>> = (0..reference.samples).map(|k| synthetic_prompt(k).to_vec()).collect();
     let prompts = write("prompts.json", serde_json::Value::from(prompts).to_string())?;
     let tokenizer = write("tokenizer.json", StandInOptions::default().tokenizer_json())?;
     let path = |p: &Path| p.display().to_string();
