@@ -177,6 +177,59 @@ def check_transcription(case):
     }
 
 
+def sglang_verdict(case):
+    """The same body as SGLang's server parses it: its pydantic OpenAI models, its native
+    /generate dataclass and sampling parameters, its transcription route's declared form fields."""
+    import re
+    from sglang.srt.entrypoints.openai import protocol as sgl
+
+    route = case["route"]
+    if route in ("/v1/completions", "/v1/chat/completions"):
+        data = json.loads(case["body"])
+        model_cls = sgl.CompletionRequest if route == "/v1/completions" else sgl.ChatCompletionRequest
+        request = model_cls.model_validate(data)
+        return {"model": model_cls.__name__, "ignored_fields": ignored_fields(model_cls, data), "stream": request.stream,
+                "include_usage": bool(request.stream_options and request.stream_options.include_usage),
+                "temperature": request.temperature, "max_tokens": request.max_tokens,
+                "return_token_ids": getattr(request, "return_token_ids", None) if route == "/v1/completions" else None}
+    if route == "/generate":
+        from sglang.srt.managers.io_struct import GenerateReqInput
+        from sglang.srt.sampling.sampling_params import SamplingParams
+
+        data = json.loads(case["body"])
+        request = GenerateReqInput(**data)  # a TypeError names any field it does not know
+        params = SamplingParams(**request.sampling_params)
+        params.verify(32000)
+        # SGLang keeps greedy decoding as temperature 1 with top_k 1.
+        return {"model": "GenerateReqInput", "ignored_fields": [], "stream": request.stream, "input_ids": request.input_ids == data["input_ids"],
+                "temperature": 0.0 if params.top_k == 1 else params.temperature, "max_tokens": params.max_new_tokens}
+    # The transcription route's own signature, on an app without an engine: FastAPI parses our
+    # multipart bytes into its declared form fields; any other field is silently dropped.
+    import inspect
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+    from sglang.srt.entrypoints import http_server
+
+    route_fn = http_server.openai_v1_audio_transcriptions
+    parsed = {}
+
+    async def record(**kwargs):
+        parsed.update({k: v for k, v in kwargs.items() if k not in ("raw_request", "file")})
+        parsed["audio_bytes"] = len(await kwargs["file"].read())
+        return {}
+
+    record.__signature__ = inspect.signature(route_fn)
+    app = FastAPI()
+    app.post(route)(record)
+    answer = TestClient(app).post(route, content=base64.b64decode(case["body_base64"]), headers={"content-type": case["content_type"]})
+    if answer.status_code != 200:
+        raise SystemExit(f"{case['name']}: SGLang's form parsing refused our body: {answer.status_code} {answer.text}")
+    declared = {getattr(p.default, "alias", None) or n for n, p in inspect.signature(route_fn).parameters.items()}
+    sent = set(re.findall(r'; name="([^"]+)"', base64.b64decode(case["body_base64"]).decode("latin-1")))
+    return {"model": "openai_v1_audio_transcriptions (form fields)", "ignored_fields": sorted(sent - declared),
+            "stream": parsed["stream"], "temperature": parsed["temperature"], "language": parsed["language"], "audio_bytes": parsed["audio_bytes"]}
+
+
 def serving(cls, **extra):
     """A vLLM serving object without an engine, with a default `vllm serve`'s settings."""
     s = object.__new__(cls)
@@ -319,18 +372,20 @@ def main():
 
     requests = []
     for case in our_bodies(args.bodies):
-        verdict = check_transcription(case) if "body_base64" in case else check_json_body(case)
-        if verdict["ignored_fields"]:
-            raise SystemExit(f"{case['name']}: vLLM would ignore {verdict['ignored_fields']}")
+        verdicts = {"sglang": sglang_verdict(case)}
+        if case["route"].startswith("/v1/"):
+            verdicts["vllm"] = check_transcription(case) if "body_base64" in case else check_json_body(case)
+            if verdicts["vllm"]["ignored_fields"]:
+                raise SystemExit(f"{case['name']}: vLLM would ignore {verdicts['vllm']['ignored_fields']}")
         case = {k: v for k, v in case.items() if k != "samples"}
-        requests.append({**case, "vllm": verdict})
+        requests.append({**case, **verdicts})
     (out / "requests.json").write_text(json.dumps(requests, indent=1, ensure_ascii=False) + "\n")
 
     streams = {**completion_streams(), "chat": chat_stream(), "transcription": transcription_stream()}
     (out / "streams.json").write_text(json.dumps(streams, indent=1, ensure_ascii=False) + "\n")
     (out / "responses.json").write_text(json.dumps({"completions-batch": completion_batch_response()}, indent=1, ensure_ascii=False) + "\n")
 
-    versions = {p: importlib.metadata.version(p) for p in ("vllm", "pydantic", "fastapi", "starlette", "torch", "numpy")}
+    versions = {p: importlib.metadata.version(p) for p in ("vllm", "sglang", "pydantic", "fastapi", "starlette", "torch", "numpy")}
     (out / "versions.json").write_text(json.dumps({"python": sys.version.split()[0], **versions}, indent=1) + "\n")
     print(f"wrote {out}: {len(requests)} requests, {len(streams)} streams; {versions}")
 

@@ -486,7 +486,7 @@ pub fn render(r: &LlmBenchReport) -> String {
         let _ = writeln!(out, "|---|---|---|---|---|");
         let base = e.row.samples_per_s.max(1e-9);
         for (name, x) in [("(c) serving SUT under LoadGen Offline", &r.under_loadgen), ("(e) MLCommons reference llama2-70b client (SUT_API.py)", &e.row)] {
-            let _ = writeln!(out, "| {name} | {:.1} | {:.1} | {:.0} | {} |", x.samples_per_s / base, x.samples_per_s, x.tokens_per_s, x.note);
+            let _ = writeln!(out, "| {name} | {:.2} | {:.1} | {:.0} | {} |", x.samples_per_s / base, x.samples_per_s, x.tokens_per_s, x.note);
         }
     }
     out
