@@ -362,11 +362,11 @@ struct ComparatorResult {
 /// A Python script of `scripts/` and the one JSON object it prints.
 fn run_script(python: &str, name: &str, args: &[String]) -> Result<serde_json::Value, LlmBenchError> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name);
-    let output = std::process::Command::new(python)
-        .arg(&script)
-        .args(args)
-        .output()
-        .map_err(|source| LlmBenchError::ComparatorSpawn { python: python.to_string(), script: script.clone(), source })?;
+    let output = std::process::Command::new(python).arg(&script).args(args).output().map_err(|source| LlmBenchError::ComparatorSpawn {
+        python: python.to_string(),
+        script: script.clone(),
+        source,
+    })?;
     if !output.status.success() {
         return Err(LlmBenchError::ComparatorFailed { script, status: output.status, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
     }

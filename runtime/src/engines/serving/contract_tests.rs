@@ -124,16 +124,17 @@ fn our_request_bodies_are_the_ones_vllm_parsed_as_meant() {
                 // No sampling fields: vLLM falls back to the server's generation config (here
                 // none, so the OpenAI default temperature of 1.0).
                 assert_eq!(vllm["sampling"]["temperature"], 1.0, "{name}: no temperature sent");
+                // The PNG is 2 wide and 3 high, the JPEG 3 by 2.
+                let size = |p: &Part| match p {
+                    Part::Image(image) => Some(if image.format == "PNG" { json!([2, 3]) } else { json!([3, 2]) }),
+                    Part::Text(_) => None,
+                };
                 let sizes: Vec<Value> = chat
                     .messages
                     .iter()
                     .flat_map(|m| match &m.content {
-                        Content::Parts(parts) => parts.iter().filter_map(|p| matches!(p, Part::Image(_)).then_some(p)).collect(),
+                        Content::Parts(parts) => parts.iter().filter_map(size).collect(),
                         Content::Text(_) => Vec::new(),
-                    })
-                    .map(|p| match p {
-                        Part::Image(Image { format: "PNG", .. }) => json!([2, 3]),
-                        _ => json!([3, 2]),
                     })
                     .collect();
                 let decoded: Vec<Value> = vllm["images"].as_array().unwrap().iter().map(|i| i["size"].clone()).collect();
