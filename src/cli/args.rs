@@ -557,6 +557,16 @@ pub struct LlmBenchArgs {
     /// Python interpreter of the comparator (scripts/llm_reference_client.py; needs requests).
     #[arg(long, default_value = "python3")]
     pub python: String,
+    /// Also run the MLCommons reference llama2-70b client, unmodified, from this mlcommons/inference
+    /// checkout (a work tree or a bare clone; scripts/reference_client.py), Offline against (c)'s stand-in.
+    #[arg(long = "reference_client")]
+    pub reference_client: Option<PathBuf>,
+    /// Python of the reference client (needs mlcommons-loadgen, torch, transformers, datasets, pandas, requests).
+    #[arg(long = "reference_python", default_value = "python3", requires = "reference_client")]
+    pub reference_python: String,
+    /// Samples of the reference client's Offline run (sent as one batch, as its SUT does).
+    #[arg(long = "reference_samples", default_value_t = 8192, requires = "reference_client")]
+    pub reference_samples: usize,
     /// Where the LoadGen runs' logs go.
     #[arg(long, default_value = "build/bench/llm")]
     pub out: PathBuf,

@@ -235,6 +235,11 @@ fn bench_llm(args: &LlmBenchArgs) -> Result<(), Error> {
         warm_up: args.warm_up.0,
         paced_token_ms: args.paced_token_ms.0,
         python: args.python.clone(),
+        reference_client: args.reference_client.as_ref().map(|checkout| bench::llm::ReferenceClientOptions {
+            checkout: checkout.clone(),
+            python: args.reference_python.clone(),
+            samples: args.reference_samples,
+        }),
     };
     let report = bench::llm::run(TABLES.default_round(), &args.out.join(harness::timestamp()), &options)?;
     out!("{}", bench::llm::render(&report));

@@ -1,7 +1,8 @@
 //! The runtime through the real LoadGen: every scenario plus Interactive with the test backends
 //! ([`alone`], the timing-bound runs), audit settings, a stale audit.config, an unwritable log
 //! directory, bad flags, stop signals ([`signals`]), the CPU engines' runs and audits
-//! ([`cpu_engine`], [`bert`]), LLMs against the stand-in serving engine ([`llm`]) and the submission chain.
+//! ([`cpu_engine`], [`bert`]), LLMs against the stand-in serving engine ([`llm`]; the MLCommons reference
+//! client against it: [`reference_client`]) and the submission chain.
 
 mod alone;
 mod bert;
@@ -12,6 +13,7 @@ mod exit_codes;
 mod llm;
 mod llm_real_engine;
 mod qwen3vl;
+mod reference_client;
 mod results;
 mod signals;
 mod submission;

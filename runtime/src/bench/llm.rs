@@ -8,6 +8,11 @@
 //! loop; (c) the serving SUT under LoadGen Offline; (d) the highest VALID LoadGen Server rate at
 //! llama2-70b's TTFT / TPOT limits; then the TTFT the client adds (client-observed minus the
 //! stand-in's own, which it reports in its first event) at the paced load, both clients.
+//!
+//! With `--reference_client`, (e): the MLCommons reference llama2-70b client itself, unmodified
+//! (`main.py --vllm` with `SUT_API.py`, Offline, under its own Python LoadGen), run by
+//! `scripts/reference_client.py` against the same stand-in on the same synthetic prompts, and
+//! (c)'s ratio to it.
 
 use super::{highest_passing, server_settings};
 use crate::benchmarks::llm::synthetic_prompt;
@@ -18,6 +23,7 @@ use crate::engines::serving::client::ServingWork;
 use crate::engines::serving::client::{ClientOptions, EndpointStats, quantile};
 use crate::engines::serving::launch::{self, Engines, LaunchSpec, Waiting};
 use crate::engines::serving::measure::{self, ClosedLoop, Shape};
+use crate::engines::serving::stand_in::StandInOptions;
 use crate::harness::serving_sut::{ServingSut, ServingSutError};
 use crate::rundir::RunDirError;
 use crate::rundir::logs::{DetailLog, Validity};
@@ -39,6 +45,28 @@ pub struct LlmBenchOptions {
     pub warm_up: f64,
     pub paced_token_ms: f64,
     pub python: String,
+    /// Row (e), when asked for.
+    pub reference_client: Option<ReferenceClientOptions>,
+}
+
+/// The unmodified MLCommons reference client of row (e).
+#[derive(Debug, Clone)]
+pub struct ReferenceClientOptions {
+    /// The mlcommons/inference checkout (a work tree or a bare clone).
+    pub checkout: PathBuf,
+    /// A Python with what `SUT_API.py` imports (mlcommons-loadgen, torch, transformers, datasets, pandas, requests).
+    pub python: String,
+    /// Samples of its Offline run: LoadGen's min_query_count, sent as one batch as its SUT does.
+    pub samples: usize,
+}
+
+/// Row (e) and where its client came from.
+#[derive(Debug, Clone)]
+pub struct ReferenceClientRun {
+    pub row: Row,
+    /// The reference checkout's commit.
+    pub commit: String,
+    pub samples: usize,
 }
 
 /// One row: throughput and CPU.
@@ -69,6 +97,7 @@ pub struct LlmBenchReport {
     pub added_ttft_comparator: Quantiles,
     /// Where the paced measurement ran: the stand-in's CPUs and the clients'.
     pub placement: String,
+    pub reference_client: Option<ReferenceClientRun>,
 }
 
 /// (p50, p99) in ms.
@@ -105,12 +134,14 @@ pub enum LlmBenchError {
     Pin { cpus: String, source: std::io::Error },
     #[error("the paced measurement's thread panicked")]
     Panicked,
-    #[error("cannot run the comparator {python} {}: {source}", script.display())]
+    #[error("cannot run {python} {}: {source}", script.display())]
     ComparatorSpawn { python: String, script: PathBuf, source: std::io::Error },
-    #[error("the comparator failed ({status}): {stderr}")]
-    ComparatorFailed { status: std::process::ExitStatus, stderr: String },
-    #[error("the comparator printed no JSON ({source}): {stdout}")]
-    ComparatorOutput { source: serde_json::Error, stdout: String },
+    #[error("{} failed ({status}): {stderr}", script.display())]
+    ComparatorFailed { script: PathBuf, status: std::process::ExitStatus, stderr: String },
+    #[error("{} printed no JSON ({source}): {stdout}", script.display())]
+    ComparatorOutput { script: PathBuf, source: serde_json::Error, stdout: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
 }
 
 impl From<LlmBenchError> for crate::Error {
@@ -194,6 +225,13 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
     set(&mut offline, "use_token_latencies", 1)?;
     offline.set_f64("offline_expected_qps", ours.samples_per_s() * 1.5).map_err(loadgen)?;
     let (under_loadgen, _) = loadgen_run("offline", &offline)?;
+    let reference_client = match &options.reference_client {
+        None => None,
+        Some(reference) => {
+            tracing::info!("bench llm: (e) the MLCommons reference llama2-70b client, Offline, {} samples", reference.samples);
+            Some(reference_client(reference, &fast.1, &out.join("reference-client"))?)
+        }
+    };
 
     tracing::info!("bench llm: (d) highest VALID Server QPS at {SERVER_BENCHMARK}'s token limits");
     let server = match round.benchmark(SERVER_BENCHMARK).and_then(|b| b.llm_latency_limits.get("Server")) {
@@ -269,6 +307,7 @@ pub fn run(round: &Round, out: &Path, options: &LlmBenchOptions) -> Result<LlmBe
         to_headers: quantiles_ms(all(|e| &e.to_headers_us)),
         added_ttft_comparator: (paced_comparator.added_ttft_p50_ms, paced_comparator.added_ttft_p99_ms),
         placement,
+        reference_client,
     })
 }
 
@@ -321,21 +360,26 @@ struct ComparatorResult {
     added_ttft_p99_ms: Option<f64>,
 }
 
+/// A Python script of `scripts/` and the one JSON object it prints.
+fn run_script(python: &str, name: &str, args: &[String]) -> Result<serde_json::Value, LlmBenchError> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name);
+    let output = std::process::Command::new(python).arg(&script).args(args).output().map_err(|source| LlmBenchError::ComparatorSpawn {
+        python: python.to_string(),
+        script: script.clone(),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(LlmBenchError::ComparatorFailed { script, status: output.status, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
+    }
+    serde_json::from_slice(&output.stdout).map_err(|source| LlmBenchError::ComparatorOutput { script, source, stdout: String::from_utf8_lossy(&output.stdout).into_owned() })
+}
+
 /// The comparator's closed loop; `ramp` spreads its first requests (None: its own default).
 fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp: Option<Duration>) -> Result<ComparatorResult, LlmBenchError> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/llm_reference_client.py");
-    let output = std::process::Command::new(&options.python)
-        .arg(&script)
-        .args(["--url", endpoint, "--in_flight", &in_flight.to_string(), "--max_tokens", &options.output_tokens.to_string()])
-        .args(["--seconds", &options.seconds.to_string(), "--warm_up", &options.warm_up.to_string()])
-        .args(ramp.map(|r| ["--ramp".to_string(), r.as_secs_f64().to_string()]).into_iter().flatten())
-        .output()
-        .map_err(|source| LlmBenchError::ComparatorSpawn { python: options.python.clone(), script: script.clone(), source })?;
-    if !output.status.success() {
-        return Err(LlmBenchError::ComparatorFailed { status: output.status, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(&output.stdout).map_err(|source| LlmBenchError::ComparatorOutput { source, stdout: String::from_utf8_lossy(&output.stdout).into_owned() })?;
+    let mut args = vec!["--url".to_string(), endpoint.to_string(), "--in_flight".into(), in_flight.to_string(), "--max_tokens".into(), options.output_tokens.to_string()];
+    args.extend(["--seconds".into(), options.seconds.to_string(), "--warm_up".into(), options.warm_up.to_string()]);
+    args.extend(ramp.map(|r| ["--ramp".to_string(), r.as_secs_f64().to_string()]).into_iter().flatten());
+    let v = run_script(&options.python, "llm_reference_client.py", &args)?;
     let f = |k: &str| v[k].as_f64();
     let tokens_per_s = f("tokens_per_s").unwrap_or(0.0);
     let cpu_s = f("cpu_s").unwrap_or(0.0);
@@ -349,6 +393,42 @@ fn comparator(options: &LlmBenchOptions, in_flight: usize, endpoint: &str, ramp:
         },
         added_ttft_p50_ms: f("added_ttft_p50_ms"),
         added_ttft_p99_ms: f("added_ttft_p99_ms"),
+    })
+}
+
+/// Row (e): the reference client's Offline run on (c)'s first prompts, against (c)'s stand-in,
+/// whose tokenizer.json it re-tokenizes the text answers with.
+fn reference_client(reference: &ReferenceClientOptions, endpoint: &str, dir: &Path) -> Result<ReferenceClientRun, LlmBenchError> {
+    create_dir(dir)?;
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| LlmBenchError::Write { path: path.clone(), source })?;
+        Ok::<_, LlmBenchError>(path)
+    };
+    let prompts: Vec<Vec<i32>> = (0..reference.samples).map(|k| synthetic_prompt(k).to_vec()).collect();
+    let prompts = write("prompts.json", serde_json::Value::from(prompts).to_string())?;
+    let tokenizer = write("tokenizer.json", StandInOptions::default().tokenizer_json())?;
+    let path = |p: &Path| p.display().to_string();
+    let args = [
+        "--reference_dir".to_string(),
+        path(&reference.checkout),
+        "--api_server".into(),
+        crate::engines::serving::api::root(endpoint).to_string(),
+        "--tokenizer_json".into(),
+        path(&tokenizer),
+        "--prompts".into(),
+        path(&prompts),
+        "--samples".into(),
+        reference.samples.to_string(),
+        "--work".into(),
+        path(&dir.join("run")),
+    ];
+    let v = run_script(&reference.python, "reference_client.py", &args)?;
+    let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    Ok(ReferenceClientRun {
+        row: Row { samples_per_s: f("samples_per_s"), tokens_per_s: f("tokens_per_s"), cpu_us_per_token: None, cores: None, note: v["result"].as_str().unwrap_or("-").to_string() },
+        commit: v["reference_commit"].as_str().unwrap_or("unknown").to_string(),
+        samples: reference.samples,
     })
 }
 
@@ -397,5 +477,18 @@ pub fn render(r: &LlmBenchReport) -> String {
         q(r.added_ttft_comparator, 1)
     );
     let _ = writeln!(out, "serving client's parts: submission to sending {}; sending to the response's headers {}", q(r.queued, 3), q(r.to_headers, 3));
+    if let Some(e) = &r.reference_client {
+        let _ = writeln!(
+            out,
+            "\nthe unmodified MLCommons reference client (language/llama2-70b main.py --vllm, SUT_API.py; inference {}) under its own LoadGen, Offline, {} samples sent as one batch, against (c)'s stand-in:",
+            e.commit, e.samples
+        );
+        let _ = writeln!(out, "| measurement | ratio to (e) | samples/s | tokens/s | note |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        let base = e.row.samples_per_s.max(1e-9);
+        for (name, x) in [("(c) serving SUT under LoadGen Offline", &r.under_loadgen), ("(e) MLCommons reference llama2-70b client (SUT_API.py)", &e.row)] {
+            let _ = writeln!(out, "| {name} | {:.2} | {:.1} | {:.0} | {} |", x.samples_per_s / base, x.samples_per_s, x.tokens_per_s, x.note);
+        }
+    }
     out
 }

@@ -5,6 +5,8 @@
 
 pub mod api;
 pub mod client;
+#[cfg(test)]
+mod contract_tests;
 mod error;
 pub mod launch;
 pub mod measure;
