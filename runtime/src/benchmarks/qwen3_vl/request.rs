@@ -9,7 +9,6 @@
 //! (no resizing or re-encoding) and the endpoints client send the stored bytes, as this does.
 
 use super::catalogue::Product;
-use super::error::Qwen3VlError;
 use crate::engines::serving::api::{Chat, ChatMessage, Content, Image, Part, Role};
 use std::sync::Arc;
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -132,52 +131,4 @@ fn python_printable(c: char) -> bool {
     use GeneralCategory as G;
     c == ' '
         || !matches!(get_general_category(c), G::Control | G::Format | G::Surrogate | G::PrivateUse | G::Unassigned | G::LineSeparator | G::ParagraphSeparator | G::SpaceSeparator)
-}
-
-/// An image file's format as PIL names it (`Image.format`), from its leading bytes; the reference
-/// puts this name in the `data:image/<FORMAT>;base64,` URI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageFormat {
-    Jpeg,
-    Png,
-    Gif,
-    Webp,
-    Bmp,
-    Tiff,
-}
-
-impl ImageFormat {
-    /// The format of `bytes`, or None when they start as no format PIL would name here.
-    pub fn detect(bytes: &[u8]) -> Option<ImageFormat> {
-        Some(match bytes {
-            [0xFF, 0xD8, 0xFF, ..] => ImageFormat::Jpeg,
-            [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, ..] => ImageFormat::Png,
-            [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => ImageFormat::Gif,
-            [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => ImageFormat::Webp,
-            [b'B', b'M', ..] => ImageFormat::Bmp,
-            [b'I', b'I', 0x2A, 0x00, ..] | [b'M', b'M', 0x00, 0x2A, ..] => ImageFormat::Tiff,
-            _ => return None,
-        })
-    }
-
-    /// PIL's name (`"JPEG"`).
-    pub fn pil_name(self) -> &'static str {
-        match self {
-            ImageFormat::Jpeg => "JPEG",
-            ImageFormat::Png => "PNG",
-            ImageFormat::Gif => "GIF",
-            ImageFormat::Webp => "WEBP",
-            ImageFormat::Bmp => "BMP",
-            ImageFormat::Tiff => "TIFF",
-        }
-    }
-
-    /// The format of a product's image, or an error naming where it is.
-    pub fn of_image(bytes: &[u8], file: &std::path::Path, row: usize) -> Result<ImageFormat, Qwen3VlError> {
-        ImageFormat::detect(bytes).ok_or_else(|| Qwen3VlError::UnknownImage {
-            path: file.to_path_buf(),
-            row,
-            head: bytes.iter().take(8).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
-        })
-    }
 }

@@ -3,8 +3,7 @@
 //! ground truth among them, and one tiny PNG, so requests have the real shape and an accuracy run
 //! against the stand-in (which answers the ground truth) scores as a perfect model would.
 
-use super::catalogue::{Product, ProductImage, Truth};
-use super::request::ImageFormat;
+use super::catalogue::{ImageFormat, Product, ProductImage, Truth};
 use std::sync::{Arc, OnceLock};
 
 /// A 2x2 RGB PNG (written by Pillow).

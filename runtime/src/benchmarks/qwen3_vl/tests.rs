@@ -1,6 +1,7 @@
 use super::accuracy::{HierarchicalF1, hierarchical_components, parse_product_metadata};
+use super::catalogue::ImageFormat;
 use super::catalogue::Truth;
-use super::request::{ImageFormat, python_list_repr, python_str_repr, system_text};
+use super::request::{python_list_repr, python_str_repr, system_text};
 
 #[test]
 fn pythons_repr_of_strings_and_lists() {
