@@ -35,8 +35,11 @@ use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::Engine;
 use crate::engines::gpu::spec::PlanIdentity;
+use crate::engines::serving::client::ClientOptions;
 pub use crate::engines::serving::client::ServingWork;
 use crate::engines::serving::stand_in::ReferenceAnswers;
+use crate::engines::serving::tokenizer::HfTokenizer;
+use crate::engines::serving::{ServingError, launch};
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::select::Selected;
@@ -44,6 +47,7 @@ use crate::submittable::NonSubmittable;
 use mlperf_config::Settings;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One benchmark family. Methods that a family cannot do yet keep their default, which says so.
 pub trait Benchmark: Sync {
@@ -279,6 +283,37 @@ impl Default for AuditSpecifics {
     fn default() -> Self {
         AuditSpecifics { test01_dtype: LogDtype::Int8, test06_dtype: LogDtype::Int32 }
     }
+}
+
+/// Requests in flight per endpoint when the config does not say (`max_concurrency`).
+pub const DEFAULT_CONCURRENCY: u64 = 1024;
+/// How long one request may take when the config does not say (`serving_request_timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Output limit when the round names none.
+const FALLBACK_OUTPUT_LIMIT: u64 = 1024;
+
+/// How the harness talks to a served config's endpoints (every family a serving engine answers).
+/// A config whose endpoints or dialect cannot be used is a config error.
+pub fn serving_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, Error> {
+    let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
+    let config = |e: ServingError| Error::Config(e.to_string());
+    let api = launch::api_of(settings).map_err(config)?;
+    let tokenizer = if api.streams_text() {
+        let path = Scratch::from_env().tokenizer_path(settings).ok_or(ServingError::NoTokenizerPath { api: api.name() }).map_err(config)?;
+        Some(Arc::new(HfTokenizer::load(&path).map_err(|e| config(e.into()))?))
+    } else {
+        None
+    };
+    Ok(ClientOptions {
+        endpoints: launch::endpoints(settings).map_err(config)?,
+        api,
+        model: launch::model_of(settings, benchmark),
+        max_tokens: output_limit.unwrap_or(FALLBACK_OUTPUT_LIMIT).min(u64::from(u32::MAX)) as u32,
+        per_endpoint_limit: settings.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize,
+        request_timeout: ms(settings.serving_request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(2),
+        tokenizer,
+    })
 }
 
 /// A benchmark of the catalog that no family of this build serves.

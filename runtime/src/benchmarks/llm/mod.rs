@@ -26,7 +26,7 @@ pub mod sandbox;
 pub mod stand_in;
 pub mod summarization;
 
-use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine};
+use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine, serving_options};
 use crate::accuracy::Scored;
 use crate::accuracy::log::read_accuracy_log;
 use crate::accuracy::punkt::{self, Punkt};
@@ -35,10 +35,8 @@ use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Scratch};
 use crate::engines::serving::api::{Payload, Respond};
-use crate::engines::serving::client::ClientOptions;
 use crate::engines::serving::stand_in::ReferenceAnswers;
 use crate::engines::serving::tokenizer::HfTokenizer;
-use crate::engines::serving::{ServingError, launch};
 use crate::error::Error;
 use crate::submittable::NonSubmittable;
 use code_judge::LiveCodeBench;
@@ -47,7 +45,6 @@ use mbxp::Mbxp;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use summarization::ResultStyle;
 
 /// Which reference evaluation scores the log.
@@ -92,12 +89,6 @@ pub static MIXTRAL_8X7B: Llm = Llm { id: "mixtral-8x7b", evaluation: Evaluation:
 pub static DEEPSEEK_R1: Llm = Llm { id: "deepseek-r1", evaluation: Evaluation::ExactMatch(Reference::DeepSeekR1) };
 pub static GPT_OSS_120B: Llm = Llm { id: "gpt-oss-120b", evaluation: Evaluation::ExactMatch(Reference::GptOss120b) };
 
-/// Requests in flight per endpoint when the config does not say (`max_concurrency`).
-pub const DEFAULT_CONCURRENCY: u64 = 1024;
-/// How long one request may take when the config does not say (`serving_request_timeout`).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-/// Output limit when the round names none.
-const FALLBACK_OUTPUT_LIMIT: u64 = 1024;
 /// Synthetic prompts: vocabulary and length range (Llama 2's vocabulary, OpenOrca's input limit).
 const SYNTHETIC_VOCAB: u64 = 32_000;
 const SYNTHETIC_LENGTHS: (u64, u64) = (128, 1024);
@@ -126,7 +117,7 @@ impl Benchmark for Llm {
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id, settings));
         }
-        let options = client_options(settings, self.id, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
+        let options = serving_options(settings, self.id, spec.output_limit)?;
         if settings.dataset == Some(DatasetSource::Synthetic) {
             let library = SampleLibrary::generated(&format!("synthetic {} prompts", self.id), spec.total_samples, spec.performance_samples, 0, |_| Vec::new());
             let work = ServingWork { options, request: Arc::new(|i| Payload::Tokens(synthetic_prompt(i))), respond: Respond::TOKEN_IDS };
@@ -220,28 +211,6 @@ impl Llm {
             .ok_or_else(|| Error::Config(format!("scoring {} decodes its answers with the model's tokenizer: set tokenizer_path", self.id)))?;
         Ok(HfTokenizer::load(&path)?)
     }
-}
-
-/// How the harness talks to a config's endpoints.
-pub fn client_options(settings: &Settings, benchmark: &str, output_limit: Option<u64>) -> Result<ClientOptions, ServingError> {
-    let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
-    let api = launch::api_of(settings)?;
-    let tokenizer = if api.streams_text() {
-        let path = Scratch::from_env().tokenizer_path(settings).ok_or(ServingError::NoTokenizerPath { api: api.name() })?;
-        Some(Arc::new(HfTokenizer::load(&path)?))
-    } else {
-        None
-    };
-    Ok(ClientOptions {
-        endpoints: launch::endpoints(settings)?,
-        api,
-        model: launch::model_of(settings, benchmark),
-        max_tokens: output_limit.unwrap_or(FALLBACK_OUTPUT_LIMIT).min(u64::from(u32::MAX)) as u32,
-        per_endpoint_limit: settings.max_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize,
-        request_timeout: ms(settings.serving_request_timeout, DEFAULT_REQUEST_TIMEOUT),
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(2),
-        tokenizer,
-    })
 }
 
 /// The generated prompt of sample `index`.

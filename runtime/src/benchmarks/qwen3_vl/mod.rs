@@ -20,13 +20,13 @@ pub mod synthetic;
 #[cfg(test)]
 mod tests;
 
-use super::llm::client_options;
-use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine};
+use super::{Benchmark, Drive, ServingWork, Workload, WorkloadSpec, no_engine, serving_options};
 use crate::accuracy::Scored;
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::serving::api::{Chat, Output, Payload, Respond};
+use crate::engines::serving::stand_in::{ReferenceAnswers, chat_key};
 use crate::error::Error;
 use catalogue::{Catalogue, Product, Truth};
 use error::{Qwen3VlError, REMEDY};
@@ -117,7 +117,7 @@ impl Benchmark for Qwen3Vl {
         if spec.settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(ID, spec.settings));
         }
-        let options = client_options(spec.settings, ID, spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
+        let options = serving_options(spec.settings, ID, spec.output_limit)?;
         let synthetic = is_synthetic(spec.settings);
         let products = products(spec)?;
         let name = if synthetic { format!("synthetic {ID} products") } else { format!("{ID} {}", ProductSet::of(spec.plan.scenario).name()) };
@@ -154,6 +154,11 @@ impl Benchmark for Qwen3Vl {
         };
         Ok(accuracy::score_log(accuracy_log, &truths)?.scored())
     }
+
+    /// `dataset`: a directory of the catalogue's parquet files (either set).
+    fn stand_in_answers(&self, dataset: &Path, _tokenizer: Option<&Path>) -> Result<ReferenceAnswers, Error> {
+        Ok(ReferenceAnswers::texts(reference_answers(&Catalogue::find(dataset)?.products()?)))
+    }
 }
 
 /// The scenario of the run whose accuracy log this is (its plan, next to it); Offline when the
@@ -185,7 +190,7 @@ fn products(spec: &WorkloadSpec) -> Result<Vec<Product>, Error> {
 /// model would: the ground truth as a `ProductMetadata` JSON object, keyed by the request's user
 /// text (the stand-in's chat key).
 pub fn reference_answers(products: &[Product]) -> HashMap<String, String> {
-    products.iter().map(|p| (request::user_text(p), truth_json(&p.truth))).collect()
+    products.iter().map(|p| (chat_key(&[&request::user_text(p)]), truth_json(&p.truth))).collect()
 }
 
 /// `{"category": ..., "brand": ..., "is_secondhand": ...}`.

@@ -109,7 +109,7 @@ impl Benchmark for Whisper {
         if settings.engine != Some(EngineKind::Serving) {
             return Err(no_engine(self.id(), settings));
         }
-        let options = super::llm::client_options(settings, self.id(), spec.output_limit).map_err(|e| Error::Config(e.to_string()))?;
+        let options = super::serving_options(settings, self.id(), spec.output_limit)?;
         let audio = |samples: Vec<i16>| Arc::new(Audio { samples: samples.into(), sample_rate: SAMPLE_RATE, pad_to: PAD_TO, language: "en" });
         let synthetic = settings.dataset == Some(DatasetSource::Synthetic);
         let (name, request): (String, Arc<dyn Fn(usize) -> Payload + Send + Sync>) = if synthetic {
