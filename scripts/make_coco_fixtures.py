@@ -15,7 +15,10 @@ accuracy-coco.py say about them (tests/fixtures/accuracy/coco/, README.md there)
    detection: qsl_idx, ymin/h, xmin/w, ymax/h, xmax/w, score, class), entries shuffled, some images
    not logged, an empty payload, a qsl_idx logged twice, a payload whose image index disagrees.
    accuracy-coco.stdout: what the UNMODIFIED tools/accuracy-coco.py (mlcommons/inference b66003e1)
-   prints for it (--coco-dir holding annotations/instances_val2017.json).
+   prints for it (--coco-dir holding annotations/instances_val2017.json);
+   accuracy-coco-results.json: the detections it decoded (its --output-file, image_loc dropped);
+   cocoeval_stats.json's logged_stats: COCOeval over those with imgIds = the logged images, as
+   the script sets them.
 
 Usage: make_coco_fixtures.py --script <copy of accuracy-coco.py> [--python <venv python>]
 (run it with a python that has pycocotools and numpy).
@@ -113,10 +116,12 @@ def detections(rng, gt):
     return out
 
 
-def run_cocoeval(gt_path, dets):
+def run_cocoeval(gt_path, dets, img_ids=None):
     gt = COCO(gt_path)
     dt = gt.loadRes(dets)
     e = COCOeval(gt, dt, iouType="bbox")
+    if img_ids is not None:
+        e.params.imgIds = img_ids
     e.evaluate()
     e.accumulate()
     e.summarize()
@@ -172,8 +177,6 @@ def main():
     with open(os.path.join(OUT, "detections.json"), "w") as f:
         json.dump(dets, f)
     stats = run_cocoeval(gt_path, json.load(open(os.path.join(OUT, "detections.json"))))
-    with open(os.path.join(OUT, "cocoeval_stats.json"), "w") as f:
-        json.dump({"stats": stats}, f, indent=1)
     log = accuracy_log(rng, gt, dets)
     log_path = os.path.join(OUT, "mlperf_log_accuracy.json")
     with open(log_path, "w") as f:
@@ -183,6 +186,17 @@ def main():
         shutil.copy(gt_path, os.path.join(coco_dir, "annotations/instances_val2017.json"))
         run = subprocess.run([args.python, args.script, "--mlperf-accuracy-file", log_path, "--coco-dir", coco_dir,
                               "--output-file", os.path.join(coco_dir, "coco-results.json")], capture_output=True, text=True, check=True)
+        with open(os.path.join(coco_dir, "coco-results.json")) as f:
+            results = json.load(f)
+    # The detections the script decoded (its --output-file without image_loc), and COCOeval over
+    # them with the script's imgIds (every logged image), for a test finer than its printed mAP.
+    results = [{k: r[k] for k in ("image_id", "category_id", "bbox", "score")} for r in results]
+    with open(os.path.join(OUT, "accuracy-coco-results.json"), "w") as f:
+        json.dump(results, f)
+    logged = sorted({gt["images"][e["qsl_idx"]]["id"] for e in log})
+    logged_stats = run_cocoeval(gt_path, results, logged)
+    with open(os.path.join(OUT, "cocoeval_stats.json"), "w") as f:
+        json.dump({"stats": stats, "logged_image_ids": logged, "logged_stats": logged_stats}, f, indent=1)
     with open(os.path.join(OUT, "accuracy-coco.stdout"), "w") as f:
         f.write(run.stdout)
     print("%d images, %d boxes, %d detections, %d log entries; stats[0] = %s" % (len(gt["images"]), len(gt["annotations"]), len(dets), len(log), stats[0]))

@@ -311,4 +311,4 @@ fn evaluate_image(gt: &[Gt], dt: &[Dt], ious: &[Vec<f64>], (lo, hi): (f64, f64),
 
 #[cfg(test)]
 #[path = "coco_eval_tests.rs"]
-mod tests;
+pub(super) mod tests;
