@@ -68,6 +68,9 @@ fn accuracy_txt_is_what_the_script_prints() {
     assert_eq!(scored.metrics, vec![("mAP".to_string(), printed)]);
 }
 
+/// Log entries: `qsl_idx` and the float32 payload.
+type Entries = Vec<(usize, Vec<f32>)>;
+
 fn log_with(name: &str, entries: &[(usize, Vec<f32>)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mlperf-coco-log-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -104,7 +107,7 @@ fn short_payloads_are_images_without_detections_and_repeats_are_skipped() {
 #[test]
 fn bad_logs_name_the_sample_and_are_data_errors() {
     let gt = two_images();
-    let cases: [(&str, Vec<(usize, Vec<f32>)>, &str); 4] = [
+    let cases: [(&str, Entries, &str); 4] = [
         ("past", vec![(2, vec![])], "sample 2 is past the annotations' 2 images"),
         ("partial", vec![(1, vec![1.0; 9])], "sample 1: 9 float32 values are not whole detections of 7"),
         ("nan", vec![(0, vec![0.0, 0.1, 0.1, 0.2, 0.2, 0.9, f32::NAN])], "sample 0, detection 0: the class is NaN, not a number"),
