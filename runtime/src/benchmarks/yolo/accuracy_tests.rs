@@ -2,6 +2,7 @@
 //! `scripts/make_coco_fixtures.py`; README in `tests/fixtures/accuracy/coco/`), and its errors.
 
 use super::*;
+use crate::accuracy::target::{first_group, python_regex};
 use crate::benchmarks::yolo::coco::ImageInfo;
 use crate::benchmarks::yolo::coco_eval::tests::{assert_close, fixture};
 use crate::error::exit;
@@ -64,8 +65,15 @@ fn accuracy_txt_is_what_the_script_prints() {
     assert_eq!(scored.text, theirs);
     let map = theirs.lines().last().unwrap();
     assert!(map.starts_with("mAP=") && map.ends_with('%'), "{map}");
-    let printed: f64 = map["mAP=".len()..map.len() - 1].parse().unwrap();
+    let value = &map["mAP=".len()..map.len() - 1];
+    let printed: f64 = value.parse().unwrap();
     assert_eq!(scored.metrics, vec![("mAP".to_string(), printed)]);
+    // The checker's mAP pattern (rounds/v6.1.toml) finds that line and only it.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap();
+    let round: mlperf_config::Round = toml::from_str(&text).unwrap();
+    let pattern = python_regex(round.accuracy_patterns.get("mAP").unwrap()).unwrap();
+    let found: Vec<&str> = scored.text.lines().filter_map(|l| first_group(&pattern, l)).collect();
+    assert_eq!(found, vec![value]);
 }
 
 /// Log entries: `qsl_idx` and the float32 payload.
