@@ -9,6 +9,7 @@
 pub mod accuracy;
 pub mod cpu;
 pub mod error;
+pub mod gpu;
 pub mod model;
 pub mod preprocessed;
 pub mod synthetic;

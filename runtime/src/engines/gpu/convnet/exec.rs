@@ -107,6 +107,12 @@ impl Slot {
         let handle = Handle::new(&stream)?;
         let (net, n) = (&model.header.net, model.batch());
         let buffers = net.values.iter().map(|v| DeviceBuffer::new(n * v.elements() * 2)).collect::<std::result::Result<Vec<_>, _>>()?;
+        // Zeroed once: a concatenation leaves its padding channels as they are, and the next
+        // convolution's zero weights there must not meet NaN bit patterns.
+        for b in &buffers {
+            // SAFETY: within the buffer just allocated; synchronous.
+            cu("clear buffers", unsafe { dr::memset_d8_sync(b.ptr().raw(), 0, b.bytes) })?;
+        }
         let widest = net.values.iter().map(|v| v.padded).max().unwrap_or(0);
         let mut descriptors = Vec::new();
         let mut need = 0;
@@ -231,9 +237,10 @@ impl Slot {
             (OpKind::Concat, _) => {
                 let mut offset = 0i32;
                 for &input in &op.inputs {
-                    let (src, c, row) = (self.ptr(input).raw(), net.values[input].padded as i32, ys.padded as i32);
+                    let v = &net.values[input];
+                    let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, v.padded as i32, ys.padded as i32);
                     let mut l = self.stream.launch_builder(&m.copy_slice);
-                    l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&row).arg(&offset);
+                    l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&y_row).arg(&offset);
                     // SAFETY: copy_slice's parameters; the slice lies within the output's rows.
                     cu("copy_slice", unsafe { l.launch(elementwise(rows as usize * c as usize)) })?;
                     offset += c;

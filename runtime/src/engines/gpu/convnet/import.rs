@@ -86,7 +86,7 @@ pub enum OpKind {
     /// Per sample and channel: `act((x - mean) / sqrt(var + epsilon) * scale + shift)`; f32 scale
     /// and shift `[C padded]` (zero on padding) at `params`.
     InstanceNorm { params: usize, epsilon: f32, act: Act },
-    /// Channel concatenation; each input copied into its slice of the output.
+    /// Channel concatenation; each input's channels copied into their slice of the output's rows.
     Concat,
     /// An activation alone.
     Activation(Act),
@@ -109,7 +109,7 @@ pub struct Net {
 }
 
 /// Weights in the GPU's layout, appended 256-byte aligned.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Blob(pub Vec<u8>);
 
 impl Blob {
@@ -307,8 +307,8 @@ impl Importer<'_> {
         }
         for name in &node.input {
             let v = &self.net.values[self.value(name)?];
-            if v.spatial != first.spatial || v.padded != v.channels {
-                return Err(network(format!("node {}: input {name:?} ({v:?}) must share the spatial shape and have a multiple of {CHANNEL_ALIGN} channels", node.name)));
+            if v.spatial != first.spatial {
+                return Err(network(format!("node {}: input {name:?} ({v:?}) does not share the first input's spatial shape {:?}", node.name, first.spatial)));
             }
         }
         Ok(OpKind::Concat)

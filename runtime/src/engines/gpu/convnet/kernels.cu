@@ -75,11 +75,14 @@ extern "C" __global__ void norm_apply(const __half* x, __half* y, const double* 
     y[i] = __float2half(act(__half2float(x[i]) * a + b, kind));
 }
 
-// Copies rows of `channels` into channels [offset, offset + channels) of rows of `row`.
-extern "C" __global__ void copy_slice(const __half* x, __half* y, long long positions, int channels, int row, int offset) {
+// Copies the first `channels` of rows of `x_row` into channels [offset, offset + channels) of rows
+// of `y_row` (a concatenation's slice).
+extern "C" __global__ void copy_slice(const __half* x, __half* y, long long positions, int channels, int x_row, int y_row, int offset) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= positions * channels) return;
-    y[(i / channels) * row + offset + (i % channels)] = x[i];
+    long long p = i / channels;
+    int c = (int)(i % channels);
+    y[p * y_row + offset + c] = x[p * x_row + c];
 }
 
 // NC... f32 (logical channels) -> channels-last fp16 (padded, zeros on padding).

@@ -64,8 +64,9 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
             let y = g.node("InstanceNormalization", "n", &["x", &s, &b], vec![attr_float("epsilon", 1e-5)]);
             g.node("Relu", "r", &[&y], vec![])
         })),
-        ("concat_channels", vec![8, 4, 4, 4], vec![24, 4, 4, 4], model(&[8, 4, 4, 4], &[24, 4, 4, 4], |g, r| {
-            let a = conv(g, r, "a", "x", 8, 16, &[1, 1, 1], 1, 0, 1, true);
+        ("concat_channels", vec![8, 4, 4, 4], vec![12, 4, 4, 4], model(&[8, 4, 4, 4], &[12, 4, 4, 4], |g, r| {
+            // 4 channels (padded to 8) then 8: the slices follow the logical channels.
+            let a = conv(g, r, "a", "x", 8, 4, &[1, 1, 1], 1, 0, 1, true);
             g.node("Concat", "cat", &[&a, "x"], vec![attr_int("axis", 1)])
         })),
         ("sigmoid_alone", vec![8, 5, 5], vec![8, 5, 5], model(&[8, 5, 5], &[8, 5, 5], |g, _| g.node("Sigmoid", "s", &["x"], vec![]))),
