@@ -15,10 +15,10 @@ case "$BIN" in *.gz) gunzip -c "$BIN" > /tmp/convnet-tests && chmod +x /tmp/conv
 export MLPERF_UNET3D_ONNX=/tmp/unet3d_full.onnx MLPERF_UNET3D_BATCH=$BATCH
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "== op graphs vs tract"
-timeout 150 "$BIN" --ignored --nocapture --test-threads=1 convnet_gpu 2>&1 | grep -E "convnet_gpu|panicked|error|test result" | head -30
+timeout 80 "$BIN" --ignored --nocapture --test-threads=1 convnet_gpu 2>&1 | tee "${OUT:-/tmp}/convnet_ops.log" | grep -E "convnet_gpu|panicked|error|test result" | head -30
 echo "== synthetic set (CPU-dev model) vs the CPU engine"
-timeout 200 "$BIN" --ignored --nocapture unet3d_gpu_agrees 2>&1 | grep -E "unet3d_gpu|panicked|error|test result" | head -20
+timeout 110 "$BIN" --ignored --nocapture unet3d_gpu_agrees 2>&1 | tee "${OUT:-/tmp}/unet3d_small.log" | grep -E "unet3d_gpu|panicked|error|test result" | head -20
 echo "== full size: plan, throughput, agreement"
-timeout 420 "$BIN" --ignored --nocapture unet3d_gpu_full_size 2>&1 | grep -vE "^  (input|down|up|output)" | tail -25
+timeout 290 "$BIN" --ignored --nocapture unet3d_gpu_full_size 2>&1 | tee "${OUT:-/tmp}/unet3d_full.log" | grep -vE "^  (input|down|up|output)" | tail -25
 echo "== PyTorch fp16, same ONNX, batch $BATCH"
-timeout 120 python3 "$(dirname "$0")/bench_pytorch_unet3d.py" "$MLPERF_UNET3D_ONNX" --batch "$BATCH" --seconds 10 2>&1 | tail -5
+timeout 80 python3 "$(dirname "$0")/bench_pytorch_unet3d.py" "$MLPERF_UNET3D_ONNX" --batch "$BATCH" --seconds 10 2>&1 | tail -5
