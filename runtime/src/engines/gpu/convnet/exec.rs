@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, GpuError>;
 
-const KERNELS: &str = include_str!("kernels.cu");
+const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels.cu"));
 /// Threads per block of the element-wise kernels.
 const THREADS: u32 = 256;
 /// Positions each block of `norm_stats` sums.
