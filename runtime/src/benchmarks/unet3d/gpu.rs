@@ -334,7 +334,12 @@ mod tests {
             count += windows(*s, roi).unwrap().len();
         }
         let secs = started.elapsed().as_secs_f64();
-        println!("unet3d_gpu volumes: {} volumes ({count} windows, shapes {shapes:?}) in {secs:.3} s: {:.2} volumes/s, {:.1} windows/s", shapes.len(), shapes.len() as f64 / secs, count as f64 / secs);
+        println!(
+            "unet3d_gpu volumes: {} volumes ({count} windows, shapes {shapes:?}) in {secs:.3} s: {:.2} volumes/s, {:.1} windows/s",
+            shapes.len(),
+            shapes.len() as f64 / secs,
+            count as f64 / secs
+        );
         // Agreement with the CPU engine on a volume of two overlapping windows.
         let check = [[roi + roi / 2, roi, roi]];
         let engine = GpuUNet3dEngine::open(0, &plan, check.to_vec(), 1, true).unwrap();

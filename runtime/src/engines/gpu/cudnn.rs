@@ -197,7 +197,15 @@ impl Convolution {
         // SAFETY: `d` was just created (and is freed by `c` if this fails); the three arrays have
         // the length the call is told of.
         check("set convolution", unsafe {
-            cr::set_convolutionnd_descriptor(d, pad.len() as c_int, pad.as_ptr(), stride.as_ptr(), dilation.as_ptr(), sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION, sums.cudnn())
+            cr::set_convolutionnd_descriptor(
+                d,
+                pad.len() as c_int,
+                pad.as_ptr(),
+                stride.as_ptr(),
+                dilation.as_ptr(),
+                sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
+                sums.cudnn(),
+            )
         })?;
         // SAFETY: as above.
         check("set group count", unsafe { cr::set_convolution_group_count(d, groups as c_int) })?;
@@ -322,10 +330,17 @@ pub struct BackwardDataAlgorithm(sys::cudnnConvolutionBwdDataAlgo_t);
 impl BackwardDataAlgorithm {
     pub fn from_code(code: i32) -> Option<BackwardDataAlgorithm> {
         use sys::cudnnConvolutionBwdDataAlgo_t::*;
-        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED]
-            .into_iter()
-            .find(|a| *a as i32 == code)
-            .map(BackwardDataAlgorithm)
+        [
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+        ]
+        .into_iter()
+        .find(|a| *a as i32 == code)
+        .map(BackwardDataAlgorithm)
     }
 
     pub fn code(self) -> i32 {
@@ -339,7 +354,9 @@ pub fn candidate_backward_data_algorithms(h: &Handle, w: &Filter, dy: &Tensor, c
     let mut perf: [std::mem::MaybeUninit<sys::cudnnConvolutionBwdDataAlgoPerf_t>; COUNT] = [const { std::mem::MaybeUninit::uninit() }; COUNT];
     let mut returned: c_int = 0;
     // SAFETY: the handle and descriptors are live (borrowed) and set; `perf` has room for COUNT results.
-    check("get backward data algorithms", unsafe { cr::get_convolution_backward_data_algorithm(h.raw, w.0, dy.0, conv.0, dx.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _) })?;
+    check("get backward data algorithms", unsafe {
+        cr::get_convolution_backward_data_algorithm(h.raw, w.0, dy.0, conv.0, dx.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _)
+    })?;
     Ok(perf[..returned as usize]
         .iter()
         // SAFETY: cuDNN wrote the first `returned` entries.
@@ -358,7 +375,15 @@ pub fn backward_data_workspace_size(h: &Handle, w: &Filter, dy: &Tensor, conv: &
 ///
 /// # Safety
 /// As for [`FusedConv::launch`], for `x`, `w`, `y` and `workspace`.
-pub unsafe fn forward(h: &Handle, x: Operand<'_, Tensor>, w: Operand<'_, Filter>, conv: &Convolution, algo: Algorithm, workspace: &DeviceBuffer, y: Operand<'_, Tensor>) -> Result<()> {
+pub unsafe fn forward(
+    h: &Handle,
+    x: Operand<'_, Tensor>,
+    w: Operand<'_, Filter>,
+    conv: &Convolution,
+    algo: Algorithm,
+    workspace: &DeviceBuffer,
+    y: Operand<'_, Tensor>,
+) -> Result<()> {
     let (alpha, beta) = (1.0f32, 0.0f32);
     // SAFETY: the handle and descriptors are live (borrowed) and set, the alphas are f32; the
     // memory is the caller's contract.

@@ -41,14 +41,7 @@ pub fn build(request: &ConvnetRequest, report: &mut dyn FnMut(&str)) -> Result<C
     let bytes = std::fs::read(request.model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
     let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
     let (net, blob) = import(&model, request.input).map_err(|e| e.in_model(&origin))?;
-    let header = ConvnetHeader {
-        key: wanted_key(request)?,
-        model_path: origin,
-        net,
-        blob_len: blob.0.len(),
-        blob_sha256: sha256_hex(&blob.0),
-        verification: String::new(),
-    };
+    let header = ConvnetHeader { key: wanted_key(request)?, model_path: origin, net, blob_len: blob.0.len(), blob_sha256: sha256_hex(&blob.0), verification: String::new() };
     let mut plan = ConvnetPlan { header, blob: blob.0 };
     let model = Convnet::load(request.ordinal, &plan)?;
     let slot = Slot::new(&model, request.workspace_bytes, false)?;

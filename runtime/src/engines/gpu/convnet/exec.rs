@@ -200,10 +200,15 @@ impl Slot {
                 // SAFETY: the descriptors describe the slot's buffers and the plan's weights; the
                 // workspace holds what the algorithm needs (sized in `new`, checked when timing).
                 unsafe {
-                    cudnn::forward(&self.handle, Operand { desc: xd, ptr: self.ptr(op.inputs[0]) }, Operand { desc: w, ptr: weights.offset(*w_at) }, conv, algo, &self.workspace, Operand {
-                        desc: yd,
-                        ptr: self.ptr(op.output),
-                    })
+                    cudnn::forward(
+                        &self.handle,
+                        Operand { desc: xd, ptr: self.ptr(op.inputs[0]) },
+                        Operand { desc: w, ptr: weights.offset(*w_at) },
+                        conv,
+                        algo,
+                        &self.workspace,
+                        Operand { desc: yd, ptr: self.ptr(op.output) },
+                    )
                 }?;
                 bias_act(*bias, *act)?;
             }
@@ -211,10 +216,15 @@ impl Slot {
                 let algo = algorithms.1.ok_or_else(missing)?;
                 // SAFETY: as above.
                 unsafe {
-                    cudnn::backward_data(&self.handle, Operand { desc: dy, ptr: self.ptr(op.inputs[0]) }, Operand { desc: w, ptr: weights.offset(*w_at) }, conv, algo, &self.workspace, Operand {
-                        desc: dx,
-                        ptr: self.ptr(op.output),
-                    })
+                    cudnn::backward_data(
+                        &self.handle,
+                        Operand { desc: dy, ptr: self.ptr(op.inputs[0]) },
+                        Operand { desc: w, ptr: weights.offset(*w_at) },
+                        conv,
+                        algo,
+                        &self.workspace,
+                        Operand { desc: dx, ptr: self.ptr(op.output) },
+                    )
                 }?;
                 bias_act(*bias, Act::None)?;
             }

@@ -164,7 +164,12 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
         let out = node.output.first().ok_or_else(|| network(format!("node {} has no output", node.name)))?;
         let (act, last, eaten) = match only(out).as_slice() {
             [j] if graph.node[*j].op_type == "Relu" => (Act::Relu, *j, vec![*j]),
-            [s, m] | [m, s] if graph.node[*s].op_type == "Sigmoid" && graph.node[*m].op_type == "Mul" && only(&graph.node[*s].output[0]) == [*m] && graph.node[*m].input.contains(&graph.node[*s].output[0]) => {
+            [s, m] | [m, s]
+                if graph.node[*s].op_type == "Sigmoid"
+                    && graph.node[*m].op_type == "Mul"
+                    && only(&graph.node[*s].output[0]) == [*m]
+                    && graph.node[*m].input.contains(&graph.node[*s].output[0]) =>
+            {
                 (Act::Silu, *m, vec![*s, *m])
             }
             _ => (Act::None, i, vec![]),
@@ -193,6 +198,9 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     Ok((b.net, b.blob))
 }
 
+/// An initializer's dims and values.
+type Constant = (Vec<usize>, Vec<f32>);
+
 struct Importer<'a> {
     inits: HashMap<&'a str, &'a pb::TensorProto>,
     ids: HashMap<String, usize>,
@@ -205,13 +213,13 @@ impl Importer<'_> {
         self.ids.get(name).copied().ok_or_else(|| network(format!("value {name:?} is used before any op writes it (or is not a tensor the engine computes)")))
     }
 
-    fn init(&self, node: &pb::NodeProto, index: usize) -> Result<Option<(Vec<usize>, Vec<f32>)>, GpuError> {
+    fn init(&self, node: &pb::NodeProto, index: usize) -> Result<Option<Constant>, GpuError> {
         let Some(name) = node.input.get(index).filter(|n| !n.is_empty()) else { return Ok(None) };
         let t = self.inits.get(name.as_str()).ok_or_else(|| network(format!("node {}: input {name:?} must be a constant initializer", node.name)))?;
         Ok(Some((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?)))
     }
 
-    fn required(&self, node: &pb::NodeProto, index: usize, what: &str) -> Result<(Vec<usize>, Vec<f32>), GpuError> {
+    fn required(&self, node: &pb::NodeProto, index: usize, what: &str) -> Result<Constant, GpuError> {
         self.init(node, index)?.ok_or_else(|| network(format!("node {}: no {what}", node.name)))
     }
 
@@ -231,7 +239,13 @@ impl Importer<'_> {
         if attr(node, "auto_pad").is_some_and(|a| !a.s.is_empty() && a.s != b"NOTSET") {
             return Err(network(format!("node {}: auto_pad is not supported; export with explicit pads", node.name)));
         }
-        Ok(ConvGeometry { kernel: kernel.to_vec(), stride: get("strides", 1), pad: pads[..dims].to_vec(), dilation: get("dilations", 1), groups: attr_int(node, "group").unwrap_or(1) as usize })
+        Ok(ConvGeometry {
+            kernel: kernel.to_vec(),
+            stride: get("strides", 1),
+            pad: pads[..dims].to_vec(),
+            dilation: get("dilations", 1),
+            groups: attr_int(node, "group").unwrap_or(1) as usize,
+        })
     }
 
     fn conv(&mut self, node: &pb::NodeProto, act: Act) -> Result<OpKind, GpuError> {
@@ -240,7 +254,13 @@ impl Importer<'_> {
         let [k, cg, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
         let g = self.geometry(node, kernel)?;
         if kernel.len() != x.spatial.len() || cg * g.groups != x.channels || k % g.groups != 0 {
-            return Err(network(format!("node {}: weights {dims:?} with {} groups do not fit an input of {} channels and {} spatial dims", node.name, g.groups, x.channels, x.spatial.len())));
+            return Err(network(format!(
+                "node {}: weights {dims:?} with {} groups do not fit an input of {} channels and {} spatial dims",
+                node.name,
+                g.groups,
+                x.channels,
+                x.spatial.len()
+            )));
         }
         // Grouped convolutions keep their channel counts (padding would break the groups' slices).
         let (kp, cp) = if g.groups == 1 { (k.next_multiple_of(CHANNEL_ALIGN), x.padded) } else { (*k, *cg) };
@@ -267,7 +287,8 @@ impl Importer<'_> {
         let (dims, w) = self.required(node, 1, "weights")?;
         let [ci, co, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
         let g = self.geometry(node, kernel)?;
-        if *ci != x.channels || kernel.len() != x.spatial.len() || g.groups != 1 || g.stride != g.kernel || g.pad.iter().any(|&p| p != 0) || attr(node, "output_padding").is_some() {
+        if *ci != x.channels || kernel.len() != x.spatial.len() || g.groups != 1 || g.stride != g.kernel || g.pad.iter().any(|&p| p != 0) || attr(node, "output_padding").is_some()
+        {
             return Err(network(format!("node {}: the engine runs transposed convolutions of one group with stride = kernel and no padding", node.name)));
         }
         let taps: usize = kernel.iter().product();

@@ -27,6 +27,7 @@ pub(super) fn weights(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, dim
     g.constant(name, dims, &values)
 }
 
+#[allow(clippy::too_many_arguments)] // a test's node builder: each argument is one attribute
 fn conv(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, x: &str, cin: usize, cout: usize, k: &[usize], stride: i64, pad: i64, groups: usize, bias: bool) -> String {
     let mut dims = vec![cout, cin / groups];
     dims.extend(k);
@@ -36,39 +37,69 @@ fn conv(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, x: &str, cin: usi
         inputs.push(weights(g, rng, &format!("{name}.b"), &[cout], 0.2));
     }
     let inputs: Vec<&str> = inputs.iter().map(|s| s.as_str()).collect();
-    let attrs = vec![attr_ints("kernel_shape", &k.iter().map(|&v| v as i64).collect::<Vec<_>>()), attr_ints("strides", &vec![stride; k.len()]), attr_ints("pads", &vec![pad; 2 * k.len()]), attr_int("group", groups as i64)];
+    let attrs = vec![
+        attr_ints("kernel_shape", &k.iter().map(|&v| v as i64).collect::<Vec<_>>()),
+        attr_ints("strides", &vec![stride; k.len()]),
+        attr_ints("pads", &vec![pad; 2 * k.len()]),
+        attr_int("group", groups as i64),
+    ];
     g.node("Conv", name, &inputs, attrs)
 }
 
 /// The small graphs of every op the engine runs: (name, input shape, output shape, model).
 pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::ModelProto)> {
     vec![
-        ("conv3d_relu", vec![1, 6, 8, 10], vec![16, 3, 4, 5], model(&[1, 6, 8, 10], &[16, 3, 4, 5], |g, r| {
-            let y = conv(g, r, "c", "x", 1, 16, &[3, 3, 3], 2, 1, 1, false);
-            g.node("Relu", "r", &[&y], vec![])
-        })),
-        ("conv2d_silu_bias", vec![8, 12, 12], vec![12, 12, 12], model(&[8, 12, 12], &[12, 12, 12], |g, r| {
-            let y = conv(g, r, "c", "x", 8, 12, &[3, 3], 1, 1, 1, true);
-            let s = g.node("Sigmoid", "s", &[&y], vec![]);
-            g.node("Mul", "m", &[&y, &s], vec![])
-        })),
+        (
+            "conv3d_relu",
+            vec![1, 6, 8, 10],
+            vec![16, 3, 4, 5],
+            model(&[1, 6, 8, 10], &[16, 3, 4, 5], |g, r| {
+                let y = conv(g, r, "c", "x", 1, 16, &[3, 3, 3], 2, 1, 1, false);
+                g.node("Relu", "r", &[&y], vec![])
+            }),
+        ),
+        (
+            "conv2d_silu_bias",
+            vec![8, 12, 12],
+            vec![12, 12, 12],
+            model(&[8, 12, 12], &[12, 12, 12], |g, r| {
+                let y = conv(g, r, "c", "x", 8, 12, &[3, 3], 1, 1, 1, true);
+                let s = g.node("Sigmoid", "s", &[&y], vec![]);
+                g.node("Mul", "m", &[&y, &s], vec![])
+            }),
+        ),
         ("depthwise_conv2d", vec![16, 9, 9], vec![16, 5, 5], model(&[16, 9, 9], &[16, 5, 5], |g, r| conv(g, r, "c", "x", 16, 16, &[3, 3], 2, 1, 16, true))),
-        ("conv_transpose3d", vec![16, 3, 4, 5], vec![8, 6, 8, 10], model(&[16, 3, 4, 5], &[8, 6, 8, 10], |g, r| {
-            let w = weights(g, r, "t.w", &[16, 8, 2, 2, 2], 0.3);
-            let b = weights(g, r, "t.b", &[8], 0.2);
-            g.node("ConvTranspose", "t", &["x", &w, &b], vec![attr_ints("kernel_shape", &[2, 2, 2]), attr_ints("strides", &[2, 2, 2])])
-        })),
-        ("instance_norm_relu", vec![8, 4, 6, 5], vec![8, 4, 6, 5], model(&[8, 4, 6, 5], &[8, 4, 6, 5], |g, r| {
-            let s = weights(g, r, "n.s", &[8], 1.0);
-            let b = weights(g, r, "n.b", &[8], 0.5);
-            let y = g.node("InstanceNormalization", "n", &["x", &s, &b], vec![attr_float("epsilon", 1e-5)]);
-            g.node("Relu", "r", &[&y], vec![])
-        })),
-        ("concat_channels", vec![8, 4, 4, 4], vec![12, 4, 4, 4], model(&[8, 4, 4, 4], &[12, 4, 4, 4], |g, r| {
-            // 4 channels (padded to 8) then 8: the slices follow the logical channels.
-            let a = conv(g, r, "a", "x", 8, 4, &[1, 1, 1], 1, 0, 1, true);
-            g.node("Concat", "cat", &[&a, "x"], vec![attr_int("axis", 1)])
-        })),
+        (
+            "conv_transpose3d",
+            vec![16, 3, 4, 5],
+            vec![8, 6, 8, 10],
+            model(&[16, 3, 4, 5], &[8, 6, 8, 10], |g, r| {
+                let w = weights(g, r, "t.w", &[16, 8, 2, 2, 2], 0.3);
+                let b = weights(g, r, "t.b", &[8], 0.2);
+                g.node("ConvTranspose", "t", &["x", &w, &b], vec![attr_ints("kernel_shape", &[2, 2, 2]), attr_ints("strides", &[2, 2, 2])])
+            }),
+        ),
+        (
+            "instance_norm_relu",
+            vec![8, 4, 6, 5],
+            vec![8, 4, 6, 5],
+            model(&[8, 4, 6, 5], &[8, 4, 6, 5], |g, r| {
+                let s = weights(g, r, "n.s", &[8], 1.0);
+                let b = weights(g, r, "n.b", &[8], 0.5);
+                let y = g.node("InstanceNormalization", "n", &["x", &s, &b], vec![attr_float("epsilon", 1e-5)]);
+                g.node("Relu", "r", &[&y], vec![])
+            }),
+        ),
+        (
+            "concat_channels",
+            vec![8, 4, 4, 4],
+            vec![12, 4, 4, 4],
+            model(&[8, 4, 4, 4], &[12, 4, 4, 4], |g, r| {
+                // 4 channels (padded to 8) then 8: the slices follow the logical channels.
+                let a = conv(g, r, "a", "x", 8, 4, &[1, 1, 1], 1, 0, 1, true);
+                g.node("Concat", "cat", &[&a, "x"], vec![attr_int("axis", 1)])
+            }),
+        ),
         ("sigmoid_alone", vec![8, 5, 5], vec![8, 5, 5], model(&[8, 5, 5], &[8, 5, 5], |g, _| g.node("Sigmoid", "s", &["x"], vec![]))),
     ]
 }
@@ -141,7 +172,14 @@ fn gpu() -> GpuIdentity {
 fn plan() -> ConvnetPlan {
     let (_, input, _, m) = op_graphs().remove(3);
     let (net, blob) = import(&m, &input).unwrap();
-    let header = ConvnetHeader { key: key(&"ab".repeat(32), &gpu(), 4, &input, 1 << 30), model_path: "t.onnx".into(), net, blob_len: blob.0.len(), blob_sha256: sha256_hex(&blob.0), verification: String::new() };
+    let header = ConvnetHeader {
+        key: key(&"ab".repeat(32), &gpu(), 4, &input, 1 << 30),
+        model_path: "t.onnx".into(),
+        net,
+        blob_len: blob.0.len(),
+        blob_sha256: sha256_hex(&blob.0),
+        verification: String::new(),
+    };
     ConvnetPlan { header, blob: blob.0 }
 }
 
@@ -172,7 +210,17 @@ fn plans_round_trip_and_stale_or_corrupt_ones_are_refused() {
 
 /// tract's output of `m` for `input` (`[batch, shape...]`).
 pub(super) fn tract_output(m: &pb::ModelProto, shape: &[usize], input: &[f32]) -> Vec<f32> {
-    let model = tract_onnx::onnx().model_for_proto_model(m).unwrap().with_input_fact(0, f32::fact(shape).into()).unwrap().into_typed().unwrap().into_optimized().unwrap().into_runnable().unwrap();
+    let model = tract_onnx::onnx()
+        .model_for_proto_model(m)
+        .unwrap()
+        .with_input_fact(0, f32::fact(shape).into())
+        .unwrap()
+        .into_typed()
+        .unwrap()
+        .into_optimized()
+        .unwrap()
+        .into_runnable()
+        .unwrap();
     let out = model.run(tvec!(Tensor::from_shape(shape, input).unwrap().into_tvalue())).unwrap();
     out[0].cast_to::<f32>().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()
 }
