@@ -8,13 +8,22 @@
 
 use super::cpu::{CLASSES, VolumeShape, importance_map, windows};
 use super::error::UNetError;
+use super::preprocessed::{Case, Preprocessed};
+use crate::benchmarks::WorkloadSpec;
+use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
+use crate::engines::ElementType;
+use crate::engines::gpu::convnet::builder::{ConvnetRequest, build, wanted_key, write};
 use crate::engines::gpu::convnet::exec::{Convnet, Slot};
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
 use crate::engines::gpu::device::{self, DeviceBuffer, compile_for, cu};
+use crate::engines::gpu::open_each;
+use crate::engines::gpu::plan::{PlanStatus, check, require_fresh};
 use crate::engines::gpu::{GpuError, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result as dr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tract_onnx::pb;
 
 const KERNELS: &str = concat!(include_str!("../../engines/gpu/half.cuh"), include_str!("gpu.cu"));
 const THREADS: u32 = 256;
@@ -224,6 +233,122 @@ impl std::fmt::Display for Agreement {
     }
 }
 
+/// The GPU plan a 3D-UNet config describes: its model, plan file, batch (`gpu_batch_size`),
+/// workspace, streams and graphs.
+pub struct UNetGpuSpec {
+    pub model_path: PathBuf,
+    pub plan_path: PathBuf,
+    pub batch: usize,
+    pub workspace_bytes: usize,
+    pub streams: usize,
+    pub use_graphs: bool,
+}
+
+/// Cases the builder checks a plan on: the synthetic set's labels are the CPU engine's, so several
+/// cost nothing; real cases are segmented by the CPU engine first (tens of seconds per window at
+/// MLPerf's size), so one.
+const CHECK_SYNTHETIC_CASES: usize = 8;
+const CHECK_REAL_CASES: usize = 1;
+
+impl UNetGpuSpec {
+    /// The spec of `spec`'s config for `model_path`. The engine runs fp16: an int8 config (NVIDIA's
+    /// default) is refused with the flag that runs it.
+    pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<UNetGpuSpec, crate::Error> {
+        let settings = spec.settings;
+        if let Some(p) = settings.precision.filter(|p| ElementType::from_config(*p) != Some(ElementType::F16)) {
+            return Err(crate::Error::Config(format!("the GPU 3D-UNet engine runs fp16, the config asks {}: run it with --precision=fp16", p.name())));
+        }
+        let batch = settings.batch_size("3d-unet").unwrap_or(1).max(1) as usize;
+        Ok(UNetGpuSpec {
+            plan_path: spec.plan.plan_path("3d-unet", ElementType::F16, batch),
+            model_path,
+            batch,
+            workspace_bytes: settings.workspace_size.unwrap_or(1 << 30) as usize,
+            streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
+            use_graphs: settings.use_graphs.unwrap_or(true),
+        })
+    }
+
+    fn request<'a>(&'a self, input: &'a [usize]) -> ConvnetRequest<'a> {
+        ConvnetRequest { model_path: &self.model_path, ordinal: 0, batch: self.batch, input, workspace_bytes: self.workspace_bytes }
+    }
+
+    /// `generate_engines`: reuses an up-to-date plan, or builds one, checks it against the CPU
+    /// engine on the first cases of `set` (refused below [`Agreement::acceptable`]) and writes it.
+    /// Returns a line for the user.
+    pub fn generate(&self, set: &Preprocessed, cases: &[Case], synthetic: bool, progress: &mut dyn FnMut(&str)) -> Result<String, UNetError> {
+        let roi = model_roi(&self.model_path)?;
+        let input = [1, roi, roi, roi];
+        let wanted = wanted_key(&self.request(&input))?;
+        if check(&self.plan_path, &wanted) == PlanStatus::Fresh {
+            return Ok(format!("{}: up to date, reused", self.plan_path.display()));
+        }
+        let mut plan = build(&self.request(&input), progress)?;
+        let checked = &cases[..cases.len().min(if synthetic { CHECK_SYNTHETIC_CASES } else { CHECK_REAL_CASES })];
+        let shapes: Vec<VolumeShape> = checked.iter().map(|c| c.shape).collect();
+        let engine = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 1, false)?;
+        let cpu_engine = if synthetic { None } else { Some(CpuUNet3dEngine::load(&self.model_path, shapes)?) };
+        let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
+        for case in checked {
+            let read = set.read_case(case)?;
+            let volume: Vec<f32> = read.image.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            gpu.push(engine.segment(&volume, case.shape)?);
+            cpu.push(match &cpu_engine {
+                Some(e) => e.segment(&volume, case.shape)?,
+                None => read.labels.to_vec(),
+            });
+        }
+        let agreement = Agreement::of(&cpu, &gpu);
+        let verification = format!("{} cases: {agreement}", checked.len());
+        if !agreement.acceptable() {
+            return Err(GpuError::Build(format!(
+                "the plan disagrees with the CPU engine ({verification}; needs >= {MIN_VOXEL_AGREEMENT_PERCENT} % of voxels and DICE >= {MIN_DICE_AGREEMENT}); not written"
+            ))
+            .into());
+        }
+        plan.header.verification = verification.clone();
+        write(&plan, &self.plan_path)?;
+        Ok(format!("{}: built; {verification}", self.plan_path.display()))
+    }
+
+    /// The plan on each of `devices` GPUs for volumes of `shapes`; a missing, stale or corrupt plan
+    /// is refused with the command that rebuilds it.
+    pub fn open(&self, devices: usize, shapes: Vec<VolumeShape>) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
+        let data = |e: UNetError| crate::Error::Data(e.to_string());
+        let roi = model_roi(&self.model_path).map_err(data)?;
+        let input = [1, roi, roi, roi];
+        let wanted = wanted_key(&self.request(&input)).map_err(|e| crate::Error::Data(e.to_string()))?;
+        require_fresh(&self.plan_path, &wanted)?;
+        let plan = ConvnetPlan::load(&self.plan_path)?;
+        Ok(open_each(devices, |d| GpuUNet3dEngine::open(d, &plan, shapes.clone(), self.streams, self.use_graphs))?)
+    }
+}
+
+/// The region of interest of a 3D-UNet ONNX model: its input's side (`[N, 1, R, R, R]`).
+fn model_roi(path: &Path) -> Result<usize, UNetError> {
+    use prost::Message;
+    use tract_onnx::pb::tensor_shape_proto::dimension::Value;
+    use tract_onnx::pb::type_proto::Value as TypeValue;
+    let origin = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
+    let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
+    let dims: Vec<Option<i64>> = model
+        .graph
+        .as_ref()
+        .and_then(|g| g.input.first())
+        .and_then(|i| i.r#type.as_ref())
+        .and_then(|t| match &t.value {
+            Some(TypeValue::TensorType(t)) => t.shape.as_ref(),
+            _ => None,
+        })
+        .map(|s| s.dim.iter().map(|d| if let Some(Value::DimValue(v)) = d.value { Some(v) } else { None }).collect())
+        .unwrap_or_default();
+    match dims.as_slice() {
+        [_, Some(1), Some(d), Some(h), Some(w)] if d == h && h == w && *d >= 2 => Ok(*d as usize),
+        _ => Err(UNetError::InputShape { origin, shape: format!("{dims:?}") }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,12 +366,9 @@ mod tests {
         assert!(a.to_string().contains("75.000 %"), "{a}");
     }
 
-    use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
     use crate::benchmarks::unet3d::model::{UNet3dShape, unet3d};
     use crate::benchmarks::unet3d::synthetic::{self, SEED, SyntheticKits, case_shape, case_volume};
-    use crate::engines::gpu::convnet::builder::{ConvnetRequest, build, write};
     use prost::Message;
-    use std::path::Path;
     use std::time::Instant;
 
     /// Builds a plan of `model` at `batch` (reporting the algorithm choices).
@@ -256,6 +378,38 @@ mod tests {
         let plan = build(&request, &mut |line| println!("  {line}")).unwrap();
         println!("unet3d_gpu: plan of {} at batch {batch} built in {:.1} s", model.display(), started.elapsed().as_secs_f64());
         plan
+    }
+
+    #[test]
+    fn configs_resolve_to_an_fp16_plan_of_the_model_s_region() {
+        use crate::dataset::SampleSet;
+        use crate::engines::gpu::spec::PlanIdentity;
+        use mlperf_config::{DataType, Scenario, Settings, Workload as WorkloadSetting};
+        let dir = std::env::temp_dir().join(format!("mlperf-unet3d-gpu-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = dir.join("m.onnx");
+        let shape = UNet3dShape { filters: vec![8, 16], roi: 16, class_bias: [0.0; CLASSES] };
+        std::fs::write(&model, unet3d(&shape, 1).encode_to_vec()).unwrap();
+        assert_eq!(model_roi(&model).unwrap(), 16);
+        let spec = |settings| WorkloadSpec {
+            settings,
+            plan: PlanIdentity { system: "H200-SXM-141GBx1", scenario: Scenario::Offline, workload: WorkloadSetting::default() },
+            total_samples: 43,
+            performance_samples: 43,
+            set: SampleSet::Accuracy,
+            devices: 1,
+            output_limit: None,
+        };
+        let settings = Settings { gpu_batch_size: Some(vec![("3d-unet".into(), 8)].into()), precision: Some(DataType::Fp16), ..Settings::default() };
+        let gpu = UNetGpuSpec::of(&spec(&settings), model.clone()).unwrap();
+        assert_eq!(gpu.batch, 8);
+        assert!(gpu.plan_path.ends_with("H200-SXM-141GBx1/Offline/3d-unet/gpu-3d-unet-fp16-b8.default.plan"), "{}", gpu.plan_path.display());
+        let int8 = Settings { precision: Some(DataType::Int8), ..settings.clone() };
+        let e = UNetGpuSpec::of(&spec(&int8), model).err().unwrap().to_string();
+        assert!(e.contains("runs fp16") && e.contains("--precision=fp16"), "{e}");
+        std::fs::write(dir.join("bad.onnx"), b"not onnx").unwrap();
+        assert!(model_roi(&dir.join("bad.onnx")).unwrap_err().to_string().contains("not an ONNX model"));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -12,6 +12,9 @@ use prost::Message;
 use std::path::Path;
 use tract_onnx::pb;
 
+/// The most cuDNN workspace the builder offers an algorithm.
+pub const TUNING_WORKSPACE: usize = 4 << 30;
+
 /// What a plan is built for.
 #[derive(Clone, Debug)]
 pub struct ConvnetRequest<'a> {
@@ -44,8 +47,10 @@ pub fn build(request: &ConvnetRequest, report: &mut dyn FnMut(&str)) -> Result<C
     let header = ConvnetHeader { key: wanted_key(request)?, model_path: origin, net, blob_len: blob.0.len(), blob_sha256: sha256_hex(&blob.0), verification: String::new() };
     let mut plan = ConvnetPlan { header, blob: blob.0 };
     let model = Convnet::load(request.ordinal, &plan)?;
-    let slot = Slot::new(&model, request.workspace_bytes, false)?;
-    slot.choose_algorithms(&mut plan.header, request.workspace_bytes, report)?;
+    // Configs may allow far more workspace than is worth allocating to time (NVIDIA's 3D-UNet: 128 GB).
+    let workspace = request.workspace_bytes.min(TUNING_WORKSPACE);
+    let slot = Slot::new(&model, workspace, false)?;
+    slot.choose_algorithms(&mut plan.header, workspace, report)?;
     Ok(plan)
 }
 
