@@ -139,6 +139,17 @@ fn origins(size: usize, roi: usize) -> impl Iterator<Item = usize> {
     (0..=(size - roi) / stride).map(move |i| i * stride)
 }
 
+/// The origins `[z, y, x]` of a volume's windows in the reference's order (depth outermost).
+/// Every side must be at least `roi` and a multiple of `roi / 2`.
+pub fn windows(shape: VolumeShape, roi: usize) -> Result<Vec<VolumeShape>, UNetError> {
+    let [d, h, w] = shape;
+    let stride = roi / 2;
+    if shape.iter().any(|&s| s < roi || !s.is_multiple_of(stride.max(1))) {
+        return Err(UNetError::Volume { shape, roi, stride });
+    }
+    Ok(origins(d, roi).flat_map(|z| origins(h, roi).flat_map(move |y| origins(w, roi).map(move |x| [z, y, x]))).collect())
+}
+
 /// Sliding-window segmentation of `volume` (`shape`, C order) with `predict` giving a window's
 /// logits (`[CLASSES, roi, roi, roi]`) for its voxels (`[roi, roi, roi]`), weighted by `importance`.
 /// Every side must be at least `roi` and a multiple of `roi / 2`.
@@ -150,34 +161,27 @@ pub fn sliding_window(
     predict: &mut dyn FnMut(Vec<f32>) -> Result<Vec<f32>, UNetError>,
 ) -> Result<Vec<u8>, UNetError> {
     let [d, h, w] = shape;
-    let stride = roi / 2;
-    if shape.iter().any(|&s| s < roi || !s.is_multiple_of(stride.max(1))) {
-        return Err(UNetError::Volume { shape, roi, stride });
-    }
+    let windows = windows(shape, roi)?;
     let voxels = d * h * w;
     let (mut sums, mut weights) = (vec![0f32; CLASSES * voxels], vec![0f32; voxels]);
-    for z in origins(d, roi) {
-        for y in origins(h, roi) {
-            for x in origins(w, roi) {
-                let mut window = Vec::with_capacity(roi * roi * roi);
-                for a in 0..roi {
-                    for b in 0..roi {
-                        let row = ((z + a) * h + y + b) * w + x;
-                        window.extend_from_slice(&volume[row..row + roi]);
-                    }
-                }
-                let logits = predict(window)?;
-                for a in 0..roi {
-                    for b in 0..roi {
-                        let row = ((z + a) * h + y + b) * w + x;
-                        let patch = (a * roi + b) * roi;
-                        for c in 0..roi {
-                            let weight = importance[patch + c];
-                            weights[row + c] += weight;
-                            for class in 0..CLASSES {
-                                sums[class * voxels + row + c] += logits[class * roi * roi * roi + patch + c] * weight;
-                            }
-                        }
+    for [z, y, x] in windows {
+        let mut window = Vec::with_capacity(roi * roi * roi);
+        for a in 0..roi {
+            for b in 0..roi {
+                let row = ((z + a) * h + y + b) * w + x;
+                window.extend_from_slice(&volume[row..row + roi]);
+            }
+        }
+        let logits = predict(window)?;
+        for a in 0..roi {
+            for b in 0..roi {
+                let row = ((z + a) * h + y + b) * w + x;
+                let patch = (a * roi + b) * roi;
+                for c in 0..roi {
+                    let weight = importance[patch + c];
+                    weights[row + c] += weight;
+                    for class in 0..CLASSES {
+                        sums[class * voxels + row + c] += logits[class * roi * roi * roi + patch + c] * weight;
                     }
                 }
             }

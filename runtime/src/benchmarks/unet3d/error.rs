@@ -61,6 +61,9 @@ pub enum UNetError {
     Manifest(#[from] ManifestError),
     #[error(transparent)]
     Write(#[from] FsError),
+    /// The GPU engine (its plan, device or kernels) failed.
+    #[error("GPU 3D-UNet engine: {0}")]
+    Gpu(#[from] crate::engines::gpu::GpuError),
 }
 
 impl From<UNetError> for crate::Error {
@@ -72,7 +75,7 @@ impl From<UNetError> for crate::Error {
             UNetError::Log(e) => e.into(),
             UNetError::Manifest(e) => e.into(),
             UNetError::Write(e) => e.into(),
-            UNetError::Volume { .. } | UNetError::CreateDir { .. } => crate::Error::Other(e.to_string()),
+            UNetError::Volume { .. } | UNetError::CreateDir { .. } | UNetError::Gpu(_) => crate::Error::Other(e.to_string()),
             _ => crate::Error::Data(e.to_string()),
         }
     }

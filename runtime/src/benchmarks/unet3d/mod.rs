@@ -3,12 +3,14 @@
 //! as `accuracy_kits.py` scores it ([`crate::benchmarks::unet3d::accuracy`]). Volumes and ground truth come in
 //! the reference's preprocessed layout ([`preprocessed`]): the config's `tensor_path` for real
 //! KiTS19 data, or the synthetic set ([`synthetic`]: generated volumes, model and ground truth;
-//! never submittable). A GPU engine is not here yet; configs asking for one are refused with what
-//! to use instead.
+//! never submittable). Engine `gpu` runs the GPU engine ([`gpu`]: the network on the convnet
+//! engine, the sliding windows on the device), whose plan `generate_engines` builds and checks
+//! against the CPU engine.
 
 pub mod accuracy;
 pub mod cpu;
 pub mod error;
+pub mod gpu;
 pub mod model;
 pub mod preprocessed;
 pub mod synthetic;
@@ -24,6 +26,7 @@ use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
 use crate::engines::Sample;
 use crate::error::Error;
 use error::UNetError;
+use gpu::UNetGpuSpec;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use preprocessed::Preprocessed;
 use std::path::{Path, PathBuf};
@@ -89,12 +92,16 @@ fn synthetic_set(scratch: &Scratch) -> SyntheticKits {
     SyntheticKits::in_dir(&scratch.models_dir().join("synthetic/kits19"))
 }
 
-/// Why this build cannot run `settings`, if it cannot: an engine other than the CPU's.
+/// Why this build cannot run `settings`, if it cannot: an engine other than the CPU's or the GPU's.
 fn unsupported(settings: &Settings) -> Option<Error> {
     match settings.engine.unwrap_or(EngineKind::Gpu) {
-        EngineKind::Cpu => None,
+        EngineKind::Cpu | EngineKind::Gpu => None,
         _ => Some(no_engine("3d-unet", settings)),
     }
+}
+
+fn on_gpu(settings: &Settings) -> bool {
+    settings.engine.unwrap_or(EngineKind::Gpu) == EngineKind::Gpu
 }
 
 /// The cases and the model a run of `settings` reads: the synthetic set's, or the config's
@@ -149,6 +156,10 @@ impl Benchmark for UNet3d {
             return Ok(format!("{why}; nothing built"));
         }
         let (set, model, cases) = cases(spec.settings)?;
+        if on_gpu(spec.settings) {
+            let gpu = UNetGpuSpec::of(spec, model)?;
+            return Ok(gpu.generate(&set, &cases, is_synthetic(spec.settings), &mut |m| tracing::info!("{m}"))?);
+        }
         Ok(format!("{} KiTS19 cases in {}, model {}", cases.len(), set.dir.display(), model.display()))
     }
 
@@ -161,8 +172,12 @@ impl Benchmark for UNet3d {
             return Err(Error::Data(format!("{} lists {} cases; the round's KiTS19 inference set has {}", set.index().display(), cases.len(), spec.total_samples)));
         }
         let shapes = cases.iter().map(|c| c.shape).collect::<Vec<_>>();
-        let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes)?);
-        let engines = vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)];
+        let engines = if on_gpu(spec.settings) {
+            UNetGpuSpec::of(spec, model)?.open(spec.devices.max(1), shapes)?
+        } else {
+            let engine = Arc::new(CpuUNet3dEngine::load(&model, shapes)?);
+            vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)]
+        };
         let total = cases.len();
         let read = move |i: usize| set.read_case(&cases[i]).map(|case| Sample::whole(Arc::from(&case.image[..]))).map_err(ReadError::from);
         let library = SampleLibrary::read_by("KiTS19", total, spec.performance_samples, NpyDtype::F32, read);

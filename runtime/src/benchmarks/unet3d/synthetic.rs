@@ -72,21 +72,22 @@ impl SyntheticKits {
     }
 }
 
-/// Case `index`'s volume shape: each side one, one and a half or two regions of interest.
-fn case_shape(seed: u64, index: usize) -> VolumeShape {
+/// Case `index`'s volume shape for a region of interest `roi`: each side one, one and a half or
+/// two regions (at MLPerf's 128: 128, 192 or 256 voxels, KiTS19-like sides that are multiples of 64).
+pub fn case_shape(seed: u64, index: usize, roi: usize) -> VolumeShape {
     let mut rng = SplitMix64::derive(seed, "shape", index as u64);
-    [(); 3].map(|_| ROI / 2 * rng.range(2, 5) as usize)
+    [(); 3].map(|_| roi / 2 * rng.range(2, 5) as usize)
 }
 
-/// Case `index`'s volume, `[D, H, W]` C order: blobs of either sign over noise, clipped to the
-/// normalised CT range.
-fn case_volume(seed: u64, index: usize, [d, h, w]: VolumeShape) -> Vec<f32> {
+/// Case `index`'s volume, `[D, H, W]` C order: blobs of either sign (radii up to a third of `roi`)
+/// over noise, clipped to the normalised CT range.
+pub fn case_volume(seed: u64, index: usize, [d, h, w]: VolumeShape, roi: usize) -> Vec<f32> {
     let (low, high) = ((-79.0 - 101.0) / 76.9, (304.0 - 101.0) / 76.9);
     let mut rng = SplitMix64::derive(seed, "volume", index as u64);
     let blobs: Vec<([f32; 3], f32, f32)> = (0..BLOBS)
         .map(|_| {
             let centre = [d, h, w].map(|s| rng.unit() * s as f32);
-            (centre, 2.0 + rng.unit() * ROI as f32 / 3.0, 2.5 * rng.symmetric())
+            (centre, 2.0 + rng.unit() * roi as f32 / 3.0, 2.5 * rng.symmetric())
         })
         .collect();
     let mut volume = Vec::with_capacity(d * h * w);
@@ -117,7 +118,7 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), UNet
     }
     manifest::invalidate(&set.manifest())?;
     let started = Instant::now();
-    let cases: Vec<Case> = INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: case_shape(SEED, i) }).collect();
+    let cases: Vec<Case> = INFERENCE_CASES.iter().enumerate().map(|(i, name)| Case { name: name.to_string(), shape: case_shape(SEED, i, ROI) }).collect();
     let preprocessed = set.preprocessed();
     std::fs::create_dir_all(&preprocessed.dir).map_err(|source| UNetError::CreateDir { path: preprocessed.dir.clone(), source })?;
 
@@ -126,17 +127,17 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), UNet
     let mut model = UNet3dShape { filters: FILTERS.to_vec(), roi: ROI, class_bias: [0.0; CLASSES] };
     crate::fsutil::write_atomic(&set.model(), &unet3d(&model, SEED).encode_to_vec())?;
     let shapes: Vec<VolumeShape> = cases.iter().map(|c| c.shape).collect();
-    let means = mean_logits(&CpuUNet3dEngine::load(&set.model(), shapes.clone())?, &case_volume(SEED, 0, shapes[0]), shapes[0])?;
+    let means = mean_logits(&CpuUNet3dEngine::load(&set.model(), shapes.clone())?, &case_volume(SEED, 0, shapes[0], ROI), shapes[0])?;
     model.class_bias = means.map(|m| -m);
     crate::fsutil::write_atomic(&set.model(), &unet3d(&model, SEED).encode_to_vec())?;
 
     let engine = CpuUNet3dEngine::load(&set.model(), shapes.clone())?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let labels = parallel_chunks(0..cases.len(), threads, 1, |chunk| chunk.map(|i| engine.segment(&case_volume(SEED, i, shapes[i]), shapes[i])).collect())?;
+    let labels = parallel_chunks(0..cases.len(), threads, 1, |chunk| chunk.map(|i| engine.segment(&case_volume(SEED, i, shapes[i], ROI), shapes[i])).collect())?;
     let mut share = [0usize; CLASSES];
     for (i, (case, labels)) in cases.iter().zip(&labels).enumerate() {
         labels.iter().for_each(|&l| share[l as usize] += 1);
-        let image: Vec<u8> = case_volume(SEED, i, case.shape).iter().flat_map(|v| v.to_le_bytes()).collect();
+        let image: Vec<u8> = case_volume(SEED, i, case.shape, ROI).iter().flat_map(|v| v.to_le_bytes()).collect();
         preprocessed.write_case(case, &image, labels)?;
     }
     preprocessed.write_index(&cases)?;

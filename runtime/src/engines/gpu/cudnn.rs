@@ -89,6 +89,38 @@ impl Tensor {
     }
 }
 
+/// Dims padded to cuDNN's minimum of two spatial dims (a 1-D layer is a 2-D one of height 1).
+fn at_least_2d(spatial: &[usize]) -> Vec<usize> {
+    let mut dims = vec![1; 2usize.saturating_sub(spatial.len())];
+    dims.extend_from_slice(spatial);
+    dims
+}
+
+impl Tensor {
+    /// A channels-last tensor `n x c x spatial...` (NDHWC for 3 spatial dims), whose rows hold
+    /// `row` >= `c` channels (a channel slice of a wider tensor when `row` > `c`).
+    pub fn channels_last(dtype: DataType, n: usize, c: usize, row: usize, spatial: &[usize]) -> Result<Tensor> {
+        let spatial = at_least_2d(spatial);
+        let mut dims = vec![n, c];
+        dims.extend(&spatial);
+        let mut strides = vec![0usize; dims.len()];
+        strides[1] = 1;
+        let mut step = row;
+        for d in (2..dims.len()).rev() {
+            strides[d] = step;
+            step *= dims[d];
+        }
+        strides[0] = step;
+        let (dims, strides): (Vec<c_int>, Vec<c_int>) = (dims.iter().map(|&d| d as c_int).collect(), strides.iter().map(|&s| s as c_int).collect());
+        let d = check("create tensor", cr::create_tensor_descriptor())?;
+        let t = Tensor(d);
+        // SAFETY: `d` was just created (and is freed by `t` if this fails); both arrays have the
+        // length the call is told of.
+        check("set tensor", unsafe { cr::set_tensornd_descriptor(d, dtype.cudnn(), dims.len() as c_int, dims.as_ptr(), strides.as_ptr()) })?;
+        Ok(t)
+    }
+}
+
 impl Drop for Tensor {
     fn drop(&mut self) {
         // SAFETY: created in `nhwc`, destroyed once, here; cuDNN reads descriptors only during the calls given them.
@@ -107,6 +139,20 @@ impl Filter {
         check("set filter", unsafe {
             cr::set_filter4d_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, [k as c_int, c as c_int, r as c_int, s as c_int])
         })?;
+        Ok(f)
+    }
+}
+
+impl Filter {
+    /// Channels-last filters `k x c x kernel...` (K, kernel..., C in memory).
+    pub fn channels_last(dtype: DataType, k: usize, c: usize, kernel: &[usize]) -> Result<Filter> {
+        let mut dims = vec![k as c_int, c as c_int];
+        dims.extend(at_least_2d(kernel).iter().map(|&d| d as c_int));
+        let d = check("create filter", cr::create_filter_descriptor())?;
+        let f = Filter(d);
+        // SAFETY: `d` was just created (and is freed by `f` if this fails); `dims` has the length
+        // the call is told of.
+        check("set filter", unsafe { cr::set_filternd_descriptor(d, dtype.cudnn(), sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, dims.len() as c_int, dims.as_ptr()) })?;
         Ok(f)
     }
 }
@@ -131,6 +177,38 @@ impl Convolution {
         check("set convolution", unsafe {
             cr::set_convolution2d_descriptor(d, pad as c_int, pad as c_int, stride as c_int, stride as c_int, 1, 1, sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION, compute)
         })?;
+        // SAFETY: as above.
+        check("set math type", unsafe { cr::set_convolution_math_type(d, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH) })?;
+        Ok(c)
+    }
+}
+
+impl Convolution {
+    /// An N-d cross-correlation (1-D as 2-D of height 1) with `groups` groups, on tensor cores.
+    pub fn nd(pad: &[usize], stride: &[usize], dilation: &[usize], groups: usize, sums: DataType) -> Result<Convolution> {
+        let extend = |v: &[usize], fill: usize| -> Vec<c_int> {
+            let mut out = vec![fill as c_int; 2usize.saturating_sub(v.len())];
+            out.extend(v.iter().map(|&x| x as c_int));
+            out
+        };
+        let (pad, stride, dilation) = (extend(pad, 0), extend(stride, 1), extend(dilation, 1));
+        let d = check("create convolution", cr::create_convolution_descriptor())?;
+        let c = Convolution(d);
+        // SAFETY: `d` was just created (and is freed by `c` if this fails); the three arrays have
+        // the length the call is told of.
+        check("set convolution", unsafe {
+            cr::set_convolutionnd_descriptor(
+                d,
+                pad.len() as c_int,
+                pad.as_ptr(),
+                stride.as_ptr(),
+                dilation.as_ptr(),
+                sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
+                sums.cudnn(),
+            )
+        })?;
+        // SAFETY: as above.
+        check("set group count", unsafe { cr::set_convolution_group_count(d, groups as c_int) })?;
         // SAFETY: as above.
         check("set math type", unsafe { cr::set_convolution_math_type(d, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH) })?;
         Ok(c)
@@ -243,6 +321,124 @@ pub fn candidate_algorithms(h: &Handle, x: &Tensor, w: &Filter, conv: &Convoluti
         .filter(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
         .map(|p| (Algorithm(p.algo), p.memory))
         .collect())
+}
+
+/// A backward-data algorithm (a transposed convolution's), stored in plans as its enum code.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BackwardDataAlgorithm(sys::cudnnConvolutionBwdDataAlgo_t);
+
+impl BackwardDataAlgorithm {
+    pub fn from_code(code: i32) -> Option<BackwardDataAlgorithm> {
+        use sys::cudnnConvolutionBwdDataAlgo_t::*;
+        [
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+        ]
+        .into_iter()
+        .find(|a| *a as i32 == code)
+        .map(BackwardDataAlgorithm)
+    }
+
+    pub fn code(self) -> i32 {
+        self.0 as i32
+    }
+}
+
+/// The backward-data algorithms cuDNN's heuristics rank for `dx = conv^T(dy, w)`, best first.
+pub fn candidate_backward_data_algorithms(h: &Handle, w: &Filter, dy: &Tensor, conv: &Convolution, dx: &Tensor) -> Result<Vec<BackwardDataAlgorithm>> {
+    const COUNT: usize = sys::cudnnConvolutionBwdDataAlgo_t::CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT as usize;
+    let mut perf: [std::mem::MaybeUninit<sys::cudnnConvolutionBwdDataAlgoPerf_t>; COUNT] = [const { std::mem::MaybeUninit::uninit() }; COUNT];
+    let mut returned: c_int = 0;
+    // SAFETY: the handle and descriptors are live (borrowed) and set; `perf` has room for COUNT results.
+    check("get backward data algorithms", unsafe {
+        cr::get_convolution_backward_data_algorithm(h.raw, w.0, dy.0, conv.0, dx.0, COUNT as c_int, &mut returned, perf.as_mut_ptr() as *mut _)
+    })?;
+    Ok(perf[..returned as usize]
+        .iter()
+        // SAFETY: cuDNN wrote the first `returned` entries.
+        .map(|p| unsafe { p.assume_init_read() })
+        .filter(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)
+        .map(|p| BackwardDataAlgorithm(p.algo))
+        .collect())
+}
+
+pub fn backward_data_workspace_size(h: &Handle, w: &Filter, dy: &Tensor, conv: &Convolution, dx: &Tensor, algo: BackwardDataAlgorithm) -> Result<usize> {
+    // SAFETY: the handle and descriptors are live (borrowed) and set.
+    check("backward data workspace size", unsafe { cr::get_convolution_backward_data_workspace_size(h.raw, w.0, dy.0, conv.0, dx.0, algo.0) })
+}
+
+/// Enqueues `y = conv(x, w)` (plain forward, no epilogue) on the handle's stream.
+///
+/// # Safety
+/// As for [`FusedConv::launch`], for `x`, `w`, `y` and `workspace`.
+pub unsafe fn forward(
+    h: &Handle,
+    x: Operand<'_, Tensor>,
+    w: Operand<'_, Filter>,
+    conv: &Convolution,
+    algo: Algorithm,
+    workspace: &DeviceBuffer,
+    y: Operand<'_, Tensor>,
+) -> Result<()> {
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    // SAFETY: the handle and descriptors are live (borrowed) and set, the alphas are f32; the
+    // memory is the caller's contract.
+    check("convolution", unsafe {
+        cr::convolution_forward(
+            h.raw,
+            &alpha as *const f32 as *const _,
+            x.desc.0,
+            addr(x.ptr),
+            w.desc.0,
+            addr(w.ptr),
+            conv.0,
+            algo.0,
+            addr(workspace.ptr()),
+            workspace.bytes,
+            &beta as *const f32 as *const _,
+            y.desc.0,
+            addr(y.ptr),
+        )
+    })
+}
+
+/// Enqueues `dx = conv^T(dy, w)` (a transposed convolution) on the handle's stream.
+///
+/// # Safety
+/// As for [`FusedConv::launch`], for `dy`, `w`, `dx` and `workspace`.
+pub unsafe fn backward_data(
+    h: &Handle,
+    dy: Operand<'_, Tensor>,
+    w: Operand<'_, Filter>,
+    conv: &Convolution,
+    algo: BackwardDataAlgorithm,
+    workspace: &DeviceBuffer,
+    dx: Operand<'_, Tensor>,
+) -> Result<()> {
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    // SAFETY: the handle and descriptors are live (borrowed) and set, the alphas are f32; the
+    // memory is the caller's contract.
+    check("transposed convolution", unsafe {
+        cr::convolution_backward_data(
+            h.raw,
+            &alpha as *const f32 as *const _,
+            w.desc.0,
+            addr(w.ptr),
+            dy.desc.0,
+            addr(dy.ptr),
+            conv.0,
+            algo.0,
+            addr(workspace.ptr()),
+            workspace.bytes,
+            &beta as *const f32 as *const _,
+            dx.desc.0,
+            addr(dx.ptr),
+        )
+    })
 }
 
 pub fn workspace_size(h: &Handle, x: &Tensor, w: &Filter, conv: &Convolution, y: &Tensor, algo: Algorithm) -> Result<usize> {

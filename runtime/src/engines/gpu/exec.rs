@@ -782,16 +782,22 @@ impl Slot {
 
     /// The mean time of five runs of `run` after an untimed one (lazy initialisation), in
     /// microseconds; `None` if a run fails to launch.
-    fn time_runs(&self, (start, end): &(CudaEvent, CudaEvent), run: &mut dyn FnMut() -> bool) -> Result<Option<f32>> {
-        if !run() {
-            return Ok(None);
-        }
-        cu("record", start.record(&self.stream))?;
-        let runs = (0..5).all(|_| run());
-        cu("record", end.record(&self.stream))?;
-        cu("synchronize", end.synchronize())?;
-        Ok(runs.then_some(cu("elapsed", start.elapsed_ms(end))? * 1000.0 / 5.0))
+    fn time_runs(&self, events: &(CudaEvent, CudaEvent), run: &mut dyn FnMut() -> bool) -> Result<Option<f32>> {
+        time_runs(&self.stream, events, run)
     }
+}
+
+/// The mean time of five runs of `run` on `stream` after an untimed one (lazy initialisation), in
+/// microseconds; `None` if a run fails to launch (the builders' autotuning).
+pub(super) fn time_runs(stream: &Arc<CudaStream>, (start, end): &(CudaEvent, CudaEvent), run: &mut dyn FnMut() -> bool) -> Result<Option<f32>> {
+    if !run() {
+        return Ok(None);
+    }
+    cu("record", start.record(stream))?;
+    let runs = (0..5).all(|_| run());
+    cu("record", end.record(stream))?;
+    cu("synchronize", end.synchronize())?;
+    Ok(runs.then_some(cu("elapsed", start.elapsed_ms(end))? * 1000.0 / 5.0))
 }
 
 /// A convolution layer's name and shape, for the builder's report.

@@ -22,6 +22,8 @@
 //! - [`pointwise`]: our int8 1x1 tensor-core kernel (NVRTC), a third way to run int8 1x1 layers.
 //! - [`stem`]: our fp16 tensor-core kernel for the image's convolution, writing int8 for the max
 //!   pooling after it (int8 plans).
+//! - [`convnet`]: the op-by-op fp16 engine for other convolutional networks (3D-UNet's), with its
+//!   own import, plan and kernels over [`cudnn`]'s N-d descriptors.
 //! - [`graph`]: cuDNN's backend (graph) API for fused epilogues: int8 convolution + scale + bias +
 //!   residual + ReLU, matmul + bias + GELU; descriptions checked in CI, plans, a GPU self-check.
 //!
@@ -30,6 +32,7 @@
 
 pub mod builder;
 pub mod calibration;
+pub mod convnet;
 pub mod cudnn;
 pub mod device;
 pub mod error;

@@ -1,0 +1,515 @@
+//! The GPU engine for 3D-UNet (KiTS19): the network on the convnet engine
+//! (`engines::gpu::convnet`, fp16 channels-last), the sliding windows of [`super::cpu`] on the
+//! device. A volume is uploaded once; its windows (the region of interest at a stride of half of it,
+//! depth outermost, the CPU engine's order) are gathered by a kernel into batches of the plan's
+//! size; each window's logits times the Gaussian importance map are summed in f32 on the device with
+//! the weights alongside, one window after another as the CPU engine sums them; the weighted means'
+//! arg-max (first class on ties) is taken there too, and one byte per voxel comes back.
+
+use super::cpu::{CLASSES, VolumeShape, importance_map, windows};
+use super::error::UNetError;
+use super::preprocessed::{Case, Preprocessed};
+use crate::benchmarks::WorkloadSpec;
+use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
+use crate::engines::ElementType;
+use crate::engines::gpu::convnet::builder::{ConvnetRequest, build, wanted_key, write};
+use crate::engines::gpu::convnet::exec::{Convnet, Slot};
+use crate::engines::gpu::convnet::plan::ConvnetPlan;
+use crate::engines::gpu::device::{self, DeviceBuffer, compile_for, cu};
+use crate::engines::gpu::open_each;
+use crate::engines::gpu::plan::{PlanStatus, check, require_fresh};
+use crate::engines::gpu::{GpuError, SlotPool};
+use crate::engines::{Engine, EngineError, SampleSource};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result as dr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tract_onnx::pb;
+
+const KERNELS: &str = concat!(include_str!("../../engines/gpu/half.cuh"), include_str!("gpu.cu"));
+const THREADS: u32 = 256;
+
+fn launch(total: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+struct Kernels {
+    gather: CudaFunction,
+    accumulate: CudaFunction,
+    arg_max: CudaFunction,
+}
+
+/// One stream's network slot and its volume-sized buffers.
+struct VolumeSlot {
+    net: Slot,
+    volume: DeviceBuffer,
+    sums: DeviceBuffer,
+    weights: DeviceBuffer,
+    labels: DeviceBuffer,
+}
+
+/// One GPU segmenting volumes with a 3D-UNet plan.
+pub struct GpuUNet3dEngine {
+    name: String,
+    model: Arc<Convnet>,
+    kernels: Kernels,
+    importance: DeviceBuffer,
+    roi: usize,
+    shapes: Vec<VolumeShape>,
+    slots: SlotPool<VolumeSlot>,
+}
+
+impl GpuUNet3dEngine {
+    /// The plan on GPU `ordinal` with `streams` slots, for volumes of `shapes` (by sample index).
+    pub fn open(ordinal: usize, plan: &ConvnetPlan, shapes: Vec<VolumeShape>, streams: usize, use_graphs: bool) -> Result<GpuUNet3dEngine, GpuError> {
+        let model = Convnet::load(ordinal, plan)?;
+        let (x, y) = (model.input_shape().clone(), model.output_shape().clone());
+        let roi = x.spatial[0];
+        if x.channels != 1 || x.spatial != [roi; 3] || y.channels != CLASSES || y.spatial != x.spatial {
+            return Err(GpuError::PlanContent(format!("the plan built from {} is not a 3D-UNet ({x:?} -> {y:?}); rebuild it", plan.header.model_path)));
+        }
+        let cc = cu("compute capability", model.ctx.compute_capability())?;
+        let module = cu("load kernels", model.ctx.load_module(compile_for("3d-unet kernels", KERNELS, cc, Vec::new())?))?;
+        let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
+        let kernels = Kernels { gather: f("gather_window")?, accumulate: f("accumulate_window")?, arg_max: f("arg_max")? };
+        let map: Vec<u8> = importance_map(roi).iter().flat_map(|v| v.to_le_bytes()).collect();
+        let importance = DeviceBuffer::new(map.len())?;
+        cu("upload importance map", importance.upload(0, &map))?;
+        let voxels = shapes.iter().map(|s| s.iter().product::<usize>()).max().unwrap_or(0);
+        let workspace = plan.header.net.ops.iter().map(|op| match op.kind {
+            crate::engines::gpu::convnet::import::OpKind::Conv { workspace, .. } | crate::engines::gpu::convnet::import::OpKind::ConvTranspose { workspace, .. } => workspace,
+            _ => 0,
+        });
+        let workspace = workspace.max().unwrap_or(0);
+        let slots = (0..streams.max(1))
+            .map(|_| {
+                Ok(VolumeSlot {
+                    net: Slot::new(&model, workspace, use_graphs)?,
+                    volume: DeviceBuffer::new(4 * voxels)?,
+                    sums: DeviceBuffer::new(4 * CLASSES * voxels)?,
+                    weights: DeviceBuffer::new(4 * voxels)?,
+                    labels: DeviceBuffer::new(voxels)?,
+                })
+            })
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        Ok(GpuUNet3dEngine { name: format!("gpu{ordinal}-3d-unet"), model, kernels, importance, roi, shapes, slots: SlotPool::new(slots) })
+    }
+
+    pub fn batch(&self) -> usize {
+        self.model.batch()
+    }
+
+    /// The labels of `volume` (`shape`, f32 C order).
+    pub fn segment(&self, volume: &[f32], shape: VolumeShape) -> Result<Vec<u8>, UNetError> {
+        let origins = windows(shape, self.roi)?;
+        let voxels: usize = shape.iter().product();
+        if volume.len() != voxels {
+            return Err(UNetError::SampleSize { index: 0, bytes: 4 * volume.len(), shape });
+        }
+        self.slots.with(|slot| self.segment_on(slot, volume, shape, &origins)).map_err(UNetError::from)
+    }
+
+    fn segment_on(&self, slot: &mut VolumeSlot, volume: &[f32], [_, h, w]: VolumeShape, origins: &[VolumeShape]) -> Result<Vec<u8>, GpuError> {
+        let voxels = volume.len();
+        if 4 * voxels > slot.volume.bytes {
+            return Err(GpuError::Run(format!("a volume of {voxels} voxels, above the {} the engine was opened for", slot.volume.bytes / 4)));
+        }
+        device::bind(&self.model.ctx)?;
+        let stream = slot.net.stream.clone();
+        let s = stream.cu_stream();
+        let bytes: Vec<u8> = volume.iter().flat_map(|v| v.to_le_bytes()).collect();
+        cu("upload volume", slot.volume.upload(0, &bytes))?;
+        // SAFETY: within the slot's buffers, sized for the largest volume (checked above).
+        unsafe {
+            cu("clear sums", dr::memset_d8_async(slot.sums.ptr().raw(), 0, 4 * CLASSES * voxels, s))?;
+            cu("clear weights", dr::memset_d8_async(slot.weights.ptr().raw(), 0, 4 * voxels, s))?;
+        }
+        let (x, y) = (self.model.input_shape(), self.model.output_shape());
+        let (roi, (xp, yp)) = (self.roi as i32, (x.padded as i32, y.padded as i32));
+        let (hi, wi, cube) = (h as i32, w as i32, self.roi.pow(3));
+        let (volume_ptr, imp, sums, weights) = (slot.volume.ptr().raw(), self.importance.ptr().raw(), slot.sums.ptr().raw(), slot.weights.ptr().raw());
+        for batch in origins.chunks(self.batch()) {
+            for (b, o) in batch.iter().enumerate() {
+                let input = slot.net.input().offset(2 * b * x.elements()).raw();
+                let [oz, oy, ox] = o.map(|v| v as i32);
+                let mut l = stream.launch_builder(&self.kernels.gather);
+                l.arg(&volume_ptr).arg(&input).arg(&hi).arg(&wi).arg(&roi).arg(&xp).arg(&oz).arg(&oy).arg(&ox);
+                // SAFETY: gather_window's parameters; the window lies in the volume (`windows`
+                // checked the shape) and sample b of the network's input.
+                cu("gather window", unsafe { l.launch(launch(x.elements())) })?;
+            }
+            slot.net.run()?;
+            for (b, o) in batch.iter().enumerate() {
+                let logits = slot.net.output().offset(2 * b * y.elements()).raw();
+                let [oz, oy, ox] = o.map(|v| v as i32);
+                let total = voxels as i64;
+                let mut l = stream.launch_builder(&self.kernels.accumulate);
+                l.arg(&logits).arg(&imp).arg(&sums).arg(&weights).arg(&total).arg(&hi).arg(&wi).arg(&roi).arg(&yp).arg(&oz).arg(&oy).arg(&ox);
+                // SAFETY: accumulate_window's parameters; the window lies in the volume.
+                cu("accumulate window", unsafe { l.launch(launch(cube)) })?;
+            }
+        }
+        let (labels, total) = (slot.labels.ptr().raw(), voxels as i64);
+        let mut l = stream.launch_builder(&self.kernels.arg_max);
+        l.arg(&sums).arg(&weights).arg(&labels).arg(&total);
+        // SAFETY: arg_max's parameters over the volume's voxels.
+        cu("arg max", unsafe { l.launch(launch(voxels)) })?;
+        cu("synchronize", stream.synchronize())?;
+        let mut out = vec![0u8; voxels];
+        // SAFETY: `voxels` bytes of the labels buffer; the stream has finished.
+        cu("download labels", unsafe { dr::memcpy_dtoh_sync(&mut out, labels) })?;
+        Ok(out)
+    }
+}
+
+impl Engine for GpuUNet3dEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
+        for &index in indices {
+            let shape = *self.shapes.get(index).ok_or(UNetError::UnknownSample { index, cases: self.shapes.len() }).map_err(EngineError::new)?;
+            let sample = source.sample(index);
+            if sample.len() != 4 * shape.iter().product::<usize>() {
+                return Err(EngineError::new(UNetError::SampleSize { index, bytes: sample.len(), shape }));
+            }
+            let volume: Vec<f32> = sample.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            outputs.push(self.segment(&volume, shape).map_err(EngineError::new)?);
+        }
+        Ok(())
+    }
+}
+
+/// How far the GPU's labels agree with the CPU engine's over a set of volumes: voxels and, per
+/// foreground class, the DICE of the GPU's labels against the CPU's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Agreement {
+    pub voxels: usize,
+    pub agreeing: usize,
+    /// Kidney, tumor.
+    pub dice: [f64; 2],
+}
+
+impl Agreement {
+    pub fn of(cpu: &[Vec<u8>], gpu: &[Vec<u8>]) -> Agreement {
+        let (mut voxels, mut agreeing) = (0, 0);
+        let mut overlap = [[0usize; 3]; 2];
+        for (c, g) in cpu.iter().zip(gpu) {
+            voxels += c.len();
+            for (&a, &b) in c.iter().zip(g) {
+                agreeing += usize::from(a == b);
+                for (k, o) in overlap.iter_mut().enumerate() {
+                    let class = k as u8 + 1;
+                    o[0] += usize::from(a == class && b == class);
+                    o[1] += usize::from(a == class);
+                    o[2] += usize::from(b == class);
+                }
+            }
+        }
+        // Both empty: full agreement, as the scorer's smoothing gives.
+        let dice = overlap.map(|[both, a, b]| if a + b == 0 { 1.0 } else { 2.0 * both as f64 / (a + b) as f64 });
+        Agreement { voxels, agreeing, dice }
+    }
+
+    pub fn percent(&self) -> f64 {
+        100.0 * self.agreeing as f64 / self.voxels.max(1) as f64
+    }
+
+    /// The builder's rule: fp16 storage flips voxels near class boundaries, where two logits tie
+    /// within fp16's rounding (about 1e-3 of their size); a plan that computes the same network
+    /// agrees on all but a thin boundary layer (>= 99 % of voxels) and per-class DICE within 0.02
+    /// of 1. A wrong op or layout disagrees on whole regions.
+    pub fn acceptable(&self) -> bool {
+        self.percent() >= MIN_VOXEL_AGREEMENT_PERCENT && self.dice.iter().all(|&d| d >= MIN_DICE_AGREEMENT)
+    }
+}
+
+pub const MIN_VOXEL_AGREEMENT_PERCENT: f64 = 99.0;
+pub const MIN_DICE_AGREEMENT: f64 = 0.98;
+
+impl std::fmt::Display for Agreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "voxel agreement {:.3} % of {}, DICE vs CPU kidney {:.4} tumor {:.4}", self.percent(), self.voxels, self.dice[0], self.dice[1])
+    }
+}
+
+/// The GPU plan a 3D-UNet config describes: its model, plan file, batch (`gpu_batch_size`),
+/// workspace, streams and graphs.
+pub struct UNetGpuSpec {
+    pub model_path: PathBuf,
+    pub plan_path: PathBuf,
+    pub batch: usize,
+    pub workspace_bytes: usize,
+    pub streams: usize,
+    pub use_graphs: bool,
+}
+
+/// Cases the builder checks a plan on: the synthetic set's labels are the CPU engine's, so several
+/// cost nothing; real cases are segmented by the CPU engine first (tens of seconds per window at
+/// MLPerf's size), so one.
+const CHECK_SYNTHETIC_CASES: usize = 8;
+const CHECK_REAL_CASES: usize = 1;
+
+impl UNetGpuSpec {
+    /// The spec of `spec`'s config for `model_path`. The engine runs fp16: an int8 config (NVIDIA's
+    /// default) is refused with the flag that runs it.
+    pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<UNetGpuSpec, crate::Error> {
+        let settings = spec.settings;
+        if let Some(p) = settings.precision.filter(|p| ElementType::from_config(*p) != Some(ElementType::F16)) {
+            return Err(crate::Error::Config(format!("the GPU 3D-UNet engine runs fp16, the config asks {}: run it with --precision=fp16", p.name())));
+        }
+        let batch = settings.batch_size("3d-unet").unwrap_or(1).max(1) as usize;
+        Ok(UNetGpuSpec {
+            plan_path: spec.plan.plan_path("3d-unet", ElementType::F16, batch),
+            model_path,
+            batch,
+            workspace_bytes: settings.workspace_size.unwrap_or(1 << 30) as usize,
+            streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
+            use_graphs: settings.use_graphs.unwrap_or(true),
+        })
+    }
+
+    fn request<'a>(&'a self, input: &'a [usize]) -> ConvnetRequest<'a> {
+        ConvnetRequest { model_path: &self.model_path, ordinal: 0, batch: self.batch, input, workspace_bytes: self.workspace_bytes }
+    }
+
+    /// `generate_engines`: reuses an up-to-date plan, or builds one, checks it against the CPU
+    /// engine on the first cases of `set` (refused below [`Agreement::acceptable`]) and writes it.
+    /// Returns a line for the user.
+    pub fn generate(&self, set: &Preprocessed, cases: &[Case], synthetic: bool, progress: &mut dyn FnMut(&str)) -> Result<String, UNetError> {
+        let roi = model_roi(&self.model_path)?;
+        let input = [1, roi, roi, roi];
+        let wanted = wanted_key(&self.request(&input))?;
+        if check(&self.plan_path, &wanted) == PlanStatus::Fresh {
+            return Ok(format!("{}: up to date, reused", self.plan_path.display()));
+        }
+        let mut plan = build(&self.request(&input), progress)?;
+        let checked = &cases[..cases.len().min(if synthetic { CHECK_SYNTHETIC_CASES } else { CHECK_REAL_CASES })];
+        let shapes: Vec<VolumeShape> = checked.iter().map(|c| c.shape).collect();
+        let engine = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 1, false)?;
+        let cpu_engine = if synthetic { None } else { Some(CpuUNet3dEngine::load(&self.model_path, shapes)?) };
+        let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
+        for case in checked {
+            let read = set.read_case(case)?;
+            let volume: Vec<f32> = read.image.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            gpu.push(engine.segment(&volume, case.shape)?);
+            cpu.push(match &cpu_engine {
+                Some(e) => e.segment(&volume, case.shape)?,
+                None => read.labels.to_vec(),
+            });
+        }
+        let agreement = Agreement::of(&cpu, &gpu);
+        let verification = format!("{} cases: {agreement}", checked.len());
+        if !agreement.acceptable() {
+            return Err(GpuError::Build(format!(
+                "the plan disagrees with the CPU engine ({verification}; needs >= {MIN_VOXEL_AGREEMENT_PERCENT} % of voxels and DICE >= {MIN_DICE_AGREEMENT}); not written"
+            ))
+            .into());
+        }
+        plan.header.verification = verification.clone();
+        write(&plan, &self.plan_path)?;
+        Ok(format!("{}: built; {verification}", self.plan_path.display()))
+    }
+
+    /// The plan on each of `devices` GPUs for volumes of `shapes`; a missing, stale or corrupt plan
+    /// is refused with the command that rebuilds it.
+    pub fn open(&self, devices: usize, shapes: Vec<VolumeShape>) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
+        let data = |e: UNetError| crate::Error::Data(e.to_string());
+        let roi = model_roi(&self.model_path).map_err(data)?;
+        let input = [1, roi, roi, roi];
+        let wanted = wanted_key(&self.request(&input)).map_err(|e| crate::Error::Data(e.to_string()))?;
+        require_fresh(&self.plan_path, &wanted)?;
+        let plan = ConvnetPlan::load(&self.plan_path)?;
+        Ok(open_each(devices, |d| GpuUNet3dEngine::open(d, &plan, shapes.clone(), self.streams, self.use_graphs))?)
+    }
+}
+
+/// The region of interest of a 3D-UNet ONNX model: its input's side (`[N, 1, R, R, R]`).
+fn model_roi(path: &Path) -> Result<usize, UNetError> {
+    use prost::Message;
+    use tract_onnx::pb::tensor_shape_proto::dimension::Value;
+    use tract_onnx::pb::type_proto::Value as TypeValue;
+    let origin = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
+    let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
+    let dims: Vec<Option<i64>> = model
+        .graph
+        .as_ref()
+        .and_then(|g| g.input.first())
+        .and_then(|i| i.r#type.as_ref())
+        .and_then(|t| match &t.value {
+            Some(TypeValue::TensorType(t)) => t.shape.as_ref(),
+            _ => None,
+        })
+        .map(|s| s.dim.iter().map(|d| if let Some(Value::DimValue(v)) = d.value { Some(v) } else { None }).collect())
+        .unwrap_or_default();
+    match dims.as_slice() {
+        [_, Some(1), Some(d), Some(h), Some(w)] if d == h && h == w && *d >= 2 => Ok(*d as usize),
+        _ => Err(UNetError::InputShape { origin, shape: format!("{dims:?}") }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agreement_counts_voxels_and_per_class_dice() {
+        let cpu = vec![vec![0, 1, 1, 2, 2, 0, 0, 0]];
+        let gpu = vec![vec![0, 1, 2, 2, 2, 0, 0, 1]];
+        let a = Agreement::of(&cpu, &gpu);
+        assert_eq!((a.voxels, a.agreeing), (8, 6));
+        // Kidney: both 1 voxel, CPU 2, GPU 2 -> 0.5; tumor: both 2, CPU 2, GPU 3 -> 0.8.
+        assert_eq!(a.dice, [0.5, 0.8]);
+        assert!(!a.acceptable());
+        assert!(Agreement::of(&cpu, &cpu).acceptable());
+        assert!(a.to_string().contains("75.000 %"), "{a}");
+    }
+
+    use crate::benchmarks::unet3d::model::{UNet3dShape, unet3d};
+    use crate::benchmarks::unet3d::synthetic::{self, SEED, SyntheticKits, case_shape, case_volume};
+    use prost::Message;
+    use std::time::Instant;
+
+    /// Builds a plan of `model` at `batch` (reporting the algorithm choices).
+    fn plan_of(model: &Path, roi: usize, batch: usize) -> ConvnetPlan {
+        let request = ConvnetRequest { model_path: model, ordinal: 0, batch, input: &[1, roi, roi, roi], workspace_bytes: 8 << 30 };
+        let started = Instant::now();
+        let plan = build(&request, &mut |line| println!("  {line}")).unwrap();
+        println!("unet3d_gpu: plan of {} at batch {batch} built in {:.1} s", model.display(), started.elapsed().as_secs_f64());
+        plan
+    }
+
+    #[test]
+    fn configs_resolve_to_an_fp16_plan_of_the_model_s_region() {
+        use crate::dataset::SampleSet;
+        use crate::engines::gpu::spec::PlanIdentity;
+        use mlperf_config::{DataType, Scenario, Settings, Workload as WorkloadSetting};
+        let dir = std::env::temp_dir().join(format!("mlperf-unet3d-gpu-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = dir.join("m.onnx");
+        let shape = UNet3dShape { filters: vec![8, 16], roi: 16, class_bias: [0.0; CLASSES] };
+        std::fs::write(&model, unet3d(&shape, 1).encode_to_vec()).unwrap();
+        assert_eq!(model_roi(&model).unwrap(), 16);
+        let spec = |settings| WorkloadSpec {
+            settings,
+            plan: PlanIdentity { system: "H200-SXM-141GBx1", scenario: Scenario::Offline, workload: WorkloadSetting::default() },
+            total_samples: 43,
+            performance_samples: 43,
+            set: SampleSet::Accuracy,
+            devices: 1,
+            output_limit: None,
+        };
+        let settings = Settings { gpu_batch_size: Some(vec![("3d-unet".into(), 8)].into()), precision: Some(DataType::Fp16), ..Settings::default() };
+        let gpu = UNetGpuSpec::of(&spec(&settings), model.clone()).unwrap();
+        assert_eq!(gpu.batch, 8);
+        assert!(gpu.plan_path.ends_with("H200-SXM-141GBx1/Offline/3d-unet/gpu-3d-unet-fp16-b8.default.plan"), "{}", gpu.plan_path.display());
+        let int8 = Settings { precision: Some(DataType::Int8), ..settings.clone() };
+        let e = UNetGpuSpec::of(&spec(&int8), model).err().unwrap().to_string();
+        assert!(e.contains("runs fp16") && e.contains("--precision=fp16"), "{e}");
+        std::fs::write(dir.join("bad.onnx"), b"not onnx").unwrap();
+        assert!(model_roi(&dir.join("bad.onnx")).unwrap_err().to_string().contains("not an ONNX model"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn unet3d_gpu_agrees_with_the_cpu_engine_on_the_synthetic_set() {
+        // The CPU-dev set: its labels are the CPU engine's, so DICE against them is agreement.
+        let dir = std::env::temp_dir().join(format!("mlperf-unet3d-gpu-{}", std::process::id()));
+        let set = SyntheticKits::in_dir(&dir);
+        synthetic::ensure(&set, &mut |m| println!("{m}")).unwrap();
+        let cases = set.preprocessed().read_index().unwrap();
+        let roi = CpuUNet3dEngine::load(&set.model(), vec![]).unwrap().roi();
+        let plan = plan_of(&set.model(), roi, 4);
+        let path = dir.join("unet3d.plan");
+        write(&plan, &path).unwrap();
+        let plan = ConvnetPlan::load(&path).unwrap();
+        let shapes: Vec<_> = cases.iter().map(|c| c.shape).collect();
+        let engine = GpuUNet3dEngine::open(0, &plan, shapes, 2, true).unwrap();
+        let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
+        for case in &cases {
+            let read = set.preprocessed().read_case(case).unwrap();
+            let image: Vec<f32> = read.image.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            gpu.push(engine.segment(&image, case.shape).unwrap());
+            cpu.push(read.labels.to_vec());
+        }
+        let agreement = Agreement::of(&cpu, &gpu);
+        println!("unet3d_gpu synthetic set ({} cases, ROI {roi}): {agreement}", cases.len());
+        assert!(agreement.acceptable(), "{agreement}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// MLPerf's size: filters [32, 64, 128, 256, 320], ROI 128; volumes of KiTS19-like shapes.
+    /// `MLPERF_UNET3D_ONNX` names where the model is written (for the PyTorch comparator);
+    /// `MLPERF_UNET3D_BATCH` the batch (8, the configs').
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn unet3d_gpu_full_size_agreement_and_throughput() {
+        let roi = 128;
+        let path = std::env::var("MLPERF_UNET3D_ONNX").map(std::path::PathBuf::from).unwrap_or_else(|_| std::env::temp_dir().join("unet3d_full.onnx"));
+        let mut shape = UNet3dShape { filters: vec![32, 64, 128, 256, 320], roi, class_bias: [0.0; CLASSES] };
+        std::fs::write(&path, unet3d(&shape, SEED).encode_to_vec()).unwrap();
+        // The logits' biases as the synthetic set sets them (minus each class's mean), measured on
+        // the GPU over the first volume's first window (a plan of batch 1).
+        let first = case_shape(SEED, 0, roi);
+        let volume = case_volume(SEED, 0, first, roi);
+        let plan = plan_of(&path, roi, 1);
+        let model = Convnet::load(0, &plan).unwrap();
+        let mut slot = Slot::new(&model, 8 << 30, false).unwrap();
+        let ([z, y, x], [_, h, w]) = (windows(first, roi).unwrap()[0], first);
+        let mut input = Vec::new();
+        for a in 0..roi {
+            for c in 0..roi {
+                let row = ((z + a) * h + y + c) * w + x;
+                input.extend_from_slice(&volume[row..row + roi]);
+            }
+        }
+        let logits = slot.run_host(&input).unwrap();
+        let means: Vec<f64> = logits.chunks_exact(roi * roi * roi).map(|class| class.iter().map(|&v| f64::from(v)).sum::<f64>() / class.len() as f64).collect();
+        drop(slot);
+        let batch: usize = std::env::var("MLPERF_UNET3D_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(8);
+        shape.class_bias = [0, 1, 2].map(|k| -means[k] as f32);
+        println!("unet3d_gpu full size: class biases {:?}", shape.class_bias);
+        std::fs::write(&path, unet3d(&shape, SEED).encode_to_vec()).unwrap();
+        let plan = plan_of(&path, roi, batch);
+
+        // Throughput: the network alone per batch, and whole volumes of KiTS19-like shapes.
+        let shapes: Vec<VolumeShape> = (0..6).map(|i| case_shape(SEED, i, roi)).collect();
+        let engine = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 1, true).unwrap();
+        let ms = engine.slots.with(|s| s.net.time_batches(10)).unwrap();
+        println!("unet3d_gpu network: {ms:.2} ms per batch of {batch} windows, {:.1} windows/s", 1000.0 * batch as f64 / ms);
+        let volumes: Vec<Vec<f32>> = shapes.iter().enumerate().map(|(i, s)| case_volume(SEED, i, *s, roi)).collect();
+        engine.segment(&volumes[0], shapes[0]).unwrap();
+        let started = Instant::now();
+        let mut count = 0;
+        for (v, s) in volumes.iter().zip(&shapes) {
+            engine.segment(v, *s).unwrap();
+            count += windows(*s, roi).unwrap().len();
+        }
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "unet3d_gpu volumes: {} volumes ({count} windows, shapes {shapes:?}) in {secs:.3} s: {:.2} volumes/s, {:.1} windows/s",
+            shapes.len(),
+            shapes.len() as f64 / secs,
+            count as f64 / secs
+        );
+        // Agreement with the CPU engine on a volume of two overlapping windows.
+        let check = [[roi + roi / 2, roi, roi]];
+        let engine = GpuUNet3dEngine::open(0, &plan, check.to_vec(), 1, true).unwrap();
+        let cpu_engine = CpuUNet3dEngine::load(&path, check.to_vec()).unwrap();
+        let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
+        for (i, s) in check.iter().enumerate() {
+            let v = case_volume(SEED, i + 1, *s, roi);
+            let started = Instant::now();
+            cpu.push(cpu_engine.segment(&v, *s).unwrap());
+            println!("unet3d_gpu full size: CPU engine {:?} in {:.1} s", s, started.elapsed().as_secs_f64());
+            gpu.push(engine.segment(&v, *s).unwrap());
+        }
+        let agreement = Agreement::of(&cpu, &gpu);
+        let shares: Vec<f64> = (0..CLASSES as u8).map(|k| cpu.iter().flatten().filter(|&&l| l == k).count() as f64 / agreement.voxels as f64).collect();
+        println!("unet3d_gpu full size vs CPU engine: {agreement}; CPU label shares {shares:.3?}");
+
+        assert!(agreement.acceptable(), "{agreement}");
+    }
+}

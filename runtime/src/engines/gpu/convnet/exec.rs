@@ -1,0 +1,396 @@
+//! Running a convnet plan on one GPU: the weights uploaded once, and per inference stream a slot
+//! with its cuDNN handle, one buffer per value (channels-last fp16, the plan's batch size), the
+//! descriptors of every op, and (with `use_graphs`) one CUDA graph of the whole network, captured
+//! after a plain run. Convolutions run cuDNN's algorithm the plan names (transposed ones as its
+//! backward data); everything else is our kernels (`kernels.cu`).
+
+use super::import::{Act, OpKind, ValueShape};
+use super::plan::{ConvnetHeader, ConvnetPlan};
+use crate::engines::gpu::GpuError;
+use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
+use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
+use crate::engines::gpu::exec::time_runs;
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, GpuError>;
+
+const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels.cu"));
+/// Threads per block of the element-wise kernels.
+const THREADS: u32 = 256;
+/// Positions each block of `norm_stats` sums.
+const NORM_CHUNK: usize = 2048;
+
+fn elementwise(total: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// The plan's weights and our kernels on one GPU, shared by its slots.
+pub struct Convnet {
+    pub ctx: Arc<CudaContext>,
+    pub header: ConvnetHeader,
+    weights: DeviceBuffer,
+    bias_act: CudaFunction,
+    norm_stats: CudaFunction,
+    norm_apply: CudaFunction,
+    copy_slice: CudaFunction,
+    to_channels_last: CudaFunction,
+    from_channels_last: CudaFunction,
+}
+
+impl Convnet {
+    pub fn load(ordinal: usize, plan: &ConvnetPlan) -> Result<Arc<Convnet>> {
+        let ctx = cu("open device", CudaContext::new(ordinal)).map_err(|source| GpuError::OnGpu { ordinal, source })?;
+        // SAFETY: the engine creates no `CudaSlice`s; it orders the uses of its own buffers per stream.
+        unsafe { ctx.disable_event_tracking() };
+        device::bind(&ctx)?;
+        let weights = DeviceBuffer::new(plan.blob.len())?;
+        cu("upload weights", weights.upload(0, &plan.blob))?;
+        let cc = cu("compute capability", ctx.compute_capability())?;
+        let module = cu("load kernels", ctx.load_module(compile_for("convnet kernels", KERNELS, cc, Vec::new())?))?;
+        let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
+        Ok(Arc::new(Convnet {
+            header: plan.header.clone(),
+            weights,
+            bias_act: f("bias_act")?,
+            norm_stats: f("norm_stats")?,
+            norm_apply: f("norm_apply")?,
+            copy_slice: f("copy_slice")?,
+            to_channels_last: f("to_channels_last")?,
+            from_channels_last: f("from_channels_last")?,
+            ctx,
+        }))
+    }
+
+    pub fn batch(&self) -> usize {
+        self.header.key.batch_size
+    }
+
+    pub fn input_shape(&self) -> &ValueShape {
+        &self.header.net.values[0]
+    }
+
+    pub fn output_shape(&self) -> &ValueShape {
+        &self.header.net.values[self.header.net.output]
+    }
+}
+
+/// cuDNN's objects of one op.
+enum OpDescriptors {
+    Conv { x: Tensor, y: Tensor, w: Filter, conv: Convolution },
+    Transpose { dy: Tensor, dx: Tensor, w: Filter, conv: Convolution },
+    Kernels,
+}
+
+/// One inference stream of a device.
+pub struct Slot {
+    pub model: Arc<Convnet>,
+    pub stream: Arc<CudaStream>,
+    descriptors: Vec<OpDescriptors>,
+    handle: Handle,
+    buffers: Vec<DeviceBuffer>,
+    stats: DeviceBuffer,
+    workspace: DeviceBuffer,
+    graph: Option<CudaGraph>,
+    use_graphs: bool,
+}
+
+// SAFETY: a slot is used by one thread at a time; its handles and device memory belong to its
+// device's context, bound on every use.
+unsafe impl Send for Slot {}
+
+impl Slot {
+    /// A slot with `workspace_bytes` of cuDNN workspace (at least what the plan's algorithms need).
+    pub fn new(model: &Arc<Convnet>, workspace_bytes: usize, use_graphs: bool) -> Result<Slot> {
+        device::bind(&model.ctx)?;
+        let stream = cu("create stream", model.ctx.new_stream())?;
+        let handle = Handle::new(&stream)?;
+        let (net, n) = (&model.header.net, model.batch());
+        let buffers = net.values.iter().map(|v| DeviceBuffer::new(n * v.elements() * 2)).collect::<std::result::Result<Vec<_>, _>>()?;
+        // Zeroed once: a concatenation leaves its padding channels as they are, and the next
+        // convolution's zero weights there must not meet NaN bit patterns.
+        for b in &buffers {
+            // SAFETY: within the buffer just allocated; synchronous.
+            cu("clear buffers", unsafe { dr::memset_d8_sync(b.ptr().raw(), 0, b.bytes) })?;
+        }
+        let widest = net.values.iter().map(|v| v.padded).max().unwrap_or(0);
+        let mut descriptors = Vec::new();
+        let mut need = 0;
+        for op in &net.ops {
+            let (x, y) = (&net.values[op.inputs[0]], &net.values[op.output]);
+            let t = |v: &ValueShape| Tensor::channels_last(DataType::Half, n, v.padded, v.padded, &v.spatial);
+            let d = match &op.kind {
+                OpKind::Conv { geometry: g, algorithm, .. } => {
+                    let w = Filter::channels_last(DataType::Half, y.padded, x.padded / g.groups, &g.kernel)?;
+                    let conv = Convolution::nd(&g.pad, &g.stride, &g.dilation, g.groups, DataType::Float)?;
+                    let d = OpDescriptors::Conv { x: t(x)?, y: t(y)?, w, conv };
+                    if let (OpDescriptors::Conv { x, y, w, conv }, Some(algo)) = (&d, Algorithm::from_code(*algorithm)) {
+                        need = need.max(cudnn::workspace_size(&handle, x, w, conv, y, algo)?);
+                    }
+                    d
+                }
+                OpKind::ConvTranspose { geometry: g, algorithm, .. } => {
+                    let w = Filter::channels_last(DataType::Half, x.padded, y.padded, &g.kernel)?;
+                    let conv = Convolution::nd(&g.pad, &g.stride, &g.dilation, 1, DataType::Float)?;
+                    let d = OpDescriptors::Transpose { dy: t(x)?, dx: t(y)?, w, conv };
+                    if let (OpDescriptors::Transpose { dy, dx, w, conv }, Some(algo)) = (&d, BackwardDataAlgorithm::from_code(*algorithm)) {
+                        need = need.max(cudnn::backward_data_workspace_size(&handle, w, dy, conv, dx, algo)?);
+                    }
+                    d
+                }
+                _ => OpDescriptors::Kernels,
+            };
+            descriptors.push(d);
+        }
+        Ok(Slot {
+            stats: DeviceBuffer::new(n * widest * 16)?,
+            workspace: DeviceBuffer::new(need.max(workspace_bytes))?,
+            model: model.clone(),
+            stream,
+            descriptors,
+            handle,
+            buffers,
+            graph: None,
+            use_graphs,
+        })
+    }
+
+    fn ptr(&self, value: usize) -> DevicePtr {
+        self.buffers[value].ptr()
+    }
+
+    /// The network's input buffer: the plan's batch of channels-last fp16 samples.
+    pub fn input(&self) -> DevicePtr {
+        self.ptr(0)
+    }
+
+    /// The network's output buffer (channels-last fp16, padded rows).
+    pub fn output(&self) -> DevicePtr {
+        self.ptr(self.model.header.net.output)
+    }
+
+    /// Enqueues op `index`.
+    ///
+    /// # Safety
+    /// Every value's buffer is sized for the plan's batch (the slot's own), the weights are the
+    /// plan's; the caller synchronizes before reading results.
+    unsafe fn enqueue_op(&self, index: usize, algorithms: (Option<Algorithm>, Option<BackwardDataAlgorithm>)) -> Result<()> {
+        let m = &self.model;
+        let (net, n) = (&m.header.net, m.batch());
+        let op = &net.ops[index];
+        let (xs, ys) = (&net.values[op.inputs[0]], &net.values[op.output]);
+        let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
+        let rows = (n * ys.positions()) as i64;
+        let missing = || GpuError::PlanContent("the plan has no algorithm (build incomplete); rebuild it".into()).in_layer(&op.name);
+        let bias_act = |bias: Option<usize>, act: Act| -> Result<()> {
+            if bias.is_none() && act == Act::None {
+                return Ok(());
+            }
+            let b = bias.map_or(0, |o| weights.offset(o).raw());
+            let (c, kind) = (ys.padded as i32, act.code());
+            let mut l = self.stream.launch_builder(&m.bias_act);
+            l.arg(&y).arg(&y).arg(&b).arg(&rows).arg(&c).arg(&c).arg(&0i32).arg(&kind);
+            // SAFETY: bias_act's parameters in order and type; in place on the op's output.
+            cu("bias_act", unsafe { l.launch(elementwise(rows as usize * ys.padded)) })?;
+            Ok(())
+        };
+        match (&op.kind, &self.descriptors[index]) {
+            (OpKind::Conv { weights: w_at, bias, act, .. }, OpDescriptors::Conv { x: xd, y: yd, w, conv }) => {
+                let algo = algorithms.0.ok_or_else(missing)?;
+                // SAFETY: the descriptors describe the slot's buffers and the plan's weights; the
+                // workspace holds what the algorithm needs (sized in `new`, checked when timing).
+                unsafe {
+                    cudnn::forward(
+                        &self.handle,
+                        Operand { desc: xd, ptr: self.ptr(op.inputs[0]) },
+                        Operand { desc: w, ptr: weights.offset(*w_at) },
+                        conv,
+                        algo,
+                        &self.workspace,
+                        Operand { desc: yd, ptr: self.ptr(op.output) },
+                    )
+                }?;
+                bias_act(*bias, *act)?;
+            }
+            (OpKind::ConvTranspose { weights: w_at, bias, .. }, OpDescriptors::Transpose { dy, dx, w, conv }) => {
+                let algo = algorithms.1.ok_or_else(missing)?;
+                // SAFETY: as above.
+                unsafe {
+                    cudnn::backward_data(
+                        &self.handle,
+                        Operand { desc: dy, ptr: self.ptr(op.inputs[0]) },
+                        Operand { desc: w, ptr: weights.offset(*w_at) },
+                        conv,
+                        algo,
+                        &self.workspace,
+                        Operand { desc: dx, ptr: self.ptr(op.output) },
+                    )
+                }?;
+                bias_act(*bias, Act::None)?;
+            }
+            (OpKind::InstanceNorm { params, epsilon, act }, _) => {
+                let (positions, c) = (xs.positions() as i64, xs.padded as i32);
+                // SAFETY: the stats buffer holds n x widest x 2 doubles.
+                cu("clear stats", unsafe { dr::memset_d8_async(self.stats.ptr().raw(), 0, n * xs.padded * 16, self.stream.cu_stream()) })?;
+                let (stats, chunk) = (self.stats.ptr().raw(), NORM_CHUNK as i32);
+                let mut l = self.stream.launch_builder(&m.norm_stats);
+                l.arg(&x).arg(&stats).arg(&positions).arg(&c).arg(&chunk);
+                let grid = (xs.positions().div_ceil(NORM_CHUNK) as u32, n as u32, 1);
+                // SAFETY: norm_stats's parameters; shared memory for 2 floats per channel.
+                cu("norm_stats", unsafe { l.launch(LaunchConfig { grid_dim: grid, block_dim: (THREADS, 1, 1), shared_mem_bytes: 8 * xs.padded as u32 }) })?;
+                let (p, kind, batch) = (weights.offset(*params).raw(), act.code(), n as i32);
+                let mut l = self.stream.launch_builder(&m.norm_apply);
+                l.arg(&x).arg(&y).arg(&stats).arg(&p).arg(&positions).arg(&c).arg(epsilon).arg(&kind).arg(&batch);
+                // SAFETY: norm_apply's parameters in order and type.
+                cu("norm_apply", unsafe { l.launch(elementwise(n * xs.elements())) })?;
+            }
+            (OpKind::Concat, _) => {
+                let mut offset = 0i32;
+                for &input in &op.inputs {
+                    let v = &net.values[input];
+                    let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, v.padded as i32, ys.padded as i32);
+                    let mut l = self.stream.launch_builder(&m.copy_slice);
+                    l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&y_row).arg(&offset);
+                    // SAFETY: copy_slice's parameters; the slice lies within the output's rows.
+                    cu("copy_slice", unsafe { l.launch(elementwise(rows as usize * c as usize)) })?;
+                    offset += c;
+                }
+            }
+            (OpKind::Activation(act), _) => {
+                let (c, kind) = (ys.padded as i32, act.code());
+                let mut l = self.stream.launch_builder(&m.bias_act);
+                l.arg(&x).arg(&y).arg(&0u64).arg(&rows).arg(&c).arg(&c).arg(&0i32).arg(&kind);
+                // SAFETY: bias_act's parameters in order and type.
+                cu("activation", unsafe { l.launch(elementwise(rows as usize * ys.padded)) })?;
+            }
+            _ => return Err(GpuError::PlanContent("an op whose descriptors do not match it (corrupt plan); rebuild it".into()).in_layer(&op.name)),
+        }
+        Ok(())
+    }
+
+    fn algorithms(&self, index: usize) -> (Option<Algorithm>, Option<BackwardDataAlgorithm>) {
+        match &self.model.header.net.ops[index].kind {
+            OpKind::Conv { algorithm, .. } => (Algorithm::from_code(*algorithm), None),
+            OpKind::ConvTranspose { algorithm, .. } => (None, BackwardDataAlgorithm::from_code(*algorithm)),
+            _ => (None, None),
+        }
+    }
+
+    /// # Safety
+    /// As for [`Slot::enqueue_op`].
+    unsafe fn enqueue(&self) -> Result<()> {
+        for index in 0..self.model.header.net.ops.len() {
+            // SAFETY: our caller's contract.
+            unsafe { self.enqueue_op(index, self.algorithms(index)) }?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the network on the slot's stream over the input buffer (a whole batch); the first
+    /// call runs plainly, then captures a graph when the slot uses them.
+    pub fn run(&mut self) -> Result<()> {
+        device::bind(&self.model.ctx)?;
+        if let Some(graph) = &self.graph {
+            return Ok(cu("launch graph", graph.launch())?);
+        }
+        // SAFETY: the slot's own buffers and the plan's weights; graphs capture the same.
+        unsafe { self.enqueue() }?;
+        if self.use_graphs {
+            cu("synchronize", self.stream.synchronize())?;
+            cu("begin capture", self.stream.begin_capture(ds::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+            // SAFETY: as above.
+            let enqueued = unsafe { self.enqueue() };
+            let graph = cu("end capture", self.stream.end_capture(ds::CUgraphInstantiate_flags(0)));
+            enqueued?;
+            self.graph = graph?;
+        }
+        Ok(())
+    }
+
+    /// Runs `input` (the plan's batch of NC... f32 samples) and returns the output NC... f32
+    /// (logical channels): for checks against the CPU engine.
+    pub fn run_host(&mut self, input: &[f32]) -> Result<Vec<f32>> {
+        let m = self.model.clone();
+        let n = m.batch();
+        let (xs, ys) = (m.input_shape(), m.output_shape());
+        if input.len() != n * xs.positions() * xs.channels {
+            return Err(GpuError::Run(format!("{} input values for a batch of {n} samples of {} channels x {:?}", input.len(), xs.channels, xs.spatial)));
+        }
+        device::bind(&m.ctx)?;
+        let staging = DeviceBuffer::new(4 * input.len().max(n * ys.positions() * ys.channels))?;
+        let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+        cu("upload input", staging.upload(0, &bytes))?;
+        let stream = self.stream.clone();
+        let convert = |f: &CudaFunction, from: u64, to: u64, v: &ValueShape, total: usize| -> Result<()> {
+            let (p, c, pad, b) = (v.positions() as i64, v.channels as i32, v.padded as i32, n as i32);
+            let mut l = stream.launch_builder(f);
+            l.arg(&from).arg(&to).arg(&p).arg(&c).arg(&pad).arg(&b);
+            // SAFETY: the conversion kernels' parameters; both buffers hold the batch.
+            cu("convert", unsafe { l.launch(elementwise(total)) })?;
+            Ok(())
+        };
+        convert(&m.to_channels_last, staging.ptr().raw(), self.input().raw(), xs, n * xs.elements())?;
+        self.run()?;
+        convert(&m.from_channels_last, self.output().raw(), staging.ptr().raw(), ys, n * ys.positions() * ys.channels)?;
+        cu("synchronize", self.stream.synchronize())?;
+        let mut out = vec![0f32; n * ys.positions() * ys.channels];
+        // SAFETY: `out` is within the staging buffer; the stream has finished.
+        cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, staging.ptr().raw()) })?;
+        Ok(out)
+    }
+
+    /// Times every candidate cuDNN algorithm of every (transposed) convolution at the plan's batch
+    /// within `workspace_limit` and writes the fastest into `header` (the builder's autotuning);
+    /// one report line per op.
+    pub fn choose_algorithms(&self, header: &mut ConvnetHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
+        device::bind(&self.model.ctx)?;
+        let event = || cu("event", self.model.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
+        let events = (event()?, event()?);
+        let limit = workspace_limit.min(self.workspace.bytes);
+        for (index, d) in self.descriptors.iter().enumerate() {
+            let mut best: Option<(f32, i32, usize)> = None;
+            match d {
+                OpDescriptors::Conv { x, y, w, conv } => {
+                    for (algo, _) in cudnn::candidate_algorithms(&self.handle, x, w, conv, y)? {
+                        let Ok(bytes) = cudnn::workspace_size(&self.handle, x, w, conv, y, algo) else { continue };
+                        // SAFETY: a candidate within the workspace, on the slot's buffers.
+                        let us = if bytes <= limit { time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_op(index, (Some(algo), None)) }.is_ok())? } else { None };
+                        if let Some(us) = us.filter(|&us| best.is_none_or(|(t, ..)| us < t)) {
+                            best = Some((us, algo.code(), bytes));
+                        }
+                    }
+                }
+                OpDescriptors::Transpose { dy, dx, w, conv } => {
+                    for algo in cudnn::candidate_backward_data_algorithms(&self.handle, w, dy, conv, dx)? {
+                        let Ok(bytes) = cudnn::backward_data_workspace_size(&self.handle, w, dy, conv, dx, algo) else { continue };
+                        // SAFETY: as above.
+                        let us = if bytes <= limit { time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_op(index, (None, Some(algo))) }.is_ok())? } else { None };
+                        if let Some(us) = us.filter(|&us| best.is_none_or(|(t, ..)| us < t)) {
+                            best = Some((us, algo.code(), bytes));
+                        }
+                    }
+                }
+                OpDescriptors::Kernels => continue,
+            }
+            let op = &mut header.net.ops[index];
+            let (us, code, bytes) = best.ok_or_else(|| GpuError::Build(format!("no cuDNN algorithm runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name))?;
+            if let OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. } = &mut op.kind {
+                (*algorithm, *workspace) = (code, bytes);
+            }
+            report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name));
+        }
+        Ok(())
+    }
+
+    /// Mean milliseconds per batch of `runs` runs (after one untimed), the graph when there is one.
+    pub fn time_batches(&mut self, runs: usize) -> Result<f64> {
+        self.run()?;
+        cu("synchronize", self.stream.synchronize())?;
+        let started = std::time::Instant::now();
+        for _ in 0..runs {
+            self.run()?;
+        }
+        cu("synchronize", self.stream.synchronize())?;
+        Ok(started.elapsed().as_secs_f64() * 1000.0 / runs.max(1) as f64)
+    }
+}

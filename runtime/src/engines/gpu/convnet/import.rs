@@ -1,0 +1,383 @@
+//! ONNX import for the convnet engine: a static-shape network (batch and input dims fixed at build
+//! time) read from a `ModelProto` into [`Net`]: values with channels-last shapes (channels padded to
+//! a multiple of [`CHANNEL_ALIGN`] for tensor cores), ops with their weights in the GPU's layout in
+//! one blob, and the fusions the GPU runs in one step: Conv + Relu, Conv + SiLU (`x * Sigmoid(x)`),
+//! InstanceNormalization + Relu. CPU only, tested in CI.
+
+use crate::engines::gpu::GpuError;
+use crate::engines::onnx_reader::{attr, attr_float, attr_int, attr_ints, f32_values};
+use half::f16;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use tract_onnx::pb;
+
+/// Channel counts are padded to this (cuDNN's fp16 tensor-core kernels want multiples of 8).
+pub const CHANNEL_ALIGN: usize = 8;
+
+fn network(msg: impl Into<String>) -> GpuError {
+    GpuError::Network(msg.into())
+}
+
+/// A value's per-sample shape: logical channels, their padded count (the channels-last row), and
+/// the spatial dims (1 to 3 of them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueShape {
+    pub channels: usize,
+    pub padded: usize,
+    pub spatial: Vec<usize>,
+}
+
+impl ValueShape {
+    fn new(channels: usize, spatial: Vec<usize>) -> ValueShape {
+        ValueShape { channels, padded: channels.next_multiple_of(CHANNEL_ALIGN), spatial }
+    }
+
+    /// Spatial positions per sample.
+    pub fn positions(&self) -> usize {
+        self.spatial.iter().product()
+    }
+
+    /// Stored elements per sample (padded channels).
+    pub fn elements(&self) -> usize {
+        self.positions() * self.padded
+    }
+}
+
+/// An activation fused after an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Act {
+    None,
+    Relu,
+    Sigmoid,
+    /// `x * sigmoid(x)`.
+    Silu,
+}
+
+impl Act {
+    /// The kernels' code for it (`kernels.cu`'s `act`).
+    pub fn code(self) -> i32 {
+        match self {
+            Act::None => 0,
+            Act::Relu => 1,
+            Act::Sigmoid => 2,
+            Act::Silu => 3,
+        }
+    }
+}
+
+/// Geometry of a convolution over `spatial.len()` dims.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvGeometry {
+    pub kernel: Vec<usize>,
+    pub stride: Vec<usize>,
+    pub pad: Vec<usize>,
+    pub dilation: Vec<usize>,
+    pub groups: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum OpKind {
+    /// Cross-correlation; fp16 weights `[K, kernel..., C / groups]` (padded) at `weights`, f32 bias
+    /// `[K padded]` at `bias` if any; `algorithm` is cuDNN's forward algorithm, chosen by timing.
+    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize },
+    /// Transposed convolution with kernel = stride, no padding, run as cuDNN's backward data of the
+    /// convolution it transposes: fp16 weights `[C_in, kernel..., C_out]` (padded), f32 bias.
+    ConvTranspose { geometry: ConvGeometry, weights: usize, bias: Option<usize>, algorithm: i32, workspace: usize },
+    /// Per sample and channel: `act((x - mean) / sqrt(var + epsilon) * scale + shift)`; f32 scale
+    /// and shift `[C padded]` (zero on padding) at `params`.
+    InstanceNorm { params: usize, epsilon: f32, act: Act },
+    /// Channel concatenation; each input's channels copied into their slice of the output's rows.
+    Concat,
+    /// An activation alone.
+    Activation(Act),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    pub name: String,
+    pub kind: OpKind,
+    pub inputs: Vec<usize>,
+    pub output: usize,
+}
+
+/// The imported network: value 0 is the input; each op writes one value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Net {
+    pub values: Vec<ValueShape>,
+    pub ops: Vec<Op>,
+    pub output: usize,
+}
+
+/// Weights in the GPU's layout, appended 256-byte aligned.
+#[derive(Debug, Default)]
+pub struct Blob(pub Vec<u8>);
+
+impl Blob {
+    fn push(&mut self, bytes: &[u8]) -> usize {
+        let at = self.0.len().next_multiple_of(256);
+        self.0.resize(at, 0);
+        self.0.extend_from_slice(bytes);
+        at
+    }
+    fn push_f16(&mut self, values: &[f32]) -> usize {
+        let bytes: Vec<u8> = values.iter().flat_map(|&v| f16::from_f32(v).to_le_bytes()).collect();
+        self.push(&bytes)
+    }
+    fn push_f32(&mut self, values: &[f32]) -> usize {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push(&bytes)
+    }
+}
+
+/// `values` (length `n`) zero-padded to `padded`.
+fn padded(mut values: Vec<f32>, padded: usize) -> Vec<f32> {
+    values.resize(padded, 0.0);
+    values
+}
+
+/// The network of `model` for inputs of per-sample shape `[C, spatial...]` (NC... order, as ONNX
+/// has them), and its weight blob.
+pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), GpuError> {
+    let graph = model.graph.as_ref().ok_or_else(|| network("the ONNX model has no graph"))?;
+    let inits: HashMap<&str, &pb::TensorProto> = graph.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
+    let graph_input = graph.input.iter().find(|i| !inits.contains_key(i.name.as_str())).ok_or_else(|| network("the ONNX model has no input"))?;
+    let [channels, spatial @ ..] = input else { return Err(network("the input shape is empty")) };
+    if spatial.is_empty() || spatial.len() > 3 {
+        return Err(network(format!("input shape {input:?}: the convnet engine takes 1 to 3 spatial dims")));
+    }
+    let mut b = Importer { inits, ids: HashMap::new(), net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0 }, blob: Blob::default() };
+    b.ids.insert(graph_input.name.clone(), 0);
+    // Consumers of each name, for fusion: an activation is fused when its producer has no other.
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, node) in graph.node.iter().enumerate() {
+        for input in &node.input {
+            consumers.entry(input.as_str()).or_default().push(i);
+        }
+    }
+    let mut done = vec![false; graph.node.len()];
+    for (i, node) in graph.node.iter().enumerate() {
+        if done[i] {
+            continue;
+        }
+        // The fusable activation after node i: (act, the node whose output is the fused result, nodes eaten).
+        let only = |name: &str| consumers.get(name).map(|c| c.as_slice()).unwrap_or(&[]).to_vec();
+        let out = node.output.first().ok_or_else(|| network(format!("node {} has no output", node.name)))?;
+        let (act, last, eaten) = match only(out).as_slice() {
+            [j] if graph.node[*j].op_type == "Relu" => (Act::Relu, *j, vec![*j]),
+            [s, m] | [m, s]
+                if graph.node[*s].op_type == "Sigmoid"
+                    && graph.node[*m].op_type == "Mul"
+                    && only(&graph.node[*s].output[0]) == [*m]
+                    && graph.node[*m].input.contains(&graph.node[*s].output[0]) =>
+            {
+                (Act::Silu, *m, vec![*s, *m])
+            }
+            _ => (Act::None, i, vec![]),
+        };
+        let fusable = matches!(node.op_type.as_str(), "Conv" | "InstanceNormalization");
+        let (act, last) = if fusable && act != Act::None {
+            eaten.iter().for_each(|&j| done[j] = true);
+            (act, last)
+        } else {
+            (Act::None, i)
+        };
+        let result = &graph.node[last].output[0];
+        let kind = match node.op_type.as_str() {
+            "Conv" => b.conv(node, act)?,
+            "ConvTranspose" => b.conv_transpose(node)?,
+            "InstanceNormalization" => b.instance_norm(node, act)?,
+            "Concat" => b.concat(node)?,
+            "Relu" => b.activation(node, Act::Relu)?,
+            "Sigmoid" => b.activation(node, Act::Sigmoid)?,
+            other => return Err(network(format!("node {}: op {other} is not one the convnet engine runs", node.name))),
+        };
+        b.emit(node, kind, result)?;
+    }
+    let out = graph.output.first().ok_or_else(|| network("the ONNX model has no output"))?;
+    b.net.output = b.value(&out.name)?;
+    Ok((b.net, b.blob))
+}
+
+/// An initializer's dims and values.
+type Constant = (Vec<usize>, Vec<f32>);
+
+struct Importer<'a> {
+    inits: HashMap<&'a str, &'a pb::TensorProto>,
+    ids: HashMap<String, usize>,
+    net: Net,
+    blob: Blob,
+}
+
+impl Importer<'_> {
+    fn value(&self, name: &str) -> Result<usize, GpuError> {
+        self.ids.get(name).copied().ok_or_else(|| network(format!("value {name:?} is used before any op writes it (or is not a tensor the engine computes)")))
+    }
+
+    fn init(&self, node: &pb::NodeProto, index: usize) -> Result<Option<Constant>, GpuError> {
+        let Some(name) = node.input.get(index).filter(|n| !n.is_empty()) else { return Ok(None) };
+        let t = self.inits.get(name.as_str()).ok_or_else(|| network(format!("node {}: input {name:?} must be a constant initializer", node.name)))?;
+        Ok(Some((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?)))
+    }
+
+    fn required(&self, node: &pb::NodeProto, index: usize, what: &str) -> Result<Constant, GpuError> {
+        self.init(node, index)?.ok_or_else(|| network(format!("node {}: no {what}", node.name)))
+    }
+
+    fn input_shape(&self, node: &pb::NodeProto) -> Result<ValueShape, GpuError> {
+        let name = node.input.first().ok_or_else(|| network(format!("node {} has no input", node.name)))?;
+        Ok(self.net.values[self.value(name)?].clone())
+    }
+
+    /// Kernel, strides, pads (begin = end required), dilations and groups of a (transposed) convolution.
+    fn geometry(&self, node: &pb::NodeProto, kernel: &[usize]) -> Result<ConvGeometry, GpuError> {
+        let dims = kernel.len();
+        let get = |key: &str, default: usize| -> Vec<usize> { attr_ints(node, key).map(|v| v.iter().map(|&x| x as usize).collect()).unwrap_or(vec![default; dims]) };
+        let pads = attr_ints(node, "pads").map(|v| v.iter().map(|&x| x as usize).collect()).unwrap_or(vec![0; 2 * dims]);
+        if pads.len() != 2 * dims || pads[..dims] != pads[dims..] {
+            return Err(network(format!("node {}: pads {pads:?} are not symmetric (the engine pads both ends alike)", node.name)));
+        }
+        if attr(node, "auto_pad").is_some_and(|a| !a.s.is_empty() && a.s != b"NOTSET") {
+            return Err(network(format!("node {}: auto_pad is not supported; export with explicit pads", node.name)));
+        }
+        Ok(ConvGeometry {
+            kernel: kernel.to_vec(),
+            stride: get("strides", 1),
+            pad: pads[..dims].to_vec(),
+            dilation: get("dilations", 1),
+            groups: attr_int(node, "group").unwrap_or(1) as usize,
+        })
+    }
+
+    fn conv(&mut self, node: &pb::NodeProto, act: Act) -> Result<OpKind, GpuError> {
+        let x = self.input_shape(node)?;
+        let (dims, w) = self.required(node, 1, "weights")?;
+        let [k, cg, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
+        let g = self.geometry(node, kernel)?;
+        if kernel.len() != x.spatial.len() || cg * g.groups != x.channels || k % g.groups != 0 {
+            return Err(network(format!(
+                "node {}: weights {dims:?} with {} groups do not fit an input of {} channels and {} spatial dims",
+                node.name,
+                g.groups,
+                x.channels,
+                x.spatial.len()
+            )));
+        }
+        // Grouped convolutions keep their channel counts (padding would break the groups' slices).
+        let (kp, cp) = if g.groups == 1 { (k.next_multiple_of(CHANNEL_ALIGN), x.padded) } else { (*k, *cg) };
+        if g.groups > 1 && (x.padded != x.channels || !k.is_multiple_of(CHANNEL_ALIGN)) {
+            return Err(network(format!("node {}: a grouped convolution needs channel counts that are multiples of {CHANNEL_ALIGN}", node.name)));
+        }
+        let taps: usize = kernel.iter().product();
+        // ONNX [K, C, taps] -> [Kp, taps, Cp], zero-padded.
+        let mut krsc = vec![0f32; kp * taps * cp];
+        for o in 0..*k {
+            for c in 0..*cg {
+                for t in 0..taps {
+                    krsc[(o * taps + t) * cp + c] = w[(o * cg + c) * taps + t];
+                }
+            }
+        }
+        let weights = self.blob.push_f16(&krsc);
+        let bias = self.init(node, 2)?.map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
+        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0 })
+    }
+
+    fn conv_transpose(&mut self, node: &pb::NodeProto) -> Result<OpKind, GpuError> {
+        let x = self.input_shape(node)?;
+        let (dims, w) = self.required(node, 1, "weights")?;
+        let [ci, co, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
+        let g = self.geometry(node, kernel)?;
+        if *ci != x.channels || kernel.len() != x.spatial.len() || g.groups != 1 || g.stride != g.kernel || g.pad.iter().any(|&p| p != 0) || attr(node, "output_padding").is_some()
+        {
+            return Err(network(format!("node {}: the engine runs transposed convolutions of one group with stride = kernel and no padding", node.name)));
+        }
+        let taps: usize = kernel.iter().product();
+        let cop = co.next_multiple_of(CHANNEL_ALIGN);
+        // ONNX [Ci, Co, taps] -> [Ci padded, taps, Co padded]: the filter of the convolution it transposes.
+        let mut layout = vec![0f32; x.padded * taps * cop];
+        for i in 0..*ci {
+            for o in 0..*co {
+                for t in 0..taps {
+                    layout[(i * taps + t) * cop + o] = w[(i * co + o) * taps + t];
+                }
+            }
+        }
+        let weights = self.blob.push_f16(&layout);
+        let bias = self.init(node, 2)?.map(|(_, b)| self.blob.push_f32(&padded(b, cop)));
+        Ok(OpKind::ConvTranspose { geometry: g, weights, bias, algorithm: -1, workspace: 0 })
+    }
+
+    fn instance_norm(&mut self, node: &pb::NodeProto, act: Act) -> Result<OpKind, GpuError> {
+        let x = self.input_shape(node)?;
+        let (_, scale) = self.required(node, 1, "scale")?;
+        let (_, shift) = self.required(node, 2, "bias")?;
+        if scale.len() != x.channels || shift.len() != x.channels {
+            return Err(network(format!("node {}: {} scales and {} biases for {} channels", node.name, scale.len(), shift.len(), x.channels)));
+        }
+        let mut params = padded(scale, x.padded);
+        params.extend(padded(shift, x.padded));
+        Ok(OpKind::InstanceNorm { params: self.blob.push_f32(&params), epsilon: attr_float(node, "epsilon").unwrap_or(1e-5), act })
+    }
+
+    fn concat(&mut self, node: &pb::NodeProto) -> Result<OpKind, GpuError> {
+        let axis = attr_int(node, "axis").unwrap_or(1);
+        let first = self.input_shape(node)?;
+        let rank = first.spatial.len() as i64 + 2;
+        if axis != 1 && axis != 1 - rank {
+            return Err(network(format!("node {}: concatenation on axis {axis}; the engine concatenates channels (axis 1)", node.name)));
+        }
+        for name in &node.input {
+            let v = &self.net.values[self.value(name)?];
+            if v.spatial != first.spatial {
+                return Err(network(format!("node {}: input {name:?} ({v:?}) does not share the first input's spatial shape {:?}", node.name, first.spatial)));
+            }
+        }
+        Ok(OpKind::Concat)
+    }
+
+    fn activation(&mut self, _node: &pb::NodeProto, act: Act) -> Result<OpKind, GpuError> {
+        Ok(OpKind::Activation(act))
+    }
+
+    /// The output shape of `kind` on the node's inputs.
+    fn output_shape(&self, node: &pb::NodeProto, kind: &OpKind) -> Result<ValueShape, GpuError> {
+        let x = self.input_shape(node)?;
+        Ok(match kind {
+            OpKind::Conv { geometry: g, .. } => {
+                let k = self.inits[node.input[1].as_str()].dims[0] as usize;
+                let mut spatial = Vec::new();
+                for (d, &s) in x.spatial.iter().enumerate() {
+                    let span = g.dilation[d] * (g.kernel[d] - 1) + 1;
+                    let padded = s + 2 * g.pad[d];
+                    if padded < span {
+                        return Err(network(format!("node {}: kernel {:?} larger than its padded input {:?}", node.name, g.kernel, x.spatial)));
+                    }
+                    spatial.push((padded - span) / g.stride[d] + 1);
+                }
+                ValueShape::new(k, spatial)
+            }
+            OpKind::ConvTranspose { geometry: g, .. } => {
+                let co = self.inits[node.input[1].as_str()].dims[1] as usize;
+                ValueShape::new(co, x.spatial.iter().zip(&g.stride).map(|(s, k)| s * k).collect())
+            }
+            OpKind::Concat => {
+                let channels = node.input.iter().map(|n| self.value(n).map(|v| self.net.values[v].channels)).sum::<Result<usize, _>>()?;
+                ValueShape::new(channels, x.spatial)
+            }
+            OpKind::InstanceNorm { .. } | OpKind::Activation(_) => x,
+        })
+    }
+
+    fn emit(&mut self, node: &pb::NodeProto, kind: OpKind, result: &str) -> Result<(), GpuError> {
+        let shape = self.output_shape(node, &kind)?;
+        let inputs = match kind {
+            OpKind::Concat => node.input.iter().map(|n| self.value(n)).collect::<Result<Vec<_>, _>>()?,
+            _ => vec![self.value(&node.input[0])?],
+        };
+        self.net.values.push(shape);
+        let output = self.net.values.len() - 1;
+        self.ids.insert(result.to_string(), output);
+        self.net.ops.push(Op { name: node.name.clone(), kind, inputs, output });
+        Ok(())
+    }
+}

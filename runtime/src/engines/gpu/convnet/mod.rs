@@ -1,0 +1,20 @@
+//! The convnet engine: an op-by-op fp16 engine for static-shape convolutional networks imported
+//! from ONNX (3D-UNet's 3-D convolutions, instance norms, transposed convolutions and
+//! concatenations; 2-D convolutions with groups, SiLU and ReLU for image networks). A shared layer:
+//! families (`benchmarks::unet3d::gpu`) run it, it imports none of them.
+//!
+//! - [`import`]: ONNX to [`import::Net`], channels-last shapes (channels padded to 8), fusions,
+//!   weights in the GPU's layout. CPU only, tested in CI.
+//! - [`plan`]: the plan's header and key, in the GPU plans' file framing (stale or corrupt plans
+//!   refused with the command that rebuilds them).
+//! - [`builder`]: algorithms timed on the GPU into the plan.
+//! - [`exec`]: a plan on one GPU, one slot per inference stream: cuDNN convolutions (transposed
+//!   ones as backward data), our kernels (`kernels.cu`) for the rest, CUDA graphs.
+
+pub mod builder;
+pub mod exec;
+pub mod import;
+pub mod plan;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,268 @@
+//! CI tests of the convnet engine (import, shapes, fusion, plan framing) and its opt-in GPU tests
+//! (`--ignored convnet_gpu`): each op's graph against tract within fp16 tolerance.
+
+use super::import::{Act, Net, OpKind, import};
+use super::plan::{BUILDER_VERSION, ConvnetHeader, ConvnetPlan, GpuIdentity, key};
+use crate::engines::gpu::plan::{PlanStatus, check, require_fresh, sha256_hex};
+use crate::engines::onnx_writer::{Dim, GraphWriter, attr_float, attr_int, attr_ints, value_info};
+use crate::engines::synthetic::rng::SplitMix64;
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+
+/// A one-input model around `build`, which adds nodes to the writer reading "x" and returns the
+/// output name; input shape `[1, shape...]` and output `[1, out...]`.
+pub(super) fn model(shape: &[usize], out: &[usize], build: impl FnOnce(&mut GraphWriter, &mut SplitMix64) -> String) -> pb::ModelProto {
+    let mut g = GraphWriter::default();
+    let mut rng = SplitMix64::derive(7, "convnet-test", 0);
+    let y = build(&mut g, &mut rng);
+    let dims = |s: &[usize]| std::iter::once(Dim::Value(1)).chain(s.iter().map(|&d| Dim::Value(d))).collect();
+    // The graph's output is renamed by an identity-free trick: the last node's output is "y".
+    let last = g.nodes.iter_mut().rev().find(|n| n.output[0] == y).expect("the output's node");
+    last.output[0] = "y".into();
+    g.into_model("test".into(), String::new(), vec![value_info("x", dims(shape))], vec![value_info("y", dims(out))])
+}
+
+pub(super) fn weights(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, dims: &[usize], bound: f32) -> String {
+    let values: Vec<f32> = (0..dims.iter().product()).map(|_| rng.symmetric() * bound).collect();
+    g.constant(name, dims, &values)
+}
+
+#[allow(clippy::too_many_arguments)] // a test's node builder: each argument is one attribute
+fn conv(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, x: &str, cin: usize, cout: usize, k: &[usize], stride: i64, pad: i64, groups: usize, bias: bool) -> String {
+    let mut dims = vec![cout, cin / groups];
+    dims.extend(k);
+    let w = weights(g, rng, &format!("{name}.w"), &dims, 0.3);
+    let mut inputs = vec![x.to_string(), w];
+    if bias {
+        inputs.push(weights(g, rng, &format!("{name}.b"), &[cout], 0.2));
+    }
+    let inputs: Vec<&str> = inputs.iter().map(|s| s.as_str()).collect();
+    let attrs = vec![
+        attr_ints("kernel_shape", &k.iter().map(|&v| v as i64).collect::<Vec<_>>()),
+        attr_ints("strides", &vec![stride; k.len()]),
+        attr_ints("pads", &vec![pad; 2 * k.len()]),
+        attr_int("group", groups as i64),
+    ];
+    g.node("Conv", name, &inputs, attrs)
+}
+
+/// The small graphs of every op the engine runs: (name, input shape, output shape, model).
+pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::ModelProto)> {
+    vec![
+        (
+            "conv3d_relu",
+            vec![1, 6, 8, 10],
+            vec![16, 3, 4, 5],
+            model(&[1, 6, 8, 10], &[16, 3, 4, 5], |g, r| {
+                let y = conv(g, r, "c", "x", 1, 16, &[3, 3, 3], 2, 1, 1, false);
+                g.node("Relu", "r", &[&y], vec![])
+            }),
+        ),
+        (
+            "conv2d_silu_bias",
+            vec![8, 12, 12],
+            vec![12, 12, 12],
+            model(&[8, 12, 12], &[12, 12, 12], |g, r| {
+                let y = conv(g, r, "c", "x", 8, 12, &[3, 3], 1, 1, 1, true);
+                let s = g.node("Sigmoid", "s", &[&y], vec![]);
+                g.node("Mul", "m", &[&y, &s], vec![])
+            }),
+        ),
+        ("depthwise_conv2d", vec![16, 9, 9], vec![16, 5, 5], model(&[16, 9, 9], &[16, 5, 5], |g, r| conv(g, r, "c", "x", 16, 16, &[3, 3], 2, 1, 16, true))),
+        (
+            "conv_transpose3d",
+            vec![16, 3, 4, 5],
+            vec![8, 6, 8, 10],
+            model(&[16, 3, 4, 5], &[8, 6, 8, 10], |g, r| {
+                let w = weights(g, r, "t.w", &[16, 8, 2, 2, 2], 0.3);
+                let b = weights(g, r, "t.b", &[8], 0.2);
+                g.node("ConvTranspose", "t", &["x", &w, &b], vec![attr_ints("kernel_shape", &[2, 2, 2]), attr_ints("strides", &[2, 2, 2])])
+            }),
+        ),
+        (
+            "instance_norm_relu",
+            vec![8, 4, 6, 5],
+            vec![8, 4, 6, 5],
+            model(&[8, 4, 6, 5], &[8, 4, 6, 5], |g, r| {
+                let s = weights(g, r, "n.s", &[8], 1.0);
+                let b = weights(g, r, "n.b", &[8], 0.5);
+                let y = g.node("InstanceNormalization", "n", &["x", &s, &b], vec![attr_float("epsilon", 1e-5)]);
+                g.node("Relu", "r", &[&y], vec![])
+            }),
+        ),
+        (
+            "concat_channels",
+            vec![8, 4, 4, 4],
+            vec![12, 4, 4, 4],
+            model(&[8, 4, 4, 4], &[12, 4, 4, 4], |g, r| {
+                // 4 channels (padded to 8) then 8: the slices follow the logical channels.
+                let a = conv(g, r, "a", "x", 8, 4, &[1, 1, 1], 1, 0, 1, true);
+                g.node("Concat", "cat", &[&a, "x"], vec![attr_int("axis", 1)])
+            }),
+        ),
+        ("sigmoid_alone", vec![8, 5, 5], vec![8, 5, 5], model(&[8, 5, 5], &[8, 5, 5], |g, _| g.node("Sigmoid", "s", &["x"], vec![]))),
+    ]
+}
+
+fn imported(name: &str) -> Net {
+    let (_, input, _, m) = op_graphs().into_iter().find(|(n, ..)| *n == name).expect("a test graph");
+    import(&m, &input).expect("imports").0
+}
+
+#[test]
+fn every_op_graph_imports_with_the_model_s_output_shape() {
+    for (name, input, output, m) in op_graphs() {
+        let (net, blob) = import(&m, &input).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let out = &net.values[net.output];
+        assert_eq!(std::iter::once(out.channels).chain(out.spatial.iter().copied()).collect::<Vec<_>>(), output, "{name}");
+        assert_eq!(out.padded % 8, 0, "{name}: rows padded for tensor cores");
+        assert!(net.ops.iter().all(|op| op.inputs.iter().all(|&i| i < op.output)), "{name}: ops in dataflow order");
+        let weights: usize = m.graph.as_ref().unwrap().initializer.len();
+        assert_eq!(blob.0.is_empty(), weights == 0, "{name}");
+    }
+}
+
+#[test]
+fn activations_fuse_into_their_producer() {
+    let net = imported("conv3d_relu");
+    assert_eq!(net.ops.len(), 1);
+    assert!(matches!(&net.ops[0].kind, OpKind::Conv { act: Act::Relu, bias: None, .. }));
+    let net = imported("conv2d_silu_bias");
+    assert_eq!(net.ops.len(), 1, "Sigmoid and Mul fold into the convolution");
+    assert!(matches!(&net.ops[0].kind, OpKind::Conv { act: Act::Silu, bias: Some(_), .. }));
+    let net = imported("instance_norm_relu");
+    assert!(matches!(&net.ops[..], [op] if matches!(op.kind, OpKind::InstanceNorm { act: Act::Relu, .. })));
+    let net = imported("sigmoid_alone");
+    assert!(matches!(&net.ops[..], [op] if op.kind == OpKind::Activation(Act::Sigmoid)));
+}
+
+#[test]
+fn weights_are_laid_out_channels_last_and_padded() {
+    // One input channel padded to 8: weight [16, 1, 3,3,3] -> [16][27][8], zeros past channel 0.
+    let (_, input, _, m) = op_graphs().remove(0);
+    let (net, blob) = import(&m, &input).unwrap();
+    let OpKind::Conv { weights, geometry, .. } = &net.ops[0].kind else { panic!() };
+    assert_eq!((geometry.kernel.as_slice(), geometry.stride.as_slice(), geometry.pad.as_slice()), (&[3, 3, 3][..], &[2, 2, 2][..], &[1, 1, 1][..]));
+    let w = m.graph.as_ref().unwrap().initializer.iter().find(|t| t.name == "c.w").unwrap();
+    let onnx = crate::engines::onnx_reader::f32_values(w).unwrap();
+    let at = |o: usize, t: usize, c: usize| half::f16::from_le_bytes([blob.0[weights + 2 * ((o * 27 + t) * 8 + c)], blob.0[weights + 2 * ((o * 27 + t) * 8 + c) + 1]]).to_f32();
+    for (o, t) in [(0, 0), (5, 13), (15, 26)] {
+        assert!((at(o, t, 0) - onnx[o * 27 + t]).abs() < 1e-3, "({o}, {t})");
+        assert!((1..8).all(|c| at(o, t, c) == 0.0), "padding is zero");
+    }
+}
+
+#[test]
+fn unsupported_graphs_are_refused_naming_the_node() {
+    let m = model(&[8, 4, 4], &[8, 4, 4], |g, _| g.node("Softplus", "soft", &["x"], vec![]));
+    let e = import(&m, &[8, 4, 4]).unwrap_err().to_string();
+    assert!(e.contains("soft") && e.contains("Softplus"), "{e}");
+    let m = model(&[8, 4, 4], &[8, 4, 4], |g, r| {
+        let w = weights(g, r, "c.w", &[8, 8, 3, 3], 0.3);
+        g.node("Conv", "asym", &["x", &w], vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 0, 0])])
+    });
+    let e = import(&m, &[8, 4, 4]).unwrap_err().to_string();
+    assert!(e.contains("asym") && e.contains("symmetric"), "{e}");
+}
+
+fn gpu() -> GpuIdentity {
+    GpuIdentity { name: "NVIDIA H200".into(), compute_capability: "9.0".into(), driver: 13000, cudnn: 91400 }
+}
+
+fn plan() -> ConvnetPlan {
+    let (_, input, _, m) = op_graphs().remove(3);
+    let (net, blob) = import(&m, &input).unwrap();
+    let header = ConvnetHeader {
+        key: key(&"ab".repeat(32), &gpu(), 4, &input, 1 << 30),
+        model_path: "t.onnx".into(),
+        net,
+        blob_len: blob.0.len(),
+        blob_sha256: sha256_hex(&blob.0),
+        verification: String::new(),
+    };
+    ConvnetPlan { header, blob: blob.0 }
+}
+
+#[test]
+fn plans_round_trip_and_stale_or_corrupt_ones_are_refused() {
+    let p = plan();
+    let back = ConvnetPlan::from_bytes(&p.to_bytes()).unwrap();
+    assert_eq!((back.header, back.blob), (p.header.clone(), p.blob.clone()));
+    assert!(p.header.key.input.ends_with(&format!("convnet builder {BUILDER_VERSION}")));
+
+    let dir = std::env::temp_dir().join(format!("mlperf-convnet-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p.plan");
+    super::builder::write(&p, &path).unwrap();
+    assert_eq!(check(&path, &p.header.key), PlanStatus::Fresh);
+    let other = key(&"ab".repeat(32), &gpu(), 8, &[16, 3, 4, 5], 1 << 30);
+    let e = require_fresh(&path, &other).unwrap_err().to_string();
+    assert!(e.contains("batch_size: plan has 4, needed 8") && e.contains("mlperf generate_engines"), "{e}");
+    let mut bytes = p.to_bytes();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = ConvnetPlan::load(&path).unwrap_err().to_string();
+    assert!(e.contains("corrupt") && e.contains("generate_engines"), "{e}");
+    std::fs::write(&path, b"junk").unwrap();
+    assert!(require_fresh(&path, &p.header.key).unwrap_err().to_string().contains("is corrupt"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// tract's output of `m` for `input` (`[batch, shape...]`).
+pub(super) fn tract_output(m: &pb::ModelProto, shape: &[usize], input: &[f32]) -> Vec<f32> {
+    let model = tract_onnx::onnx()
+        .model_for_proto_model(m)
+        .unwrap()
+        .with_input_fact(0, f32::fact(shape).into())
+        .unwrap()
+        .into_typed()
+        .unwrap()
+        .into_optimized()
+        .unwrap()
+        .into_runnable()
+        .unwrap();
+    let out = model.run(tvec!(Tensor::from_shape(shape, input).unwrap().into_tvalue())).unwrap();
+    out[0].cast_to::<f32>().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn convnet_gpu_each_op_graph_matches_tract() {
+    let dir = std::env::temp_dir().join(format!("mlperf-convnet-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let batch = 2;
+    // Every graph runs whatever an earlier one did, so that one device run reports them all.
+    let mut failures = Vec::new();
+    for (name, input, _, m) in op_graphs() {
+        let path = dir.join(format!("{name}.onnx"));
+        std::fs::write(&path, prost::Message::encode_to_vec(&m)).unwrap();
+        let mut shape = vec![batch];
+        shape.extend(&input);
+        let mut rng = SplitMix64::derive(3, name, 0);
+        let x: Vec<f32> = (0..batch * input.iter().product::<usize>()).map(|_| rng.symmetric()).collect();
+        let run = || -> Result<(Vec<f32>, Vec<f32>), crate::engines::gpu::GpuError> {
+            let request = super::builder::ConvnetRequest { model_path: &path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 28 };
+            let plan = super::builder::build(&request, &mut |_| {})?;
+            let model = super::exec::Convnet::load(0, &plan)?;
+            let mut slot = super::exec::Slot::new(&model, 1 << 28, true)?;
+            Ok((slot.run_host(&x)?, slot.run_host(&x)?))
+        };
+        let (got, again) = match run() {
+            Ok(r) => r,
+            Err(e) => {
+                println!("convnet_gpu {name}: FAILED {e}");
+                failures.push(name);
+                continue;
+            }
+        };
+        let want = tract_output(&m, &shape, &x);
+        let scale = want.iter().fold(0f32, |a, v| a.max(v.abs())).max(1e-3);
+        let err = got.iter().zip(&want).fold(0f32, |a, (g, w)| a.max((g - w).abs())) / scale;
+        println!("convnet_gpu {name}: max error {err:.2e} of the output's range {scale:.3}; graph replay identical: {}", got == again);
+        if got.len() != want.len() || got != again || err.is_nan() || err >= 1e-2 {
+            failures.push(name);
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
