@@ -21,4 +21,4 @@ timeout 110 "$BIN" --ignored --nocapture unet3d_gpu_agrees 2>&1 | tee "${OUT:-/t
 echo "== full size: plan, throughput, agreement"
 timeout 290 "$BIN" --ignored --nocapture unet3d_gpu_full_size 2>&1 | tee "${OUT:-/tmp}/unet3d_full.log" | grep -vE "^  (input|down|up|output)" | tail -25
 echo "== PyTorch fp16, same ONNX, batch $BATCH"
-timeout 80 python3 "$(dirname "$0")/bench_pytorch_unet3d.py" "$MLPERF_UNET3D_ONNX" --batch "$BATCH" --seconds 10 2>&1 | tail -5
+timeout 80 python3 "$(dirname "$0")/onnx_torch.py" "$MLPERF_UNET3D_ONNX" --batch "$BATCH" --seconds 10 2>&1 | tail -5
