@@ -25,6 +25,7 @@ pub mod qwen3_vl;
 pub mod resnet50;
 pub mod unet3d;
 pub mod whisper;
+pub mod yolo;
 
 #[cfg(test)]
 mod pattern_tests;

@@ -1,0 +1,1 @@
+//! accuracy-coco.py (in progress).

@@ -1,0 +1,1 @@
+//! pycocotools COCOeval for boxes (in progress).
