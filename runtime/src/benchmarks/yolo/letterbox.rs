@@ -60,6 +60,33 @@ pub fn letterbox(image: &RgbImage, size: usize) -> (Vec<u8>, Geometry) {
     (out, g)
 }
 
+/// Bytes of a letterboxed sample at input side `size`: the original width and height (u32 LE),
+/// then the letterboxed image (RGB, CHW).
+pub fn sample_bytes(size: usize) -> usize {
+    8 + 3 * size * size
+}
+
+/// A sample as the QSL holds it: the image letterboxed to `size`, with its original size in front
+/// (the engine scales boxes back with it).
+pub fn encode_sample(image: &RgbImage, size: usize) -> Vec<u8> {
+    let (pixels, _) = letterbox(image, size);
+    let mut out = Vec::with_capacity(sample_bytes(size));
+    out.extend((image.width as u32).to_le_bytes());
+    out.extend((image.height as u32).to_le_bytes());
+    out.extend(pixels);
+    out
+}
+
+/// A sample's original width and height and its letterboxed pixels; `None` when it is not a
+/// sample of side `size`.
+pub fn decode_sample(bytes: &[u8], size: usize) -> Option<(usize, usize, &[u8])> {
+    if bytes.len() != sample_bytes(size) {
+        return None;
+    }
+    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
+    Some((word(0), word(4), &bytes[8..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +118,8 @@ mod tests {
         assert_eq!(out[16 + 4], 2, "G plane");
         assert_eq!(out[32 + 4], 3, "B plane");
         assert_eq!(out[12..16], [PAD; 4], "bottom row padded");
+        let sample = encode_sample(&image, 4);
+        assert_eq!(decode_sample(&sample, 4), Some((2, 1, &out[..])));
+        assert_eq!(decode_sample(&sample, 8), None);
     }
 }
