@@ -351,7 +351,7 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 pub fn no_engine(benchmark: &str, settings: &Settings) -> Error {
     let engine = settings.engine.map_or("gpu", |e| e.name());
     Error::Config(format!(
-        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50, bert and 3d-unet, the GPU engines resnet50 and bert, serving engines the LLMs. \
+        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50, bert, 3d-unet and yolo, the GPU engines resnet50 and bert, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
     ))
 }
