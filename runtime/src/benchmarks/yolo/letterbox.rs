@@ -108,6 +108,32 @@ mod tests {
         assert_eq!((g.new_width, g.new_height), (64, 2));
     }
 
+    /// `scripts/make_yolo_letterbox_fixture.py`'s image: BGR channel c of pixel (x, y).
+    fn fixture_image(w: usize, h: usize) -> RgbImage {
+        let bgr = |x: usize, y: usize, c: usize| ((x * 7 + y * 13 + c * 29 + (x * y) % 17 + (x / 3) * (y / 5)) % 256) as u8;
+        RgbImage::new(w, h, (0..h).flat_map(|y| (0..w).flat_map(move |x| [bgr(x, y, 2), bgr(x, y, 1), bgr(x, y, 0)])).collect())
+    }
+
+    #[test]
+    fn letterboxes_are_opencvs_and_ultralytics_bit_for_bit() {
+        use sha2::{Digest, Sha256};
+        let fixture: serde_json::Value = serde_json::from_str(include_str!("testdata/letterbox.json")).unwrap();
+        let cases = fixture["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 13);
+        for case in cases {
+            let n = |k: &str| case[k].as_u64().unwrap() as usize;
+            let (w, h, size) = (n("width"), n("height"), n("size"));
+            let (out, _) = letterbox(&fixture_image(w, h), size);
+            if let Some(hex) = case["hex"].as_str() {
+                let wanted: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+                let differ: Vec<usize> = (0..out.len()).filter(|&i| out[i] != wanted[i]).collect();
+                assert!(differ.is_empty(), "{w}x{h} -> {size}: {} values differ, first at {:?}", differ.len(), differ.first().map(|&i| (i, out[i], wanted[i])));
+            }
+            let hash: String = Sha256::digest(&out).iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hash, case["sha256"].as_str().unwrap(), "{w}x{h} -> {size}");
+        }
+    }
+
     #[test]
     fn padding_is_114_and_pixels_are_planar_rgb() {
         let image = RgbImage::new(2, 1, vec![1, 2, 3, 4, 5, 6]);
