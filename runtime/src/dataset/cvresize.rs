@@ -166,7 +166,11 @@ fn area_mode_offset(d: usize, scale: f64, inv_scale: f64) -> (usize, f32) {
 /// one axis).
 #[allow(clippy::too_many_arguments)]
 fn linear_area_mode(src: &[u8], sw: usize, sh: usize, cn: usize, dw: usize, dh: usize, scale_x: f64, scale_y: f64, inv_scale_x: f64, inv_scale_y: f64) -> Vec<u8> {
-    linear_fixed(src, [sw, sh, cn, dw, dh], &|dx| area_mode_offset(dx, scale_x, inv_scale_x), &|dy| area_mode_offset(dy, scale_y, inv_scale_y))
+    let y = |dy: usize| {
+        let (s, f) = area_mode_offset(dy, scale_y, inv_scale_y);
+        (s as isize, f)
+    };
+    linear_fixed(src, [sw, sh, cn, dw, dh], &|dx| area_mode_offset(dx, scale_x, inv_scale_x), &y)
 }
 
 /// OpenCV's `cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)` for 8-bit interleaved
@@ -194,18 +198,14 @@ pub fn resize_linear(src: &[u8], sw: usize, sh: usize, channels: usize, dw: usiz
         (s, _) if s < 0 => (0, 0.0),
         (s, f) => (s as usize, f),
     };
-    let y = |dy: usize| {
-        let (s, f) = offset(dy, scale_y);
-        (s.max(0) as usize, f)
-    };
-    linear_fixed(src, [sw, sh, channels, dw, dh], &x, &y)
+    linear_fixed(src, [sw, sh, channels, dw, dh], &x, &|dy| offset(dy, scale_y))
 }
 
 /// resizeGeneric's bilinear pass in 11-bit fixed point: `x` and `y` give each destination column's
 /// and row's source index and fraction. A horizontal pass to `int` per source row, then
-/// `VResizeLinear`'s `((b0*(S0>>4))>>16 + (b1*(S1>>4))>>16 + 2) >> 2`; rows past the last are
-/// clamped to it.
-fn linear_fixed(src: &[u8], [sw, sh, cn, dw, dh]: [usize; 5], x: &dyn Fn(usize) -> (usize, f32), y: &dyn Fn(usize) -> (usize, f32)) -> Vec<u8> {
+/// `VResizeLinear`'s `((b0*(S0>>4))>>16 + (b1*(S1>>4))>>16 + 2) >> 2`; both rows clamped to the
+/// image (a row index of -1 reads row 0 twice).
+fn linear_fixed(src: &[u8], [sw, sh, cn, dw, dh]: [usize; 5], x: &dyn Fn(usize) -> (usize, f32), y: &dyn Fn(usize) -> (isize, f32)) -> Vec<u8> {
     // Horizontal table: for each destination column, source column and the two coefficients;
     // columns whose source is the last one (xmax region) take it with weight ONE.
     let xs: Vec<(usize, i32, i32, bool)> = (0..dw)
@@ -232,8 +232,8 @@ fn linear_fixed(src: &[u8], [sw, sh, cn, dw, dh]: [usize; 5], x: &dyn Fn(usize) 
         let (sy, fy) = y(dy);
         let b0 = coef(1.0 - fy);
         let b1 = coef(fy);
-        let r0 = sy.min(sh - 1);
-        let r1 = (sy + 1).min(sh - 1);
+        let r0 = sy.clamp(0, sh as isize - 1) as usize;
+        let r1 = (sy + 1).clamp(0, sh as isize - 1) as usize;
         let mut rows: [Option<&Vec<i32>>; 2] = [None, None];
         for r in [r0, r1] {
             if !cache.iter().any(|(k, _)| *k == r) {
