@@ -2,6 +2,7 @@
 //! `instances_val2017.json`: images, box annotations and categories. Fields the evaluation does
 //! not read (segmentations, licenses, supercategories) are ignored when reading and not written.
 
+use crate::accuracy::AccuracyError;
 use crate::fsutil::FsError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -41,7 +42,8 @@ pub struct Category {
     pub name: String,
 }
 
-/// Why annotations or an accuracy log of detections cannot be read or scored.
+/// Why annotations or an accuracy log of detections cannot be read or scored; all but a file
+/// that cannot be written are [`crate::Error::Data`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CocoError {
@@ -54,6 +56,20 @@ pub enum CocoError {
     Serialise { path: PathBuf, source: serde_json::Error },
     #[error(transparent)]
     Write(#[from] FsError),
+    /// The accuracy log cannot be read, or one of its entries cannot be scored (the variants
+    /// below, inside it with the entry named).
+    #[error(transparent)]
+    Log(#[from] AccuracyError),
+    #[error("{} has no entries: score the log of a complete accuracy run", path.display())]
+    EmptyLog { path: PathBuf },
+    #[error("sample {qsl_idx} is past the annotations' {images} images: was the run made on another dataset?")]
+    PastImages { qsl_idx: usize, images: usize },
+    #[error("sample {qsl_idx}: {bytes} bytes are not float32 values: the SUT logs 7 float32 per detection")]
+    NotFloat32 { qsl_idx: usize, bytes: usize },
+    #[error("sample {qsl_idx}: {values} float32 values are not whole detections of 7 [qsl_idx, ymin, xmin, ymax, xmax, score, class]")]
+    PartialDetection { qsl_idx: usize, values: usize },
+    #[error("sample {qsl_idx}, detection {detection}: the {what} is {value}, not a number")]
+    NotANumber { qsl_idx: usize, detection: usize, what: &'static str, value: f32 },
 }
 
 impl From<CocoError> for crate::Error {
@@ -61,6 +77,7 @@ impl From<CocoError> for crate::Error {
     fn from(e: CocoError) -> crate::Error {
         match e {
             CocoError::Write(e) => e.into(),
+            CocoError::Log(e) => e.into(),
             CocoError::Serialise { .. } => crate::Error::Other(e.to_string()),
             _ => crate::Error::Data(e.to_string()),
         }
@@ -107,6 +124,18 @@ mod tests {
         let again = dir.join("sub/copy.json");
         read.write(&again).unwrap();
         assert_eq!(Instances::read(&again).unwrap(), read);
+    }
+
+    #[test]
+    fn long_numbers_read_as_python_reads_them() {
+        // 17 significant digits: serde_json's default parser lands an ulp off here; Python's json
+        // (and `float_roundtrip`) give the float32 the SUT logged.
+        let dir = scratch("digits");
+        let path = dir.join("instances.json");
+        let text = r#"{"images": [], "annotations": [{"id": 1, "image_id": 2, "category_id": 3, "bbox": [204.57333374023438, 0, 1, 202.93650817871094], "area": 1, "iscrowd": 0}], "categories": []}"#;
+        std::fs::write(&path, text).unwrap();
+        let bbox = Instances::read(&path).unwrap().annotations[0].bbox;
+        assert_eq!((bbox[0], bbox[3]), (f64::from(204.57333f32), f64::from(202.93651f32)));
     }
 
     #[test]
