@@ -129,4 +129,3 @@ pub fn apply_orientation(img: RgbImage, orientation: u16) -> RgbImage {
         _ => img,
     }
 }
-

@@ -28,8 +28,8 @@ pub const RESPONSE_VALUES: usize = 7;
 
 /// The 80 classes' COCO category ids (`COCO_80_TO_91` of `yolo_loadgen.py`).
 pub const COCO_80_TO_91: [u32; 80] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49,
-    50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49, 50, 51,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90,
 ];
 
 /// One detection: corners in the image's pixels (or the model input's, before scaling back).
@@ -120,7 +120,15 @@ pub fn response(index: usize, detections: &[Detection], width: usize, height: us
     let mut out = Vec::with_capacity(detections.len() * RESPONSE_VALUES * 4);
     for d in detections {
         // As the reference: numpy divides in f64 (or f32, which rounds the same), packs as f32.
-        let values = [index as f32, (f64::from(d.y1) / h) as f32, (f64::from(d.x1) / w) as f32, (f64::from(d.y2) / h) as f32, (f64::from(d.x2) / w) as f32, d.score, COCO_80_TO_91[d.class] as f32];
+        let values = [
+            index as f32,
+            (f64::from(d.y1) / h) as f32,
+            (f64::from(d.x1) / w) as f32,
+            (f64::from(d.y2) / h) as f32,
+            (f64::from(d.x2) / w) as f32,
+            d.score,
+            COCO_80_TO_91[d.class] as f32,
+        ];
         out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
     }
     out

@@ -20,6 +20,8 @@ pub mod model;
 pub mod synthetic;
 
 use super::{Benchmark, Drive, Workload, WorkloadSpec, no_engine};
+use crate::accuracy::Scored;
+use crate::dataset::SampleSet;
 use crate::dataset::npy::NpyDtype;
 use crate::dataset::qsl::{ReadError, SampleLibrary};
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch};
@@ -29,7 +31,7 @@ use coco::Instances;
 use cpu::CpuYoloEngine;
 use dataset::CocoSet;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use synthetic::SyntheticCoco;
 
@@ -60,9 +62,11 @@ fn sources(settings: &Settings) -> Result<(CocoSet, PathBuf), Error> {
         let set = synthetic_set(&scratch);
         return Ok((set.set(), set.model()));
     }
-    let dir = scratch.tensor_paths(settings).into_iter().next().ok_or_else(|| {
-        Error::Config("the yolo config names no tensor_path: set it to the directory holding val2017_safe/ and annotations/instances_val2017.json".into())
-    })?;
+    let dir = scratch
+        .tensor_paths(settings)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Config("the yolo config names no tensor_path: set it to the directory holding val2017_safe/ and annotations/instances_val2017.json".into()))?;
     let model = scratch.model_path(settings).ok_or_else(|| Error::Config("the yolo config names no model_path: set it to YOLOv11-L's ONNX export".into()))?;
     Ok((CocoSet::in_dir(&dir), model))
 }
@@ -133,5 +137,13 @@ impl Benchmark for Yolo {
         let library = SampleLibrary::read_by("COCO", instances.images.len(), spec.performance_samples, NpyDtype::U8, read);
         Ok(Workload { drive: Drive::Batched(engines), library: Arc::new(library), synthetic: is_synthetic(spec.settings), caveats: Vec::new() })
     }
-}
 
+    fn score(&self, settings: &Settings, accuracy_log: &Path, _set: SampleSet) -> Result<Scored, Error> {
+        if let Some(why) = unsupported(settings) {
+            return Err(why);
+        }
+        let (set, _) = sources(settings)?;
+        let instances = Instances::read(&set.annotations())?;
+        Ok(accuracy::score_coco(accuracy_log, &instances)?)
+    }
+}

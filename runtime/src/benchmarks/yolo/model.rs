@@ -126,12 +126,7 @@ impl Builder {
             None => self.uniform(&format!("{name}.bias"), &[cout], 0.1),
         };
         let pad = (k / 2) as i64;
-        let attrs = vec![
-            attr_ints("kernel_shape", &[k as i64; 2]),
-            attr_ints("pads", &[pad; 4]),
-            attr_ints("strides", &[stride as i64; 2]),
-            attr_int("group", groups as i64),
-        ];
+        let attrs = vec![attr_ints("kernel_shape", &[k as i64; 2]), attr_ints("pads", &[pad; 4]), attr_ints("strides", &[stride as i64; 2]), attr_int("group", groups as i64)];
         self.onnx.node("Conv", name, &[x, &weight, &bias], attrs)
     }
 

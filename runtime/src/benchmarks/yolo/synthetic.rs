@@ -162,18 +162,21 @@ fn detect(engine: &CpuYoloEngine, images: &[RgbImage]) -> Result<Vec<Vec<Detecti
 /// The annotations file: every image, and as its boxes its detections scoring `threshold` or more
 /// (boxes under a pixel a side, which COCO cannot match, left out).
 fn instances(images: &[RgbImage], detections: &[Vec<Detection>], threshold: f32) -> Instances {
-    let infos = images
-        .iter()
-        .enumerate()
-        .map(|(i, img)| ImageInfo { id: i as u64 + 1, file_name: file_name(i), width: img.width as u32, height: img.height as u32 })
-        .collect();
+    let infos = images.iter().enumerate().map(|(i, img)| ImageInfo { id: i as u64 + 1, file_name: file_name(i), width: img.width as u32, height: img.height as u32 }).collect();
     let mut annotations = Vec::new();
     for (i, found) in detections.iter().enumerate() {
         for d in found.iter().filter(|d| d.score >= threshold) {
             let (w, h) = (f64::from(d.x2 - d.x1), f64::from(d.y2 - d.y1));
             if w >= 1.0 && h >= 1.0 {
                 let id = annotations.len() as u64 + 1;
-                annotations.push(Annotation { id, image_id: i as u64 + 1, category_id: COCO_80_TO_91[d.class], bbox: [f64::from(d.x1), f64::from(d.y1), w, h], area: w * h, iscrowd: 0 });
+                annotations.push(Annotation {
+                    id,
+                    image_id: i as u64 + 1,
+                    category_id: COCO_80_TO_91[d.class],
+                    bbox: [f64::from(d.x1), f64::from(d.y1), w, h],
+                    area: w * h,
+                    iscrowd: 0,
+                });
             }
         }
     }
