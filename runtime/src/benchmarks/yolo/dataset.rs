@@ -113,4 +113,25 @@ mod tests {
         assert!(e.contains("(sample 3): JPEG decoding failed"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn another_image_count_and_a_missing_image_are_data_errors_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("mlperf-yolo-set-{}", std::process::id()));
+        let set = CocoSet::in_dir(&dir);
+        std::fs::create_dir_all(set.images_dir()).unwrap();
+        std::fs::create_dir_all(set.annotations().parent().unwrap()).unwrap();
+        let images = (1..=3).map(|id| ImageInfo { id, file_name: format!("{id:012}.jpg"), width: 4, height: 2 }).collect();
+        Instances { images, annotations: Vec::new(), categories: Vec::new() }.write(&set.annotations()).unwrap();
+        for id in [1, 3] {
+            std::fs::write(set.images_dir().join(format!("{id:012}.jpg")), b"").unwrap();
+        }
+        let e = crate::Error::from(set.read(1525).unwrap_err());
+        assert_eq!(e.exit_code(), crate::error::exit::DATA);
+        assert!(e.to_string().contains("instances_val2017.json lists 3 images; the round's COCO safe subset has 1525"), "{e}");
+        let e = set.read(3).unwrap_err().to_string();
+        assert!(e.contains("val2017_safe/000000000002.jpg (sample 1) is missing"), "{e}");
+        std::fs::write(set.images_dir().join("000000000002.jpg"), b"").unwrap();
+        assert_eq!(set.read(3).unwrap().images.len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
