@@ -20,7 +20,12 @@ accuracy-coco.py say about them (tests/fixtures/accuracy/coco/, README.md there)
    cocoeval_stats.json's logged_stats: COCOeval over those with imgIds = the logged images, as
    the script sets them.
 
-Usage: make_coco_fixtures.py --script <copy of accuracy-coco.py> [--python <venv python>]
+4. With --large <dir> (outside the repository; nothing committed): a set of the real one's scale
+   (1,525 images, 80 categories, about 7 boxes and 300 detections per image, as predict(conf=0.001)
+   gives) with its detections and pycocotools' stats, for the opt-in test
+   `coco_eval::tests::agrees_with_pycocotools_at_full_scale` (COCO_LARGE_DIR=<dir>).
+
+Usage: make_coco_fixtures.py --script <copy of accuracy-coco.py> [--python <venv python>] [--large <dir>]
 (run it with a python that has pycocotools and numpy).
 """
 import argparse
@@ -162,11 +167,49 @@ def accuracy_log(rng, gt, dets):
     return entries
 
 
+def large(dir):
+    rng = random.Random(SEED + 1)
+    cats = sorted(rng.sample(range(1, 91), 80))
+    images, annotations, dets = [], [], []
+    ann_ids = iter(rng.sample(range(1, 10**7), 20000))
+    for n, image_id in enumerate(rng.sample(range(1, 600000), 1525)):
+        width, height = rng.choice([(640, 480), (480, 640), (640, 427)])
+        images.append({"file_name": "%012d.jpg" % image_id, "height": height, "width": width, "id": image_id})
+        mine = []
+        for _ in range(rng.choice([0, 2, 4, 7, 10, 15])):
+            bbox = box_of_area(rng, rng.choice([rng.uniform(20, 1024), rng.uniform(1024, 9216), rng.uniform(9216, 90000)]), width, height)
+            a = {"area": bbox[2] * bbox[3] * rng.uniform(0.55, 1.0), "iscrowd": 1 if rng.random() < 0.01 else 0, "image_id": image_id, "bbox": bbox,
+                 "category_id": rng.choice(cats), "id": next(ann_ids)}
+            annotations.append(a)
+            mine.append(a)
+        for _ in range(300):
+            if mine and rng.random() < 0.3:
+                a = rng.choice(mine)
+                cat = a["category_id"] if rng.random() > 0.1 else rng.choice(cats)
+                dets.append({"image_id": image_id, "category_id": cat, "bbox": jitter(rng, a["bbox"], rng.choice([0.02, 0.1, 0.3])), "score": rng.random()})
+            else:
+                bw, bh = rng.uniform(2, width / 2), rng.uniform(2, height / 2)
+                dets.append({"image_id": image_id, "category_id": rng.choice(cats), "bbox": [rng.uniform(0, width - bw), rng.uniform(0, height - bh), bw, bh],
+                             "score": round(rng.random() * 0.3, 3)})
+    gt = {"images": images, "annotations": annotations, "categories": [{"id": c, "name": "c%d" % c} for c in cats]}
+    os.makedirs(dir, exist_ok=True)
+    with open(os.path.join(dir, "instances_val2017.json"), "w") as f:
+        json.dump(gt, f)
+    with open(os.path.join(dir, "detections.json"), "w") as f:
+        json.dump(dets, f)
+    stats = run_cocoeval(os.path.join(dir, "instances_val2017.json"), json.load(open(os.path.join(dir, "detections.json"))))
+    with open(os.path.join(dir, "cocoeval_stats.json"), "w") as f:
+        json.dump({"stats": stats}, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--script", required=True, help="a copy of tools/accuracy-coco.py (mlcommons/inference b66003e1)")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--large", help="also write the full-scale set here (not committed)")
     args = ap.parse_args()
+    if args.large:
+        large(args.large)
     rng = random.Random(SEED)
     os.makedirs(OUT, exist_ok=True)
     gt = ground_truth(rng)

@@ -2,6 +2,7 @@
 //! `scripts/make_coco_fixtures.py`; README in `tests/fixtures/accuracy/coco/`), and its errors.
 
 use super::*;
+use crate::accuracy::target::{first_group, python_regex};
 use crate::benchmarks::yolo::coco::ImageInfo;
 use crate::benchmarks::yolo::coco_eval::tests::{assert_close, fixture};
 use crate::error::exit;
@@ -64,9 +65,19 @@ fn accuracy_txt_is_what_the_script_prints() {
     assert_eq!(scored.text, theirs);
     let map = theirs.lines().last().unwrap();
     assert!(map.starts_with("mAP=") && map.ends_with('%'), "{map}");
-    let printed: f64 = map["mAP=".len()..map.len() - 1].parse().unwrap();
+    let value = &map["mAP=".len()..map.len() - 1];
+    let printed: f64 = value.parse().unwrap();
     assert_eq!(scored.metrics, vec![("mAP".to_string(), printed)]);
+    // The checker's mAP pattern (rounds/v6.1.toml) finds that line and only it.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap();
+    let round: mlperf_config::Round = toml::from_str(&text).unwrap();
+    let pattern = python_regex(round.accuracy_patterns.get("mAP").unwrap()).unwrap();
+    let found: Vec<&str> = scored.text.lines().filter_map(|l| first_group(&pattern, l)).collect();
+    assert_eq!(found, vec![value]);
 }
+
+/// Log entries: `qsl_idx` and the float32 payload.
+type Entries = Vec<(usize, Vec<f32>)>;
 
 fn log_with(name: &str, entries: &[(usize, Vec<f32>)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mlperf-coco-log-{name}-{}", std::process::id()));
@@ -104,7 +115,7 @@ fn short_payloads_are_images_without_detections_and_repeats_are_skipped() {
 #[test]
 fn bad_logs_name_the_sample_and_are_data_errors() {
     let gt = two_images();
-    let cases: [(&str, Vec<(usize, Vec<f32>)>, &str); 4] = [
+    let cases: [(&str, Entries, &str); 4] = [
         ("past", vec![(2, vec![])], "sample 2 is past the annotations' 2 images"),
         ("partial", vec![(1, vec![1.0; 9])], "sample 1: 9 float32 values are not whole detections of 7"),
         ("nan", vec![(0, vec![0.0, 0.1, 0.1, 0.2, 0.2, 0.9, f32::NAN])], "sample 0, detection 0: the class is NaN, not a number"),

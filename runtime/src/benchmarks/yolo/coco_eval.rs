@@ -120,6 +120,13 @@ struct Dt {
     score: f64,
 }
 
+/// One image's boxes and sorted detections of a category, and their overlaps (`ious[d][g]`).
+struct ImagePair<'a> {
+    gt: &'a [Gt],
+    dt: &'a [Dt],
+    ious: Vec<Vec<f64>>,
+}
+
 /// `evaluateImg`'s result for one image, category and area range: its detections' scores (sorted,
 /// at most 100) and, per IoU threshold, each one's matched box id (0: none) and whether it is
 /// ignored; and how many of its boxes count.
@@ -176,16 +183,16 @@ pub fn evaluate_images(gt: &Instances, detections: &[Detection], image_ids: &[u6
     let empty = (Vec::new(), Vec::new());
     for (k, &category) in categories.iter().enumerate() {
         // The overlaps of each image's (sorted) detections with its boxes, in file order.
-        let pairs: Vec<(&[Gt], &[Dt], Vec<Vec<f64>>)> = images
+        let pairs: Vec<ImagePair> = images
             .iter()
             .map(|&image| {
                 let (g, d) = (gts.get(&(image, category)).unwrap_or(&empty.0), dts.get(&(image, category)).unwrap_or(&empty.1));
                 let ious = d.iter().map(|d| g.iter().map(|g| box_iou(&d.bbox, &g.bbox, g.crowd)).collect()).collect();
-                (g.as_slice(), d.as_slice(), ious)
+                ImagePair { gt: g, dt: d, ious }
             })
             .collect();
         for (a, &range) in AREA_RANGES.iter().enumerate() {
-            let evals: Vec<ImageEval> = pairs.iter().filter_map(|(g, d, ious)| evaluate_image(g, d, ious, range, &iou_thrs)).collect();
+            let evals: Vec<ImageEval> = pairs.iter().filter_map(|p| evaluate_image(p.gt, p.dt, &p.ious, range, &iou_thrs)).collect();
             for (m, &max_det) in MAX_DETS.iter().enumerate() {
                 if evals.is_empty() {
                     continue;

@@ -9,13 +9,13 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/accuracy/coco").join(name)
 }
 
-/// pycocotools' 12 stats of the fixture, as recorded (repr strings).
-fn recorded_stats() -> [f64; 12] {
+/// pycocotools' 12 stats recorded in `path` (repr strings).
+fn recorded_stats(path: &std::path::Path) -> [f64; 12] {
     #[derive(serde::Deserialize)]
     struct Recorded {
         stats: Vec<String>,
     }
-    let recorded: Recorded = serde_json::from_slice(&std::fs::read(fixture("cocoeval_stats.json")).unwrap()).unwrap();
+    let recorded: Recorded = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let values: Vec<f64> = recorded.stats.iter().map(|s| s.parse().unwrap()).collect();
     values.try_into().unwrap()
 }
@@ -24,7 +24,21 @@ fn recorded_stats() -> [f64; 12] {
 fn the_twelve_stats_agree_with_pycocotools() {
     let gt = Instances::read(&fixture("instances_val2017.json")).unwrap();
     let detections: Vec<Detection> = serde_json::from_slice(&std::fs::read(fixture("detections.json")).unwrap()).unwrap();
-    assert_close(evaluate(&gt, &detections).stats, recorded_stats());
+    assert_close(evaluate(&gt, &detections).stats, recorded_stats(&fixture("cocoeval_stats.json")));
+}
+
+/// Opt-in: the set `scripts/make_coco_fixtures.py --large <dir>` writes (the real one's scale:
+/// 1,525 images, 80 categories, 300 detections each), in `COCO_LARGE_DIR`.
+#[test]
+#[ignore = "needs COCO_LARGE_DIR from scripts/make_coco_fixtures.py --large"]
+fn agrees_with_pycocotools_at_full_scale() {
+    let dir = PathBuf::from(std::env::var("COCO_LARGE_DIR").expect("COCO_LARGE_DIR"));
+    let gt = Instances::read(&dir.join("instances_val2017.json")).unwrap();
+    let detections: Vec<Detection> = serde_json::from_slice(&std::fs::read(dir.join("detections.json")).unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let ours = evaluate(&gt, &detections).stats;
+    eprintln!("{} detections of {} images evaluated in {:.2?}", detections.len(), gt.images.len(), started.elapsed());
+    assert_close(ours, recorded_stats(&dir.join("cocoeval_stats.json")));
 }
 
 /// Within 1e-12 (precision is `tp / (tp + fp + eps)`: a perfect AP is 0.9999999999999998).
