@@ -106,6 +106,8 @@ pub const BENCHMARKS: &[BenchmarkInfo] = &[
         llm_transformations
     ),
     bench!("whisper", [], Speech, ["encoder", "decoder"], false, "Original Huggingface model weights (openai/whisper-large-v3)", llm_transformations),
+    // YOLOv11-L object detection (edge, new in v6.1); weights as ultralytics publishes them.
+    bench!("yolo", ["yolo-95", "yolo-99"], Vision, ["yolo"], false, "yolo11l.pt (ultralytics v8.3 release)", quantized_or_none),
     bench!("rgat", [], Graph, ["rgat"], false, "RGAT.pt hosted by MLCommons", untransformed),
 ];
 

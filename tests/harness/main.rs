@@ -19,6 +19,7 @@ mod signals;
 mod submission;
 mod unet3d;
 mod whisper;
+mod yolo;
 
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::rundir::logs::DetailLog;

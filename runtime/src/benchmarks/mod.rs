@@ -13,6 +13,7 @@
 //!   and NVRTC kernels), with a synthetic workload for machines without the dataset.
 //! - [`unet3d`]: 3D-UNet KiTS19 segmentation on the CPU engine (tract, sliding windows), on real or
 //!   synthetic data.
+//! - [`yolo`]: YOLOv11 COCO detection on the CPU engine (tract), on real or synthetic data.
 //! - [`llm`]: the language models, driven through serving engines over HTTP, and their evaluations.
 //! - [`qwen3_vl`]: qwen3-vl-235b-a22b, product categorisation by a vision-language model over a
 //!   chat API, scored by the reference's hierarchical category F1.
@@ -132,6 +133,7 @@ static FAMILIES: &[&dyn Benchmark] = &[
     &llm::GPT_OSS_120B,
     &qwen3_vl::Qwen3Vl,
     &whisper::Whisper,
+    &yolo::Yolo,
 ];
 
 /// The workload of one selected config as its family sees it outside a run (`generate_engines`,
@@ -349,7 +351,7 @@ fn unsupported(id: &str) -> &'static dyn Benchmark {
 pub fn no_engine(benchmark: &str, settings: &Settings) -> Error {
     let engine = settings.engine.map_or("gpu", |e| e.name());
     Error::Config(format!(
-        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50, bert and 3d-unet, the GPU engines resnet50, bert and 3d-unet, serving engines the LLMs. \
+        "no {engine} engine for {benchmark} in this build: the CPU engines run resnet50, bert, 3d-unet and yolo, the GPU engines resnet50, bert and 3d-unet, serving engines the LLMs. \
          Use --backend=null or --backend=fixed_latency to exercise the harness"
     ))
 }

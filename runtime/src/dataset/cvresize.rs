@@ -1,6 +1,7 @@
 //! OpenCV's `cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA)` for 8-bit interleaved images,
 //! reimplemented so the ResNet50 preprocessing matches the MLPerf reference and NVIDIA's
-//! `preprocess_data.py`, which both resize with INTER_AREA.
+//! `preprocess_data.py`, which both resize with INTER_AREA; and INTER_LINEAR ([`resize_linear`]),
+//! which ultralytics' letterbox resizes with (YOLO).
 //!
 //! OpenCV (modules/imgproc/src/resize.cpp) takes one of three paths for INTER_AREA:
 //!
@@ -165,11 +166,51 @@ fn area_mode_offset(d: usize, scale: f64, inv_scale: f64) -> (usize, f32) {
 /// one axis).
 #[allow(clippy::too_many_arguments)]
 fn linear_area_mode(src: &[u8], sw: usize, sh: usize, cn: usize, dw: usize, dh: usize, scale_x: f64, scale_y: f64, inv_scale_x: f64, inv_scale_y: f64) -> Vec<u8> {
+    let y = |dy: usize| {
+        let (s, f) = area_mode_offset(dy, scale_y, inv_scale_y);
+        (s as isize, f)
+    };
+    linear_fixed(src, [sw, sh, cn, dw, dh], &|dx| area_mode_offset(dx, scale_x, inv_scale_x), &y)
+}
+
+/// OpenCV's `cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)` for 8-bit interleaved
+/// images: `resizeGeneric`'s bilinear coefficients (`f = (d + 0.5) * scale - 0.5`, computed in
+/// `f64` and rounded to `f32`, its floor the source index; a negative index is 0 with fraction 0
+/// on the horizontal axis and clamped rows on the vertical) in the same 11-bit fixed point as
+/// INTER_AREA's enlargement. A shrink by exactly 2 on both axes takes INTER_AREA's block means,
+/// as OpenCV does.
+pub fn resize_linear(src: &[u8], sw: usize, sh: usize, channels: usize, dw: usize, dh: usize) -> Vec<u8> {
+    assert_eq!(src.len(), sw * sh * channels, "source buffer size");
+    assert!(sw > 0 && sh > 0 && dw > 0 && dh > 0, "empty image");
+    if sw == dw && sh == dh {
+        return src.to_vec();
+    }
+    let (scale_x, scale_y) = (1.0 / (dw as f64 / sw as f64), 1.0 / (dh as f64 / sh as f64));
+    if (scale_x - 2.0).abs() < f64::EPSILON && (scale_y - 2.0).abs() < f64::EPSILON {
+        return area_fast(src, sw, channels, dw, dh, 2, 2);
+    }
+    let offset = |d: usize, scale: f64| -> (isize, f32) {
+        let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
+        let s = f.floor();
+        (s as isize, f - s)
+    };
+    let x = |dx: usize| match offset(dx, scale_x) {
+        (s, _) if s < 0 => (0, 0.0),
+        (s, f) => (s as usize, f),
+    };
+    linear_fixed(src, [sw, sh, channels, dw, dh], &x, &|dy| offset(dy, scale_y))
+}
+
+/// resizeGeneric's bilinear pass in 11-bit fixed point: `x` and `y` give each destination column's
+/// and row's source index and fraction. A horizontal pass to `int` per source row, then
+/// `VResizeLinear`'s `((b0*(S0>>4))>>16 + (b1*(S1>>4))>>16 + 2) >> 2`; both rows clamped to the
+/// image (a row index of -1 reads row 0 twice).
+fn linear_fixed(src: &[u8], [sw, sh, cn, dw, dh]: [usize; 5], x: &dyn Fn(usize) -> (usize, f32), y: &dyn Fn(usize) -> (isize, f32)) -> Vec<u8> {
     // Horizontal table: for each destination column, source column and the two coefficients;
     // columns whose source is the last one (xmax region) take it with weight ONE.
     let xs: Vec<(usize, i32, i32, bool)> = (0..dw)
         .map(|dx| {
-            let (sx, fx) = area_mode_offset(dx, scale_x, inv_scale_x);
+            let (sx, fx) = x(dx);
             // OpenCV's xmax region: at or past the last source column the pixel is copied.
             if sx + 1 >= sw { (sw - 1, 0, 0, true) } else { (sx, coef(1.0 - fx), coef(fx), false) }
         })
@@ -188,11 +229,11 @@ fn linear_area_mode(src: &[u8], sw: usize, sh: usize, cn: usize, dw: usize, dh: 
     let mut out = vec![0u8; dh * width];
     let mut cache: Vec<(usize, Vec<i32>)> = Vec::new();
     for dy in 0..dh {
-        let (sy, fy) = area_mode_offset(dy, scale_y, inv_scale_y);
+        let (sy, fy) = y(dy);
         let b0 = coef(1.0 - fy);
         let b1 = coef(fy);
-        let r0 = sy.min(sh - 1);
-        let r1 = (sy + 1).min(sh - 1);
+        let r0 = sy.clamp(0, sh as isize - 1) as usize;
+        let r1 = (sy + 1).clamp(0, sh as isize - 1) as usize;
         let mut rows: [Option<&Vec<i32>>; 2] = [None, None];
         for r in [r0, r1] {
             if !cache.iter().any(|(k, _)| *k == r) {

@@ -6,11 +6,13 @@
 //! - [`npy`]: NumPy `.npy` files, the format of every preprocessed tensor.
 //! - [`pickle`], [`numpy_pickle`], [`pandas`]: Python pickles as the reference scripts write them
 //!   (numpy arrays, pandas DataFrames); [`parquet`]: parquet files without Arrow.
-//! - [`cvresize`]: OpenCV's INTER_AREA resize, as image preprocessing uses it.
+//! - [`cvresize`]: OpenCV's INTER_AREA and INTER_LINEAR resizes, as image preprocessing uses them.
+//! - [`image`]: JPEG decoding as `cv2.imread` decodes.
 //! - [`val_map`]: NVIDIA's val maps, which name per-sample files and labels.
 //! - [`qsl`]: the query sample library LoadGen drives and engines read samples from.
 
 pub mod cvresize;
+pub mod image;
 pub mod npy;
 pub mod numpy_pickle;
 pub mod pandas;

@@ -117,6 +117,10 @@ pub fn attr_float(name: &str, f: f32) -> pb::AttributeProto {
     pb::AttributeProto { name: name.into(), r#type: AttributeType::Float as i32, f, ..Default::default() }
 }
 
+pub fn attr_str(name: &str, value: &str) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: AttributeType::String as i32, s: value.as_bytes().to_vec(), ..Default::default() }
+}
+
 /// `values` as ONNX raw data (little-endian f32).
 pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()

@@ -43,12 +43,8 @@ pub enum ResNetError {
     CalibrationTooShort { list: PathBuf, names: usize, wanted: usize },
     #[error("{}:{line}: image {image} is not in {}", list.display(), val_map.display())]
     CalibrationImage { list: PathBuf, line: usize, image: String, val_map: PathBuf },
-    #[error("JPEG decoding failed: {0}")]
-    JpegDecode(jpeg_decoder::Error),
-    #[error("JPEG has no frame header")]
-    JpegNoFrame,
-    #[error("12/16-bit JPEGs are not supported (cv2.imread would reduce them to 8 bits)")]
-    Jpeg16Bit,
+    #[error(transparent)]
+    Decode(#[from] crate::dataset::image::ImageError),
     #[error("cannot read {}: {source}", path.display())]
     ReadImage { path: PathBuf, source: std::io::Error },
     /// An image of the val map that cannot be preprocessed; `line` counts from 1.
