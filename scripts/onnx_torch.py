@@ -301,14 +301,18 @@ class Runner:
         self.model = model
         self.dtype = dtype
 
-        def place(t):
-            if t.is_floating_point():
+        # Operands that give shapes, scales or split sizes stay on the CPU: reading them back from
+        # the GPU would be a copy inside the CUDA graph's capture.
+        host = {i for n in model.nodes if n.op in ("Reshape", "Resize", "Slice", "Split", "Gather") for i in n.inputs[1:]}
+
+        def place(name, t):
+            if t.is_floating_point() and name not in host:
                 t = t.to(device=device, dtype=dtype)
                 if channels_last and t.dim() in (4, 5):
                     t = t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
             return t
 
-        self.weights = {k: place(v) for k, v in model.weights.items()}
+        self.weights = {k: place(k, v) for k, v in model.weights.items()}
         self.channels_last = channels_last
 
     def __call__(self, x):

@@ -332,3 +332,37 @@ impl Builder {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// At full width and 640 px the generated network has the layers of ultralytics 8.4.190's own
+    /// ONNX export of `yolo11l.yaml` (`YOLO("yolo11l.yaml").export(format="onnx", opset=17,
+    /// simplify=False)`, counted with onnx 1.23.2): its compute nodes by type, its grouped
+    /// (depthwise) convolutions and its 25,310,688 weights. The export's Identity, Constant, Shape and
+    /// Gather nodes only carry shapes and constants, which we write as initializers. Writes the
+    /// model where `MLPERF_YOLO_ONNX` says, for the PyTorch comparator (`scripts/onnx_torch.py`).
+    #[test]
+    fn the_full_size_network_has_ultralytics_yolo11l_layers() {
+        let model = yolo11(&YoloShape { size: 640, width_divisor: 1, class_bias: -2.0 }, 1);
+        let graph = model.graph.as_ref().expect("graph");
+        let mut ops = BTreeMap::new();
+        for node in &graph.node {
+            *ops.entry(node.op_type.as_str()).or_insert(0usize) += 1;
+        }
+        // The layers that carry the work; the Detect head's box decoding and the attention's
+        // reshapes are written with a few different element-wise and shape nodes than the export's.
+        let expected = [("Conv", 174), ("MatMul", 4), ("MaxPool", 3), ("Resize", 2), ("Sigmoid", 160), ("Softmax", 3), ("Transpose", 5)];
+        let compute: BTreeMap<&str, usize> = ops.iter().filter(|(op, _)| expected.iter().any(|(e, _)| e == *op)).map(|(op, n)| (*op, *n)).collect();
+        assert_eq!(compute, BTreeMap::from(expected), "compute nodes (all: {ops:?})");
+        let grouped = graph.node.iter().filter(|n| n.op_type == "Conv" && n.attribute.iter().any(|a| a.name == "group" && a.i > 1)).count();
+        assert_eq!(grouped, 8, "depthwise convolutions");
+        let weights: i64 = graph.initializer.iter().map(|t| t.dims.iter().product::<i64>()).sum();
+        println!("{weights} weights");
+        if let Ok(path) = std::env::var("MLPERF_YOLO_ONNX") {
+            std::fs::write(path, prost::Message::encode_to_vec(&model)).expect("write the model");
+        }
+    }
+}
