@@ -18,6 +18,7 @@
 use tract_onnx::pb;
 
 use crate::engines::onnx_writer::{Dim, GraphWriter, attr_float, attr_int, attr_ints, value_info};
+use crate::engines::synthetic::model::seeded_uniform;
 use crate::engines::synthetic::rng::SplitMix64;
 
 /// The model's graph input and output, as the reference SUT feeds and reads them.
@@ -80,9 +81,7 @@ struct Builder {
 impl Builder {
     /// A tensor of values uniform in [-bound, bound), from its own named stream.
     fn uniform(&mut self, name: &str, dims: &[usize], bound: f32) -> String {
-        let mut rng = SplitMix64::derive(self.seed, name, 0);
-        let values: Vec<f32> = (0..dims.iter().product()).map(|_| rng.symmetric() * bound).collect();
-        self.onnx.constant(name, dims, &values)
+        seeded_uniform(&mut self.onnx, self.seed, name, dims, bound)
     }
 
     /// Conv 3x3x3 (no bias) at `stride`, InstanceNormalization, Relu.

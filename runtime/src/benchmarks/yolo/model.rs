@@ -23,7 +23,7 @@
 use tract_onnx::pb;
 
 use crate::engines::onnx_writer::{Dim, GraphWriter, attr_int, attr_ints, attr_str, value_info};
-use crate::engines::synthetic::rng::SplitMix64;
+use crate::engines::synthetic::model::seeded_uniform;
 
 /// The exported model's graph input and output.
 pub const INPUT_NAME: &str = "images";
@@ -111,9 +111,7 @@ struct Builder {
 impl Builder {
     /// A tensor of values uniform in [-bound, bound), from its own named stream.
     fn uniform(&mut self, name: &str, dims: &[usize], bound: f32) -> String {
-        let mut rng = SplitMix64::derive(self.seed, name, 0);
-        let values: Vec<f32> = (0..dims.iter().product()).map(|_| rng.symmetric() * bound).collect();
-        self.onnx.constant(name, dims, &values)
+        seeded_uniform(&mut self.onnx, self.seed, name, dims, bound)
     }
 
     /// A plain convolution with bias (`nn.Conv2d`, or a `Conv` whose batch norm is folded).

@@ -109,6 +109,14 @@ fn resnet50_with(size: usize, seed: u64, fold_batch_norms: bool) -> pb::ModelPro
     model
 }
 
+/// Adds a constant of values uniform in [-bound, bound) from the stream `seed` derives for `name`
+/// (the generated models' seeded weights: each tensor reproducible on its own); returns its name.
+pub fn seeded_uniform(onnx: &mut GraphWriter, seed: u64, name: &str, dims: &[usize], bound: f32) -> String {
+    let mut rng = SplitMix64::derive(seed, name, 0);
+    let values: Vec<f32> = (0..dims.iter().product()).map(|_| rng.symmetric() * bound).collect();
+    onnx.constant(name, dims, &values)
+}
+
 /// The f32 values of a named initializer, for calibration to rewrite.
 pub fn initializer_mut<'a>(model: &'a mut pb::ModelProto, name: &str) -> Option<&'a mut pb::TensorProto> {
     model.graph.as_mut()?.initializer.iter_mut().find(|t| t.name == name)
