@@ -74,6 +74,16 @@ impl Scratch {
         settings.model_path.as_deref().map(|p| self.models_dir().join(p))
     }
 
+    /// The dataset directory (`tensor_path`'s first entry) and the model (`model_path`) of a family
+    /// that reads one of each; an unset key is a config error saying what to set it to (`dataset`,
+    /// `model`: what each should name).
+    pub fn dataset_and_model(&self, settings: &Settings, benchmark: &str, dataset: &str, model: &str) -> Result<(PathBuf, PathBuf), crate::Error> {
+        let unset = |key: &str, what: &str| crate::Error::Config(format!("the {benchmark} config names no {key}: set it to {what}"));
+        let dir = self.tensor_paths(settings).into_iter().next().ok_or_else(|| unset("tensor_path", dataset))?;
+        let model = self.model_path(settings).ok_or_else(|| unset("model_path", model))?;
+        Ok((dir, model))
+    }
+
     /// `tokenizer_path` under `models/`.
     pub fn tokenizer_path(&self, settings: &Settings) -> Option<PathBuf> {
         settings.tokenizer_path.as_deref().map(|p| self.models_dir().join(p))

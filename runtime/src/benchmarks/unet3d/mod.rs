@@ -112,12 +112,7 @@ fn sources(settings: &Settings) -> Result<(Preprocessed, PathBuf), Error> {
         let set = synthetic_set(&scratch);
         return Ok((set.preprocessed(), set.model()));
     }
-    let dir = scratch
-        .tensor_paths(settings)
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::Config("the 3d-unet config names no tensor_path: set it to the directory the reference's preprocess.py wrote (its --results_dir)".into()))?;
-    let model = scratch.model_path(settings).ok_or_else(|| Error::Config("the 3d-unet config names no model_path: set it to the reference's ONNX model".into()))?;
+    let (dir, model) = scratch.dataset_and_model(settings, "3d-unet", "the directory the reference's preprocess.py wrote (its --results_dir)", "the reference's ONNX model")?;
     Ok((Preprocessed::in_dir(&dir), model))
 }
 

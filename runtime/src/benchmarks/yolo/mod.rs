@@ -62,12 +62,7 @@ fn sources(settings: &Settings) -> Result<(CocoSet, PathBuf), Error> {
         let set = synthetic_set(&scratch);
         return Ok((set.set(), set.model()));
     }
-    let dir = scratch
-        .tensor_paths(settings)
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::Config("the yolo config names no tensor_path: set it to the directory holding val2017_safe/ and annotations/instances_val2017.json".into()))?;
-    let model = scratch.model_path(settings).ok_or_else(|| Error::Config("the yolo config names no model_path: set it to YOLOv11-L's ONNX export".into()))?;
+    let (dir, model) = scratch.dataset_and_model(settings, "yolo", "the directory holding val2017_safe/ and annotations/instances_val2017.json", "YOLOv11-L's ONNX export")?;
     Ok((CocoSet::in_dir(&dir), model))
 }
 
