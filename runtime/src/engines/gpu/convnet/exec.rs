@@ -19,10 +19,28 @@ const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels
 /// Threads per block of the element-wise kernels.
 const THREADS: u32 = 256;
 /// Positions each block of `norm_stats` sums.
-const NORM_CHUNK: usize = 2048;
+const NORM_CHUNK: usize = 4096;
+
+/// `norm_stats`' blocks per sample and rows summed side by side in a block (`kernels.cu` derives
+/// the same from the row's 8-channel vectors).
+fn norm_layout(v: &ValueShape) -> (usize, usize) {
+    let lanes = (v.padded / 8).min(THREADS as usize);
+    (v.positions().div_ceil(NORM_CHUNK), THREADS as usize / lanes)
+}
+
+/// Bytes of the stats buffer an instance norm over `v` uses: the blocks' f32 sums, then the f32
+/// affine map per (sample, channel).
+fn norm_bytes(v: &ValueShape, n: usize) -> usize {
+    (norm_layout(v).0 + 1) * n * v.padded * 8
+}
 
 fn elementwise(total: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// One thread per 8 fp16 values (the vectorised kernels; every row holds a multiple of 8).
+fn vectorised(values: usize) -> LaunchConfig {
+    elementwise(values / 8)
 }
 
 /// The plan's weights and our kernels on one GPU, shared by its slots.
@@ -32,6 +50,7 @@ pub struct Convnet {
     weights: DeviceBuffer,
     bias_act: CudaFunction,
     norm_stats: CudaFunction,
+    norm_finish: CudaFunction,
     norm_apply: CudaFunction,
     copy_slice: CudaFunction,
     to_channels_last: CudaFunction,
@@ -54,6 +73,7 @@ impl Convnet {
             weights,
             bias_act: f("bias_act")?,
             norm_stats: f("norm_stats")?,
+            norm_finish: f("norm_finish")?,
             norm_apply: f("norm_apply")?,
             copy_slice: f("copy_slice")?,
             to_channels_last: f("to_channels_last")?,
@@ -113,7 +133,7 @@ impl Slot {
             // SAFETY: within the buffer just allocated; synchronous.
             cu("clear buffers", unsafe { dr::memset_d8_sync(b.ptr().raw(), 0, b.bytes) })?;
         }
-        let widest = net.values.iter().map(|v| v.padded).max().unwrap_or(0);
+        let stats_bytes = net.ops.iter().filter(|op| matches!(op.kind, OpKind::InstanceNorm { .. })).map(|op| norm_bytes(&net.values[op.inputs[0]], n)).max().unwrap_or(0);
         let mut descriptors = Vec::new();
         let mut need = 0;
         for op in &net.ops {
@@ -143,7 +163,7 @@ impl Slot {
             descriptors.push(d);
         }
         Ok(Slot {
-            stats: DeviceBuffer::new(n * widest * 16)?,
+            stats: DeviceBuffer::new(stats_bytes.max(1))?,
             workspace: DeviceBuffer::new(need.max(workspace_bytes))?,
             model: model.clone(),
             stream,
@@ -189,9 +209,9 @@ impl Slot {
             let b = bias.map_or(0, |o| weights.offset(o).raw());
             let (c, kind) = (ys.padded as i32, act.code());
             let mut l = self.stream.launch_builder(&m.bias_act);
-            l.arg(&y).arg(&y).arg(&b).arg(&rows).arg(&c).arg(&c).arg(&0i32).arg(&kind);
+            l.arg(&y).arg(&y).arg(&b).arg(&rows).arg(&c).arg(&kind);
             // SAFETY: bias_act's parameters in order and type; in place on the op's output.
-            cu("bias_act", unsafe { l.launch(elementwise(rows as usize * ys.padded)) })?;
+            cu("bias_act", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             Ok(())
         };
         match (&op.kind, &self.descriptors[index]) {
@@ -230,19 +250,24 @@ impl Slot {
             }
             (OpKind::InstanceNorm { params, epsilon, act }, _) => {
                 let (positions, c) = (xs.positions() as i64, xs.padded as i32);
-                // SAFETY: the stats buffer holds n x widest x 2 doubles.
-                cu("clear stats", unsafe { dr::memset_d8_async(self.stats.ptr().raw(), 0, n * xs.padded * 16, self.stream.cu_stream()) })?;
-                let (stats, chunk) = (self.stats.ptr().raw(), NORM_CHUNK as i32);
+                let (blocks, rows) = norm_layout(xs);
+                let (partials, chunk) = (self.stats.ptr().raw(), NORM_CHUNK as i32);
                 let mut l = self.stream.launch_builder(&m.norm_stats);
-                l.arg(&x).arg(&stats).arg(&positions).arg(&c).arg(&chunk);
-                let grid = (xs.positions().div_ceil(NORM_CHUNK) as u32, n as u32, 1);
-                // SAFETY: norm_stats's parameters; shared memory for 2 floats per channel.
-                cu("norm_stats", unsafe { l.launch(LaunchConfig { grid_dim: grid, block_dim: (THREADS, 1, 1), shared_mem_bytes: 8 * xs.padded as u32 }) })?;
-                let (p, kind, batch) = (weights.offset(*params).raw(), act.code(), n as i32);
+                l.arg(&x).arg(&partials).arg(&positions).arg(&c).arg(&chunk);
+                let shared = (rows * xs.padded * 8) as u32;
+                // SAFETY: norm_stats's parameters; the stats buffer holds n x blocks x channels
+                // pairs (`norm_bytes`), shared memory the block's rows of pairs.
+                cu("norm_stats", unsafe { l.launch(LaunchConfig { grid_dim: (blocks as u32, n as u32, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: shared }) })?;
+                let (p, kind, batch, blocks) = (weights.offset(*params).raw(), act.code(), n as i32, blocks as i32);
+                let ab = self.stats.ptr().offset(n * blocks as usize * xs.padded * 8).raw();
+                let mut l = self.stream.launch_builder(&m.norm_finish);
+                l.arg(&partials).arg(&ab).arg(&p).arg(&positions).arg(&c).arg(&blocks).arg(epsilon).arg(&batch);
+                // SAFETY: norm_finish's parameters; `ab` follows the partial sums within the buffer.
+                cu("norm_finish", unsafe { l.launch(elementwise(n * xs.padded)) })?;
                 let mut l = self.stream.launch_builder(&m.norm_apply);
-                l.arg(&x).arg(&y).arg(&stats).arg(&p).arg(&positions).arg(&c).arg(epsilon).arg(&kind).arg(&batch);
+                l.arg(&x).arg(&y).arg(&ab).arg(&positions).arg(&c).arg(&kind).arg(&batch);
                 // SAFETY: norm_apply's parameters in order and type.
-                cu("norm_apply", unsafe { l.launch(elementwise(n * xs.elements())) })?;
+                cu("norm_apply", unsafe { l.launch(vectorised(n * xs.elements())) })?;
             }
             (OpKind::Concat, _) => {
                 let mut offset = 0i32;
@@ -251,17 +276,20 @@ impl Slot {
                     let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, v.padded as i32, ys.padded as i32);
                     let mut l = self.stream.launch_builder(&m.copy_slice);
                     l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&y_row).arg(&offset);
+                    // The kernel moves 8 channels at a time when every count is a multiple of 8.
+                    let total = rows as usize * c as usize;
+                    let launch = if (c | x_row | y_row | offset) % 8 == 0 { vectorised(total) } else { elementwise(total) };
                     // SAFETY: copy_slice's parameters; the slice lies within the output's rows.
-                    cu("copy_slice", unsafe { l.launch(elementwise(rows as usize * c as usize)) })?;
+                    cu("copy_slice", unsafe { l.launch(launch) })?;
                     offset += c;
                 }
             }
             (OpKind::Activation(act), _) => {
                 let (c, kind) = (ys.padded as i32, act.code());
                 let mut l = self.stream.launch_builder(&m.bias_act);
-                l.arg(&x).arg(&y).arg(&0u64).arg(&rows).arg(&c).arg(&c).arg(&0i32).arg(&kind);
+                l.arg(&x).arg(&y).arg(&0u64).arg(&rows).arg(&c).arg(&kind);
                 // SAFETY: bias_act's parameters in order and type.
-                cu("activation", unsafe { l.launch(elementwise(rows as usize * ys.padded)) })?;
+                cu("activation", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             }
             _ => return Err(GpuError::PlanContent("an op whose descriptors do not match it (corrupt plan); rebuild it".into()).in_layer(&op.name)),
         }

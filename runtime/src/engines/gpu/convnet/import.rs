@@ -182,8 +182,11 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
             (Act::None, i)
         };
         let result = &graph.node[last].output[0];
+        // InstanceNorm subtracts each channel's mean, so a per-channel bias before it cancels
+        // exactly: a convolution feeding only a norm skips its bias pass.
+        let normalised = act == Act::None && matches!(only(out).as_slice(), [j] if graph.node[*j].op_type == "InstanceNormalization");
         let kind = match node.op_type.as_str() {
-            "Conv" => b.conv(node, act)?,
+            "Conv" => b.conv(node, act, !normalised)?,
             "ConvTranspose" => b.conv_transpose(node)?,
             "InstanceNormalization" => b.instance_norm(node, act)?,
             "Concat" => b.concat(node)?,
@@ -248,7 +251,8 @@ impl Importer<'_> {
         })
     }
 
-    fn conv(&mut self, node: &pb::NodeProto, act: Act) -> Result<OpKind, GpuError> {
+    /// A convolution; its bias (if any) is kept only `with_bias`.
+    fn conv(&mut self, node: &pb::NodeProto, act: Act, with_bias: bool) -> Result<OpKind, GpuError> {
         let x = self.input_shape(node)?;
         let (dims, w) = self.required(node, 1, "weights")?;
         let [k, cg, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
@@ -278,7 +282,7 @@ impl Importer<'_> {
             }
         }
         let weights = self.blob.push_f16(&krsc);
-        let bias = self.init(node, 2)?.map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
+        let bias = self.init(node, 2)?.filter(|_| with_bias).map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
         Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0 })
     }
 

@@ -10,78 +10,123 @@ __device__ __forceinline__ float act(float x, int kind) {
     }
 }
 
-// y[p, c] = act(x[p, c] + bias[c]) over `positions` rows of `channels`; bias may be null.
-// In place when x == y. `y_row` and `y_offset`: y's row length and first channel (a concat slice).
-extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, const float* bias, long long positions, int channels,
-                                    int y_row, int y_offset, int kind) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= positions * channels) return;
-    int c = (int)(i % channels);
-    long long p = i / channels;
-    float v = h2f(x[i]) + (bias ? bias[c] : 0.0f);
-    y[p * y_row + y_offset + c] = f2h(act(v, kind));
+// Eight fp16 values (one 16-byte load): rows hold a multiple of 8 channels, so a vector never
+// straddles two positions and every pass below moves 16 bytes per thread.
+struct half8 { unsigned short h[8]; };
+__device__ __forceinline__ half8 load8(const unsigned short* p) {
+    uint4 u = *reinterpret_cast<const uint4*>(p);
+    half8 v;
+    unsigned int w[4] = {u.x, u.y, u.z, u.w};
+    for (int k = 0; k < 4; k++) { v.h[2 * k] = (unsigned short)(w[k] & 0xffff); v.h[2 * k + 1] = (unsigned short)(w[k] >> 16); }
+    return v;
+}
+__device__ __forceinline__ void store8(unsigned short* p, const half8& v) {
+    uint4 u;
+    u.x = v.h[0] | ((unsigned int)v.h[1] << 16);
+    u.y = v.h[2] | ((unsigned int)v.h[3] << 16);
+    u.z = v.h[4] | ((unsigned int)v.h[5] << 16);
+    u.w = v.h[6] | ((unsigned int)v.h[7] << 16);
+    *reinterpret_cast<uint4*>(p) = u;
 }
 
-// Instance-norm statistics: sum and sum of squares per (sample, channel) into `stats` (f64,
-// [n][channels][2], zeroed first). Grid (chunks, n); each block sums `chunk` positions in shared
-// memory (f32) and adds them to the totals (f64).
-extern "C" __global__ void norm_stats(const unsigned short* x, double* stats, long long positions, int channels, int chunk) {
-    extern __shared__ float partial[];  // [channels][2]
-    for (int c = threadIdx.x; c < 2 * channels; c += blockDim.x) partial[c] = 0.0f;
-    __syncthreads();
-    long long n = blockIdx.y;
+// y[p, c] = act(x[p, c] + bias[c]) over `positions` rows of `channels` (a multiple of 8); bias may
+// be null. In place when x == y.
+extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, const float* bias, long long positions, int channels, int kind) {
+    long long vectors = positions * (channels / 8);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vectors; i += (long long)gridDim.x * blockDim.x) {
+        int c0 = (int)(i % (channels / 8)) * 8;
+        half8 v = load8(x + i * 8);
+        for (int k = 0; k < 8; k++) v.h[k] = f2h(act(h2f(v.h[k]) + (bias ? bias[c0 + k] : 0.0f), kind));
+        store8(y + i * 8, v);
+    }
+}
+
+// Instance-norm statistics, deterministically: each block sums its `chunk` positions of one sample
+// into `partials` (f32, [n][blocks][channels][2]: sum, sum of squares), in a fixed order, so that
+// replays give the same bits. Grid (blocks, n); a thread owns 8 channels of every
+// `rows_per_pass`-th row, sums them in registers, and the block adds the threads' sums row by row.
+extern "C" __global__ void norm_stats(const unsigned short* x, float* partials, long long positions, int channels, int chunk) {
+    extern __shared__ float sums[];  // [rows_per_pass][channels][2]
+    int per_row = channels / 8;
     long long start = (long long)blockIdx.x * chunk;
     long long end = start + chunk < positions ? start + chunk : positions;
-    const unsigned short* base = x + n * positions * channels;
-    // Each thread keeps one channel's sums over its rows when the block's threads cover whole rows.
-    int rows_per_pass = blockDim.x / channels;
-    if (rows_per_pass > 0) {
-        int c = threadIdx.x % channels, r = threadIdx.x / channels;
-        if (r < rows_per_pass) {
-            float s = 0.0f, q = 0.0f;
+    const unsigned short* base = x + blockIdx.y * positions * channels;
+    // A row wider than the block: each thread walks several vectors of every row (rows_per_pass = 1).
+    int lanes = per_row <= (int)blockDim.x ? per_row : (int)blockDim.x;
+    int rows_per_pass = (int)blockDim.x / lanes;
+    int r = threadIdx.x / lanes;
+    if (r < rows_per_pass) {
+        for (int v = threadIdx.x % lanes; v < per_row; v += lanes) {
+            float s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             for (long long p = start + r; p < end; p += rows_per_pass) {
-                float v = h2f(base[p * channels + c]);
-                s += v;
-                q += v * v;
+                half8 h = load8(base + p * channels + v * 8);
+                for (int k = 0; k < 8; k++) {
+                    float f = h2f(h.h[k]);
+                    s[k] += f;
+                    q[k] += f * f;
+                }
             }
-            atomicAdd(&partial[2 * c], s);
-            atomicAdd(&partial[2 * c + 1], q);
-        }
-    } else {
-        for (long long p = start; p < end; p++) {
-            for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-                float v = h2f(base[p * channels + c]);
-                partial[2 * c] += v;
-                partial[2 * c + 1] += v * v;
+            for (int k = 0; k < 8; k++) {
+                sums[(r * channels + v * 8 + k) * 2] = s[k];
+                sums[(r * channels + v * 8 + k) * 2 + 1] = q[k];
             }
         }
     }
     __syncthreads();
-    for (int c = threadIdx.x; c < 2 * channels; c += blockDim.x) atomicAdd(&stats[(n * channels) * 2 + c], (double)partial[c]);
+    float* out = partials + ((long long)blockIdx.y * gridDim.x + blockIdx.x) * channels * 2;
+    for (int c = threadIdx.x; c < 2 * channels; c += blockDim.x) {
+        float total = 0.0f;
+        for (int row = 0; row < rows_per_pass; row++) total += sums[row * channels * 2 + c];
+        out[c] = total;
+    }
 }
 
-// y = act(x * a + b) with a = scale * rstd, b = shift - mean * a per (sample, channel); in place allowed.
-extern "C" __global__ void norm_apply(const unsigned short* x, unsigned short* y, const double* stats, const float* params, long long positions,
-                                      int channels, float epsilon, int kind, int n) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= (long long)n * positions * channels) return;
-    int c = (int)(i % channels);
-    long long s = i / (positions * channels);
-    double mean = stats[(s * channels + c) * 2] / positions;
-    double var = stats[(s * channels + c) * 2 + 1] / positions - mean * mean;
+// Per (sample, channel): the blocks' sums added in order (f64), and the affine map they give,
+// a = scale * rstd and b = shift - mean * a, into `ab` (f32 pairs), so the pass over the tensor
+// does one FMA per value.
+extern "C" __global__ void norm_finish(const float* partials, float* ab, const float* params, long long positions, int channels, int blocks, float epsilon, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * channels) return;
+    int s = i / channels, c = i % channels;
+    double sum = 0.0, squares = 0.0;
+    for (int b = 0; b < blocks; b++) {
+        const float* p = partials + (((long long)s * blocks + b) * channels + c) * 2;
+        sum += p[0];
+        squares += p[1];
+    }
+    double mean = sum / positions;
+    double var = squares / positions - mean * mean;
     float a = params[c] * (float)rsqrt(fmax(var, 0.0) + (double)epsilon);
-    float b = params[channels + c] - (float)mean * a;
-    y[i] = f2h(act(h2f(x[i]) * a + b, kind));
+    ab[2 * i] = a;
+    ab[2 * i + 1] = params[channels + c] - (float)mean * a;
+}
+
+// y = act(x * a + b) per (sample, channel) from `ab`; in place allowed.
+extern "C" __global__ void norm_apply(const unsigned short* x, unsigned short* y, const float* ab, long long positions, int channels, int kind, int n) {
+    int per_row = channels / 8;
+    long long vectors = (long long)n * positions * per_row;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vectors; i += (long long)gridDim.x * blockDim.x) {
+        long long s = i / (positions * per_row);
+        const float* m = ab + 2 * (s * channels + (i % per_row) * 8);
+        half8 v = load8(x + i * 8);
+        for (int k = 0; k < 8; k++) v.h[k] = f2h(act(h2f(v.h[k]) * m[2 * k] + m[2 * k + 1], kind));
+        store8(y + i * 8, v);
+    }
 }
 
 // Copies the first `channels` of rows of `x_row` into channels [offset, offset + channels) of rows
-// of `y_row` (a concatenation's slice).
+// of `y_row` (a concatenation's slice); 8 at a time when every count is a multiple of 8.
 extern "C" __global__ void copy_slice(const unsigned short* x, unsigned short* y, long long positions, int channels, int x_row, int y_row, int offset) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= positions * channels) return;
-    long long p = i / channels;
-    int c = (int)(i % channels);
-    y[p * y_row + offset + c] = x[p * x_row + c];
+    bool wide = (channels | x_row | y_row | offset) % 8 == 0;
+    int step = wide ? 8 : 1;
+    int per_row = channels / step;
+    long long items = positions * per_row;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < items; i += (long long)gridDim.x * blockDim.x) {
+        long long p = i / per_row;
+        int c = (int)(i % per_row) * step;
+        if (wide) store8(y + p * y_row + offset + c, load8(x + p * x_row + c));
+        else y[p * y_row + offset + c] = x[p * x_row + c];
+    }
 }
 
 // NC... f32 (logical channels) -> channels-last fp16 (padded, zeros on padding).

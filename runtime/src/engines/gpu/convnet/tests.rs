@@ -100,6 +100,29 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
                 g.node("Concat", "cat", &[&a, "x"], vec![attr_int("axis", 1)])
             }),
         ),
+        (
+            // The bias cancels in the norm (dropped at import); 3,072 positions span two blocks of
+            // the statistics and 24 channels three vectors per row.
+            "conv_bias_instance_norm",
+            vec![8, 16, 16, 12],
+            vec![24, 16, 16, 12],
+            model(&[8, 16, 16, 12], &[24, 16, 16, 12], |g, r| {
+                let y = conv(g, r, "c", "x", 8, 24, &[3, 3, 3], 1, 1, 1, true);
+                let s = weights(g, r, "n.s", &[24], 1.0);
+                let b = weights(g, r, "n.b", &[24], 0.5);
+                g.node("InstanceNormalization", "n", &[&y, &s, &b], vec![attr_float("epsilon", 1e-5)])
+            }),
+        ),
+        (
+            // Every count a multiple of 8: the copies move 8 channels at a time.
+            "concat_wide",
+            vec![8, 4, 4, 4],
+            vec![24, 4, 4, 4],
+            model(&[8, 4, 4, 4], &[24, 4, 4, 4], |g, r| {
+                let a = conv(g, r, "a", "x", 8, 16, &[1, 1, 1], 1, 0, 1, true);
+                g.node("Concat", "cat", &["x", &a], vec![attr_int("axis", 1)])
+            }),
+        ),
         ("sigmoid_alone", vec![8, 5, 5], vec![8, 5, 5], model(&[8, 5, 5], &[8, 5, 5], |g, _| g.node("Sigmoid", "s", &["x"], vec![]))),
     ]
 }
@@ -132,6 +155,8 @@ fn activations_fuse_into_their_producer() {
     assert!(matches!(&net.ops[0].kind, OpKind::Conv { act: Act::Silu, bias: Some(_), .. }));
     let net = imported("instance_norm_relu");
     assert!(matches!(&net.ops[..], [op] if matches!(op.kind, OpKind::InstanceNorm { act: Act::Relu, .. })));
+    let net = imported("conv_bias_instance_norm");
+    assert!(matches!(&net.ops[0].kind, OpKind::Conv { bias: None, .. }), "a bias before an instance norm cancels: dropped");
     let net = imported("sigmoid_alone");
     assert!(matches!(&net.ops[..], [op] if op.kind == OpKind::Activation(Act::Sigmoid)));
 }
