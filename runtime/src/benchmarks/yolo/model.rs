@@ -363,4 +363,95 @@ mod tests {
             std::fs::write(path, prost::Message::encode_to_vec(&model)).expect("write the model");
         }
     }
+
+    const SMALL: YoloShape = YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 };
+
+    /// The GPU's convnet engine imports the whole network: the backbone as images, the attention
+    /// and the head as dense values, `output0` dense `[84, A]`.
+    #[test]
+    fn the_network_imports_into_the_gpu_convnet_engine() {
+        use crate::engines::gpu::convnet::import::{OpKind, import};
+        use crate::engines::gpu::convnet::tensor::TensorOp;
+        let (net, _) = import(&yolo11(&SMALL, 7), &[3, SMALL.size, SMALL.size]).expect("imports");
+        let out = &net.values[net.output];
+        assert!(out.dense, "output0 is dense");
+        assert_eq!(out.dims(), vec![4 + CLASSES, anchors(SMALL.size)]);
+        let count = |f: &dyn Fn(&TensorOp) -> bool| net.ops.iter().filter(|op| matches!(&op.kind, OpKind::Tensor(t) if f(t))).count();
+        assert_eq!(count(&|t| matches!(t, TensorOp::MaxPool { .. })), 3);
+        assert_eq!(count(&|t| matches!(t, TensorOp::Upsample { .. })), 2);
+        assert_eq!(count(&|t| matches!(t, TensorOp::MatMul { .. })), 4);
+        assert_eq!(count(&|t| matches!(t, TensorOp::Softmax { .. })), 3);
+        assert_eq!(count(&|t| matches!(t, TensorOp::Pointwise { .. })), 1, "DFL's expectation");
+        let convs = net.ops.iter().filter(|op| matches!(op.kind, OpKind::Conv { .. })).count();
+        assert_eq!(convs, 173, "every convolution but DFL's runs on cuDNN");
+        let silu = net.ops.iter().filter(|op| matches!(op.kind, OpKind::Conv { act: crate::engines::gpu::convnet::import::Act::Silu, .. })).count();
+        assert_eq!(silu, 159, "SiLU fused into its convolution (the 160th Sigmoid is the class scores')");
+        assert_eq!(count(&|t| matches!(t, TensorOp::Activation(_))), 1, "the class scores' sigmoid");
+    }
+
+    /// The convnet engine's `output0` for `images` (CHW bytes of `size`), a plan of `batch` built
+    /// from `path`, and the time per batch of `runs` graph replays (ms).
+    fn gpu_output(path: &std::path::Path, size: usize, batch: usize, images: &[Vec<u8>], runs: usize) -> (Vec<f32>, f64) {
+        use crate::engines::gpu::convnet::{builder, exec};
+        let input = [3, size, size];
+        let request = builder::ConvnetRequest { model_path: path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 30 };
+        let started = std::time::Instant::now();
+        let plan = builder::build(&request, &mut |_| {}).expect("plan");
+        println!("yolo_gpu: plan of {} at batch {batch} built in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+        let model = exec::Convnet::load(0, &plan).expect("load");
+        let mut slot = exec::Slot::new(&model, 1 << 30, true).expect("slot");
+        let pixels: Vec<f32> = images.iter().flat_map(|i| i.iter().map(|&v| f32::from(v) / 255.0)).collect();
+        let out = slot.run_host(&pixels).expect("run");
+        let ms = if runs > 0 { slot.time_batches(runs).expect("time") } else { 0.0 };
+        (out, ms)
+    }
+
+    /// Max |gpu - cpu| of the box rows and of the score rows, each relative to the CPU's range there.
+    fn errors(gpu: &[f32], cpu: &[f32], a: usize) -> (f32, f32) {
+        let (mut boxes, mut scores) = ((0f32, 0f32), (0f32, 0f32));
+        for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+            let row = (i / a) % (4 + CLASSES);
+            let e = if row < 4 { &mut boxes } else { &mut scores };
+            e.0 = e.0.max((g - c).abs());
+            e.1 = e.1.max(c.abs());
+        }
+        (boxes.0 / boxes.1.max(1e-3), scores.0 / scores.1.max(1e-3))
+    }
+
+    fn random_images(n: usize, size: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut rng = crate::engines::synthetic::rng::SplitMix64::derive(seed, "yolo-gpu-images", 0);
+        (0..n).map(|_| (0..3 * size * size).map(|_| (rng.unit() * 255.0) as u8).collect()).collect()
+    }
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn yolo_gpu_matches_the_cpu_engine() {
+        let dir = std::env::temp_dir().join(format!("mlperf-yolo-gpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let small = dir.join("small.onnx");
+        std::fs::write(&small, prost::Message::encode_to_vec(&yolo11(&SMALL, 7))).unwrap();
+        let images = random_images(2, SMALL.size, 1);
+        let (gpu, _) = gpu_output(&small, SMALL.size, 2, &images, 0);
+        let cpu_engine = super::super::cpu::CpuYoloEngine::load(&small, 2).unwrap();
+        let views: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
+        let cpu = cpu_engine.output(&views).unwrap();
+        let (boxes, scores) = errors(&gpu, &cpu, anchors(SMALL.size));
+        println!("yolo_gpu small ({} px): output0 max error, boxes {boxes:.2e}, scores {scores:.2e} of their ranges", SMALL.size);
+        assert_eq!(gpu.len(), cpu.len());
+        assert!(boxes < 1e-2 && scores < 1e-2, "boxes {boxes}, scores {scores}");
+        // Full size where MLPERF_YOLO_ONNX names a 640 px network: agreement on one image, then
+        // the time per batch at 1 and MLPERF_YOLO_BATCH (32).
+        if let Ok(path) = std::env::var("MLPERF_YOLO_ONNX") {
+            let path = std::path::PathBuf::from(path);
+            let images = random_images(1, 640, 2);
+            let (gpu, ms1) = gpu_output(&path, 640, 1, &images, 200);
+            let cpu = super::super::cpu::CpuYoloEngine::load(&path, 1).unwrap().output(&[images[0].as_slice()]).unwrap();
+            let (boxes, scores) = errors(&gpu, &cpu, anchors(640));
+            println!("yolo_gpu full size: output0 max error, boxes {boxes:.2e}, scores {scores:.2e}; batch 1: {ms1:.3} ms ({:.1} img/s)", 1000.0 / ms1);
+            let batch: usize = std::env::var("MLPERF_YOLO_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(32);
+            let (_, ms) = gpu_output(&path, 640, batch, &random_images(batch, 640, 3), 20);
+            println!("yolo_gpu full size: batch {batch}: {ms:.2} ms per batch, {:.1} img/s", batch as f64 * 1000.0 / ms);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

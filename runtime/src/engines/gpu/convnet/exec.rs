@@ -6,6 +6,7 @@
 
 use super::import::{Act, OpKind, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
+use super::tensor_exec::TensorKernels;
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
 use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, GpuError>;
 
-const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels.cu"));
+const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels.cu"), include_str!("tensor.cu"));
 /// Threads per block of the element-wise kernels.
 const THREADS: u32 = 256;
 /// Positions each block of `norm_stats` sums.
@@ -34,12 +35,12 @@ fn norm_bytes(v: &ValueShape, n: usize) -> usize {
     (norm_layout(v).0 + 1) * n * v.padded * 8
 }
 
-fn elementwise(total: usize) -> LaunchConfig {
+pub(super) fn elementwise(total: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// One thread per 8 fp16 values (the vectorised kernels; every row holds a multiple of 8).
-fn vectorised(values: usize) -> LaunchConfig {
+pub(super) fn vectorised(values: usize) -> LaunchConfig {
     elementwise(values / 8)
 }
 
@@ -47,14 +48,15 @@ fn vectorised(values: usize) -> LaunchConfig {
 pub struct Convnet {
     pub ctx: Arc<CudaContext>,
     pub header: ConvnetHeader,
-    weights: DeviceBuffer,
+    pub(super) weights: DeviceBuffer,
     bias_act: CudaFunction,
     norm_stats: CudaFunction,
     norm_finish: CudaFunction,
     norm_apply: CudaFunction,
-    copy_slice: CudaFunction,
-    to_channels_last: CudaFunction,
-    from_channels_last: CudaFunction,
+    pub(super) copy_slice: CudaFunction,
+    pub(super) to_channels_last: CudaFunction,
+    pub(super) from_channels_last: CudaFunction,
+    pub(super) tensor: TensorKernels,
 }
 
 impl Convnet {
@@ -78,6 +80,7 @@ impl Convnet {
             copy_slice: f("copy_slice")?,
             to_channels_last: f("to_channels_last")?,
             from_channels_last: f("from_channels_last")?,
+            tensor: TensorKernels::load(&module)?,
             ctx,
         }))
     }
@@ -126,7 +129,7 @@ impl Slot {
         let stream = cu("create stream", model.ctx.new_stream())?;
         let handle = Handle::new(&stream)?;
         let (net, n) = (&model.header.net, model.batch());
-        let buffers = net.values.iter().map(|v| DeviceBuffer::new(n * v.elements() * 2)).collect::<std::result::Result<Vec<_>, _>>()?;
+        let buffers = net.values.iter().map(|v| DeviceBuffer::new(n * v.bytes())).collect::<std::result::Result<Vec<_>, _>>()?;
         // Zeroed once: a concatenation leaves its padding channels as they are, and the next
         // convolution's zero weights there must not meet NaN bit patterns.
         for b in &buffers {
@@ -175,7 +178,7 @@ impl Slot {
         })
     }
 
-    fn ptr(&self, value: usize) -> DevicePtr {
+    pub(super) fn ptr(&self, value: usize) -> DevicePtr {
         self.buffers[value].ptr()
     }
 
@@ -184,7 +187,8 @@ impl Slot {
         self.ptr(0)
     }
 
-    /// The network's output buffer (channels-last fp16, padded rows).
+    /// The network's output buffer: channels-last fp16 with padded rows for an image, f32 in the
+    /// ONNX output's logical order (per sample [`Convnet::output_shape`]'s `dims()`) for a dense value.
     pub fn output(&self) -> DevicePtr {
         self.ptr(self.model.header.net.output)
     }
@@ -275,7 +279,7 @@ impl Slot {
                     let v = &net.values[input];
                     let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, v.padded as i32, ys.padded as i32);
                     let mut l = self.stream.launch_builder(&m.copy_slice);
-                    l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&y_row).arg(&offset);
+                    l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&0i32).arg(&y_row).arg(&offset);
                     // The kernel moves 8 channels at a time when every count is a multiple of 8.
                     let total = rows as usize * c as usize;
                     let launch = if (c | x_row | y_row | offset) % 8 == 0 { vectorised(total) } else { elementwise(total) };
@@ -291,6 +295,8 @@ impl Slot {
                 // SAFETY: bias_act's parameters in order and type.
                 cu("activation", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             }
+            // SAFETY: our caller's contract.
+            (OpKind::Tensor(t), _) => unsafe { self.enqueue_tensor(op, t) }?,
             _ => return Err(GpuError::PlanContent("an op whose descriptors do not match it (corrupt plan); rebuild it".into()).in_layer(&op.name)),
         }
         Ok(())
@@ -359,11 +365,17 @@ impl Slot {
         };
         convert(&m.to_channels_last, staging.ptr().raw(), self.input().raw(), xs, n * xs.elements())?;
         self.run()?;
-        convert(&m.from_channels_last, self.output().raw(), staging.ptr().raw(), ys, n * ys.positions() * ys.channels)?;
+        // A dense output is already f32 in the logical order.
+        let result = if ys.dense {
+            self.output()
+        } else {
+            convert(&m.from_channels_last, self.output().raw(), staging.ptr().raw(), ys, n * ys.positions() * ys.channels)?;
+            staging.ptr()
+        };
         cu("synchronize", self.stream.synchronize())?;
         let mut out = vec![0f32; n * ys.positions() * ys.channels];
-        // SAFETY: `out` is within the staging buffer; the stream has finished.
-        cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, staging.ptr().raw()) })?;
+        // SAFETY: `out` is within the buffer read; the stream has finished.
+        cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, result.raw()) })?;
         Ok(out)
     }
 

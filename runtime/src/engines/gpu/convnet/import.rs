@@ -2,7 +2,10 @@
 //! time) read from a `ModelProto` into [`Net`]: values with channels-last shapes (channels padded to
 //! a multiple of [`CHANNEL_ALIGN`] for tensor cores), ops with their weights in the GPU's layout in
 //! one blob, and the fusions the GPU runs in one step: Conv + Relu, Conv + SiLU (`x * Sigmoid(x)`),
-//! InstanceNormalization + Relu. CPU only, tested in CI.
+//! InstanceNormalization + Relu. Shape work (YOLO's attention and detection head: Reshape,
+//! Transpose, MatMul, Softmax, broadcast arithmetic) runs on *dense* values, f32 in the ONNX
+//! logical order ([`tensor`](super::tensor)), converted from and to images where ops meet. CPU only,
+//! tested in CI.
 
 use crate::engines::gpu::GpuError;
 use crate::engines::onnx_reader::{attr, attr_float, attr_int, attr_ints, f32_values};
@@ -19,17 +22,34 @@ fn network(msg: impl Into<String>) -> GpuError {
 }
 
 /// A value's per-sample shape: logical channels, their padded count (the channels-last row), and
-/// the spatial dims (1 to 3 of them).
+/// the spatial dims (1 to 3 of them); or, `dense`, a row-major f32 tensor of dims
+/// `[channels, spatial...]` (any rank from 1, nothing padded).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValueShape {
     pub channels: usize,
     pub padded: usize,
     pub spatial: Vec<usize>,
+    pub dense: bool,
 }
 
 impl ValueShape {
-    fn new(channels: usize, spatial: Vec<usize>) -> ValueShape {
-        ValueShape { channels, padded: channels.next_multiple_of(CHANNEL_ALIGN), spatial }
+    pub(super) fn new(channels: usize, spatial: Vec<usize>) -> ValueShape {
+        ValueShape { channels, padded: channels.next_multiple_of(CHANNEL_ALIGN), spatial, dense: false }
+    }
+
+    /// A dense value of per-sample `dims` (at least one).
+    pub(super) fn dense(dims: &[usize]) -> ValueShape {
+        ValueShape { channels: dims[0], padded: dims[0], spatial: dims[1..].to_vec(), dense: true }
+    }
+
+    /// The logical per-sample dims, `[channels, spatial...]`.
+    pub fn dims(&self) -> Vec<usize> {
+        std::iter::once(self.channels).chain(self.spatial.iter().copied()).collect()
+    }
+
+    /// Bytes per sample: fp16 images, f32 dense values.
+    pub fn bytes(&self) -> usize {
+        self.elements() * if self.dense { 4 } else { 2 }
     }
 
     /// Spatial positions per sample.
@@ -90,6 +110,8 @@ pub enum OpKind {
     Concat,
     /// An activation alone.
     Activation(Act),
+    /// The shape and tensor ops of [`super::tensor`].
+    Tensor(super::tensor::TensorOp),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,7 +135,7 @@ pub struct Net {
 pub struct Blob(pub Vec<u8>);
 
 impl Blob {
-    fn push(&mut self, bytes: &[u8]) -> usize {
+    pub(super) fn push(&mut self, bytes: &[u8]) -> usize {
         let at = self.0.len().next_multiple_of(256);
         self.0.resize(at, 0);
         self.0.extend_from_slice(bytes);
@@ -123,7 +145,7 @@ impl Blob {
         let bytes: Vec<u8> = values.iter().flat_map(|&v| f16::from_f32(v).to_le_bytes()).collect();
         self.push(&bytes)
     }
-    fn push_f32(&mut self, values: &[f32]) -> usize {
+    pub(super) fn push_f32(&mut self, values: &[f32]) -> usize {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         self.push(&bytes)
     }
@@ -145,7 +167,13 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     if spatial.is_empty() || spatial.len() > 3 {
         return Err(network(format!("input shape {input:?}: the convnet engine takes 1 to 3 spatial dims")));
     }
-    let mut b = Importer { inits, ids: HashMap::new(), net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0 }, blob: Blob::default() };
+    let mut b = Importer {
+        inits,
+        ints: HashMap::new(),
+        ids: HashMap::new(),
+        net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0 },
+        blob: Blob::default(),
+    };
     b.ids.insert(graph_input.name.clone(), 0);
     // Consumers of each name, for fusion: an activation is fused when its producer has no other.
     let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -185,6 +213,9 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
         // InstanceNorm subtracts each channel's mean, so a per-channel bias before it cancels
         // exactly: a convolution feeding only a norm skips its bias pass.
         let normalised = act == Act::None && matches!(only(out).as_slice(), [j] if graph.node[*j].op_type == "InstanceNormalization");
+        if b.tensor_node(node, &graph.node[last].output[0], act)? {
+            continue;
+        }
         let kind = match node.op_type.as_str() {
             "Conv" => b.conv(node, act, !normalised)?,
             "ConvTranspose" => b.conv_transpose(node)?,
@@ -204,19 +235,22 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
 /// An initializer's dims and values.
 type Constant = (Vec<usize>, Vec<f32>);
 
-struct Importer<'a> {
-    inits: HashMap<&'a str, &'a pb::TensorProto>,
-    ids: HashMap<String, usize>,
-    net: Net,
-    blob: Blob,
+pub(super) struct Importer<'a> {
+    pub(super) inits: HashMap<&'a str, &'a pb::TensorProto>,
+    /// Integer tensors known at import: shapes, split sizes, axes (initializers, Constant and
+    /// Shape nodes).
+    pub(super) ints: HashMap<String, Vec<i64>>,
+    pub(super) ids: HashMap<String, usize>,
+    pub(super) net: Net,
+    pub(super) blob: Blob,
 }
 
-impl Importer<'_> {
-    fn value(&self, name: &str) -> Result<usize, GpuError> {
+impl<'a> Importer<'a> {
+    pub(super) fn value(&self, name: &str) -> Result<usize, GpuError> {
         self.ids.get(name).copied().ok_or_else(|| network(format!("value {name:?} is used before any op writes it (or is not a tensor the engine computes)")))
     }
 
-    fn init(&self, node: &pb::NodeProto, index: usize) -> Result<Option<Constant>, GpuError> {
+    pub(super) fn init(&self, node: &pb::NodeProto, index: usize) -> Result<Option<Constant>, GpuError> {
         let Some(name) = node.input.get(index).filter(|n| !n.is_empty()) else { return Ok(None) };
         let t = self.inits.get(name.as_str()).ok_or_else(|| network(format!("node {}: input {name:?} must be a constant initializer", node.name)))?;
         Ok(Some((t.dims.iter().map(|&d| d as usize).collect(), f32_values(t)?)))
@@ -226,13 +260,13 @@ impl Importer<'_> {
         self.init(node, index)?.ok_or_else(|| network(format!("node {}: no {what}", node.name)))
     }
 
-    fn input_shape(&self, node: &pb::NodeProto) -> Result<ValueShape, GpuError> {
+    pub(super) fn input_shape(&self, node: &pb::NodeProto) -> Result<ValueShape, GpuError> {
         let name = node.input.first().ok_or_else(|| network(format!("node {} has no input", node.name)))?;
         Ok(self.net.values[self.value(name)?].clone())
     }
 
     /// Kernel, strides, pads (begin = end required), dilations and groups of a (transposed) convolution.
-    fn geometry(&self, node: &pb::NodeProto, kernel: &[usize]) -> Result<ConvGeometry, GpuError> {
+    pub(super) fn geometry(&self, node: &pb::NodeProto, kernel: &[usize]) -> Result<ConvGeometry, GpuError> {
         let dims = kernel.len();
         let get = |key: &str, default: usize| -> Vec<usize> { attr_ints(node, key).map(|v| v.iter().map(|&x| x as usize).collect()).unwrap_or(vec![default; dims]) };
         let pads = attr_ints(node, "pads").map(|v| v.iter().map(|&x| x as usize).collect()).unwrap_or(vec![0; 2 * dims]);
@@ -252,7 +286,7 @@ impl Importer<'_> {
     }
 
     /// A convolution; its bias (if any) is kept only `with_bias`.
-    fn conv(&mut self, node: &pb::NodeProto, act: Act, with_bias: bool) -> Result<OpKind, GpuError> {
+    pub(super) fn conv(&mut self, node: &pb::NodeProto, act: Act, with_bias: bool) -> Result<OpKind, GpuError> {
         let x = self.input_shape(node)?;
         let (dims, w) = self.required(node, 1, "weights")?;
         let [k, cg, kernel @ ..] = dims.as_slice() else { return Err(network(format!("node {}: weights of shape {dims:?}", node.name))) };
@@ -369,6 +403,7 @@ impl Importer<'_> {
                 ValueShape::new(channels, x.spatial)
             }
             OpKind::InstanceNorm { .. } | OpKind::Activation(_) => x,
+            OpKind::Tensor(_) => return Err(network(format!("node {}: a tensor op's shape comes from its importer", node.name))),
         })
     }
 
@@ -378,10 +413,16 @@ impl Importer<'_> {
             OpKind::Concat => node.input.iter().map(|n| self.value(n)).collect::<Result<Vec<_>, _>>()?,
             _ => vec![self.value(&node.input[0])?],
         };
+        self.push_op(&node.name, kind, inputs, shape, result);
+        Ok(())
+    }
+
+    /// Appends an op writing a new value of `shape`, known as `result`; returns the value.
+    pub(super) fn push_op(&mut self, name: &str, kind: OpKind, inputs: Vec<usize>, shape: ValueShape, result: &str) -> usize {
         self.net.values.push(shape);
         let output = self.net.values.len() - 1;
         self.ids.insert(result.to_string(), output);
-        self.net.ops.push(Op { name: node.name.clone(), kind, inputs, output });
-        Ok(())
+        self.net.ops.push(Op { name: name.to_string(), kind, inputs, output });
+        output
     }
 }

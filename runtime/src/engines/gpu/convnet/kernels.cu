@@ -114,18 +114,19 @@ extern "C" __global__ void norm_apply(const unsigned short* x, unsigned short* y
     }
 }
 
-// Copies the first `channels` of rows of `x_row` into channels [offset, offset + channels) of rows
-// of `y_row` (a concatenation's slice); 8 at a time when every count is a multiple of 8.
-extern "C" __global__ void copy_slice(const unsigned short* x, unsigned short* y, long long positions, int channels, int x_row, int y_row, int offset) {
-    bool wide = (channels | x_row | y_row | offset) % 8 == 0;
+// Copies channels [x_offset, x_offset + channels) of rows of `x_row` into channels
+// [offset, offset + channels) of rows of `y_row` (a concatenation's or a split's slice); 8 at a
+// time when every count is a multiple of 8.
+extern "C" __global__ void copy_slice(const unsigned short* x, unsigned short* y, long long positions, int channels, int x_row, int x_offset, int y_row, int offset) {
+    bool wide = (channels | x_row | x_offset | y_row | offset) % 8 == 0;
     int step = wide ? 8 : 1;
     int per_row = channels / step;
     long long items = positions * per_row;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < items; i += (long long)gridDim.x * blockDim.x) {
         long long p = i / per_row;
         int c = (int)(i % per_row) * step;
-        if (wide) store8(y + p * y_row + offset + c, load8(x + p * x_row + c));
-        else y[p * y_row + offset + c] = x[p * x_row + c];
+        if (wide) store8(y + p * y_row + offset + c, load8(x + p * x_row + x_offset + c));
+        else y[p * y_row + offset + c] = x[p * x_row + x_offset + c];
     }
 }
 

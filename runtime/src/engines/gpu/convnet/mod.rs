@@ -8,6 +8,9 @@
 //! - [`plan`]: the plan's header and key, in the GPU plans' file framing (stale or corrupt plans
 //!   refused with the command that rebuilds them).
 //! - [`builder`]: algorithms timed on the GPU into the plan.
+//! - [`tensor`]: max pooling, upsampling, splits and residual sums on images; Reshape, Transpose,
+//!   Split, Slice, Concat, MatMul, Softmax and broadcast arithmetic on dense f32 values (YOLO's
+//!   attention and detection head); launched by `tensor_exec` (`tensor.cu`).
 //! - [`exec`]: a plan on one GPU, one slot per inference stream: cuDNN convolutions (transposed
 //!   ones as backward data), our kernels (`kernels.cu`) for the rest, CUDA graphs.
 
@@ -15,6 +18,8 @@ pub mod builder;
 pub mod exec;
 pub mod import;
 pub mod plan;
+pub mod tensor;
+mod tensor_exec;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,138 @@
+// The convnet engine's tensor ops (`tensor.rs`), compiled after kernels.cu (half8, act). Images are
+// fp16 channels-last with padded rows (a multiple of 8); dense values f32 in the logical order.
+
+// Max pooling over up to 3 spatial dims (2-D: depth 1), 8 channels per thread; padding is -inf.
+extern "C" __global__ void max_pool(const unsigned short* x, unsigned short* y, int n, int channels, int id, int ih, int iw, int od, int oh, int ow,
+                                    int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw) {
+    int per_row = channels / 8;
+    long long total = (long long)n * od * oh * ow * per_row;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+        int v = (int)(i % per_row);
+        long long p = i / per_row;
+        int ox = (int)(p % ow), oy = (int)((p / ow) % oh), oz = (int)((p / ((long long)ow * oh)) % od);
+        long long s = p / ((long long)ow * oh * od);
+        float m[8];
+        for (int k = 0; k < 8; k++) m[k] = -3.0e38f;
+        for (int a = 0; a < kd; a++) {
+            int z = oz * sd - pd + a;
+            if (z < 0 || z >= id) continue;
+            for (int b = 0; b < kh; b++) {
+                int yy = oy * sh - ph + b;
+                if (yy < 0 || yy >= ih) continue;
+                for (int c = 0; c < kw; c++) {
+                    int xx = ox * sw - pw + c;
+                    if (xx < 0 || xx >= iw) continue;
+                    half8 h = load8(x + (((s * id + z) * ih + yy) * iw + xx) * channels + v * 8);
+                    for (int k = 0; k < 8; k++) m[k] = fmaxf(m[k], h2f(h.h[k]));
+                }
+            }
+        }
+        half8 out;
+        for (int k = 0; k < 8; k++) out.h[k] = f2h(m[k]);
+        store8(y + p * channels + v * 8, out);
+    }
+}
+
+// Nearest upsampling by integer factors (asymmetric: source = destination / factor).
+extern "C" __global__ void upsample(const unsigned short* x, unsigned short* y, int n, int channels, int id, int ih, int iw, int fd, int fh, int fw) {
+    int per_row = channels / 8;
+    int od = id * fd, oh = ih * fh, ow = iw * fw;
+    long long total = (long long)n * od * oh * ow * per_row;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+        int v = (int)(i % per_row);
+        long long p = i / per_row;
+        int ox = (int)(p % ow), oy = (int)((p / ow) % oh), oz = (int)((p / ((long long)ow * oh)) % od);
+        long long s = p / ((long long)ow * oh * od);
+        store8(y + p * channels + v * 8, load8(x + (((s * id + oz / fd) * ih + oy / fh) * iw + ox / fw) * channels + v * 8));
+    }
+}
+
+// y = a + b over `values` fp16 values (images of one shape).
+extern "C" __global__ void image_add(const unsigned short* a, const unsigned short* b, unsigned short* y, long long values) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < values / 8; i += (long long)gridDim.x * blockDim.x) {
+        half8 u = load8(a + i * 8), w = load8(b + i * 8);
+        for (int k = 0; k < 8; k++) u.h[k] = f2h(h2f(u.h[k]) + h2f(w.h[k]));
+        store8(y + i * 8, u);
+    }
+}
+
+// Per sample, over the `count` indices of `table`'s dims: y[y0 + i.ys] = x[x0 + i.xs]
+// (table: dims, x strides, y strides, x offset, y offset; `rank` of each).
+extern "C" __global__ void strided_copy(const float* x, float* y, const long long* table, int rank, long long count, long long x_sample, long long y_sample, int n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count * n; i += (long long)gridDim.x * blockDim.x) {
+        long long s = i / count, r = i % count;
+        long long xo = table[3 * rank], yo = table[3 * rank + 1];
+        for (int d = rank - 1; d >= 0; d--) {
+            long long idx = r % table[d];
+            r /= table[d];
+            xo += idx * table[rank + d];
+            yo += idx * table[2 * rank + d];
+        }
+        y[s * y_sample + yo] = x[s * x_sample + xo];
+    }
+}
+
+// y[i] = a[i.as] op b[i.bs] per sample (table: dims, a strides, b strides); ops 0-3: + - * /.
+// A constant operand has a per-sample stride of 0.
+extern "C" __global__ void binary(const float* a, const float* b, float* y, const long long* table, int rank, long long count, long long a_sample, long long b_sample, int n, int op) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count * n; i += (long long)gridDim.x * blockDim.x) {
+        long long s = i / count, r = i % count;
+        long long ao = s * a_sample, bo = s * b_sample;
+        for (int d = rank - 1; d >= 0; d--) {
+            long long idx = r % table[d];
+            r /= table[d];
+            ao += idx * table[rank + d];
+            bo += idx * table[2 * rank + d];
+        }
+        float u = a[ao], w = b[bo];
+        y[i] = op == 0 ? u + w : op == 1 ? u - w : op == 2 ? u * w : u / w;
+    }
+}
+
+// Softmax over `len` entries `inner` apart, for `groups` = samples x outer x inner groups.
+extern "C" __global__ void softmax(const float* x, float* y, long long groups, int len, long long inner) {
+    for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {
+        long long base = (g / inner) * len * inner + g % inner;
+        float m = -3.0e38f;
+        for (int j = 0; j < len; j++) m = fmaxf(m, x[base + j * inner]);
+        float sum = 0.0f;
+        for (int j = 0; j < len; j++) sum += __expf(x[base + j * inner] - m);
+        for (int j = 0; j < len; j++) y[base + j * inner] = __expf(x[base + j * inner] - m) / sum;
+    }
+}
+
+// Batched row-major products [m, k] x [k, n] -> [m, n] (grid z: every batch of every sample),
+// in 16 x 16 tiles through shared memory.
+extern "C" __global__ void matmul(const float* a, const float* b, float* y, int m, int k, int n) {
+    __shared__ float ta[16][17], tb[16][17];
+    long long z = blockIdx.z;
+    a += z * m * k;
+    b += z * k * n;
+    y += z * m * n;
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < k; t += 16) {
+        ta[threadIdx.y][threadIdx.x] = row < m && t + (int)threadIdx.x < k ? a[(long long)row * k + t + threadIdx.x] : 0.0f;
+        tb[threadIdx.y][threadIdx.x] = t + (int)threadIdx.y < k && col < n ? b[(long long)(t + threadIdx.y) * n + col] : 0.0f;
+        __syncthreads();
+        for (int j = 0; j < 16; j++) acc += ta[threadIdx.y][j] * tb[j][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < m && col < n) y[(long long)row * n + col] = acc;
+}
+
+// A 1x1 convolution of dense [c, rest] samples: y[o, r] = act(sum w[o, j] x[j, r] + bias[o]).
+extern "C" __global__ void pointwise(const float* x, float* y, const float* w, const float* bias, int c, int k, long long rest, int n, int kind) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)n * k * rest; i += (long long)gridDim.x * blockDim.x) {
+        long long r = i % rest, s = i / ((long long)k * rest);
+        int o = (int)((i / rest) % k);
+        float acc = bias ? bias[o] : 0.0f;
+        for (int j = 0; j < c; j++) acc += w[o * c + j] * x[(s * c + j) * rest + r];
+        y[i] = act(acc, kind);
+    }
+}
+
+// An activation of `count` dense values.
+extern "C" __global__ void dense_act(const float* x, float* y, long long count, int kind) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) y[i] = act(x[i], kind);
+}
