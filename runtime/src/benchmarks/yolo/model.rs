@@ -403,6 +403,31 @@ mod tests {
         let pixels: Vec<f32> = images.iter().flat_map(|i| i.iter().map(|&v| f32::from(v) / 255.0)).collect();
         let out = slot.run_host(&pixels).expect("run");
         let ms = if runs > 0 { slot.time_batches(runs).expect("time") } else { 0.0 };
+        if runs > 0 {
+            // Where the time goes, by kind of op, and the slowest ops.
+            let times = slot.profile().expect("profile");
+            let ops = &plan.header.net.ops;
+            let first_word = |debug: String| debug.split([' ', '(', '{']).next().unwrap_or("").to_string();
+            let kind = |k: &crate::engines::gpu::convnet::import::OpKind| match k {
+                crate::engines::gpu::convnet::import::OpKind::Tensor(t) => format!("tensor {}", first_word(format!("{t:?}"))),
+                k => first_word(format!("{k:?}")),
+            };
+            let mut by_kind = std::collections::BTreeMap::<String, (f32, usize)>::new();
+            for (op, &us) in ops.iter().zip(&times) {
+                let e = by_kind.entry(kind(&op.kind)).or_default();
+                (e.0, e.1) = (e.0 + us, e.1 + 1);
+            }
+            let total: f32 = times.iter().sum();
+            println!("yolo_gpu profile at batch {batch}: ops alone {:.2} ms (graph {ms:.2} ms)", total / 1000.0);
+            for (k, (us, count)) in &by_kind {
+                println!("  {k:<24} {count:>4} ops {:>8.1} us {:>5.1} %", us, 100.0 * us / total);
+            }
+            let mut order: Vec<usize> = (0..ops.len()).collect();
+            order.sort_by(|&a, &b| times[b].total_cmp(&times[a]));
+            for &i in order.iter().take(8) {
+                println!("  slowest: {:<40} {:>8.1} us {}", ops[i].name, times[i], kind(&ops[i].kind));
+            }
+        }
         (out, ms)
     }
 

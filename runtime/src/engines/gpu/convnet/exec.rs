@@ -11,6 +11,8 @@ use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
 use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
 use crate::engines::gpu::exec::time_runs;
+use crate::engines::gpu::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan};
+use crate::engines::gpu::graph::spec::{ConvLayer, HalfConv, PointwiseMode, Uid, conv_bias_act};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::sync::Arc;
 
@@ -100,8 +102,23 @@ impl Convnet {
 
 /// cuDNN's objects of one op.
 enum OpDescriptors {
-    Conv { x: Tensor, y: Tensor, w: Filter, conv: Convolution },
-    Transpose { dy: Tensor, dx: Tensor, w: Filter, conv: Convolution },
+    Conv {
+        x: Tensor,
+        y: Tensor,
+        w: Filter,
+        conv: Convolution,
+    },
+    /// A convolution with its epilogue as one cuDNN graph plan, and its tensors' addresses.
+    Graph {
+        plan: ExecutionPlan,
+        bindings: Vec<(Uid, DevicePtr)>,
+    },
+    Transpose {
+        dy: Tensor,
+        dx: Tensor,
+        w: Filter,
+        conv: Convolution,
+    },
     Kernels,
 }
 
@@ -143,6 +160,12 @@ impl Slot {
             let (x, y) = (&net.values[op.inputs[0]], &net.values[op.output]);
             let t = |v: &ValueShape| Tensor::channels_last(DataType::Half, n, v.padded, v.padded, &v.spatial);
             let d = match &op.kind {
+                OpKind::Conv { graph: Some(serialized), weights: w_at, bias, .. } => {
+                    let plan = serialized.restore(&handle, &model.header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
+                    need = need.max(plan.workspace_bytes());
+                    let ptr = |v: usize| buffers[v].ptr();
+                    OpDescriptors::Graph { plan, bindings: conv_bindings(ptr(op.inputs[0]), model.weights.ptr(), *w_at, *bias, ptr(op.output)) }
+                }
                 OpKind::Conv { geometry: g, algorithm, .. } => {
                     let w = Filter::channels_last(DataType::Half, y.padded, x.padded / g.groups, &g.kernel)?;
                     let conv = Convolution::nd(&g.pad, &g.stride, &g.dilation, g.groups, DataType::Float)?;
@@ -219,6 +242,11 @@ impl Slot {
             Ok(())
         };
         match (&op.kind, &self.descriptors[index]) {
+            // SAFETY: the bindings address the slot's buffers and the plan's weights; the workspace
+            // holds what the plan needs (sized in `new`).
+            (OpKind::Conv { .. }, OpDescriptors::Graph { plan, bindings }) => {
+                unsafe { plan.execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| GpuError::from(e).in_layer(&op.name))?
+            }
             (OpKind::Conv { weights: w_at, bias, act, .. }, OpDescriptors::Conv { x: xd, y: yd, w, conv }) => {
                 let algo = algorithms.0.ok_or_else(missing)?;
                 // SAFETY: the descriptors describe the slot's buffers and the plan's weights; the
@@ -410,16 +438,83 @@ impl Slot {
                         }
                     }
                 }
-                OpDescriptors::Kernels => continue,
+                OpDescriptors::Kernels | OpDescriptors::Graph { .. } => continue,
             }
+            let fused = self.tune_graph(index, limit);
             let op = &mut header.net.ops[index];
             let (us, code, bytes) = best.ok_or_else(|| GpuError::Build(format!("no cuDNN algorithm runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name))?;
             if let OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. } = &mut op.kind {
                 (*algorithm, *workspace) = (code, bytes);
             }
-            report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name));
+            match (fused, &mut op.kind) {
+                (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }) if (graph_us as f32) < us => {
+                    let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
+                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {code} {us:.1} us)", op.name, tuned.plan.engine()));
+                    (*graph, *workspace) = (Some(serialized), tuned.plan.workspace_bytes());
+                }
+                _ => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name)),
+            }
         }
         Ok(())
+    }
+
+    /// The fastest cuDNN graph plan running convolution `index` with its bias and activation (2-D,
+    /// one group), timed on the slot's buffers, and its mean time in microseconds; `None` where
+    /// the op is not such a convolution or cuDNN has no plan for it.
+    fn tune_graph(&self, index: usize, workspace_limit: usize) -> Option<(f64, crate::engines::gpu::graph::plan::Tuned)> {
+        let net = &self.model.header.net;
+        let op = &net.ops[index];
+        let OpKind::Conv { geometry: g, weights, bias, act, .. } = &op.kind else { return None };
+        let (x, y) = (&net.values[op.inputs[0]], &net.values[op.output]);
+        if g.groups != 1 || x.spatial.len() != 2 {
+            return None;
+        }
+        let two = |v: &[usize]| [v[0] as i64, v[1] as i64];
+        let act = match act {
+            Act::None => None,
+            Act::Relu => Some(PointwiseMode::ReluFwd),
+            Act::Silu => Some(PointwiseMode::SwishFwd),
+            Act::Sigmoid => return None,
+        };
+        let layer = HalfConv {
+            batch: self.model.batch() as i64,
+            in_channels: x.padded as i64,
+            height: x.spatial[0] as i64,
+            width: x.spatial[1] as i64,
+            out_channels: y.padded as i64,
+            kernel: two(&g.kernel),
+            padding: two(&g.pad),
+            stride: two(&g.stride),
+            dilation: two(&g.dilation),
+            bias: bias.is_some(),
+            act,
+        };
+        let bindings = conv_bindings(self.ptr(op.inputs[0]), self.model.weights.ptr(), *weights, *bias, self.ptr(op.output));
+        // Runtime-fusion engines compile a kernel per candidate: four keep a full YOLO build near a minute.
+        let options = Autotune { candidates: 4, runs: 5 };
+        let workspace = if self.workspace.bytes <= workspace_limit { &self.workspace } else { return None };
+        // SAFETY: the bindings address the slot's buffers (the plan's batch) and the plan's
+        // weights; the handle enqueues on the slot's stream and autotuning waits for its runs.
+        let tuned = conv_bias_act(&layer)
+            .map_err(Into::into)
+            .and_then(|spec| Graph::build(&self.handle, &spec))
+            .and_then(|g| unsafe { g.autotune(&self.handle, &self.stream, &bindings, workspace, options) });
+        tuned.ok().map(|t| (t.timings[0].1, t))
+    }
+
+    /// Each op's mean time alone (microseconds, five runs after one), for finding where a network's
+    /// time goes; the total exceeds a graph replay's by the launch gaps the graph removes.
+    pub fn profile(&self) -> Result<Vec<f32>> {
+        device::bind(&self.model.ctx)?;
+        let event = || cu("event", self.model.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
+        let events = (event()?, event()?);
+        (0..self.model.header.net.ops.len())
+            .map(|index| {
+                // SAFETY: the slot's own buffers and the plan's weights and algorithms.
+                let us = time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_op(index, self.algorithms(index)) }.is_ok())?;
+                us.ok_or_else(|| GpuError::Run("an op failed while profiled".into()).in_layer(&self.model.header.net.ops[index].name))
+            })
+            .collect()
     }
 
     /// Mean milliseconds per batch of `runs` runs (after one untimed), the graph when there is one.
@@ -433,4 +528,11 @@ impl Slot {
         cu("synchronize", self.stream.synchronize())?;
         Ok(started.elapsed().as_secs_f64() * 1000.0 / runs.max(1) as f64)
     }
+}
+
+/// The graph tensors' addresses of a convolution: input, weights and bias in the plan's blob, output.
+fn conv_bindings(x: DevicePtr, weights: DevicePtr, w_at: usize, bias: Option<usize>, y: DevicePtr) -> Vec<(Uid, DevicePtr)> {
+    let mut bindings = vec![(ConvLayer::X, x), (ConvLayer::W, weights.offset(w_at)), (ConvLayer::Y, y)];
+    bindings.extend(bias.map(|b| (ConvLayer::BIAS, weights.offset(b))));
+    bindings
 }

@@ -8,6 +8,7 @@
 //! tested in CI.
 
 use crate::engines::gpu::GpuError;
+use crate::engines::gpu::graph::plan::SerializedPlan;
 use crate::engines::onnx_reader::{attr, attr_float, attr_int, attr_ints, f32_values};
 use half::f16;
 use serde::{Deserialize, Serialize};
@@ -98,8 +99,10 @@ pub struct ConvGeometry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum OpKind {
     /// Cross-correlation; fp16 weights `[K, kernel..., C / groups]` (padded) at `weights`, f32 bias
-    /// `[K padded]` at `bias` if any; `algorithm` is cuDNN's forward algorithm, chosen by timing.
-    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize },
+    /// `[K padded]` at `bias` if any; `algorithm` is cuDNN's forward algorithm, chosen by timing,
+    /// unless the builder found `graph` faster: a cuDNN graph running the convolution with its
+    /// bias and activation in one kernel (2-D, one group).
+    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan> },
     /// Transposed convolution with kernel = stride, no padding, run as cuDNN's backward data of the
     /// convolution it transposes: fp16 weights `[C_in, kernel..., C_out]` (padded), f32 bias.
     ConvTranspose { geometry: ConvGeometry, weights: usize, bias: Option<usize>, algorithm: i32, workspace: usize },
@@ -317,7 +320,7 @@ impl<'a> Importer<'a> {
         }
         let weights = self.blob.push_f16(&krsc);
         let bias = self.init(node, 2)?.filter(|_| with_bias).map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
-        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0 })
+        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0, graph: None })
     }
 
     fn conv_transpose(&mut self, node: &pb::NodeProto) -> Result<OpKind, GpuError> {

@@ -101,24 +101,56 @@ extern "C" __global__ void softmax(const float* x, float* y, long long groups, i
     }
 }
 
-// Batched row-major products [m, k] x [k, n] -> [m, n] (grid z: every batch of every sample),
-// in 16 x 16 tiles through shared memory.
+// Batched row-major products [m, k] x [k, n] -> [m, n] (grid z: every batch of every sample):
+// 64 x 64 output tiles, 256 threads each computing 4 x 4 from 16-deep slices in shared memory.
 extern "C" __global__ void matmul(const float* a, const float* b, float* y, int m, int k, int n) {
-    __shared__ float ta[16][17], tb[16][17];
+    __shared__ float ta[16][68], tb[16][68];  // [depth][row], [depth][column]
     long long z = blockIdx.z;
     a += z * m * k;
     b += z * k * n;
     y += z * m * n;
-    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
-    float acc = 0.0f;
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
+    float acc[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     for (int t = 0; t < k; t += 16) {
-        ta[threadIdx.y][threadIdx.x] = row < m && t + (int)threadIdx.x < k ? a[(long long)row * k + t + threadIdx.x] : 0.0f;
-        tb[threadIdx.y][threadIdx.x] = t + (int)threadIdx.y < k && col < n ? b[(long long)(t + threadIdx.y) * n + col] : 0.0f;
+        for (int e = threadIdx.x; e < 64 * 16; e += 256) {
+            int r = e / 16, c = e % 16;
+            ta[c][r] = row0 + r < m && t + c < k ? a[(long long)(row0 + r) * k + t + c] : 0.0f;
+            int rb = e / 64, cb = e % 64;
+            tb[rb][cb] = t + rb < k && col0 + cb < n ? b[(long long)(t + rb) * n + col0 + cb] : 0.0f;
+        }
         __syncthreads();
-        for (int j = 0; j < 16; j++) acc += ta[threadIdx.y][j] * tb[j][threadIdx.x];
+        for (int j = 0; j < 16; j++) {
+            float av[4], bv[4];
+            for (int i = 0; i < 4; i++) {
+                av[i] = ta[j][ty * 4 + i];
+                bv[i] = tb[j][tx * 4 + i];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int q = 0; q < 4; q++) acc[i][q] += av[i] * bv[q];
+        }
         __syncthreads();
     }
-    if (row < m && col < n) y[(long long)row * n + col] = acc;
+    for (int i = 0; i < 4; i++)
+        for (int q = 0; q < 4; q++) {
+            int r = row0 + ty * 4 + i, c = col0 + tx * 4 + q;
+            if (r < m && c < n) y[(long long)r * n + c] = acc[i][q];
+        }
+}
+
+// Softmax over contiguous rows of `len` (inner = 1: the attention's scores), one warp per row.
+extern "C" __global__ void softmax_rows(const float* x, float* y, long long rows, int len) {
+    long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const float* p = x + row * len;
+    float m = -3.0e38f;
+    for (int j = lane; j < len; j += 32) m = fmaxf(m, p[j]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float sum = 0.0f;
+    for (int j = lane; j < len; j += 32) sum += __expf(p[j] - m);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    for (int j = lane; j < len; j += 32) y[row * len + j] = __expf(p[j] - m) / sum;
 }
 
 // A 1x1 convolution of dense [c, rest] samples: y[o, r] = act(sum w[o, j] x[j, r] + bias[o]).

@@ -17,6 +17,7 @@ pub struct TensorKernels {
     strided_copy: CudaFunction,
     binary: CudaFunction,
     softmax: CudaFunction,
+    softmax_rows: CudaFunction,
     matmul: CudaFunction,
     pointwise: CudaFunction,
     dense_act: CudaFunction,
@@ -32,6 +33,7 @@ impl TensorKernels {
             strided_copy: f("strided_copy")?,
             binary: f("binary")?,
             softmax: f("softmax")?,
+            softmax_rows: f("softmax_rows")?,
             matmul: f("matmul")?,
             pointwise: f("pointwise")?,
             dense_act: f("dense_act")?,
@@ -157,11 +159,16 @@ impl Slot {
             }
             TensorOp::Softmax { outer, len, inner } => {
                 let (x, groups, len, inner) = (input(0), (n * outer * inner) as i64, *len as i32, *inner as i64);
-                launch!("softmax", &k.softmax, elementwise(groups as usize), &x, &y, &groups, &len, &inner)
+                if inner == 1 {
+                    // Contiguous rows: a warp per row reads them coalesced.
+                    launch!("softmax", &k.softmax_rows, elementwise(32 * groups as usize), &x, &y, &groups, &len)
+                } else {
+                    launch!("softmax", &k.softmax, elementwise(groups as usize), &x, &y, &groups, &len, &inner)
+                }
             }
             TensorOp::MatMul { batches, m: rows, k: depth, n: cols } => {
                 let (a, b, (mi, ki, nc)) = (input(0), input(1), (*rows as i32, *depth as i32, *cols as i32));
-                let cfg = LaunchConfig { grid_dim: (cols.div_ceil(16) as u32, rows.div_ceil(16) as u32, (n * batches) as u32), block_dim: (16, 16, 1), shared_mem_bytes: 0 };
+                let cfg = LaunchConfig { grid_dim: (cols.div_ceil(64) as u32, rows.div_ceil(64) as u32, (n * batches) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
                 launch!("matmul", &k.matmul, cfg, &a, &b, &y, &mi, &ki, &nc)
             }
             TensorOp::Activation(act) => {

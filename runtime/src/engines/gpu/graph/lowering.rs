@@ -98,6 +98,7 @@ fn cudnn_pointwise_mode(mode: PointwiseMode) -> sys::cudnnPointwiseMode_t {
         PointwiseMode::ReluFwd => CUDNN_POINTWISE_RELU_FWD,
         PointwiseMode::GeluFwd => CUDNN_POINTWISE_GELU_FWD,
         PointwiseMode::Identity => CUDNN_POINTWISE_IDENTITY,
+        PointwiseMode::SwishFwd => CUDNN_POINTWISE_SWISH_FWD,
     }
 }
 

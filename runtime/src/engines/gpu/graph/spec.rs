@@ -84,6 +84,8 @@ pub enum PointwiseMode {
     GeluFwd,
     /// A plain copy, which converts to the output tensor's type.
     Identity,
+    /// `x * sigmoid(x)` (SiLU: swish with beta 1, cuDNN's default).
+    SwishFwd,
 }
 
 impl PointwiseMode {
@@ -93,7 +95,7 @@ impl PointwiseMode {
     }
 
     fn is_activation(self) -> bool {
-        matches!(self, PointwiseMode::ReluFwd | PointwiseMode::GeluFwd)
+        matches!(self, PointwiseMode::ReluFwd | PointwiseMode::GeluFwd | PointwiseMode::SwishFwd)
     }
 }
 
@@ -414,6 +416,62 @@ pub fn conv_scale_bias_residual_relu(layer: &ConvLayer) -> Result<OperationGraph
         *y = ConvLayer::Y;
         tensors.retain(|t| t.uid != last);
     }
+    let graph = OperationGraph { tensors, operations };
+    graph.validate()?;
+    Ok(graph)
+}
+
+/// One fp16 convolution of the convnet engine: NHWC in and out with channels padded to 8 (KRSC
+/// weights), an optional f32 per-channel bias and an optional activation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HalfConv {
+    pub batch: i64,
+    pub in_channels: i64,
+    pub height: i64,
+    pub width: i64,
+    pub out_channels: i64,
+    pub kernel: [i64; 2],
+    pub padding: [i64; 2],
+    pub stride: [i64; 2],
+    pub dilation: [i64; 2],
+    pub bias: bool,
+    /// ReluFwd or SwishFwd.
+    pub act: Option<PointwiseMode>,
+}
+
+/// `y = [act](conv(x, w) [+ bias])`, fp16 in and out, Float accumulation and epilogue: the
+/// convolution and its epilogue in one kernel (runtime fusion), uids those of [`ConvLayer`].
+pub fn conv_bias_act(layer: &HalfConv) -> Result<OperationGraph, SpecError> {
+    let conv = Convolution { compute: DataType::Float, padding: layer.padding, stride: layer.stride, dilation: layer.dilation };
+    let [p, q] = conv.output_size([layer.height, layer.width], layer.kernel);
+    let out = [layer.batch, layer.out_channels, p, q];
+    let mut tensors = vec![
+        Tensor::channels_last(ConvLayer::X, "x", DataType::Half, [layer.batch, layer.in_channels, layer.height, layer.width]),
+        Tensor::channels_last(ConvLayer::W, "w", DataType::Half, [layer.out_channels, layer.in_channels, layer.kernel[0], layer.kernel[1]]),
+    ];
+    // Each step writes y itself when it is the last, else a virtual Float intermediate.
+    let steps = usize::from(layer.bias) + usize::from(layer.act.is_some());
+    let mut next = 100;
+    let mut target = |tensors: &mut Vec<Tensor>, remaining: usize, name: &str| {
+        if remaining == 0 {
+            return ConvLayer::Y;
+        }
+        next += 1;
+        tensors.push(Tensor::channels_last(next, name, DataType::Float, out).into_virtual());
+        next
+    };
+    let mut last = target(&mut tensors, steps, "conv");
+    let mut operations = vec![Operation::ConvolutionForward { x: ConvLayer::X, w: ConvLayer::W, y: last, conv }];
+    if layer.bias {
+        tensors.push(Tensor::channels_last(ConvLayer::BIAS, "bias", DataType::Float, [1, layer.out_channels, 1, 1]));
+        let y = target(&mut tensors, steps - 1, "biased");
+        operations.push(Operation::Pointwise { mode: PointwiseMode::Add, precision: DataType::Float, x: last, b: Some(ConvLayer::BIAS), y });
+        last = y;
+    }
+    if let Some(mode) = layer.act {
+        operations.push(Operation::Pointwise { mode, precision: DataType::Float, x: last, b: None, y: ConvLayer::Y });
+    }
+    tensors.push(Tensor::channels_last(ConvLayer::Y, "y", DataType::Half, out));
     let graph = OperationGraph { tensors, operations };
     graph.validate()?;
     Ok(graph)
