@@ -13,9 +13,6 @@ use crate::engines::onnx_reader::{attr, attr_int, attr_ints, f32_values, i64_val
 use serde::{Deserialize, Serialize};
 use tract_onnx::pb;
 
-/// Most dims a dense op indexes per sample (the kernels' index tables hold this many).
-pub const MAX_RANK: usize = 6;
-
 fn network(msg: impl Into<String>) -> GpuError {
     GpuError::Network(msg.into())
 }
@@ -154,13 +151,13 @@ impl<'a> Importer<'a> {
                     && attr_ints(node, "strides").is_none_or(|s| s.iter().all(|&v| v == 1))
                     && attr_ints(node, "pads").is_none_or(|p| p.iter().all(|&v| v == 0));
                 if !pointwise || x.spatial.len() + 1 != dims.len() - 1 {
-                    self.to_image(&node.input[0])?;
+                    self.as_image(&node.input[0])?;
                     return Ok(false);
                 }
                 self.pointwise(node, result, act)?;
             }
             "InstanceNormalization" | "ConvTranspose" if dense_input(self) => {
-                self.to_image(&node.input[0])?;
+                self.as_image(&node.input[0])?;
                 return Ok(false);
             }
             _ => return Ok(false),
@@ -192,7 +189,7 @@ impl<'a> Importer<'a> {
     }
 
     /// Value `name` as an image: converted (and known by that name from now on) if dense.
-    fn to_image(&mut self, name: &str) -> Result<usize, GpuError> {
+    fn as_image(&mut self, name: &str) -> Result<usize, GpuError> {
         let v = self.value(name)?;
         let shape = &self.net.values[v];
         if !shape.dense {
@@ -206,7 +203,7 @@ impl<'a> Importer<'a> {
     }
 
     /// Value `name` as a dense value (converted, under a name of its own, if an image).
-    fn to_dense(&mut self, name: &str) -> Result<usize, GpuError> {
+    fn as_dense(&mut self, name: &str) -> Result<usize, GpuError> {
         let v = self.value(name)?;
         let shape = self.net.values[v].clone();
         if shape.dense {
@@ -220,7 +217,7 @@ impl<'a> Importer<'a> {
     }
 
     fn max_pool(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let x = self.to_image(&node.input[0])?;
+        let x = self.as_image(&node.input[0])?;
         let shape = self.net.values[x].clone();
         let kernel: Vec<usize> = attr_ints(node, "kernel_shape").unwrap_or_default().iter().map(|&k| k as usize).collect();
         let g = self.geometry(node, &kernel)?;
@@ -234,7 +231,7 @@ impl<'a> Importer<'a> {
     }
 
     fn resize(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let x = self.to_image(&node.input[0])?;
+        let x = self.as_image(&node.input[0])?;
         let shape = self.net.values[x].clone();
         let mode = attr(node, "mode").map(|a| a.s.as_slice()).unwrap_or(b"nearest");
         let transform = attr(node, "coordinate_transformation_mode").map(|a| a.s.as_slice()).unwrap_or(b"half_pixel");
@@ -280,7 +277,7 @@ impl<'a> Importer<'a> {
                 let part = ValueShape::new(size, shape.spatial.clone());
                 self.push_op(&name, OpKind::Tensor(TensorOp::ChannelSlice { offset: start }), vec![x], part, out);
             } else {
-                let x = self.to_dense(&node.input[0])?;
+                let x = self.as_dense(&node.input[0])?;
                 self.gather_range(&name, x, a - 1, start, size, out);
             }
             start += size;
@@ -300,7 +297,7 @@ impl<'a> Importer<'a> {
     }
 
     fn slice(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let x = self.to_dense(&node.input[0])?;
+        let x = self.as_dense(&node.input[0])?;
         let dims = self.net.values[x].dims();
         let (starts, ends) = (self.int_input(node, 1)?, self.int_input(node, 2)?);
         let axes = if node.input.get(3).is_some_and(|n| !n.is_empty()) { self.int_input(node, 3)? } else { (0..starts.len() as i64).collect() };
@@ -360,7 +357,7 @@ impl<'a> Importer<'a> {
     }
 
     fn transpose(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let x = self.to_dense(&node.input[0])?;
+        let x = self.as_dense(&node.input[0])?;
         let dims = self.net.values[x].dims();
         let perm = attr_ints(node, "perm").unwrap_or_else(|| (0..=dims.len() as i64).rev().collect());
         if perm.len() != dims.len() + 1 || perm[0] != 0 {
@@ -377,7 +374,7 @@ impl<'a> Importer<'a> {
     }
 
     fn concat_dense(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let inputs = node.input.iter().map(|n| self.to_dense(n)).collect::<Result<Vec<_>, _>>()?;
+        let inputs = node.input.iter().map(|n| self.as_dense(n)).collect::<Result<Vec<_>, _>>()?;
         let first = self.net.values[inputs[0]].dims();
         let a = axis(node, attr_int(node, "axis").unwrap_or(1), first.len() + 1)?;
         if a == 0 {
@@ -406,7 +403,7 @@ impl<'a> Importer<'a> {
     }
 
     fn matmul(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let (a, b) = (self.to_dense(&node.input[0])?, self.to_dense(&node.input[1])?);
+        let (a, b) = (self.as_dense(&node.input[0])?, self.as_dense(&node.input[1])?);
         let (da, db) = (self.net.values[a].dims(), self.net.values[b].dims());
         let r = da.len();
         if r < 2 || db.len() != r || da[..r - 2] != db[..r - 2] || da[r - 1] != db[r - 2] {
@@ -421,7 +418,7 @@ impl<'a> Importer<'a> {
     }
 
     fn softmax(&mut self, node: &pb::NodeProto, result: &str) -> Result<(), GpuError> {
-        let x = self.to_dense(&node.input[0])?;
+        let x = self.as_dense(&node.input[0])?;
         let dims = self.net.values[x].dims();
         let a = axis(node, attr_int(node, "axis").unwrap_or(-1), dims.len() + 1)?;
         if a == 0 {
@@ -446,7 +443,7 @@ impl<'a> Importer<'a> {
             let (x, y) = (self.value(names[0])?, self.value(names[1])?);
             let (sx, sy) = (self.net.values[x].clone(), self.net.values[y].clone());
             if sx.dims() == sy.dims() && (!sx.dense || !sy.dense) && (1..=3).contains(&sx.spatial.len()) {
-                let (x, y) = (self.to_image(names[0])?, self.to_image(names[1])?);
+                let (x, y) = (self.as_image(names[0])?, self.as_image(names[1])?);
                 let shape = self.net.values[x].clone();
                 self.push_op(&node.name, OpKind::Tensor(TensorOp::ImageAdd), vec![x, y], shape, result);
                 return Ok(());
@@ -458,7 +455,7 @@ impl<'a> Importer<'a> {
         let mut fulls = Vec::new();
         for name in names {
             if self.ids.contains_key(name) {
-                let v = self.to_dense(name)?;
+                let v = self.as_dense(name)?;
                 fulls.push(std::iter::once(0).chain(self.net.values[v].dims()).collect::<Vec<usize>>());
                 operands.push(Operand::Input(inputs.len()));
                 inputs.push(v);
@@ -496,9 +493,6 @@ impl<'a> Importer<'a> {
                 own.iter().zip(&out).zip(s).map(|((&d, &o), s)| if d == 1 && o != 1 { 0 } else { s }).collect()
             })
             .collect();
-        if out.len() > MAX_RANK {
-            return Err(network(format!("node {}: {} dims per sample (at most {MAX_RANK})", node.name, out.len())));
-        }
         let mut table: Vec<i64> = out.iter().map(|&d| d as i64).collect();
         table.extend(per_sample.iter().flatten().map(|&s| s as i64));
         let table = self.push_i64(&table);
