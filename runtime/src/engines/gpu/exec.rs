@@ -839,14 +839,16 @@ pub(super) fn conv_layer(layer: &PlannedLayer, n: usize) -> ConvLayer {
     let ((ci, hi, wi), (co, ..)) = (layer.input_shape, layer.output_shape);
     let int8 = graph_spec::DataType::Int8;
     ConvLayer {
-        batch: n as i64,
-        in_channels: ci as i64,
-        height: hi as i64,
-        width: wi as i64,
-        out_channels: co as i64,
-        kernel: [kernel as i64; 2],
-        padding: [pad as i64; 2],
-        stride: [stride as i64; 2],
+        shape: graph_spec::ConvShape {
+            batch: n as i64,
+            in_channels: ci as i64,
+            height: hi as i64,
+            width: wi as i64,
+            out_channels: co as i64,
+            kernel: [kernel as i64; 2],
+            padding: [pad as i64; 2],
+            stride: [stride as i64; 2],
+        },
         residual: residual.map(|_| int8),
         rescale: residual.is_some(),
         relu,

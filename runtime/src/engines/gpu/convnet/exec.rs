@@ -12,7 +12,7 @@ use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolu
 use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
 use crate::engines::gpu::exec::time_runs;
 use crate::engines::gpu::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan};
-use crate::engines::gpu::graph::spec::{ConvLayer, HalfConv, PointwiseMode, Uid, conv_bias_act};
+use crate::engines::gpu::graph::spec::{ConvLayer, ConvShape, HalfConv, PointwiseMode, Uid, conv_bias_act};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::sync::Arc;
 
@@ -477,14 +477,16 @@ impl Slot {
             Act::Sigmoid => return None,
         };
         let layer = HalfConv {
-            batch: self.model.batch() as i64,
-            in_channels: x.padded as i64,
-            height: x.spatial[0] as i64,
-            width: x.spatial[1] as i64,
-            out_channels: y.padded as i64,
-            kernel: two(&g.kernel),
-            padding: two(&g.pad),
-            stride: two(&g.stride),
+            shape: ConvShape {
+                batch: self.model.batch() as i64,
+                in_channels: x.padded as i64,
+                height: x.spatial[0] as i64,
+                width: x.spatial[1] as i64,
+                out_channels: y.padded as i64,
+                kernel: two(&g.kernel),
+                padding: two(&g.pad),
+                stride: two(&g.stride),
+            },
             dilation: two(&g.dilation),
             bias: bias.is_some(),
             act,

@@ -1,35 +1,46 @@
 // The convnet engine's tensor ops (`tensor.rs`), compiled after kernels.cu (half8, act). Images are
 // fp16 channels-last with padded rows (a multiple of 8); dense values f32 in the logical order.
 
+// Where vector i (8 channels) of a batch of d x h x w images with `per_row` vectors per position
+// lies: its position p, its vector v in the row, its sample s and z, y, x in it.
+struct Where { long long p, s; int v, z, y, x; };
+__device__ __forceinline__ Where locate(long long i, int per_row, int d, int h, int w) {
+    Where at;
+    at.v = (int)(i % per_row);
+    at.p = i / per_row;
+    at.x = (int)(at.p % w);
+    at.y = (int)((at.p / w) % h);
+    at.z = (int)((at.p / ((long long)w * h)) % d);
+    at.s = at.p / ((long long)w * h * d);
+    return at;
+}
+
 // Max pooling over up to 3 spatial dims (2-D: depth 1), 8 channels per thread; padding is -inf.
 extern "C" __global__ void max_pool(const unsigned short* x, unsigned short* y, int n, int channels, int id, int ih, int iw, int od, int oh, int ow,
                                     int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw) {
     int per_row = channels / 8;
     long long total = (long long)n * od * oh * ow * per_row;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-        int v = (int)(i % per_row);
-        long long p = i / per_row;
-        int ox = (int)(p % ow), oy = (int)((p / ow) % oh), oz = (int)((p / ((long long)ow * oh)) % od);
-        long long s = p / ((long long)ow * oh * od);
+        Where at = locate(i, per_row, od, oh, ow);
         float m[8];
         for (int k = 0; k < 8; k++) m[k] = -3.0e38f;
         for (int a = 0; a < kd; a++) {
-            int z = oz * sd - pd + a;
+            int z = at.z * sd - pd + a;
             if (z < 0 || z >= id) continue;
             for (int b = 0; b < kh; b++) {
-                int yy = oy * sh - ph + b;
+                int yy = at.y * sh - ph + b;
                 if (yy < 0 || yy >= ih) continue;
                 for (int c = 0; c < kw; c++) {
-                    int xx = ox * sw - pw + c;
+                    int xx = at.x * sw - pw + c;
                     if (xx < 0 || xx >= iw) continue;
-                    half8 h = load8(x + (((s * id + z) * ih + yy) * iw + xx) * channels + v * 8);
+                    half8 h = load8(x + (((at.s * id + z) * ih + yy) * iw + xx) * channels + at.v * 8);
                     for (int k = 0; k < 8; k++) m[k] = fmaxf(m[k], h2f(h.h[k]));
                 }
             }
         }
         half8 out;
         for (int k = 0; k < 8; k++) out.h[k] = f2h(m[k]);
-        store8(y + p * channels + v * 8, out);
+        store8(y + at.p * channels + at.v * 8, out);
     }
 }
 
@@ -39,11 +50,8 @@ extern "C" __global__ void upsample(const unsigned short* x, unsigned short* y, 
     int od = id * fd, oh = ih * fh, ow = iw * fw;
     long long total = (long long)n * od * oh * ow * per_row;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-        int v = (int)(i % per_row);
-        long long p = i / per_row;
-        int ox = (int)(p % ow), oy = (int)((p / ow) % oh), oz = (int)((p / ((long long)ow * oh)) % od);
-        long long s = p / ((long long)ow * oh * od);
-        store8(y + p * channels + v * 8, load8(x + (((s * id + oz / fd) * ih + oy / fh) * iw + ox / fw) * channels + v * 8));
+        Where at = locate(i, per_row, od, oh, ow);
+        store8(y + at.p * channels + at.v * 8, load8(x + (((at.s * id + at.z / fd) * ih + at.y / fh) * iw + at.x / fw) * channels + at.v * 8));
     }
 }
 

@@ -12,7 +12,7 @@
 use super::checked::cudnn_version;
 use super::error::{GraphError, cuda};
 use super::plan::{Autotune, Graph, SerializedPlan};
-use super::spec::{ConvLayer, Gemm, OperationGraph, Uid, bert_gemm, conv_scale_bias_residual_relu, matmul_bias_gelu, resnet_layer};
+use super::spec::{ConvLayer, ConvShape, Gemm, OperationGraph, Uid, bert_gemm, conv_scale_bias_residual_relu, matmul_bias_gelu, resnet_layer};
 use crate::engines::gpu::cudnn::Handle;
 use crate::engines::gpu::device::{self, DeviceBuffer};
 use crate::engines::gpu::pointwise::{self, Pointwise};
@@ -164,13 +164,7 @@ pub fn run(ordinal: usize) -> Result<Report, GraphError> {
 /// `batch` images, graph against legacy. Residual layers are the ones the graph can improve most.
 pub fn bench_resnet50(ordinal: usize, batch: i64) -> Result<Report, GraphError> {
     let layer = |c: i64, size: i64, k: i64, kernel: i64| ConvLayer {
-        batch,
-        in_channels: c,
-        height: size,
-        width: size,
-        out_channels: k,
-        kernel: [kernel; 2],
-        padding: [kernel / 2; 2],
+        shape: ConvShape { batch, in_channels: c, height: size, width: size, out_channels: k, kernel: [kernel; 2], padding: [kernel / 2; 2], stride: [1, 1] },
         ..resnet_layer()
     };
     let layers = [
@@ -572,7 +566,11 @@ mod tests {
 
     #[test]
     fn conv_reference_pads_scales_rounds_and_saturates() {
-        let layer = ConvLayer { batch: 1, in_channels: 16, height: 3, width: 3, out_channels: 16, residual: Some(DataType::Int8), ..resnet_layer() };
+        let layer = ConvLayer {
+            shape: ConvShape { batch: 1, in_channels: 16, height: 3, width: 3, out_channels: 16, ..resnet_layer().shape },
+            residual: Some(DataType::Int8),
+            ..resnet_layer()
+        };
         let (x, weights) = (vec![1i8; 9 * 16], vec![1i8; 16 * 9 * 16]);
         // Every output channel sums 16 channels of each input pixel the filter covers: 9 pixels in
         // the middle, 4 in a corner.
@@ -582,7 +580,7 @@ mod tests {
         assert_eq!((out[0], out[4 * 16]), (4.0, 9.0), "corner, middle");
 
         // Ties round to even; negative values are cut by ReLU; large ones saturate.
-        let one_by_one = ConvLayer { height: 1, width: 1, kernel: [1, 1], padding: [0, 0], ..layer };
+        let one_by_one = ConvLayer { shape: ConvShape { height: 1, width: 1, kernel: [1, 1], padding: [0, 0], ..layer.shape }, ..layer };
         let x: Vec<i8> = [1, 3, -100, 127].into_iter().chain([0; 12]).collect();
         let weights: Vec<i8> = (0..16 * 16).map(|i| i8::from(i / 16 == i % 16)).collect();
         let (mut scale, bias, residual) = (vec![0.5; 16], vec![3.0; 16], vec![0i8; 16]);

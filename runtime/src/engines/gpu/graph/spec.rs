@@ -333,14 +333,7 @@ fn check_operation<'a>(op: &str, operation: &Operation, tensor: &dyn Fn(Uid) -> 
 /// residual, ReLU, and the result in `output`'s type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvLayer {
-    pub batch: i64,
-    pub in_channels: i64,
-    pub height: i64,
-    pub width: i64,
-    pub out_channels: i64,
-    pub kernel: [i64; 2],
-    pub padding: [i64; 2],
-    pub stride: [i64; 2],
+    pub shape: ConvShape,
     /// The residual's type (Int8, Half or Float), when the layer adds one.
     pub residual: Option<DataType>,
     /// Multiplies by a per-channel `ratio` after the residual is added: an int8 residual holds
@@ -349,6 +342,28 @@ pub struct ConvLayer {
     pub rescale: bool,
     pub relu: bool,
     pub output: DataType,
+}
+
+/// A 2-D convolution's sizes: `batch` images of `in_channels` x `height` x `width` to
+/// `out_channels`, a `kernel`, symmetric `padding`, `stride`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConvShape {
+    pub batch: i64,
+    pub in_channels: i64,
+    pub height: i64,
+    pub width: i64,
+    pub out_channels: i64,
+    pub kernel: [i64; 2],
+    pub padding: [i64; 2],
+    pub stride: [i64; 2],
+}
+
+/// The layer's sizes read as its own fields (`layer.batch`).
+impl std::ops::Deref for ConvLayer {
+    type Target = ConvShape;
+    fn deref(&self) -> &ConvShape {
+        &self.shape
+    }
 }
 
 impl ConvLayer {
@@ -425,14 +440,7 @@ pub fn conv_scale_bias_residual_relu(layer: &ConvLayer) -> Result<OperationGraph
 /// weights), an optional f32 per-channel bias and an optional activation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HalfConv {
-    pub batch: i64,
-    pub in_channels: i64,
-    pub height: i64,
-    pub width: i64,
-    pub out_channels: i64,
-    pub kernel: [i64; 2],
-    pub padding: [i64; 2],
-    pub stride: [i64; 2],
+    pub shape: ConvShape,
     pub dilation: [i64; 2],
     pub bias: bool,
     /// ReluFwd or SwishFwd.
@@ -441,8 +449,9 @@ pub struct HalfConv {
 
 /// `y = [act](conv(x, w) [+ bias])`, fp16 in and out, Float accumulation and epilogue: the
 /// convolution and its epilogue in one kernel (runtime fusion), uids those of [`ConvLayer`].
-pub fn conv_bias_act(layer: &HalfConv) -> Result<OperationGraph, SpecError> {
-    let conv = Convolution { compute: DataType::Float, padding: layer.padding, stride: layer.stride, dilation: layer.dilation };
+pub fn conv_bias_act(half: &HalfConv) -> Result<OperationGraph, SpecError> {
+    let (layer, bias, act) = (&half.shape, half.bias, half.act);
+    let conv = Convolution { compute: DataType::Float, padding: layer.padding, stride: layer.stride, dilation: half.dilation };
     let [p, q] = conv.output_size([layer.height, layer.width], layer.kernel);
     let out = [layer.batch, layer.out_channels, p, q];
     let mut tensors = vec![
@@ -450,7 +459,7 @@ pub fn conv_bias_act(layer: &HalfConv) -> Result<OperationGraph, SpecError> {
         Tensor::channels_last(ConvLayer::W, "w", DataType::Half, [layer.out_channels, layer.in_channels, layer.kernel[0], layer.kernel[1]]),
     ];
     // Each step writes y itself when it is the last, else a virtual Float intermediate.
-    let steps = usize::from(layer.bias) + usize::from(layer.act.is_some());
+    let steps = usize::from(bias) + usize::from(act.is_some());
     let mut next = 100;
     let mut target = |tensors: &mut Vec<Tensor>, remaining: usize, name: &str| {
         if remaining == 0 {
@@ -462,13 +471,13 @@ pub fn conv_bias_act(layer: &HalfConv) -> Result<OperationGraph, SpecError> {
     };
     let mut last = target(&mut tensors, steps, "conv");
     let mut operations = vec![Operation::ConvolutionForward { x: ConvLayer::X, w: ConvLayer::W, y: last, conv }];
-    if layer.bias {
+    if bias {
         tensors.push(Tensor::channels_last(ConvLayer::BIAS, "bias", DataType::Float, [1, layer.out_channels, 1, 1]));
         let y = target(&mut tensors, steps - 1, "biased");
         operations.push(Operation::Pointwise { mode: PointwiseMode::Add, precision: DataType::Float, x: last, b: Some(ConvLayer::BIAS), y });
         last = y;
     }
-    if let Some(mode) = layer.act {
+    if let Some(mode) = act {
         operations.push(Operation::Pointwise { mode, precision: DataType::Float, x: last, b: None, y: ConvLayer::Y });
     }
     tensors.push(Tensor::channels_last(ConvLayer::Y, "y", DataType::Half, out));
@@ -522,14 +531,7 @@ pub fn matmul_bias_gelu(gemm: &Gemm) -> Result<OperationGraph, SpecError> {
 /// has the whole epilogue: the self-check's and the tests' convolution.
 pub fn resnet_layer() -> ConvLayer {
     ConvLayer {
-        batch: 64,
-        in_channels: 64,
-        height: 56,
-        width: 56,
-        out_channels: 64,
-        kernel: [3, 3],
-        padding: [1, 1],
-        stride: [1, 1],
+        shape: ConvShape { batch: 64, in_channels: 64, height: 56, width: 56, out_channels: 64, kernel: [3, 3], padding: [1, 1], stride: [1, 1] },
         residual: Some(DataType::Int8),
         rescale: false,
         relu: true,
@@ -560,7 +562,7 @@ mod tests {
     fn convolution_output_size() {
         let conv = Convolution { compute: DataType::Int32, padding: [1, 1], stride: [2, 2], dilation: [1, 1] };
         assert_eq!(conv.output_size([56, 56], [3, 3]), [28, 28]);
-        assert_eq!(ConvLayer { stride: [1, 1], padding: [0, 0], kernel: [1, 1], ..resnet_layer() }.output_dims(), [64, 64, 56, 56]);
+        assert_eq!(ConvLayer { shape: ConvShape { stride: [1, 1], padding: [0, 0], kernel: [1, 1], ..resnet_layer().shape }, ..resnet_layer() }.output_dims(), [64, 64, 56, 56]);
     }
 
     #[test]
@@ -606,7 +608,7 @@ mod tests {
 
     #[test]
     fn int8_channels_must_fill_128_bits() {
-        let err = conv_scale_bias_residual_relu(&ConvLayer { in_channels: 3, ..resnet_layer() }).unwrap_err();
+        let err = conv_scale_bias_residual_relu(&ConvLayer { shape: ConvShape { in_channels: 3, ..resnet_layer().shape }, ..resnet_layer() }).unwrap_err();
         assert!(matches!(err, SpecError::NotAligned { size: 3, multiple: 16, .. }), "{err}");
         assert!(err.to_string().contains("pad it with zeros"), "{err}");
         let err = matmul_bias_gelu(&Gemm { m: 5, k: 1020, n: 64 }).unwrap_err();
