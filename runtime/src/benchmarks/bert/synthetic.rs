@@ -8,7 +8,9 @@
 //! - **Dev set**: articles of paragraphs of generated sentences, each paragraph with a few
 //!   questions; most paragraphs fit one feature, some are long enough to be split into windows
 //!   (the doc-stride path). Questions are added until the set has exactly the round's feature
-//!   count, so LoadGen's sample counts are the real ones.
+//!   count, so LoadGen's sample counts are the real ones. Feature lengths (question, context and
+//!   the three special tokens) follow SQuAD's ([`REAL_LENGTHS`]), so speed measured on the set is
+//!   speed on SQuAD's work.
 //! - **Model**: [`crate::benchmarks::bert::model`], MLPerf BERT's interface at a small size.
 //! - **Answers**: what the CPU engine predicts for each question (through the scorer's own
 //!   `write_predictions`), written into the dev set as its ground truth. F1 on synthetic data thus
@@ -41,7 +43,7 @@ use crate::engines::synthetic::manifest;
 use crate::engines::synthetic::rng::SplitMix64;
 
 /// Bumped whenever anything generated changes: a manifest of another version regenerates.
-pub const GENERATOR_VERSION: u32 = 2;
+pub const GENERATOR_VERSION: u32 = 3;
 /// Seed of the words, texts and weights: fixed, so every machine generates the same workload.
 pub const SEED: u64 = 20_261_126;
 /// Features of SQuAD v1.1's dev set at MLPerf's parameters (every round's `dataset_size`), which
@@ -61,6 +63,37 @@ const VOWELS: &[u8] = b"aeiou";
 const QUESTION_WORDS: [&str; 6] = ["what", "who", "where", "when", "which", "how"];
 /// Features per parallel labelling work item.
 const LABEL_CHUNK: usize = 64;
+/// SQuAD v1.1 dev features' lengths in tokens (non-padding positions) at MLPerf's 384 / 128 / 64
+/// with the uncased vocabulary, as quantiles: the 0th to 90th percentiles in steps of ten and the
+/// maximum of the 708 features of five real articles (Normans, Computational complexity theory,
+/// Southern California, Sky (United Kingdom), Victoria (Australia); issue 41's measurement, mean
+/// 140.9). Lengths are drawn between these points linearly, except in the top tenth (below).
+pub const REAL_LENGTHS: [(f32, f32); 11] =
+    [(0.0, 41.0), (0.1, 75.0), (0.2, 92.0), (0.3, 111.0), (0.4, 124.0), (0.5, 133.0), (0.6, 145.0), (0.7, 164.0), (0.8, 182.0), (0.9, 214.0), (1.0, 384.0)];
+/// The top tenth (214 to 384) is drawn as `214 + 170 u^TOP_POWER`: its mean must be about 256 for
+/// the whole to average 140.9 (a straight line would give 299 and 145.3).
+const TOP_POWER: f32 = 3.0;
+/// The real mean, which the generated set keeps within a few tokens.
+pub const REAL_MEAN: f64 = 140.9;
+
+/// A feature length drawn from [`REAL_LENGTHS`] at `u` in [0, 1).
+fn real_length(u: f32) -> usize {
+    let top = REAL_LENGTHS[REAL_LENGTHS.len() - 2];
+    if u >= top.0 {
+        let t = ((u - top.0) / (1.0 - top.0)).powf(TOP_POWER);
+        return (top.1 + (REAL_LENGTHS[REAL_LENGTHS.len() - 1].1 - top.1) * t).round() as usize;
+    }
+    let i = REAL_LENGTHS.iter().rposition(|&(q, _)| q <= u).unwrap_or(0);
+    let ((q0, l0), (q1, l1)) = (REAL_LENGTHS[i], REAL_LENGTHS[i + 1]);
+    (l0 + (l1 - l0) * (u - q0) / (q1 - q0)).round() as usize
+}
+
+/// One paragraph in this many is long enough for two windows or three (SQuAD's dev set has about
+/// 2.5 % more features than questions: 10,833 for 10,570).
+const LONG_PARAGRAPHS: u32 = 80;
+/// The share of features the long paragraphs' windows make (about 3 %, all in SQuAD's top tail):
+/// the other paragraphs draw their lengths below it.
+const LONG_SHARE: f32 = 0.03;
 
 /// The files of the synthetic set, all in one directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,6 +278,28 @@ impl Words {
         &self.words[rng.range(0, pool as u32 - 1) as usize]
     }
 
+    /// Sentences of 5 to 14 words until the text has `tokens` WordPieces (the last sentence cut
+    /// short to end there, give or take a word's pieces).
+    fn context(&self, rng: &mut SplitMix64, tokenizer: &BertTokenizer, tokens: usize) -> String {
+        let (mut text, mut count) = (Vec::new(), 0);
+        let (mut in_sentence, mut sentence) = (0, rng.range(5, 14));
+        while count < tokens {
+            let mut word = self.pick(rng).to_string();
+            if in_sentence == 0 {
+                word[..1].make_ascii_uppercase();
+            }
+            in_sentence += 1;
+            // The full stop is a piece of its own.
+            if in_sentence == sentence || count + tokenizer.tokenize(&word).len() + 1 >= tokens {
+                word.push('.');
+                (in_sentence, sentence) = (0, rng.range(5, 14));
+            }
+            count += tokenizer.tokenize(&word).len();
+            text.push(word);
+        }
+        text.join(" ")
+    }
+
     /// A sentence of `lo..=hi` words, capitalised, ending in `end`.
     fn sentence(&self, rng: &mut SplitMix64, lo: u32, hi: u32, end: &str) -> String {
         let n = rng.range(lo, hi) as usize;
@@ -278,14 +333,24 @@ fn generate_articles(words: &Words, tokenizer: &BertTokenizer, spec: &SyntheticS
     let mut paragraphs: Vec<Paragraph> = Vec::new();
     let mut question_id = 0u64;
     while remaining > 0 {
-        // One paragraph in ten is long enough to need several windows.
-        let sentences = if rng.range(0, 9) == 0 { rng.range(30, 45) } else { rng.range(2, 10) };
-        let context = (0..sentences).map(|_| words.sentence(&mut rng, 5, 14, ".")).collect::<Vec<_>>().join(" ");
+        let questions: Vec<String> = (0..rng.range(1, 5))
+            .map(|_| {
+                let wh = QUESTION_WORDS[rng.range(0, QUESTION_WORDS.len() as u32 - 1) as usize];
+                format!("{} {}", wh, words.sentence(&mut rng, 3, 9, "?").to_ascii_lowercase())
+            })
+            .collect();
+        let query: usize = questions.iter().map(|q| tokenizer.tokenize(q).len().min(opts.max_query_length)).sum::<usize>() / questions.len();
+        // The paragraph's features get a length drawn from SQuAD's (give or take their questions'
+        // lengths); a few paragraphs are long enough for several windows (the doc-stride path).
+        let doc_tokens_wanted = if rng.range(1, LONG_PARAGRAPHS) == 1 {
+            rng.range(380, 520) as usize
+        } else {
+            real_length(rng.unit() * (1.0 - LONG_SHARE)).min(opts.max_seq_length).saturating_sub(query + 3).max(2)
+        };
+        let context = words.context(&mut rng, tokenizer, doc_tokens_wanted);
         let doc_len: usize = doc_tokens(&context).iter().map(|w| tokenizer.tokenize(w).len()).sum();
         let mut p = Paragraph { context, questions: Vec::new() };
-        for _ in 0..rng.range(1, 5) {
-            let wh = QUESTION_WORDS[rng.range(0, QUESTION_WORDS.len() as u32 - 1) as usize];
-            let question = format!("{} {}", wh, words.sentence(&mut rng, 3, 9, "?").to_ascii_lowercase());
+        for question in questions {
             let query = tokenizer.tokenize(&question).len().min(opts.max_query_length);
             let windows = doc_spans(doc_len, opts.max_seq_length - query - 3, opts.doc_stride).len();
             if windows > remaining {
@@ -340,6 +405,33 @@ mod tests {
     use super::*;
     use crate::benchmarks::bert::accuracy::score_squad;
     use crate::dataset::npy::read_npy;
+
+    /// The standard set's feature lengths (what the engines' work scales with) follow SQuAD's:
+    /// every decile of [`REAL_LENGTHS`] within 4 tokens, the mean within 3 of the real 140.9.
+    #[test]
+    fn feature_lengths_follow_squad_s() {
+        let spec = SyntheticSpec::standard();
+        let words = Words::new(spec.seed);
+        let tokenizer = BertTokenizer::new(Vocab::from_tokens(words.vocab())).unwrap();
+        let opts = &spec.options;
+        let mut lengths = Vec::new();
+        for p in generate_articles(&words, &tokenizer, &spec).iter().flatten() {
+            let doc_len: usize = doc_tokens(&p.context).iter().map(|w| tokenizer.tokenize(w).len()).sum();
+            for (_, question) in &p.questions {
+                let query = tokenizer.tokenize(question).len().min(opts.max_query_length);
+                lengths.extend(doc_spans(doc_len, opts.max_seq_length - query - 3, opts.doc_stride).iter().map(|&(_, len)| len + query + 3));
+            }
+        }
+        assert_eq!(lengths.len(), DEV_FEATURES);
+        lengths.sort_unstable();
+        let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
+        let deciles: Vec<usize> = (0..10).map(|d| lengths[d * lengths.len() / 10]).collect();
+        let wanted: Vec<usize> = REAL_LENGTHS[..10].iter().map(|&(_, l)| l as usize).collect();
+        println!("mean {mean:.1}, deciles {deciles:?} (SQuAD: {REAL_MEAN}, {wanted:?}), max {}", lengths[lengths.len() - 1]);
+        assert!(deciles.iter().zip(&wanted).all(|(&d, &w)| d.abs_diff(w) <= 4), "deciles {deciles:?}, SQuAD's {wanted:?}");
+        assert!((mean - REAL_MEAN).abs() <= 3.0, "mean {mean:.1}");
+        assert_eq!(lengths[lengths.len() - 1], opts.max_seq_length);
+    }
 
     #[test]
     fn a_small_set_has_its_feature_count_and_the_cpu_engine_agrees_with_its_answers() {
