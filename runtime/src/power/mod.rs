@@ -1,0 +1,10 @@
+//! Power measurement (MaxQ) through the MLCommons power workflow: reading the session the
+//! power-dev client writes and computing the round's power metric from it.
+
+pub mod metric;
+pub mod session;
+
+#[cfg(test)]
+mod fixture;
+#[cfg(test)]
+mod tests;
