@@ -5,6 +5,6 @@ pub mod metric;
 pub mod session;
 
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 #[cfg(test)]
 mod tests;
