@@ -8,6 +8,8 @@ use crate::layout::{DETAIL_LOG, SUMMARY_LOG};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+const CLIENT_UUID: &str = "7d7a5a4e-2a4f-4d43-9d5e-1f0c3c7e8a11";
+const SERVER_UUID: &str = "0b9e3c52-6a1d-4f7e-8c2b-5d4e3f2a1b00";
 pub const SESSION: &str = "2026-11-28_19-00-00_resnet50";
 /// 11-28-2026 19:00:00.000 UTC in seconds.
 const T0: f64 = 1_795_892_400.0;
@@ -19,11 +21,16 @@ pub struct Spec {
     pub testing_watts: f64,
     /// LoadGen's window of each mode: 60 s, ranging from T0+20 s, testing from T0+120 s.
     pub queries: u64,
+    /// The server's clock ahead of the client's, in seconds.
+    pub server_skew: f64,
+    pub ptd_version: &'static str,
+    /// A PTD log line (after the time stamp) 30 s into the testing load.
+    pub testing_log_line: Option<&'static str>,
 }
 
 impl Default for Spec {
     fn default() -> Spec {
-        Spec { scenario: "Offline", ranging_watts: 100.0, testing_watts: 98.0, queries: 2400 }
+        Spec { scenario: "Offline", ranging_watts: 100.0, testing_watts: 98.0, queries: 2400, server_skew: 0.1, ptd_version: "1.11.1", testing_log_line: None }
     }
 }
 
@@ -70,32 +77,32 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
     }
     put("power/client.log".into(), "client log\n".into());
     put("power/server.log".into(), "server log\n".into());
-    let ptd_log = [
+    let mut ptd_log = vec![
         "Analyzer 1".to_string(),
         format!("{}: Uncertainty checking for YokogawaWT310 is activated", stamp(1.0)),
         format!("{}: Go with mark '{SESSION}_ranging'", stamp(10.0)),
         format!("{}: Completed test", stamp(90.0)),
         format!("{}: Go with mark '{SESSION}_testing'", stamp(110.0)),
         format!("{}: Completed test", stamp(190.0)),
-    ]
-    .join("\n")
-        + "\n";
-    put(format!("power/{PTD_LOGS}"), ptd_log);
+    ];
+    ptd_log.extend(spec.testing_log_line.map(|l| format!("{}: {l}", stamp(150.0))));
+    put(format!("power/{PTD_LOGS}"), ptd_log.join("\n") + "\n");
     let (client_results, server_results): (serde_json::Map<_, _>, serde_json::Map<_, _>) = results.into_iter().partition(|(k, _)| !k.ends_with(SPL) && !k.ends_with(PTD_LOGS) && k != "power/server.log");
     let phases = |skew: f64| {
         let mode = |begin: f64| json!([[T0 + begin - 20.0 + skew, 1.0], [T0 + begin - 10.0 + skew, 2.0], [T0 + begin + 70.0 + skew, 3.0], [T0 + begin + 80.0 + skew, 4.0]]);
         json!({"ranging": mode(20.0), "testing": mode(120.0)})
     };
-    let sources = json!({"client.py": "0", "lib/server.py": "9bc9a3b"});
-    let messages = json!([{"cmd": "mlcommons/power client v3", "reply": "mlcommons/power server v3"}, {"cmd": format!("new,resnet50,c-uuid"), "reply": format!("OK {SESSION},s-uuid")}]);
+    let accepted: Vec<Value> = serde_json::from_str(include_str!("sources_checksums.json")).unwrap();
+    let sources = accepted[0].clone();
+    let messages = json!([{"cmd": "mlcommons/power client v3", "reply": "mlcommons/power server v3"}, {"cmd": format!("new,resnet50,{CLIENT_UUID}"), "reply": format!("OK {SESSION},{SERVER_UUID}")}]);
     let common = |results: serde_json::Map<String, Value>, skew: f64| {
-        json!({"version": "1.0", "timezone": 0, "modules": {}, "sources": sources, "messages": messages, "uuid": {"client": "c-uuid", "server": "s-uuid"}, "session_name": SESSION, "results": results, "phases": phases(skew)})
+        json!({"version": "1.0", "timezone": 0, "modules": {}, "sources": sources, "messages": messages, "uuid": {"client": CLIENT_UUID, "server": SERVER_UUID}, "session_name": SESSION, "results": results, "phases": phases(skew)})
     };
     let client = common(client_results, 0.0);
-    let mut server = common(server_results, 0.1);
+    let mut server = common(server_results, spec.server_skew);
     server["ptd_messages"] = json!([
         {"cmd": "Hello", "reply": "Hello, PTDaemon here!"},
-        {"cmd": "Identify", "reply": "YokogawaWT310,C2PH13047V,version=1.11.1-a5f5cd01-20231005,"},
+        {"cmd": "Identify", "reply": format!("YokogawaWT310,C2PH13047V,version={}-a5f5cd01-20231005,", spec.ptd_version)},
         {"cmd": "RR", "reply": "Ranges,1,0,1,0"},
     ]);
     server["ptd_config"] = json!([{"command": [], "device_type": 49, "interface_flag": "-U", "dc_flag": "", "device_port": "C2PH13047V", "channel": null}]);

@@ -2,6 +2,7 @@
 //! power-dev client writes and computing the round's power metric from it.
 
 pub mod metric;
+pub mod rules;
 pub mod session;
 
 #[cfg(test)]

@@ -47,3 +47,95 @@ fn no_reading_inside_the_window_is_an_error_naming_the_run() {
     let e = power_metric(&session.testing, Scenario::Offline, 40.0).unwrap_err().to_string();
     assert!(e.contains("run_1/spl.txt") && e.contains("power window"), "{e}");
 }
+
+mod rules {
+    use super::super::fixture::{SESSION, Spec, tempdir, write_session};
+    use super::super::rules::{Rule, check};
+    use std::path::Path;
+
+    fn rules_broken(root: &Path, staged: bool) -> Vec<Rule> {
+        let findings = check(root, staged);
+        for f in &findings {
+            // Every finding names a file, a value and a fix.
+            assert!(!f.value.is_empty() && !f.fix.is_empty() && f.file.starts_with(root), "{f}");
+        }
+        findings.iter().map(|f| f.rule).collect()
+    }
+
+    fn session(name: &str, spec: &Spec) -> std::path::PathBuf {
+        write_session(&tempdir(name), spec)
+    }
+
+    #[test]
+    fn a_consistent_session_breaks_no_rule() {
+        assert_eq!(rules_broken(&session("rules-ok", &Spec::default()), false), []);
+    }
+
+    #[test]
+    fn client_and_server_clocks_apart_by_more_than_800_ms_are_found() {
+        assert_eq!(rules_broken(&session("rules-skew", &Spec { server_skew: 0.9, ..Spec::default() }), false), [Rule::PhaseSkew, Rule::PhaseSkew]);
+    }
+
+    #[test]
+    fn a_testing_run_below_95_percent_of_ranging_is_found() {
+        assert_eq!(rules_broken(&session("rules-ratio", &Spec { testing_watts: 94.0, ..Spec::default() }), false), [Rule::RangingRatio]);
+        assert_eq!(rules_broken(&session("rules-ratio-ok", &Spec { testing_watts: 95.5, ..Spec::default() }), false), []);
+    }
+
+    #[test]
+    fn a_wrong_ptd_version_is_found() {
+        assert_eq!(rules_broken(&session("rules-ptd", &Spec { ptd_version: "1.10.0", ..Spec::default() }), false), [Rule::PtdVersion]);
+    }
+
+    #[test]
+    fn uncertainty_above_one_percent_during_testing_is_found() {
+        let line = "WARNING: Uncertainty 1.52%, which is above 1.00% limit for the last sample!";
+        assert_eq!(rules_broken(&session("rules-unc", &Spec { testing_log_line: Some(line), ..Spec::default() }), false), [Rule::Uncertainty]);
+        let error = "ERROR: Bad watts reading nan from WT310";
+        assert_eq!(rules_broken(&session("rules-err", &Spec { testing_log_line: Some(error), ..Spec::default() }), false), [Rule::PtdLog]);
+    }
+
+    #[test]
+    fn an_edited_spl_txt_breaks_the_recorded_sha1() {
+        let root = session("rules-sha", &Spec::default());
+        let spl = root.join("run_1/spl.txt");
+        let text = std::fs::read_to_string(&spl).unwrap().replacen("98.000", "99.000", 1);
+        std::fs::write(&spl, text).unwrap();
+        assert_eq!(rules_broken(&root, false), [Rule::ResultsChecksum]);
+    }
+
+    #[test]
+    fn a_loadgen_window_outside_the_clients_workload_window_is_found() {
+        let root = session("rules-window", &Spec::default());
+        let detail = root.join("run_1/mlperf_log_detail.txt");
+        // The testing load ends 110 s after the client stopped it.
+        let text = std::fs::read_to_string(&detail).unwrap().replace("11-28-2026 19:03:00.000", "11-28-2026 19:05:00.000");
+        std::fs::write(&detail, text).unwrap();
+        assert_eq!(rules_broken(&root, false), [Rule::LoadgenWindow, Rule::ResultsChecksum]);
+    }
+
+    #[test]
+    fn mismatched_session_names_uuids_sources_and_debug_are_found() {
+        let root = session("rules-json", &Spec::default());
+        let path = root.join("power/server.json");
+        let mut server: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        server["session_name"] = format!("{SESSION}x").into();
+        server["uuid"]["client"] = "not-a-uuid".into();
+        server["sources"]["lib/server.py"] = "0000".into();
+        server["debug"] = true.into();
+        server["ptd_config"][0]["device_type"] = 0.into();
+        std::fs::write(&path, server.to_string()).unwrap();
+        assert_eq!(rules_broken(&root, false), [Rule::Sources, Rule::Uuid, Rule::SessionName, Rule::PtdLog, Rule::DeviceType, Rule::Debug]);
+    }
+
+    #[test]
+    fn a_staged_tree_with_an_extra_or_a_missing_file_is_found() {
+        let root = session("rules-files", &Spec::default());
+        // The client's tree holds ptd_out.txt, which staging leaves behind.
+        assert_eq!(rules_broken(&root, true), [Rule::FileSet]);
+        std::fs::remove_file(root.join("run_1/ptd_out.txt")).unwrap();
+        assert_eq!(rules_broken(&root, true), []);
+        std::fs::remove_file(root.join("power/client.log")).unwrap();
+        assert_eq!(rules_broken(&root, true), [Rule::FileSet, Rule::ResultsChecksum]);
+    }
+}
