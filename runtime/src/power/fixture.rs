@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 const CLIENT_UUID: &str = "7d7a5a4e-2a4f-4d43-9d5e-1f0c3c7e8a11";
 const SERVER_UUID: &str = "0b9e3c52-6a1d-4f7e-8c2b-5d4e3f2a1b00";
+const GO_REPLY: &str = "Starting untimed measurement, maximum 500000 samples at 1000ms with 0 rampup samples";
 pub const SESSION: &str = "2026-11-28_19-00-00_resnet50";
 /// 11-28-2026 19:00:00.000 UTC in seconds.
 const T0: f64 = 1_795_892_400.0;
@@ -104,6 +105,18 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
         {"cmd": "Hello", "reply": "Hello, PTDaemon here!"},
         {"cmd": "Identify", "reply": format!("YokogawaWT310,C2PH13047V,version={}-a5f5cd01-20231005,", spec.ptd_version)},
         {"cmd": "RR", "reply": "Ranges,1,0,1,0"},
+        {"cmd": "SR,V,Auto", "reply": "Range V changed"},
+        {"cmd": "SR,A,Auto", "reply": "Range A changed"},
+        {"cmd": "SR,A,Auto", "reply": "Range A changed"},
+        {"cmd": format!("Go,1000,0,{SESSION}_ranging"), "reply": GO_REPLY},
+        {"cmd": "Stop", "reply": "Stopping untimed measurement"},
+        {"cmd": "SR,V,230.1", "reply": "Range V changed"},
+        {"cmd": "SR,A,0.478", "reply": "Range A changed"},
+        {"cmd": format!("Go,1000,0,{SESSION}_testing"), "reply": GO_REPLY},
+        {"cmd": "Stop", "reply": "Stopping untimed measurement"},
+        // The initial (auto) ranges restored when the session is done.
+        {"cmd": "SR,V,Auto", "reply": "Range V changed"},
+        {"cmd": "SR,A,Auto", "reply": "Range A changed"},
     ]);
     server["ptd_config"] = json!([{"command": [], "device_type": 49, "interface_flag": "-U", "dc_flag": "", "device_port": "C2PH13047V", "channel": null}]);
     for (name, value) in [(CLIENT_JSON, client), (SERVER_JSON, server)] {

@@ -139,3 +139,26 @@ mod rules {
         assert_eq!(rules_broken(&root, true), [Rule::FileSet, Rule::ResultsChecksum]);
     }
 }
+
+/// Opt-in: power-dev's own compliance/check.py (MLPERF_POWER_DEV=<checkout of power-dev c4b3ad8>)
+/// passes the generated session and fails each corrupted copy the pre-flight fails, except the
+/// uncertainty case (its 800 "ms" margin is added to seconds, so a 60 s load has no window).
+#[test]
+#[ignore = "needs MLPERF_POWER_DEV=<power-dev checkout> and python3"]
+fn power_devs_check_py_agrees_with_the_pre_flight() {
+    let power_dev = std::path::PathBuf::from(std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV"));
+    let cases: [(&str, Spec, bool); 4] = [
+        ("ok", Spec::default(), true),
+        ("ratio", Spec { testing_watts: 94.0, ..Spec::default() }, false),
+        ("skew", Spec { server_skew: 0.9, ..Spec::default() }, false),
+        ("ptd", Spec { ptd_version: "1.10.0", ..Spec::default() }, false),
+    ];
+    for (name, spec, passes) in cases {
+        let root = write_session(&tempdir(&format!("official-{name}")), &spec);
+        let out = std::process::Command::new("python3").arg(power_dev.join("compliance/check.py")).arg(&root).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+        println!("== {name}: check.py exit {:?}\n{text}", out.status.code());
+        assert_eq!(out.status.success(), passes, "{name}: {text}");
+        assert_eq!(super::rules::check(&root, false).is_empty(), passes, "{name}");
+    }
+}
