@@ -167,8 +167,26 @@ pub fn audits_json(results: &[AuditResult]) -> String {
 
 /// `run_harness` / `run` results as CSV.
 pub fn runs_csv(outcomes: &[Outcome]) -> String {
-    let header =
-        ["system", "benchmark", "scenario", "workload", "mode", "status", "metric", "metric_value", "target", "target_value", "ttft_p99_ms", "tpot_p99_ms", "submittable", "dir", "power_metric", "power_value", "power_efficiency", "power_efficiency_value"];
+    let header = [
+        "system",
+        "benchmark",
+        "scenario",
+        "workload",
+        "mode",
+        "status",
+        "metric",
+        "metric_value",
+        "target",
+        "target_value",
+        "ttft_p99_ms",
+        "tpot_p99_ms",
+        "submittable",
+        "dir",
+        "power_metric",
+        "power_value",
+        "power_efficiency",
+        "power_efficiency_value",
+    ];
     let rows = outcomes.iter().map(|o| {
         let r = RunRow::of(o);
         let name = |m: &Option<Measure>| m.as_ref().map_or(String::new(), |m| m.name.to_string());

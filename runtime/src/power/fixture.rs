@@ -51,7 +51,11 @@ fn sha1_hex(bytes: &[u8]) -> String {
 
 fn spl(mode: &str, from: f64, watts: f64) -> String {
     // 1 Hz readings from 10 s before LoadGen's window to 10 s after; the last digit varies.
-    (0..80).map(|i| format!("Time,{},Watts,{:.3},Volts,230.100,Amps,{:.4},PF,0.9800,Mark,{SESSION}_{mode}\n", stamp(from + f64::from(i)), watts + f64::from(i % 5) * 0.1, watts / 230.1)).collect()
+    (0..80)
+        .map(|i| {
+            format!("Time,{},Watts,{:.3},Volts,230.100,Amps,{:.4},PF,0.9800,Mark,{SESSION}_{mode}\n", stamp(from + f64::from(i)), watts + f64::from(i % 5) * 0.1, watts / 230.1)
+        })
+        .collect()
 }
 
 /// Writes the session under `root` (created), returns `root`.
@@ -71,7 +75,14 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
         let rate = format!("{:.3}", spec.queries as f64 / 60.0);
         put(
             format!("{dir}/{DETAIL_LOG}"),
-            detail_log(&[("effective_scenario", &scenario), ("result_validity", "\"VALID\""), ("result_samples_per_second", &rate), ("result_query_count", &queries), ("power_begin", &b), ("power_end", &e)]),
+            detail_log(&[
+                ("effective_scenario", &scenario),
+                ("result_validity", "\"VALID\""),
+                ("result_samples_per_second", &rate),
+                ("result_query_count", &queries),
+                ("power_begin", &b),
+                ("power_end", &e),
+            ]),
         );
         put(format!("{dir}/{SUMMARY_LOG}"), format!("Scenario : {}\nResult is : VALID\n", spec.scenario));
         put(format!("{dir}/{SPL}"), spl(mode, begin - 10.0, watts));
@@ -88,7 +99,8 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
     ];
     ptd_log.extend(spec.testing_log_line.map(|l| format!("{}: {l}", stamp(150.0))));
     put(format!("power/{PTD_LOGS}"), ptd_log.join("\n") + "\n");
-    let (client_results, server_results): (serde_json::Map<_, _>, serde_json::Map<_, _>) = results.into_iter().partition(|(k, _)| !k.ends_with(SPL) && !k.ends_with(PTD_LOGS) && k != "power/server.log");
+    let (client_results, server_results): (serde_json::Map<_, _>, serde_json::Map<_, _>) =
+        results.into_iter().partition(|(k, _)| !k.ends_with(SPL) && !k.ends_with(PTD_LOGS) && k != "power/server.log");
     let phases = |skew: f64| {
         let mode = |begin: f64| json!([[T0 + begin - 20.0 + skew, 1.0], [T0 + begin - 10.0 + skew, 2.0], [T0 + begin + 70.0 + skew, 3.0], [T0 + begin + 80.0 + skew, 4.0]]);
         json!({"ranging": mode(20.0), "testing": mode(120.0)})
@@ -96,9 +108,7 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
     let accepted: Vec<Value> = serde_json::from_str(include_str!("sources_checksums.json")).unwrap();
     let sources = accepted[0].clone();
     let messages = json!([{"cmd": "mlcommons/power client v3", "reply": "mlcommons/power server v3"}, {"cmd": format!("new,resnet50,{CLIENT_UUID}"), "reply": format!("OK {SESSION},{SERVER_UUID}")}]);
-    let common = |results: serde_json::Map<String, Value>, skew: f64| {
-        json!({"version": "1.0", "timezone": 0, "modules": {}, "sources": sources, "messages": messages, "uuid": {"client": CLIENT_UUID, "server": SERVER_UUID}, "session_name": SESSION, "results": results, "phases": phases(skew)})
-    };
+    let common = |results: serde_json::Map<String, Value>, skew: f64| json!({"version": "1.0", "timezone": 0, "modules": {}, "sources": sources, "messages": messages, "uuid": {"client": CLIENT_UUID, "server": SERVER_UUID}, "session_name": SESSION, "results": results, "phases": phases(skew)});
     let client = common(client_results, 0.0);
     let mut server = common(server_results, spec.server_skew);
     server["ptd_messages"] = json!([

@@ -95,7 +95,12 @@ pub fn check(dir: &Path, staged: bool) -> Vec<Finding> {
     let accepted: Vec<Value> = serde_json::from_str(ACCEPTED_SOURCES).expect("the embedded accepted set is JSON");
     for (json, file) in [(&session.client, &client_json), (&session.server, &server_json)] {
         if !accepted.contains(&json["sources"]) {
-            find(Rule::Sources, file.clone(), "\"sources\" is not the round's accepted power-dev source set".into(), "use an unmodified power-dev checkout of the accepted revision (c4b3ad8) on both hosts and rerun");
+            find(
+                Rule::Sources,
+                file.clone(),
+                "\"sources\" is not the round's accepted power-dev source set".into(),
+                "use an unmodified power-dev checkout of the accepted revision (c4b3ad8) on both hosts and rerun",
+            );
         }
     }
     ptd_messages(&session.server, &server_json, &mut find);
@@ -116,12 +121,22 @@ pub fn check(dir: &Path, staged: bool) -> Vec<Finding> {
             continue;
         }
         if let Some((i, d)) = c.iter().zip(&s).map(|(a, b)| (a - b).abs()).enumerate().find(|(_, d)| *d > PHASE_TOLERANCE_S) {
-            find(Rule::PhaseSkew, server_json.clone(), format!("{mode} phase {}: client and server clocks differ by {:.0} ms (> 800 ms)", i + 1, d * 1000.0), "sync both hosts to the same NTP server and rerun");
+            find(
+                Rule::PhaseSkew,
+                server_json.clone(),
+                format!("{mode} phase {}: client and server clocks differ by {:.0} ms (> 800 ms)", i + 1, d * 1000.0),
+                "sync both hosts to the same NTP server and rerun",
+            );
         }
         let (begin, end) = (run.window.begin as f64 / 1e6, run.window.end as f64 / 1e6);
         let inside = |t: f64| (c[1] < t && t < c[2]) || (c[1] < t - 3600.0 && t - 3600.0 < c[2]);
         if !inside(begin) || !inside(end) {
-            find(Rule::LoadgenWindow, run.dir.join(crate::layout::DETAIL_LOG), format!("LoadGen's power_begin..power_end lies outside the client's {mode} workload window"), "the workload must write fresh LoadGen logs under the client's input dir during its run; rerun");
+            find(
+                Rule::LoadgenWindow,
+                run.dir.join(crate::layout::DETAIL_LOG),
+                format!("LoadGen's power_begin..power_end lies outside the client's {mode} workload window"),
+                "the workload must write fresh LoadGen logs under the client's input dir during its run; rerun",
+            );
         }
     }
     match (session.ranging.average_watts(), session.testing.average_watts()) {
@@ -141,9 +156,19 @@ pub fn check(dir: &Path, staged: bool) -> Vec<Finding> {
     for config in session.server["ptd_config"].as_array().into_iter().flatten() {
         let device = config["device_type"].as_u64();
         if !device.is_some_and(|d| MODELS.iter().any(|(_, t)| *t == d)) {
-            find(Rule::DeviceType, server_json.clone(), format!("ptd_config device_type {}", config["device_type"]), "use a supported Yokogawa meter (device type 0, the dummy, never passes)");
+            find(
+                Rule::DeviceType,
+                server_json.clone(),
+                format!("ptd_config device_type {}", config["device_type"]),
+                "use a supported Yokogawa meter (device type 0, the dummy, never passes)",
+            );
         } else if device == Some(77) && config["channel"].as_str().is_none_or(|c| c.split(',').count() != 2) {
-            find(Rule::DeviceType, server_json.clone(), format!("device type 77 with channel {}", config["channel"]), "give the multichannel analyzer `channel: a,b` in the server config");
+            find(
+                Rule::DeviceType,
+                server_json.clone(),
+                format!("device type 77 with channel {}", config["channel"]),
+                "give the multichannel analyzer `channel: a,b` in the server config",
+            );
         }
     }
     if session.server.get("debug").is_some_and(|d| d != &Value::Bool(false)) {
@@ -166,7 +191,8 @@ fn same_messages(a: &Value, b: &Value) -> bool {
 }
 
 fn ptd_messages(server: &Value, file: &Path, find: &mut impl FnMut(Rule, PathBuf, String, &'static str)) {
-    let messages: Vec<(&str, &str)> = server["ptd_messages"].as_array().into_iter().flatten().map(|m| (m["cmd"].as_str().unwrap_or_default(), m["reply"].as_str().unwrap_or_default())).collect();
+    let messages: Vec<(&str, &str)> =
+        server["ptd_messages"].as_array().into_iter().flatten().map(|m| (m["cmd"].as_str().unwrap_or_default(), m["reply"].as_str().unwrap_or_default())).collect();
     let identify = messages.iter().find(|(c, _)| *c == "Identify").map_or("", |(_, r)| *r);
     let model = identify.split(',').next().unwrap_or_default();
     let version = identify.split_once("version=").and_then(|(_, v)| v.split_once('-')).map_or("", |(v, _)| v);
@@ -210,7 +236,12 @@ fn results(dir: &Path, session: &Session, find: &mut impl FnMut(Rule, PathBuf, S
         let actual = std::fs::read(dir.join(&rel)).ok().map(|b| sha1_hex(&b));
         let agree = !recorded.is_empty() && recorded.iter().all(|r| Some(*r) == actual.as_deref());
         if !agree {
-            find(Rule::ResultsChecksum, dir.join(&rel), format!("SHA-1 {} vs {recorded:?} recorded in client.json/server.json", actual.as_deref().unwrap_or("(no file)")), "stage the session's files byte for byte (never edit or re-encode them); if they were edited, rerun");
+            find(
+                Rule::ResultsChecksum,
+                dir.join(&rel),
+                format!("SHA-1 {} vs {recorded:?} recorded in client.json/server.json", actual.as_deref().unwrap_or("(no file)")),
+                "stage the session's files byte for byte (never edit or re-encode them); if they were edited, rerun",
+            );
         }
     }
 }
@@ -228,7 +259,12 @@ fn ptd_log(dir: &Path, session: &Session, find: &mut impl FnMut(Rule, PathBuf, S
         return;
     };
     if !timed.iter().any(|(t, m)| *t < start && m.contains("Uncertainty checking for Yokogawa") && m.ends_with("is activated")) {
-        find(Rule::PtdLog, file.clone(), "no \"Uncertainty checking for Yokogawa... is activated\" before ranging".into(), "use PTDaemon 1.11.1 with a supported meter (uncertainty checking on)");
+        find(
+            Rule::PtdLog,
+            file.clone(),
+            "no \"Uncertainty checking for Yokogawa... is activated\" before ranging".into(),
+            "use PTDaemon 1.11.1 with a supported meter (uncertainty checking on)",
+        );
     }
     // The rule's 800 ms margin at each end of the load. The checker adds the constant to seconds
     // (800 s), which lets a run shorter than 1600 s through: the pre-flight holds to the rule.
@@ -244,7 +280,12 @@ fn ptd_log(dir: &Path, session: &Session, find: &mut impl FnMut(Rule, PathBuf, S
             && warning.starts_with("Uncertainty ")
             && warning.contains("which is above 1.00% limit")
         {
-            find(Rule::Uncertainty, file.clone(), format!("\"{msg}\" during testing"), "the load's current is too low for the meter's range: measure a larger load or use a more sensitive meter/range");
+            find(
+                Rule::Uncertainty,
+                file.clone(),
+                format!("\"{msg}\" during testing"),
+                "the load's current is too low for the meter's range: measure a larger load or use a more sensitive meter/range",
+            );
         }
     }
 }

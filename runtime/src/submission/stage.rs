@@ -12,8 +12,8 @@ use super::SubmissionError;
 use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audits};
 use crate::fsutil::{DirLock, FsError};
 use crate::generate;
-use crate::power::session::{POWER_DIR, POWER_FILES, RANGING_DIR, RUN_FILES, SESSION_IN_RUN_DIR, TESTING_DIR};
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
+use crate::power::session::{POWER_DIR, POWER_FILES, RANGING_DIR, RUN_FILES, SESSION_IN_RUN_DIR, TESTING_DIR};
 use crate::rundir::plan::{RunMode, RunPlan, read_plan};
 use crate::rundir::report::{Outcome, Unusable};
 // A run directory's own record of what it was and why it can never be part of a submission:
@@ -223,7 +223,11 @@ fn power_session(run_dir: &Path) -> Option<PathBuf> {
 /// provenance files beside them in `performance/` (run_1/ may hold nothing else).
 fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
     let performance = run_1.parent().expect("run_1 lies in performance/");
-    let sets = [(TESTING_DIR, run_1.to_path_buf(), &RUN_FILES[..]), (RANGING_DIR, performance.join(RANGING_DIR), &RUN_FILES[..]), (POWER_DIR, performance.join(POWER_DIR), &POWER_FILES[..])];
+    let sets = [
+        (TESTING_DIR, run_1.to_path_buf(), &RUN_FILES[..]),
+        (RANGING_DIR, performance.join(RANGING_DIR), &RUN_FILES[..]),
+        (POWER_DIR, performance.join(POWER_DIR), &POWER_FILES[..]),
+    ];
     let mut placements = Vec::new();
     let mut missing = Vec::new();
     for (from, dest, names) in sets {
@@ -239,7 +243,9 @@ fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
         return Err(format!("the power session lacks {}; rerun `mlperf run_harness_power`", missing.join(", ")));
     }
     let run_dir = session.parent().expect("the session lies in its run directory");
-    placements.extend([RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }));
+    placements.extend(
+        [RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }),
+    );
     Ok(placements)
 }
 
@@ -446,7 +452,11 @@ mod tests {
         assert_eq!(names(&out.join("performance").join(RANGING_DIR)), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"]);
         assert_eq!(names(&out.join("performance").join(POWER_DIR)), ["client.json", "client.log", "ptd_logs.txt", "server.json", "server.log"]);
         assert_eq!(names(&out.join("performance")), [NON_SUBMITTABLE, "power", "ranging", "run_1"]);
-        for (from, to) in [("run_1/spl.txt", "performance/run_1/spl.txt"), ("power/server.json", "performance/power/server.json"), ("ranging/mlperf_log_detail.txt", "performance/ranging/mlperf_log_detail.txt")] {
+        for (from, to) in [
+            ("run_1/spl.txt", "performance/run_1/spl.txt"),
+            ("power/server.json", "performance/power/server.json"),
+            ("ranging/mlperf_log_detail.txt", "performance/ranging/mlperf_log_detail.txt"),
+        ] {
             assert_eq!(std::fs::read(session.join(from)).unwrap(), std::fs::read(out.join(to)).unwrap(), "{from}");
         }
         // Staged again: nothing changes; with an edited source, nothing is overwritten without force.
