@@ -2,6 +2,7 @@
 //! under OUTDIR/<session>/, with consistent uuids, session names, phases, PTD messages and real
 //! SHA-1s, so that each rule can be broken by one edit. Never submittable: its meter is made up.
 
+use super::rules::sha1_hex;
 use super::session::{CLIENT_JSON, PTD_LOGS, RANGING_DIR, SERVER_JSON, SPL, TESTING_DIR};
 use crate::compliance::testlogs::detail_log;
 use crate::layout::{DETAIL_LOG, SUMMARY_LOG};
@@ -42,11 +43,6 @@ pub fn stamp(secs: f64) -> String {
     // 2026-11-28 is day 20785 since the epoch; the fixture stays within that day.
     assert_eq!(days, 20785, "the fixture's times stay on 11-28-2026");
     format!("11-28-2026 {:02}:{:02}:{:02}.{:03}", rest / 3_600_000, rest / 60_000 % 60, rest / 1000 % 60, rest % 1000)
-}
-
-fn sha1_hex(bytes: &[u8]) -> String {
-    use sha1::Digest;
-    sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn spl(mode: &str, from: f64, watts: f64) -> String {
@@ -138,8 +134,5 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
 
 /// A fresh directory for one test.
 pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mlperf-power-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::compliance::testlogs::dir(&format!("power-{name}"))
 }

@@ -221,7 +221,8 @@ fn ptd_messages(server: &Value, file: &Path, find: &mut impl FnMut(Rule, PathBuf
     }
 }
 
-fn sha1_hex(bytes: &[u8]) -> String {
+/// Lowercase hex SHA-1, as power-dev's summaries record it.
+pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
     use sha1::Digest;
     sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
