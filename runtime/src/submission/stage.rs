@@ -242,6 +242,12 @@ fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
     if !missing.is_empty() {
         return Err(format!("the power session lacks {}; rerun `mlperf run_harness_power`", missing.join(", ")));
     }
+    // A session the power checker would fail is never staged (it cannot be repaired by editing).
+    let findings = crate::power::rules::check(session, false);
+    if !findings.is_empty() {
+        let list: String = findings.iter().map(|f| format!("\n    - {f}")).collect();
+        return Err(format!("the power session {} breaks the power rules:{list}", session.display()));
+    }
     let run_dir = session.parent().expect("the session lies in its run directory");
     placements.extend(
         [RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }),
@@ -461,7 +467,8 @@ mod tests {
         }
         // Staged again: nothing changes; with an edited source, nothing is overwritten without force.
         super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").unwrap();
-        std::fs::write(session.join("run_1/spl.txt"), "edited").unwrap();
+        let server = session.join("power/server.json");
+        std::fs::write(&server, std::fs::read_to_string(&server).unwrap() + "\n").unwrap();
         assert!(super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").is_err());
     }
 
@@ -472,6 +479,15 @@ mod tests {
         std::fs::remove_file(session.join("power/server.log")).unwrap();
         let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
         assert!(e.contains("power/server.log") && e.contains("run_harness_power"), "{e}");
+    }
+
+    #[test]
+    fn a_power_session_breaking_a_power_rule_is_refused_with_the_finding() {
+        let run_dir = crate::power::fixture::tempdir("stage-rules");
+        let spec = crate::power::fixture::Spec { testing_watts: 90.0, ..crate::power::fixture::Spec::default() };
+        let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &spec);
+        let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
+        assert!(e.contains("RangingRatio") && e.contains("run_1/spl.txt"), "{e}");
     }
 
     #[test]
