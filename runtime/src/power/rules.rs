@@ -202,6 +202,22 @@ fn ptd_messages(server: &Value, file: &Path, find: &mut impl FnMut(Rule, PathBuf
     if !MODELS.iter().any(|(m, _)| *m == model) {
         find(Rule::MeterModel, file.to_path_buf(), format!("power meter \"{model}\""), "measure with a supported Yokogawa meter");
     }
+    // The meter's initial ranges (the RR reply, third message) set again when the session is done.
+    let ranges: Vec<&str> = messages.get(2).map_or("", |(_, r)| *r).split(',').collect();
+    let initial = |i: usize| match (ranges.get(i), ranges.get(i + 1).and_then(|r| r.parse::<f64>().ok())) {
+        (Some(&"0"), Some(range)) if range > 0.0 => ranges[i + 1].to_string(),
+        _ => "Auto".to_string(),
+    };
+    let nth = |prefix: &str, n: usize| messages.iter().filter(|(c, _)| c.starts_with(prefix)).nth(n - 1).map(|(c, _)| *c);
+    let (amps, volts) = (format!("SR,A,{}", initial(1)), format!("SR,V,{}", initial(3)));
+    if (nth("SR,A", 3) != Some(amps.as_str()) && nth("SR,A", 4) != Some(amps.as_str())) || nth("SR,V", 3) != Some(volts.as_str()) {
+        find(
+            Rule::PtdReply,
+            file.to_path_buf(),
+            format!("the meter's initial ranges ({amps}, {volts}) were not restored"),
+            "let the power-dev server end the session (`done`) normally; rerun",
+        );
+    }
     let mut stops = 0;
     for (cmd, reply) in &messages {
         let expected = match *cmd {

@@ -124,8 +124,11 @@ mod rules {
         server["sources"]["lib/server.py"] = "0000".into();
         server["debug"] = true.into();
         server["ptd_config"][0]["device_type"] = 0.into();
+        // The session ended without restoring the meter's ranges.
+        let restored = server["ptd_messages"].as_array().unwrap().len() - 2;
+        server["ptd_messages"].as_array_mut().unwrap().truncate(restored);
         std::fs::write(&path, server.to_string()).unwrap();
-        assert_eq!(rules_broken(&root, false), [Rule::Sources, Rule::Uuid, Rule::SessionName, Rule::PtdLog, Rule::DeviceType, Rule::Debug]);
+        assert_eq!(rules_broken(&root, false), [Rule::Sources, Rule::PtdReply, Rule::Uuid, Rule::SessionName, Rule::PtdLog, Rule::DeviceType, Rule::Debug]);
     }
 
     #[test]
