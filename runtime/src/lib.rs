@@ -17,6 +17,7 @@ pub mod generate;
 pub mod harness;
 pub mod layout;
 pub mod logging;
+pub mod power;
 pub mod progress;
 pub mod results;
 pub mod rundir;

@@ -12,6 +12,7 @@ use crate::layout::ResultKey;
 use crate::rundir::report::{Outcome, RunStatus};
 use crate::submittable::NonSubmittable;
 use crate::{out, outln};
+use mlperf_config::Scenario;
 use serde::Serialize;
 use std::path::Path;
 
@@ -45,6 +46,30 @@ struct Measure<'a> {
     value: f64,
 }
 
+/// The power metric and efficiency of a power run, as the submission checker computes them.
+#[derive(Debug, Serialize)]
+struct PowerRow {
+    name: &'static str,
+    value: f64,
+    efficiency_name: &'static str,
+    efficiency: f64,
+}
+
+impl PowerRow {
+    /// None for a run without a power session, or one whose session gives no metric.
+    fn of(o: &Outcome) -> Option<PowerRow> {
+        Self::read(&o.dir, o.plan.scenario, o.metric.as_ref().map_or(0.0, |(_, v)| *v))
+    }
+
+    fn read(run_dir: &Path, scenario: Scenario, performance: f64) -> Option<PowerRow> {
+        use crate::power::session::{ModeRun, SESSION_IN_RUN_DIR, TESTING_DIR};
+        let testing = ModeRun::read(&run_dir.join(SESSION_IN_RUN_DIR).join(TESTING_DIR)).ok()?;
+        let metric = crate::power::metric::power_metric(&testing, scenario, performance).ok()?;
+        let ((value, name), (efficiency, efficiency_name)) = (metric.value(), metric.efficiency());
+        Some(PowerRow { name, value, efficiency_name, efficiency })
+    }
+}
+
 /// One run.
 #[derive(Debug, Serialize)]
 struct RunRow<'a> {
@@ -58,6 +83,8 @@ struct RunRow<'a> {
     target: Option<Measure<'a>>,
     ttft_p99_ms: Option<f64>,
     tpot_p99_ms: Option<f64>,
+    /// A power run's metric (the power-dev session kept in its run directory).
+    power: Option<PowerRow>,
     advice: Option<&'a str>,
     #[serde(serialize_with = "crate::submittable::as_text")]
     non_submittable: &'a [NonSubmittable],
@@ -78,6 +105,7 @@ impl<'a> RunRow<'a> {
             target: measure(&o.target),
             ttft_p99_ms: o.tokens.and_then(|t| t.ttft_p99_ms),
             tpot_p99_ms: o.tokens.and_then(|t| t.tpot_p99_ms),
+            power: PowerRow::of(o),
             advice: o.advice.as_deref(),
             non_submittable: &o.plan.non_submittable,
             dir: o.dir.display().to_string(),
@@ -139,8 +167,26 @@ pub fn audits_json(results: &[AuditResult]) -> String {
 
 /// `run_harness` / `run` results as CSV.
 pub fn runs_csv(outcomes: &[Outcome]) -> String {
-    let header =
-        ["system", "benchmark", "scenario", "workload", "mode", "status", "metric", "metric_value", "target", "target_value", "ttft_p99_ms", "tpot_p99_ms", "submittable", "dir"];
+    let header = [
+        "system",
+        "benchmark",
+        "scenario",
+        "workload",
+        "mode",
+        "status",
+        "metric",
+        "metric_value",
+        "target",
+        "target_value",
+        "ttft_p99_ms",
+        "tpot_p99_ms",
+        "submittable",
+        "dir",
+        "power_metric",
+        "power_value",
+        "power_efficiency",
+        "power_efficiency_value",
+    ];
     let rows = outcomes.iter().map(|o| {
         let r = RunRow::of(o);
         let name = |m: &Option<Measure>| m.as_ref().map_or(String::new(), |m| m.name.to_string());
@@ -161,6 +207,10 @@ pub fn runs_csv(outcomes: &[Outcome]) -> String {
             ms(r.tpot_p99_ms),
             r.non_submittable.is_empty().to_string(),
             r.dir,
+            r.power.as_ref().map_or(String::new(), |p| p.name.to_string()),
+            r.power.as_ref().map_or(String::new(), |p| p.value.to_string()),
+            r.power.as_ref().map_or(String::new(), |p| p.efficiency_name.to_string()),
+            r.power.as_ref().map_or(String::new(), |p| p.efficiency.to_string()),
         ]
     });
     csv(&header, rows)
@@ -329,5 +379,16 @@ mod tests {
     fn csv_quotes_what_needs_it() {
         let rows = vec![vec!["a,b".to_string(), "say \"hi\"".to_string(), "plain".to_string()]].into_iter();
         assert_eq!(csv(&["x", "y", "z"], rows), "x,y,z\r\n\"a,b\",\"say \"\"hi\"\"\",plain\r\n");
+    }
+
+    #[test]
+    fn a_power_run_shows_the_checkers_power_metric_and_a_plain_run_none() {
+        let run_dir = crate::power::fixture::tempdir("results");
+        assert!(PowerRow::read(&run_dir, Scenario::Offline, 40.0).is_none());
+        crate::power::fixture::write_session(&run_dir.join(crate::power::session::SESSION_IN_RUN_DIR), &crate::power::fixture::Spec::default());
+        let row = PowerRow::read(&run_dir, Scenario::Offline, 40.0).unwrap();
+        // The submission checker's figures for this session (tests/fixtures/power/metric-provenance.md).
+        assert_eq!((row.name, row.efficiency_name), ("Watts", "samples/s/W"));
+        assert!((row.value - 98.20338983050847).abs() < 1e-9 && (row.efficiency - 0.40731791508457027).abs() < 1e-12, "{row:?}");
     }
 }

@@ -83,9 +83,11 @@ pub enum Rule {
     ComplianceFiles,
     /// The compliance verify files say TEST PASS.
     ComplianceVerify,
-    /// Files the checker does not read but that should not ship (trace logs) or parts the
-    /// pre-flight does not check (power).
+    /// Files the checker does not read but that should not ship (trace logs).
     Hygiene,
+    /// A power result (performance/power/): the checker's file sets and power-dev's
+    /// compliance/check.py rules (power::rules).
+    Power,
     /// No symbolic link, special file or unreadable directory in the tree (never followed).
     Link,
     /// File and directory names the official checker and tarballs take (no space, control
@@ -96,7 +98,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 27] = [
+    pub const ALL: [Rule; 28] = [
         Rule::Layout,
         Rule::RequiredFile,
         Rule::Scenarios,
@@ -121,6 +123,7 @@ impl Rule {
         Rule::ComplianceFiles,
         Rule::ComplianceVerify,
         Rule::Hygiene,
+        Rule::Power,
         Rule::Link,
         Rule::FileName,
         Rule::SummaryMatchesDetail,
@@ -152,6 +155,7 @@ impl Rule {
             Rule::ComplianceFiles => "compliance-files",
             Rule::ComplianceVerify => "compliance-verify",
             Rule::Hygiene => "hygiene",
+            Rule::Power => "power",
             Rule::Link => "link",
             Rule::FileName => "file-name",
             Rule::SummaryMatchesDetail => "summary-detail",

@@ -376,7 +376,21 @@ fn test01_fallback_compares_baseline_and_compliance_accuracy() {
 }
 
 #[test]
-fn trace_logs_and_power_are_warnings() {
+fn a_power_result_is_checked_by_the_power_rules() {
+    let tree = Copy::new();
+    let performance = tree.path(&at("Offline", "performance"));
+    crate::power::fixture::write_session(&performance, &crate::power::fixture::Spec::default());
+    let power = |report: &Report| report.findings.iter().filter(|f| f.rule == Rule::Power).map(|f| f.to_string()).collect::<Vec<_>>();
+    let found = power(&tree.check());
+    assert!(found.len() == 1 && found[0].contains("ptd_out.txt") && found[0].contains("FileSet"), "{found:?}");
+    std::fs::remove_file(performance.join("run_1/ptd_out.txt")).unwrap();
+    assert_eq!(power(&tree.check()), Vec::<String>::new());
+    std::fs::write(performance.join("ranging/spl.txt"), "edited\n").unwrap();
+    assert!(power(&tree.check()).iter().any(|f| f.contains("ResultsChecksum") && f.contains("ranging/spl.txt")));
+}
+
+#[test]
+fn trace_logs_are_warnings() {
     let tree = Copy::new();
     tree.write(&at("Offline", "performance/run_1/mlperf_log_trace.json"), "{\"traceEvents\":[]}");
     let report = tree.check();

@@ -21,7 +21,7 @@ pub mod test06;
 pub mod test07;
 pub mod test09;
 #[cfg(test)]
-mod testlogs;
+pub(crate) mod testlogs;
 
 pub use crate::accuracy::python_float_repr;
 use crate::fsutil::FsError;

@@ -13,6 +13,7 @@ use super::{Content, PlaceReport, Placement, copy_tree, place_all, required_audi
 use crate::fsutil::{DirLock, FsError};
 use crate::generate;
 use crate::layout::{ACCURACY_LOG, ACCURACY_TXT, DETAIL_LOG, Division, ResultKey, SUMMARY_LOG, SubmissionLayout};
+use crate::power::session::{POWER_DIR, POWER_FILES, RANGING_DIR, RUN_FILES, SESSION_IN_RUN_DIR, TESTING_DIR};
 use crate::rundir::plan::{RunMode, RunPlan, read_plan};
 use crate::rundir::report::{Outcome, Unusable};
 // A run directory's own record of what it was and why it can never be part of a submission:
@@ -211,6 +212,49 @@ fn run_files(run: &Run, dest: &Path, logs: &[&str]) -> Vec<Placement> {
     names.into_iter().map(|n| Placement { dest: dest.join(n), content: Content::Copy(run.dir.join(n)) }).collect()
 }
 
+/// The power-dev client's session tree kept in a power run's directory, if the run measured power.
+fn power_session(run_dir: &Path) -> Option<PathBuf> {
+    Some(run_dir.join(SESSION_IN_RUN_DIR)).filter(|d| d.is_dir())
+}
+
+/// A power run's files, byte for byte (client.json and server.json hold their SHA-1s): the
+/// session's `run_1/` and `ranging/` logs and `power/` files, exactly the sets the submission
+/// checker compares (a symmetric difference: `ptd_out.txt` stays behind), and the run's
+/// provenance files beside them in `performance/` (run_1/ may hold nothing else).
+fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
+    let performance = run_1.parent().expect("run_1 lies in performance/");
+    let sets = [
+        (TESTING_DIR, run_1.to_path_buf(), &RUN_FILES[..]),
+        (RANGING_DIR, performance.join(RANGING_DIR), &RUN_FILES[..]),
+        (POWER_DIR, performance.join(POWER_DIR), &POWER_FILES[..]),
+    ];
+    let mut placements = Vec::new();
+    let mut missing = Vec::new();
+    for (from, dest, names) in sets {
+        for name in names {
+            let source = session.join(from).join(name);
+            if !source.is_file() {
+                missing.push(source.display().to_string());
+            }
+            placements.push(Placement { dest: dest.join(name), content: Content::Copy(source) });
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!("the power session lacks {}; rerun `mlperf run_harness_power`", missing.join(", ")));
+    }
+    // A session the power checker would fail is never staged (it cannot be repaired by editing).
+    let findings = crate::power::rules::check(session, false);
+    if !findings.is_empty() {
+        let list: String = findings.iter().map(|f| format!("\n    - {f}")).collect();
+        return Err(format!("the power session {} breaks the power rules:{list}", session.display()));
+    }
+    let run_dir = session.parent().expect("the session lies in its run directory");
+    placements.extend(
+        [RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }),
+    );
+    Ok(placements)
+}
+
 /// The staging target of every selected config, and an error for each config that has none.
 fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<String>) {
     let (mut found, mut errors) = (Vec::new(), Vec::new());
@@ -280,7 +324,16 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, StageError> {
             report.warnings.push(format!("STAGING AN ACCURACY RUN BELOW TARGET {} (--allow-below-target): {why}", accuracy.dir.display()));
         }
         placements.extend(files.into_iter().map(|(dest, text)| Placement { dest, content: Content::Text(text) }));
-        placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG]));
+        match power_session(&performance.dir) {
+            None => placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG])),
+            Some(session) => match power_files(&session, &target.tree.performance_dir(&target.key)) {
+                Ok(files) => placements.extend(files),
+                Err(e) => {
+                    errors.push(format!("{label}: {e}"));
+                    continue;
+                }
+            },
+        }
         if performance.dir.join(ACCURACY_LOG).exists() {
             placements.push(Placement { dest: target.tree.performance_dir(&target.key).join(ACCURACY_LOG), content: Content::Copy(performance.dir.join(ACCURACY_LOG)) });
         }
@@ -386,6 +439,56 @@ pub fn stage_compliance(req: &StageRequest) -> Result<StageReport, StageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_power_run_stages_exactly_the_checkers_file_sets_byte_for_byte() {
+        let run_dir = crate::power::fixture::tempdir("stage");
+        let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &crate::power::fixture::Spec::default());
+        std::fs::write(run_dir.join(NON_SUBMITTABLE), "PTD stand-in\n").unwrap();
+        let out = crate::power::fixture::tempdir("stage-out");
+        let run_1 = out.join("performance").join(TESTING_DIR);
+        super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").unwrap();
+        assert_eq!(names(&run_1), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"], "no ptd_out.txt, no provenance");
+        assert_eq!(names(&out.join("performance").join(RANGING_DIR)), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"]);
+        assert_eq!(names(&out.join("performance").join(POWER_DIR)), ["client.json", "client.log", "ptd_logs.txt", "server.json", "server.log"]);
+        assert_eq!(names(&out.join("performance")), [NON_SUBMITTABLE, "power", "ranging", "run_1"]);
+        for (from, to) in [
+            ("run_1/spl.txt", "performance/run_1/spl.txt"),
+            ("power/server.json", "performance/power/server.json"),
+            ("ranging/mlperf_log_detail.txt", "performance/ranging/mlperf_log_detail.txt"),
+        ] {
+            assert_eq!(std::fs::read(session.join(from)).unwrap(), std::fs::read(out.join(to)).unwrap(), "{from}");
+        }
+        // Staged again: nothing changes; with an edited source, nothing is overwritten without force.
+        super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").unwrap();
+        let server = session.join("power/server.json");
+        std::fs::write(&server, std::fs::read_to_string(&server).unwrap() + "\n").unwrap();
+        assert!(super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").is_err());
+    }
+
+    #[test]
+    fn a_power_session_missing_a_file_is_refused_naming_it() {
+        let run_dir = crate::power::fixture::tempdir("stage-missing");
+        let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &crate::power::fixture::Spec::default());
+        std::fs::remove_file(session.join("power/server.log")).unwrap();
+        let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
+        assert!(e.contains("power/server.log") && e.contains("run_harness_power"), "{e}");
+    }
+
+    #[test]
+    fn a_power_session_breaking_a_power_rule_is_refused_with_the_finding() {
+        let run_dir = crate::power::fixture::tempdir("stage-rules");
+        let spec = crate::power::fixture::Spec { testing_watts: 90.0, ..crate::power::fixture::Spec::default() };
+        let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &spec);
+        let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
+        assert!(e.contains("RangingRatio") && e.contains("run_1/spl.txt"), "{e}");
+    }
 
     #[test]
     fn a_development_systems_description_names_the_type_that_holds_what_is_staged() {

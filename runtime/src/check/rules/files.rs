@@ -55,8 +55,8 @@ pub(crate) fn check_measurements(tree: &Tree, key: &ResultKey, f: &mut Findings)
     }
 }
 
-/// Trace logs (hundreds of MB, never read by the checker) and power directories (whose rules
-/// the pre-flight does not implement).
+/// Trace logs (hundreds of MB, never read by the checker), and the power rules where the result
+/// measured power (a `performance/power/` directory makes it a power result for the checker).
 pub(crate) fn check_hygiene(tree: &Tree, key: &ResultKey, f: &mut Findings) {
     let scenario_dir = tree.layout.scenario_dir(key);
     for file in crate::fsutil::walk_files(&scenario_dir) {
@@ -69,13 +69,10 @@ pub(crate) fn check_hygiene(tree: &Tree, key: &ResultKey, f: &mut Findings) {
             );
         }
     }
-    let power = scenario_dir.join("performance").join("power");
-    if power.is_dir() {
-        f.warning(
-            Rule::Hygiene,
-            &power,
-            "power measurement directory: the pre-flight does not check power results".into(),
-            "run the official checker (--inference-repo) for the power rules",
-        );
+    let performance = scenario_dir.join("performance");
+    if performance.join(crate::power::session::POWER_DIR).is_dir() {
+        for finding in crate::power::rules::check(&performance, true) {
+            f.error(Rule::Power, &finding.file, format!("{:?}: {}", finding.rule, finding.value), finding.fix);
+        }
     }
 }
