@@ -389,6 +389,20 @@ mod tests {
         assert_eq!(count(&|t| matches!(t, TensorOp::Activation(_))), 1, "the class scores' sigmoid");
     }
 
+    /// ultralytics' own export (`MLPERF_YOLO_EXPORT`: `YOLO("yolo11l.yaml").export(format="onnx",
+    /// opset=17)`, 101 MB, not in the repository) imports into the GPU's convnet engine too, its
+    /// shape arithmetic (Shape, Gather, Add on the head's index) evaluated at import.
+    #[test]
+    #[ignore = "needs ultralytics' export (MLPERF_YOLO_EXPORT)"]
+    fn ultralytics_export_imports_into_the_gpu_convnet_engine() {
+        let path = std::env::var("MLPERF_YOLO_EXPORT").expect("MLPERF_YOLO_EXPORT");
+        let model: pb::ModelProto = prost::Message::decode(std::fs::read(path).expect("read").as_slice()).expect("onnx");
+        let (net, _) = crate::engines::gpu::convnet::import::import(&model, &[3, 640, 640]).expect("imports");
+        let out = &net.values[net.output];
+        assert_eq!((out.dense, out.dims()), (true, vec![4 + CLASSES, anchors(640)]));
+        println!("{} ops, {} values", net.ops.len(), net.values.len());
+    }
+
     /// The convnet engine's `output0` for `images` (CHW bytes of `size`), a plan of `batch` built
     /// from `path`, and the time per batch of `runs` graph replays (ms).
     fn gpu_output(path: &std::path::Path, size: usize, batch: usize, images: &[Vec<u8>], runs: usize) -> (Vec<f32>, f64) {

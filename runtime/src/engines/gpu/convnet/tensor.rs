@@ -128,6 +128,7 @@ impl<'a> Importer<'a> {
             "Transpose" => self.transpose(node, result)?,
             "MatMul" => self.matmul(node, result)?,
             "Softmax" => self.softmax(node, result)?,
+            "Add" | "Sub" | "Mul" | "Div" if node.input.iter().all(|n| self.ints.contains_key(n) || self.int_init(n)) => self.fold_ints(node)?,
             "Add" | "Sub" | "Mul" | "Div" => self.binary(node, result)?,
             "Sigmoid" | "Relu" if dense_input(self) => {
                 let x = self.value(&node.input[0])?;
@@ -173,6 +174,35 @@ impl<'a> Importer<'a> {
         }
         let t = self.inits.get(name.as_str()).ok_or_else(|| network(format!("node {}: input {name:?} must be a constant (its shape work is static)", node.name)))?;
         Ok(i64_values(t)?)
+    }
+
+    /// Whether `name` is an int64 initializer.
+    fn int_init(&self, name: &str) -> bool {
+        self.inits.get(name).is_some_and(|t| i64_values(t).is_ok())
+    }
+
+    /// Shape arithmetic (the export's index computations): evaluated at import, scalars broadcast.
+    fn fold_ints(&mut self, node: &pb::NodeProto) -> Result<(), GpuError> {
+        let (a, b) = (self.int_input(node, 0)?, self.int_input(node, 1)?);
+        let len = a.len().max(b.len());
+        if (a.len() != len && a.len() != 1) || (b.len() != len && b.len() != 1) {
+            return Err(network(format!("node {}: integer operands {a:?} and {b:?} do not broadcast", node.name)));
+        }
+        let at = |v: &[i64], i: usize| v[if v.len() == 1 { 0 } else { i }];
+        let folded = (0..len)
+            .map(|i| {
+                let (x, y) = (at(&a, i), at(&b, i));
+                match node.op_type.as_str() {
+                    "Add" => Ok(x + y),
+                    "Sub" => Ok(x - y),
+                    "Mul" => Ok(x * y),
+                    _ if y == 0 => Err(network(format!("node {}: integer division by zero", node.name))),
+                    _ => Ok(x.div_euclid(y)),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.ints.insert(node.output[0].clone(), folded);
+        Ok(())
     }
 
     fn constant(&mut self, node: &'a pb::NodeProto) -> Result<(), GpuError> {
