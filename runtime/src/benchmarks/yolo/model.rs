@@ -370,8 +370,8 @@ mod tests {
     /// and the head as dense values, `output0` dense `[84, A]`.
     #[test]
     fn the_network_imports_into_the_gpu_convnet_engine() {
+        use crate::engines::gpu::convnet::import::TensorOp;
         use crate::engines::gpu::convnet::import::{OpKind, import};
-        use crate::engines::gpu::convnet::tensor::TensorOp;
         let (net, _) = import(&yolo11(&SMALL, 7), &[3, SMALL.size, SMALL.size]).expect("imports");
         let out = &net.values[net.output];
         assert!(out.dense, "output0 is dense");

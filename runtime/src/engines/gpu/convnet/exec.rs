@@ -6,14 +6,13 @@
 
 use super::import::{Act, OpKind, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
-use super::tensor_exec::TensorKernels;
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
 use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
 use crate::engines::gpu::exec::time_runs;
 use crate::engines::gpu::graph::plan::{Autotune, ExecutionPlan, Graph, SerializedPlan};
 use crate::engines::gpu::graph::spec::{ConvLayer, ConvShape, HalfConv, PointwiseMode, Uid, conv_bias_act};
-use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaStream, LaunchConfig, PushKernelArg, result as dr, sys as ds};
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, GpuError>;
@@ -44,6 +43,38 @@ pub(super) fn elementwise(total: usize) -> LaunchConfig {
 /// One thread per 8 fp16 values (the vectorised kernels; every row holds a multiple of 8).
 pub(super) fn vectorised(values: usize) -> LaunchConfig {
     elementwise(values / 8)
+}
+
+/// `tensor.cu`'s kernels, loaded with the engine's module.
+pub struct TensorKernels {
+    pub(super) max_pool: CudaFunction,
+    pub(super) upsample: CudaFunction,
+    pub(super) image_add: CudaFunction,
+    pub(super) strided_copy: CudaFunction,
+    pub(super) binary: CudaFunction,
+    pub(super) softmax: CudaFunction,
+    pub(super) softmax_rows: CudaFunction,
+    pub(super) matmul: CudaFunction,
+    pub(super) pointwise: CudaFunction,
+    pub(super) dense_act: CudaFunction,
+}
+
+impl TensorKernels {
+    pub fn load(module: &Arc<CudaModule>) -> device::Result<TensorKernels> {
+        let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
+        Ok(TensorKernels {
+            max_pool: f("max_pool")?,
+            upsample: f("upsample")?,
+            image_add: f("image_add")?,
+            strided_copy: f("strided_copy")?,
+            binary: f("binary")?,
+            softmax: f("softmax")?,
+            softmax_rows: f("softmax_rows")?,
+            matmul: f("matmul")?,
+            pointwise: f("pointwise")?,
+            dense_act: f("dense_act")?,
+        })
+    }
 }
 
 /// The plan's weights and our kernels on one GPU, shared by its slots.

@@ -114,7 +114,62 @@ pub enum OpKind {
     /// An activation alone.
     Activation(Act),
     /// The shape and tensor ops of [`super::tensor`].
-    Tensor(super::tensor::TensorOp),
+    Tensor(TensorOp),
+}
+
+/// The tensor ops' kinds (imported by [`super::tensor`], run by `tensor_exec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinOp {
+    /// The kernels' code for it (`tensor.cu`'s `binary`).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// An operand of a dense binary op: one of the op's inputs, or f32 constants in the blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operand {
+    Input(usize),
+    Constant(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TensorOp {
+    /// Image -> dense (the output's dims may differ in rank: a Reshape of the logical order).
+    ToDense,
+    /// Dense -> image (fp16 channels-last, padded).
+    ToImage,
+    /// Max pooling over an image's spatial dims (-inf padding, as ONNX's).
+    MaxPool { kernel: Vec<usize>, stride: Vec<usize>, pad: Vec<usize> },
+    /// Nearest upsampling of an image by integer factors.
+    Upsample { scale: Vec<usize> },
+    /// The image's channels [offset, offset + the output's).
+    ChannelSlice { offset: usize },
+    /// The sum of two images of one shape.
+    ImageAdd,
+    /// Dense copies, one per input: per sample and index `i` over `dims`,
+    /// `y[y_offset + i . y_strides] = x[x_offset + i . x_strides]`. `tables[j]` is input j's i64
+    /// table in the blob (dims, x strides, y strides, x offset, y offset), `counts[j]` its indices.
+    Copy { tables: Vec<usize>, counts: Vec<usize>, rank: usize },
+    /// `y[i] = a[i . a_strides] op b[i . b_strides]` per sample over the output's dims; the i64 table
+    /// (dims, a strides, b strides) at `table`.
+    Binary { op: BinOp, a: Operand, b: Operand, table: usize, rank: usize },
+    /// Softmax over `len` entries `inner` apart, `outer` groups per sample.
+    Softmax { outer: usize, len: usize, inner: usize },
+    /// Per sample `batches` products `[m, k] x [k, n]`, row-major.
+    MatMul { batches: usize, m: usize, k: usize, n: usize },
+    /// An activation of a dense value.
+    Activation(Act),
+    /// A 1x1 convolution of a dense `[c, rest]` value: `y[o, r] = act(sum_c w[o, c] x[c, r] + b[o])`,
+    /// f32 weights `[k, c]` and bias.
+    Pointwise { weights: usize, bias: Option<usize>, k: usize, c: usize, rest: usize, act: Act },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

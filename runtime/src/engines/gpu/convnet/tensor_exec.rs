@@ -2,44 +2,10 @@
 //! slot's stream.
 
 use super::exec::{Convnet, Slot, elementwise, vectorised};
-use super::import::{Op, ValueShape};
-use super::tensor::{Operand, TensorOp};
+use super::import::{Op, Operand, TensorOp, ValueShape};
 use crate::engines::gpu::GpuError;
-use crate::engines::gpu::device::{Result as DeviceResult, cu};
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
-use std::sync::Arc;
-
-/// `tensor.cu`'s kernels, loaded with the engine's module.
-pub struct TensorKernels {
-    max_pool: CudaFunction,
-    upsample: CudaFunction,
-    image_add: CudaFunction,
-    strided_copy: CudaFunction,
-    binary: CudaFunction,
-    softmax: CudaFunction,
-    softmax_rows: CudaFunction,
-    matmul: CudaFunction,
-    pointwise: CudaFunction,
-    dense_act: CudaFunction,
-}
-
-impl TensorKernels {
-    pub fn load(module: &Arc<CudaModule>) -> DeviceResult<TensorKernels> {
-        let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
-        Ok(TensorKernels {
-            max_pool: f("max_pool")?,
-            upsample: f("upsample")?,
-            image_add: f("image_add")?,
-            strided_copy: f("strided_copy")?,
-            binary: f("binary")?,
-            softmax: f("softmax")?,
-            softmax_rows: f("softmax_rows")?,
-            matmul: f("matmul")?,
-            pointwise: f("pointwise")?,
-            dense_act: f("dense_act")?,
-        })
-    }
-}
+use crate::engines::gpu::device::cu;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 /// An image's spatial dims as (depth, height, width), missing leading dims 1.
 fn dhw(v: &ValueShape) -> [i32; 3] {
