@@ -11,26 +11,18 @@ use super::error::UNetError;
 use super::preprocessed::{Case, Preprocessed};
 use crate::benchmarks::WorkloadSpec;
 use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
-use crate::engines::ElementType;
-use crate::engines::gpu::convnet::builder::{ConvnetRequest, build, wanted_key, write};
-use crate::engines::gpu::convnet::exec::{Convnet, Slot};
+use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims};
+use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
 use crate::engines::gpu::device::{self, DeviceBuffer, compile_for, cu};
 use crate::engines::gpu::open_each;
-use crate::engines::gpu::plan::{PlanStatus, check, require_fresh};
 use crate::engines::gpu::{GpuError, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result as dr};
+use cudarc::driver::{CudaFunction, PushKernelArg, result as dr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tract_onnx::pb;
 
 const KERNELS: &str = concat!(include_str!("../../engines/gpu/half.cuh"), include_str!("gpu.cu"));
-const THREADS: u32 = 256;
-
-fn launch(total: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
-}
 
 struct Kernels {
     gather: CudaFunction,
@@ -233,44 +225,25 @@ impl std::fmt::Display for Agreement {
     }
 }
 
-/// The GPU plan a 3D-UNet config describes: its model, plan file, batch (`gpu_batch_size`),
-/// workspace, streams and graphs.
-pub struct UNetGpuSpec {
-    pub model_path: PathBuf,
-    pub plan_path: PathBuf,
-    pub batch: usize,
-    pub workspace_bytes: usize,
-    pub streams: usize,
-    pub use_graphs: bool,
-}
-
 /// Cases the builder checks a plan on: the synthetic set's labels are the CPU engine's, so several
 /// cost nothing; real cases are segmented by the CPU engine first (tens of seconds per window at
 /// MLPerf's size), so one.
 const CHECK_SYNTHETIC_CASES: usize = 8;
 const CHECK_REAL_CASES: usize = 1;
 
-impl UNetGpuSpec {
-    /// The spec of `spec`'s config for `model_path`. The engine runs fp16: an int8 config (NVIDIA's
-    /// default) is refused with the flag that runs it.
-    pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<UNetGpuSpec, crate::Error> {
-        let settings = spec.settings;
-        if let Some(p) = settings.precision.filter(|p| ElementType::from_config(*p) != Some(ElementType::F16)) {
-            return Err(crate::Error::Config(format!("the GPU 3D-UNet engine runs fp16, the config asks {}: run it with --precision=fp16", p.name())));
-        }
-        let batch = settings.batch_size("3d-unet").unwrap_or(1).max(1) as usize;
-        Ok(UNetGpuSpec {
-            plan_path: spec.plan.plan_path("3d-unet", ElementType::F16, batch),
-            model_path,
-            batch,
-            workspace_bytes: settings.workspace_size.unwrap_or(1 << 30) as usize,
-            streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
-            use_graphs: settings.use_graphs.unwrap_or(true),
-        })
-    }
+/// The GPU plan a 3D-UNet config describes ([`ConvnetSpec`]) and what 3D-UNet does with it.
+pub struct UNetGpuSpec(pub ConvnetSpec);
 
-    fn request<'a>(&'a self, input: &'a [usize]) -> ConvnetRequest<'a> {
-        ConvnetRequest { model_path: &self.model_path, ordinal: 0, batch: self.batch, input, workspace_bytes: self.workspace_bytes }
+impl std::ops::Deref for UNetGpuSpec {
+    type Target = ConvnetSpec;
+    fn deref(&self) -> &ConvnetSpec {
+        &self.0
+    }
+}
+
+impl UNetGpuSpec {
+    pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<UNetGpuSpec, crate::Error> {
+        Ok(UNetGpuSpec(ConvnetSpec::of(spec.settings, &spec.plan, "3d-unet", model_path)?))
     }
 
     /// `generate_engines`: reuses an up-to-date plan, or builds one, checks it against the CPU
@@ -279,11 +252,10 @@ impl UNetGpuSpec {
     pub fn generate(&self, set: &Preprocessed, cases: &[Case], synthetic: bool, progress: &mut dyn FnMut(&str)) -> Result<String, UNetError> {
         let roi = model_roi(&self.model_path)?;
         let input = [1, roi, roi, roi];
-        let wanted = wanted_key(&self.request(&input))?;
-        if check(&self.plan_path, &wanted) == PlanStatus::Fresh {
+        if self.is_fresh(&input)? {
             return Ok(format!("{}: up to date, reused", self.plan_path.display()));
         }
-        let mut plan = build(&self.request(&input), progress)?;
+        let plan = build(&self.request(&input), progress)?;
         let checked = &cases[..cases.len().min(if synthetic { CHECK_SYNTHETIC_CASES } else { CHECK_REAL_CASES })];
         let shapes: Vec<VolumeShape> = checked.iter().map(|c| c.shape).collect();
         let engine = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 1, false)?;
@@ -306,8 +278,7 @@ impl UNetGpuSpec {
             ))
             .into());
         }
-        plan.header.verification = verification.clone();
-        write(&plan, &self.plan_path)?;
+        self.write_checked(plan, verification.clone())?;
         Ok(format!("{}: built; {verification}", self.plan_path.display()))
     }
 
@@ -316,42 +287,24 @@ impl UNetGpuSpec {
     pub fn open(&self, devices: usize, shapes: Vec<VolumeShape>) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
         let data = |e: UNetError| crate::Error::Data(e.to_string());
         let roi = model_roi(&self.model_path).map_err(data)?;
-        let input = [1, roi, roi, roi];
-        let wanted = wanted_key(&self.request(&input)).map_err(|e| crate::Error::Data(e.to_string()))?;
-        require_fresh(&self.plan_path, &wanted)?;
-        let plan = ConvnetPlan::load(&self.plan_path)?;
+        let plan = self.load_fresh(&[1, roi, roi, roi])?;
         Ok(open_each(devices, |d| GpuUNet3dEngine::open(d, &plan, shapes.clone(), self.streams, self.use_graphs))?)
     }
 }
 
 /// The region of interest of a 3D-UNet ONNX model: its input's side (`[N, 1, R, R, R]`).
 fn model_roi(path: &Path) -> Result<usize, UNetError> {
-    use prost::Message;
-    use tract_onnx::pb::tensor_shape_proto::dimension::Value;
-    use tract_onnx::pb::type_proto::Value as TypeValue;
-    let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
-    let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
-    let dims: Vec<Option<i64>> = model
-        .graph
-        .as_ref()
-        .and_then(|g| g.input.first())
-        .and_then(|i| i.r#type.as_ref())
-        .and_then(|t| match &t.value {
-            Some(TypeValue::TensorType(t)) => t.shape.as_ref(),
-            _ => None,
-        })
-        .map(|s| s.dim.iter().map(|d| if let Some(Value::DimValue(v)) = d.value { Some(v) } else { None }).collect())
-        .unwrap_or_default();
+    let dims = model_input_dims(path)?;
     match dims.as_slice() {
         [_, Some(1), Some(d), Some(h), Some(w)] if d == h && h == w && *d >= 2 => Ok(*d as usize),
-        _ => Err(UNetError::InputShape { origin, shape: format!("{dims:?}") }),
+        _ => Err(UNetError::InputShape { origin: path.display().to_string(), shape: format!("{dims:?}") }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::gpu::convnet::builder::{ConvnetRequest, write};
 
     #[test]
     fn agreement_counts_voxels_and_per_class_dice() {

@@ -12,9 +12,9 @@ use tract_onnx::prelude::tract_data::internal::DimLike;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
-use super::detect::{Detection, non_max_suppression, response, scale_boxes};
+use super::detect::{Detection, non_max_suppression, respond, scale_boxes};
 use super::error::YoloError;
-use super::letterbox::{Geometry, decode_sample, sample_bytes};
+use super::letterbox::Geometry;
 use super::model::{CLASSES, anchors};
 use crate::engines::cpu::Plan;
 use crate::engines::{Engine, EngineError, SampleSource};
@@ -83,22 +83,11 @@ impl CpuYoloEngine {
         found
     }
 
-    /// The responses of the samples `indices`, run together.
-    fn answer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), YoloError> {
-        let samples: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
-        let mut images = Vec::with_capacity(indices.len());
-        for (&index, sample) in indices.iter().zip(&samples) {
-            let (w, h, pixels) = decode_sample(sample, self.size).ok_or(YoloError::SampleSize { index, bytes: sample.len(), size: self.size, wanted: sample_bytes(self.size) })?;
-            images.push((w, h, pixels));
-        }
-        let pixels: Vec<&[u8]> = images.iter().map(|(_, _, p)| *p).collect();
-        let output = self.output(&pixels)?;
-        let per_image = output.len() / indices.len().max(1);
-        for ((&index, &(w, h, _)), out) in indices.iter().zip(&images).zip(output.chunks_exact(per_image.max(1))) {
-            let found = self.detections(out, &Geometry::of(w, h, self.size));
-            outputs.push(response(index, &found, w, h));
-        }
-        Ok(())
+    /// Each image's detections in input pixels, for `n` letterboxed images.
+    fn detect(&self, images: &[&[u8]]) -> Result<Vec<Vec<Detection>>, YoloError> {
+        let output = self.output(images)?;
+        let per_image = (4 + CLASSES) * anchors(self.size);
+        Ok(output.chunks_exact(per_image).map(|out| non_max_suppression(out, CLASSES, anchors(self.size))).collect())
     }
 }
 
@@ -109,7 +98,7 @@ impl Engine for CpuYoloEngine {
 
     fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         for chunk in indices.chunks(self.batch) {
-            self.answer(chunk, source, outputs).map_err(EngineError::new)?;
+            respond(chunk, source, self.size, outputs, |images| self.detect(images)).map_err(EngineError::new)?;
         }
         Ok(())
     }

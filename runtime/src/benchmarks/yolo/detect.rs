@@ -12,7 +12,9 @@
 //! - per detection 7 f32 `[sample index, ymin / h, xmin / w, ymax / h, xmax / w, score, COCO id]`,
 //!   the 80 classes mapped to COCO's 91 ids; no detections, an empty response.
 
-use super::letterbox::Geometry;
+use super::error::YoloError;
+use super::letterbox::{Geometry, decode_sample, sample_bytes};
+use crate::engines::SampleSource;
 
 /// `predict(conf=0.001)`: the score a detection must exceed.
 pub const CONF_THRESHOLD: f32 = 0.001;
@@ -44,12 +46,25 @@ pub struct Detection {
     pub class: usize,
 }
 
-/// NMS over one image's output, `[4 + classes, anchors]` (C order, as `output0[i]`), in input
-/// pixels.
-pub fn non_max_suppression(output: &[f32], classes: usize, anchors: usize) -> Vec<Detection> {
+impl Detection {
+    /// An anchor's box (centre and size, input pixels) with its best class and score, as corners
+    /// (`xywh2xyxy` in f32); `None` when the score is not above [`CONF_THRESHOLD`]. The GPU engine
+    /// finds the best class on the device and comes here with it.
+    pub fn of_anchor([cx, cy, w, h]: [f32; 4], score: f32, class: usize) -> Option<Detection> {
+        if score <= CONF_THRESHOLD {
+            return None;
+        }
+        let (half_w, half_h) = (w / 2.0, h / 2.0);
+        Some(Detection { x1: cx - half_w, y1: cy - half_h, x2: cx + half_w, y2: cy + half_h, score, class })
+    }
+}
+
+/// The candidates of one image's output, `[4 + classes, anchors]` (C order, as `output0[i]`), in
+/// anchor order: per anchor the best class (the first on ties).
+pub fn candidates(output: &[f32], classes: usize, anchors: usize) -> Vec<Detection> {
     debug_assert_eq!(output.len(), (4 + classes) * anchors);
     let at = |row: usize, a: usize| output[row * anchors + a];
-    let mut candidates: Vec<Detection> = (0..anchors)
+    (0..anchors)
         .filter_map(|a| {
             let (mut class, mut score) = (0, at(4, a));
             for c in 1..classes {
@@ -57,47 +72,80 @@ pub fn non_max_suppression(output: &[f32], classes: usize, anchors: usize) -> Ve
                     (class, score) = (c, at(4 + c, a));
                 }
             }
-            if score <= CONF_THRESHOLD {
-                return None;
-            }
-            let (half_w, half_h) = (at(2, a) / 2.0, at(3, a) / 2.0);
-            Some(Detection { x1: at(0, a) - half_w, y1: at(1, a) - half_h, x2: at(0, a) + half_w, y2: at(1, a) + half_h, score, class })
+            Detection::of_anchor([at(0, a), at(1, a), at(2, a), at(3, a)], score, class)
         })
-        .collect();
-    // Stable, so equal scores keep anchor order (torchvision sorts with stable=True).
-    candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
-    candidates.truncate(MAX_NMS);
+        .collect()
+}
+
+/// NMS over one image's output, in input pixels.
+pub fn non_max_suppression(output: &[f32], classes: usize, anchors: usize) -> Vec<Detection> {
+    suppress(candidates(output, classes, anchors))
+}
+
+/// torchvision's NMS over `candidates` (in anchor order) as ultralytics calls it: greedy in score
+/// order (equal scores in anchor order, as its stable sort), over the best [`MAX_NMS`], each kept
+/// unless a kept box overlaps it, at most [`MAX_DET`] kept, best first.
+///
+/// The same result for less work: candidates come off a heap in that order only as far as the
+/// greedy pass reads (it stops at [`MAX_DET`]), and each is compared with the kept boxes of its own
+/// class only. Boxes of two classes never overlap once offset by `class * MAX_WH` (boxes reach a few
+/// thousand pixels at most), so the others could not suppress it; the offsets are kept, so every
+/// IoU is the same f32 value.
+pub fn suppress(candidates: Vec<Detection>) -> Vec<Detection> {
+    let mut order: std::collections::BinaryHeap<Rank> = candidates.iter().enumerate().map(|(index, d)| Rank { score: d.score, index }).collect();
     let offset = |d: &Detection| {
         let o = d.class as f32 * MAX_WH;
-        [d.x1 + o, d.y1 + o, d.x2 + o, d.y2 + o]
+        let b = [d.x1 + o, d.y1 + o, d.x2 + o, d.y2 + o];
+        (b, (b[2] - b[0]) * (b[3] - b[1]))
     };
-    let boxes: Vec<[f32; 4]> = candidates.iter().map(offset).collect();
-    let areas: Vec<f32> = boxes.iter().map(|b| (b[2] - b[0]) * (b[3] - b[1])).collect();
-    let mut suppressed = vec![false; candidates.len()];
+    let mut kept_by_class: Vec<Vec<([f32; 4], f32)>> = vec![Vec::new(); candidates.iter().map(|d| d.class + 1).max().unwrap_or(0)];
     let mut kept = Vec::new();
-    for i in 0..candidates.len() {
-        if suppressed[i] {
-            continue;
-        }
-        kept.push(candidates[i]);
-        if kept.len() == MAX_DET {
-            break;
-        }
-        for j in i + 1..candidates.len() {
-            if suppressed[j] {
-                continue;
-            }
-            let (a, b) = (boxes[i], boxes[j]);
+    for _ in 0..MAX_NMS {
+        let Some(Rank { index, .. }) = order.pop() else { break };
+        let d = candidates[index];
+        let (b, area_b) = offset(&d);
+        let overlaps = |&(a, area_a): &([f32; 4], f32)| {
             let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
             let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
             let inter = w * h;
-            let iou = inter / (areas[i] + areas[j] - inter);
-            if f64::from(iou) > IOU_THRESHOLD {
-                suppressed[j] = true;
-            }
+            f64::from(inter / (area_a + area_b - inter)) > IOU_THRESHOLD
+        };
+        if kept_by_class[d.class].iter().any(overlaps) {
+            continue;
+        }
+        kept_by_class[d.class].push((b, area_b));
+        kept.push(d);
+        if kept.len() == MAX_DET {
+            break;
         }
     }
     kept
+}
+
+/// A candidate's place in the greedy order: higher score first, then the earlier anchor.
+struct Rank {
+    score: f32,
+    index: usize,
+}
+
+impl PartialEq for Rank {
+    fn eq(&self, other: &Rank) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Rank {}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Rank) -> std::cmp::Ordering {
+        self.score.total_cmp(&other.score).then(other.index.cmp(&self.index))
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Rank) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// `scale_boxes`: detections in the model input's pixels back to the original image of `g`.
@@ -132,6 +180,30 @@ pub fn response(index: usize, detections: &[Detection], width: usize, height: us
         out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
     }
     out
+}
+
+/// The responses of the samples `indices` (images letterboxed to `size` with their original size,
+/// [`super::letterbox::encode_sample`]), run together: `detect` gives each image's detections in
+/// input pixels, which go back to the image and into the reference's response.
+pub fn respond(
+    indices: &[usize],
+    source: &dyn SampleSource,
+    size: usize,
+    outputs: &mut Vec<Vec<u8>>,
+    detect: impl FnOnce(&[&[u8]]) -> Result<Vec<Vec<Detection>>, YoloError>,
+) -> Result<(), YoloError> {
+    let samples: Vec<_> = indices.iter().map(|&i| source.sample(i)).collect();
+    let mut images = Vec::with_capacity(indices.len());
+    for (&index, sample) in indices.iter().zip(&samples) {
+        images.push(decode_sample(sample, size).ok_or(YoloError::SampleSize { index, bytes: sample.len(), size, wanted: sample_bytes(size) })?);
+    }
+    let pixels: Vec<&[u8]> = images.iter().map(|(_, _, p)| *p).collect();
+    let found = detect(&pixels)?;
+    for ((&index, &(w, h, _)), mut found) in indices.iter().zip(&images).zip(found) {
+        scale_boxes(&mut found, &Geometry::of(w, h, size), size);
+        outputs.push(response(index, &found, w, h));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -179,6 +251,48 @@ mod tests {
         let kept = non_max_suppression(&output(&boxes), 3, 400);
         assert_eq!(kept.len(), MAX_DET);
         assert_eq!(kept[0].score, 0.5 + 399.0 / 1000.0, "best first");
+    }
+
+    /// torchvision's greedy NMS in one pass over every pair, as ultralytics runs it (the classes
+    /// offset apart): the per-class [`suppress`] must keep exactly its detections.
+    fn one_pass(mut candidates: Vec<Detection>) -> Vec<Detection> {
+        candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let offset = |d: &Detection| {
+            let o = d.class as f32 * MAX_WH;
+            [d.x1 + o, d.y1 + o, d.x2 + o, d.y2 + o]
+        };
+        let mut kept: Vec<Detection> = Vec::new();
+        for d in candidates {
+            let b = offset(&d);
+            let overlaps = |k: &Detection| {
+                let a = offset(k);
+                let inter = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0) * (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+                f64::from(inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)) > IOU_THRESHOLD
+            };
+            if kept.len() < MAX_DET && !kept.iter().any(overlaps) {
+                kept.push(d);
+            }
+        }
+        kept
+    }
+
+    #[test]
+    fn lazy_per_class_suppression_keeps_what_one_greedy_pass_keeps() {
+        let mut rng = crate::engines::synthetic::rng::SplitMix64::derive(3, "nms", 0);
+        for (count, classes) in [(50, 1), (2000, 3), (8400, 80), (3000, 2)] {
+            // Clustered boxes with coarse scores, so overlaps, ties and the 300 cap all occur.
+            let candidates: Vec<Detection> = (0..count)
+                .map(|_| {
+                    let (x, y) = ((rng.unit() * 8.0).floor() * 40.0 + rng.unit() * 6.0, (rng.unit() * 8.0).floor() * 40.0);
+                    let (w, h) = (20.0 + rng.unit() * 30.0, 20.0 + rng.unit() * 30.0);
+                    let score = (rng.unit() * 50.0).floor() / 50.0 + 0.01;
+                    Detection { x1: x, y1: y, x2: x + w, y2: y + h, score, class: ((rng.unit() * classes as f32) as usize).min(classes - 1) }
+                })
+                .collect();
+            let (fast, slow) = (suppress(candidates.clone()), one_pass(candidates));
+            assert_eq!(fast, slow, "{count} candidates of {classes} classes");
+            assert!(!fast.is_empty());
+        }
     }
 
     #[test]

@@ -21,11 +21,11 @@ pub enum YoloError {
     /// "model X failed").
     #[error("CPU YOLO engine: {what}: {cause:#}")]
     Tract { what: String, cause: TractError },
-    #[error("CPU YOLO engine: model {origin} takes {shape}; a YOLO export takes `images` [N, 3, S, S] (S a multiple of 32)")]
+    #[error("YOLO engine: model {origin} takes {shape}; a YOLO export takes `images` [N, 3, S, S] (S a multiple of 32)")]
     InputShape { origin: String, shape: String },
     #[error("CPU YOLO engine: model {origin} gave {found} values for {images} images; a YOLO export at {size} px gives [N, 84, {anchors}]")]
     OutputShape { origin: String, found: usize, images: usize, size: usize, anchors: usize },
-    #[error("CPU YOLO engine: sample {index} holds {bytes} bytes; a letterboxed sample at {size} px holds {wanted}")]
+    #[error("YOLO engine: sample {index} holds {bytes} bytes; a letterboxed sample at {size} px holds {wanted}")]
     SampleSize { index: usize, bytes: usize, size: usize, wanted: usize },
     #[error("{} lists {found} images; the round's COCO safe subset has {wanted}: {REMEDY}", path.display())]
     ImageCount { path: PathBuf, found: usize, wanted: usize },
@@ -45,6 +45,9 @@ pub enum YoloError {
     Manifest(#[from] ManifestError),
     #[error(transparent)]
     Write(#[from] FsError),
+    /// The GPU engine (its plan, device or kernels) failed.
+    #[error("GPU YOLO engine: {0}")]
+    Gpu(#[from] crate::engines::gpu::GpuError),
 }
 
 impl From<YoloError> for crate::Error {
@@ -55,6 +58,7 @@ impl From<YoloError> for crate::Error {
             YoloError::Coco(e) => e.into(),
             YoloError::Manifest(e) => e.into(),
             YoloError::Write(e) => e.into(),
+            YoloError::Gpu(e) => e.into(),
             YoloError::SampleSize { .. } | YoloError::OutputShape { .. } | YoloError::CreateDir { .. } => crate::Error::Other(e.to_string()),
             _ => crate::Error::Data(e.to_string()),
         }

@@ -6,7 +6,9 @@
 //! ([`dataset`]: images and the filtered `instances_val2017.json`, [`coco`]) or the synthetic set
 //! ([`synthetic`]: generated images, model ([`model`]) and ground truth; never submittable).
 //! Accuracy: pycocotools' `COCOeval` for boxes ([`coco_eval`]) as `accuracy-coco.py` prints it
-//! ([`accuracy`]). A GPU engine is not here yet; configs asking for one are refused.
+//! ([`accuracy`]). Engine `gpu` runs the GPU engine ([`gpu`]: the network on the convnet engine,
+//! input conversion and the per-anchor reduction on the device, NMS on the host), whose plan
+//! `generate_engines` builds and checks against the CPU engine.
 
 pub mod accuracy;
 pub mod coco;
@@ -15,6 +17,7 @@ pub mod cpu;
 pub mod dataset;
 pub mod detect;
 pub mod error;
+pub mod gpu;
 pub mod letterbox;
 pub mod model;
 pub mod synthetic;
@@ -30,6 +33,7 @@ use crate::error::Error;
 use coco::Instances;
 use cpu::CpuYoloEngine;
 use dataset::CocoSet;
+use gpu::YoloGpuSpec;
 use mlperf_config::{DatasetSource, EngineKind, Settings};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,12 +50,16 @@ fn synthetic_set(scratch: &Scratch) -> SyntheticCoco {
     SyntheticCoco::in_dir(&scratch.models_dir().join("synthetic/coco-yolo"))
 }
 
-/// Why this build cannot run `settings`, if it cannot: an engine other than the CPU's.
+/// Why this build cannot run `settings`, if it cannot: an engine other than the CPU's or the GPU's.
 fn unsupported(settings: &Settings) -> Option<Error> {
     match settings.engine.unwrap_or(EngineKind::Gpu) {
-        EngineKind::Cpu => None,
+        EngineKind::Cpu | EngineKind::Gpu => None,
         _ => Some(no_engine("yolo", settings)),
     }
+}
+
+fn on_gpu(settings: &Settings) -> bool {
+    settings.engine.unwrap_or(EngineKind::Gpu) == EngineKind::Gpu
 }
 
 /// The set and the model a run of `settings` reads: the synthetic set's, or the config's
@@ -112,6 +120,10 @@ impl Benchmark for Yolo {
             return Ok(format!("{why}; nothing built"));
         }
         let (set, model, instances) = instances(spec.settings, synthetic::IMAGES)?;
+        if on_gpu(spec.settings) {
+            let images: Vec<PathBuf> = instances.images.iter().map(|info| set.image(info)).collect();
+            return Ok(YoloGpuSpec::of(spec, model)?.generate(&set, &images, &mut |m| tracing::info!("{m}"))?);
+        }
         Ok(format!("{} COCO images in {}, model {}", instances.images.len(), set.dir.display(), model.display()))
     }
 
@@ -120,10 +132,15 @@ impl Benchmark for Yolo {
             return Err(why);
         }
         let (set, model, instances) = instances(spec.settings, spec.total_samples)?;
-        let batch = spec.settings.batch_size("yolo").unwrap_or(1).max(1) as usize;
-        let engine = Arc::new(CpuYoloEngine::load(&model, batch)?);
-        let size = engine.size();
-        let engines = vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)];
+        let (engines, size) = if on_gpu(spec.settings) {
+            let gpu = YoloGpuSpec::of(spec, model)?;
+            (gpu.open(spec.devices.max(1))?, gpu.size()?)
+        } else {
+            let batch = spec.settings.batch_size("yolo").unwrap_or(1).max(1) as usize;
+            let engine = Arc::new(CpuYoloEngine::load(&model, batch)?);
+            let size = engine.size();
+            (vec![engine as Arc<dyn crate::engines::Engine>; spec.devices.max(1)], size)
+        };
         let paths: Vec<PathBuf> = instances.images.iter().map(|info| set.image(info)).collect();
         let read = move |i: usize| -> Result<Sample, ReadError> {
             let image = dataset::read_image(&paths[i], i)?;

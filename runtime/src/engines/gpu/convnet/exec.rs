@@ -36,7 +36,8 @@ fn norm_bytes(v: &ValueShape, n: usize) -> usize {
     (norm_layout(v).0 + 1) * n * v.padded * 8
 }
 
-pub(super) fn elementwise(total: usize) -> LaunchConfig {
+/// One thread per value, in blocks of 256: also the families' kernels around the network.
+pub fn elementwise(total: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: ((total as u64).div_ceil(THREADS as u64) as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 

@@ -1,0 +1,454 @@
+//! The GPU engine for YOLO: the network on the convnet engine (`engines::gpu::convnet`: the
+//! backbone fp16 channels-last through cuDNN, the attention and the head as f32 dense values), its
+//! ends on the device ([`gpu.cu`](self)): a batch's letterboxed bytes go up as they are (3 bytes a
+//! pixel) and become the network's fp16 input there; per anchor the best class and its score are
+//! found there, so 6 values per anchor come back instead of 84. NMS, the boxes back to the image and
+//! the response are the CPU engine's own ([`super::detect`]), on the host, one thread per image of
+//! a batch, while the slot's stream waits for the next batch.
+//!
+//! `generate_engines` builds the plan and checks its `output0` against the CPU engine's (tract, f32)
+//! on the set's first images before writing it; runs refuse a missing, stale or corrupt plan.
+
+use super::cpu::CpuYoloEngine;
+use super::dataset::{CocoSet, read_image};
+use super::detect::{Detection, respond, suppress};
+use super::error::YoloError;
+use super::letterbox::letterbox;
+use super::model::{CLASSES, anchors};
+use crate::benchmarks::WorkloadSpec;
+use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims};
+use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
+use crate::engines::gpu::convnet::import::OpKind;
+use crate::engines::gpu::convnet::plan::ConvnetPlan;
+use crate::engines::gpu::device::{self, DeviceBuffer, PinnedBuffer, compile_for, cu};
+use crate::engines::gpu::open_each;
+use crate::engines::gpu::{GpuError, SlotPool};
+use crate::engines::{Engine, EngineError, SampleSource};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result as dr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const KERNELS: &str = concat!(include_str!("../../engines/gpu/half.cuh"), include_str!("gpu.cu"));
+/// Values per anchor the device returns: the box (centre, size), the best score, its class.
+const ANCHOR_VALUES: usize = 6;
+
+/// One stream's network slot and its staging buffers, sized for the plan's batch.
+struct ImageSlot {
+    net: Slot,
+    host_pixels: PinnedBuffer,
+    pixels: DeviceBuffer,
+    host_anchors: PinnedBuffer,
+    anchors: DeviceBuffer,
+}
+
+/// One GPU detecting with a YOLO plan.
+pub struct GpuYoloEngine {
+    name: String,
+    model: Arc<Convnet>,
+    to_input: CudaFunction,
+    best_class: CudaFunction,
+    size: usize,
+    anchors: usize,
+    slots: SlotPool<ImageSlot>,
+}
+
+impl GpuYoloEngine {
+    /// The plan on GPU `ordinal` with `streams` slots.
+    pub fn open(ordinal: usize, plan: &ConvnetPlan, streams: usize, use_graphs: bool) -> Result<GpuYoloEngine, GpuError> {
+        let model = Convnet::load(ordinal, plan)?;
+        let (x, y) = (model.input_shape().clone(), model.output_shape().clone());
+        let size = x.spatial.first().copied().unwrap_or(0);
+        if x.channels != 3 || x.spatial != [size, size] || !y.dense || y.dims() != [4 + CLASSES, anchors(size)] {
+            return Err(GpuError::PlanContent(format!("the plan built from {} is not a YOLO detector ({x:?} -> {y:?}); rebuild it", plan.header.model_path)));
+        }
+        let cc = cu("compute capability", model.ctx.compute_capability())?;
+        let module = cu("load kernels", model.ctx.load_module(compile_for("yolo kernels", KERNELS, cc, Vec::new())?))?;
+        let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
+        let (to_input, best_class) = (f("letterboxed_input")?, f("best_class")?);
+        let workspace = plan.header.net.ops.iter().map(|op| if let OpKind::Conv { workspace, .. } = op.kind { workspace } else { 0 }).max().unwrap_or(0);
+        let (batch, anchors) = (model.batch(), anchors(size));
+        let (pixel_bytes, anchor_bytes) = (batch * 3 * size * size, 4 * batch * anchors * ANCHOR_VALUES);
+        let slots = (0..streams.max(1))
+            .map(|_| {
+                Ok(ImageSlot {
+                    net: Slot::new(&model, workspace, use_graphs)?,
+                    host_pixels: PinnedBuffer::new(pixel_bytes)?,
+                    pixels: DeviceBuffer::new(pixel_bytes)?,
+                    host_anchors: PinnedBuffer::new(anchor_bytes)?,
+                    anchors: DeviceBuffer::new(anchor_bytes)?,
+                })
+            })
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        Ok(GpuYoloEngine { name: format!("gpu{ordinal}-yolo"), model, to_input, best_class, size, anchors, slots: SlotPool::new(slots) })
+    }
+
+    pub fn batch(&self) -> usize {
+        self.model.batch()
+    }
+
+    /// The network's input side S.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The detections (input pixels, before NMS's cut to the image) of up to a batch of letterboxed
+    /// images (RGB, CHW, S x S bytes each).
+    pub fn detect(&self, images: &[&[u8]]) -> Result<Vec<Vec<Detection>>, GpuError> {
+        self.slots.with(|slot| {
+            self.run_on(slot, images, true)?;
+            let values: &[u8] = &slot.host_anchors.as_slice()[..4 * images.len() * self.anchors * ANCHOR_VALUES];
+            Ok(post_process(values, images.len(), self.anchors))
+        })
+    }
+
+    /// The network's `output0` (f32 `[n, 84, A]`) for up to a batch of letterboxed images: what
+    /// the builder checks against the CPU engine.
+    pub fn output(&self, images: &[&[u8]]) -> Result<Vec<f32>, GpuError> {
+        self.slots.with(|slot| {
+            self.run_on(slot, images, false)?;
+            let mut out = vec![0f32; images.len() * (4 + CLASSES) * self.anchors];
+            // SAFETY: the first `n` images' outputs of the slot's output buffer; run_on synchronized.
+            cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, slot.net.output().raw()) })?;
+            Ok(out)
+        })
+    }
+
+    /// Uploads `images`, runs the network and, with `reduce`, the per-anchor reduction into the
+    /// slot's host buffer; returns when the stream has finished.
+    fn run_on(&self, slot: &mut ImageSlot, images: &[&[u8]], reduce: bool) -> Result<(), GpuError> {
+        let (n, image_bytes) = (images.len(), 3 * self.size * self.size);
+        if n == 0 || n > self.batch() || images.iter().any(|i| i.len() != image_bytes) {
+            return Err(GpuError::Run(format!("{n} images for a plan of batch {} at {} px", self.batch(), self.size)));
+        }
+        device::bind(&self.model.ctx)?;
+        // Into pinned memory on several threads: one thread copies a batch of 64 (78 MB) in
+        // about as long as the network runs it.
+        let copy = |to: &mut [u8], from: &[&[u8]]| to.chunks_mut(image_bytes).zip(from).for_each(|(to, from)| to.copy_from_slice(from));
+        let per_thread = n.div_ceil(host_threads(n));
+        if per_thread == n {
+            copy(slot.host_pixels.as_mut_slice(), images);
+        } else {
+            std::thread::scope(|scope| {
+                for (to, from) in slot.host_pixels.as_mut_slice().chunks_mut(per_thread * image_bytes).zip(images.chunks(per_thread)) {
+                    scope.spawn(move || copy(to, from));
+                }
+            });
+        }
+        let stream = slot.net.stream.clone();
+        let s = stream.cu_stream();
+        // SAFETY: `n` images of the slot's pinned buffer into its device buffer, both sized for the
+        // plan's batch; the stream finishes before the host buffer is written again.
+        cu("upload images", unsafe { dr::memcpy_htod_async(slot.pixels.ptr().raw(), &slot.host_pixels.as_slice()[..n * image_bytes], s) })?;
+        let x = self.model.input_shape();
+        let (pixels, input) = (slot.pixels.ptr().raw(), slot.net.input().raw());
+        let (positions, padded) = ((self.size * self.size) as i32, x.padded as i32);
+        let mut l = stream.launch_builder(&self.to_input);
+        l.arg(&pixels).arg(&input).arg(&positions).arg(&padded);
+        let per_image = launch(positions as usize);
+        // SAFETY: letterboxed_input's parameters; `n` images of the pixel and input buffers.
+        cu("convert images", unsafe { l.launch(LaunchConfig { grid_dim: (per_image.grid_dim.0, n as u32, 1), ..per_image }) })?;
+        slot.net.run()?;
+        if reduce {
+            let (output, anchors_out) = (slot.net.output().raw(), slot.anchors.ptr().raw());
+            let (a, classes, total) = (self.anchors as i32, CLASSES as i32, (n * self.anchors) as i64);
+            let mut l = stream.launch_builder(&self.best_class);
+            l.arg(&output).arg(&anchors_out).arg(&a).arg(&classes).arg(&total);
+            // SAFETY: best_class's parameters; `n` images' outputs and anchor rows.
+            cu("best class", unsafe { l.launch(launch(total as usize)) })?;
+            let bytes = 4 * n * self.anchors * ANCHOR_VALUES;
+            // SAFETY: the first `n` images' rows into the slot's pinned buffer of the batch's size;
+            // read after the synchronization below.
+            cu("download anchors", unsafe { dr::memcpy_dtoh_async(&mut slot.host_anchors.as_mut_slice()[..bytes], anchors_out, s) })?;
+        }
+        cu("synchronize", stream.synchronize())?;
+        Ok(())
+    }
+}
+
+/// Threads for a batch's host work on `images` images: one per image, at most one per core.
+fn host_threads(images: usize) -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(images).max(1)
+}
+
+/// Per image, its anchors' rows (6 f32 each) to candidates and NMS; one thread per image (as
+/// many as the machine has cores), since NMS of thousands of candidates is the host's share.
+fn post_process(values: &[u8], images: usize, anchors: usize) -> Vec<Vec<Detection>> {
+    let per_image = 4 * anchors * ANCHOR_VALUES;
+    let one = |rows: &[u8]| -> Vec<Detection> {
+        let value = |i: usize| f32::from_le_bytes([rows[4 * i], rows[4 * i + 1], rows[4 * i + 2], rows[4 * i + 3]]);
+        let candidates = (0..anchors).filter_map(|a| {
+            let v = |k: usize| value(a * ANCHOR_VALUES + k);
+            Detection::of_anchor([v(0), v(1), v(2), v(3)], v(4), v(5) as usize)
+        });
+        suppress(candidates.collect())
+    };
+    if images == 1 {
+        return vec![one(values)];
+    }
+    let per_thread = images.div_ceil(host_threads(images));
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = values.chunks(per_thread * per_image).map(|chunk| scope.spawn(move || chunk.chunks_exact(per_image).map(one).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("NMS thread")).collect()
+    })
+}
+
+impl Engine for GpuYoloEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
+        for chunk in indices.chunks(self.batch()) {
+            respond(chunk, source, self.size, outputs, |images| Ok(self.detect(images)?)).map_err(EngineError::new)?;
+        }
+        Ok(())
+    }
+}
+
+/// How far a plan's `output0` is from the CPU engine's over the same images: the largest
+/// difference in the box rows relative to the boxes' range, and in the score rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputAgreement {
+    pub images: usize,
+    pub boxes: f32,
+    pub scores: f32,
+}
+
+/// The builder's rule. fp16 storage through some 200 layers moves a box by well under a pixel of
+/// 640 and a sigmoid score by well under 0.01 (measured: docs/performance.md); a wrong op or layout
+/// moves them by their whole range.
+pub const MAX_BOX_ERROR: f32 = 1e-2;
+pub const MAX_SCORE_ERROR: f32 = 1e-2;
+
+impl OutputAgreement {
+    /// `gpu` and `cpu`: `output0` of the same images, `[n, 84, anchors]`.
+    pub fn of(gpu: &[f32], cpu: &[f32], anchors: usize) -> OutputAgreement {
+        let (mut boxes, mut scores) = ((0f32, 0f32), (0f32, 0f32));
+        for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+            let e = if (i / anchors) % (4 + CLASSES) < 4 { &mut boxes } else { &mut scores };
+            e.0 = e.0.max((g - c).abs());
+            e.1 = e.1.max(c.abs());
+        }
+        // A length mismatch is a wrong network: no agreement at all.
+        let whole = if gpu.len() == cpu.len() { 1.0 } else { f32::INFINITY };
+        OutputAgreement { images: cpu.len() / ((4 + CLASSES) * anchors).max(1), boxes: whole * boxes.0 / boxes.1.max(1e-3), scores: whole * scores.0 / scores.1.max(1e-3) }
+    }
+
+    pub fn acceptable(&self) -> bool {
+        self.boxes <= MAX_BOX_ERROR && self.scores <= MAX_SCORE_ERROR
+    }
+}
+
+impl std::fmt::Display for OutputAgreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "output0 vs CPU engine over {} images: boxes {:.2e}, scores {:.2e} of their ranges", self.images, self.boxes, self.scores)
+    }
+}
+
+/// Images the builder checks a plan on (the CPU engine runs YOLOv11-L in seconds per image).
+const CHECK_IMAGES: usize = 4;
+
+/// The GPU plan a YOLO config describes ([`ConvnetSpec`]) and what YOLO does with it.
+pub struct YoloGpuSpec(pub ConvnetSpec);
+
+impl std::ops::Deref for YoloGpuSpec {
+    type Target = ConvnetSpec;
+    fn deref(&self) -> &ConvnetSpec {
+        &self.0
+    }
+}
+
+impl YoloGpuSpec {
+    pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<YoloGpuSpec, crate::Error> {
+        Ok(YoloGpuSpec(ConvnetSpec::of(spec.settings, &spec.plan, "yolo", model_path)?))
+    }
+
+    /// `generate_engines`: reuses an up-to-date plan, or builds one, checks its `output0` against
+    /// the CPU engine's on the first images of `set` (refused beyond [`OutputAgreement::acceptable`])
+    /// and writes it. Returns a line for the user.
+    pub fn generate(&self, set: &CocoSet, images: &[PathBuf], progress: &mut dyn FnMut(&str)) -> Result<String, YoloError> {
+        let size = model_size(&self.model_path)?;
+        let input = [3, size, size];
+        if self.is_fresh(&input)? {
+            return Ok(format!("{}: up to date, reused", self.plan_path.display()));
+        }
+        let plan = build(&self.request(&input), progress)?;
+        let engine = GpuYoloEngine::open(0, &plan, 1, false)?;
+        let cpu_engine = CpuYoloEngine::load(&self.model_path, 1)?;
+        let mut letterboxed = Vec::new();
+        for (i, path) in images.iter().take(CHECK_IMAGES).enumerate() {
+            letterboxed.push(letterbox(&read_image(path, i)?, size).0);
+        }
+        let (mut gpu, mut cpu) = (Vec::new(), Vec::new());
+        for chunk in letterboxed.chunks(engine.batch()) {
+            let views: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+            gpu.extend(engine.output(&views)?);
+            for view in views {
+                cpu.extend(cpu_engine.output(&[view])?);
+            }
+        }
+        let agreement = OutputAgreement::of(&gpu, &cpu, anchors(size));
+        if !agreement.acceptable() {
+            return Err(GpuError::Build(format!(
+                "the plan disagrees with the CPU engine on {} ({agreement}; needs boxes <= {MAX_BOX_ERROR:.0e} and scores <= {MAX_SCORE_ERROR:.0e}); not written",
+                set.dir.display()
+            ))
+            .into());
+        }
+        self.write_checked(plan, agreement.to_string())?;
+        Ok(format!("{}: built; {agreement}", self.plan_path.display()))
+    }
+
+    /// The model's input side S.
+    pub fn size(&self) -> Result<usize, YoloError> {
+        model_size(&self.model_path)
+    }
+
+    /// The plan on each of `devices` GPUs; a missing, stale or corrupt plan is refused with the
+    /// command that rebuilds it.
+    pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
+        let size = model_size(&self.model_path)?;
+        let plan = self.load_fresh(&[3, size, size])?;
+        Ok(open_each(devices, |d| GpuYoloEngine::open(d, &plan, self.streams, self.use_graphs))?)
+    }
+}
+
+/// The input side S of a YOLO ONNX export (`images` `[N, 3, S, S]`).
+fn model_size(path: &Path) -> Result<usize, YoloError> {
+    let dims = model_input_dims(path)?;
+    match dims.as_slice() {
+        [_, Some(3), Some(h), Some(w)] if h == w && *h >= 32 && h % 32 == 0 => Ok(*h as usize),
+        _ => Err(YoloError::InputShape { origin: path.display().to_string(), shape: format!("{dims:?}") }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::gpu::convnet::builder::ConvnetRequest;
+
+    #[test]
+    fn output_agreement_is_relative_to_each_rows_range() {
+        // 2 anchors: rows 0..4 boxes, then 80 score rows.
+        let cpu: Vec<f32> = (0..84 * 2).map(|i| if i < 8 { 100.0 + i as f32 } else { 0.5 }).collect();
+        let mut gpu = cpu.clone();
+        gpu[3] += 0.5; // 0.5 px of a 107 px range
+        gpu[100] += 0.004;
+        let a = OutputAgreement::of(&gpu, &cpu, 2);
+        assert_eq!(a.images, 1);
+        assert!((a.boxes - 0.5 / 107.0).abs() < 1e-6 && (a.scores - 0.008).abs() < 1e-6, "{a:?}");
+        assert!(a.acceptable());
+        gpu[9] = 0.0;
+        assert!(!OutputAgreement::of(&gpu, &cpu, 2).acceptable(), "a score off by its whole range");
+        assert!(!OutputAgreement::of(&gpu[..84], &cpu, 2).acceptable(), "another shape");
+        assert!(a.to_string().contains("over 1 images"), "{a}");
+    }
+
+    #[test]
+    fn anchors_rows_become_the_cpu_engine_s_detections() {
+        // The device's rows for 3 anchors of one image vs the CPU engine's path over the same
+        // output: same candidates, same NMS.
+        let anchors = 3;
+        let mut output = vec![0f32; (4 + CLASSES) * anchors];
+        let boxes = [[50.0, 50.0, 20.0, 20.0], [51.0, 50.0, 20.0, 20.0], [10.0, 10.0, 4.0, 4.0]];
+        let best = [(3, 0.9), (3, 0.8), (7, 0.0005)];
+        let mut rows = Vec::new();
+        for a in 0..anchors {
+            for r in 0..4 {
+                output[r * anchors + a] = boxes[a][r];
+            }
+            output[(4 + best[a].0) * anchors + a] = best[a].1;
+            rows.extend(boxes[a].iter().copied().chain([best[a].1, best[a].0 as f32]));
+        }
+        let bytes: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let found = post_process(&bytes, 1, anchors);
+        assert_eq!(found, vec![super::super::detect::non_max_suppression(&output, CLASSES, anchors)]);
+        assert_eq!(found[0].len(), 1, "the second box is suppressed, the third below the threshold");
+        let two: Vec<u8> = bytes.iter().chain(&bytes).copied().collect();
+        assert_eq!(post_process(&two, 2, anchors), vec![found[0].clone(), found[0].clone()], "one thread per image");
+    }
+
+    /// The config's side of the plan (batch, path, fp16) is [`ConvnetSpec`]'s, tested with
+    /// 3D-UNet's; YOLO's is the model's input side.
+    #[test]
+    fn models_give_their_input_side_and_others_are_refused() {
+        let dir = std::env::temp_dir().join(format!("mlperf-yolo-gpu-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = dir.join("m.onnx");
+        let shape = super::super::model::YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 };
+        std::fs::write(&model, prost::Message::encode_to_vec(&super::super::model::yolo11(&shape, 1))).unwrap();
+        assert_eq!(model_size(&model).unwrap(), 64);
+        std::fs::write(dir.join("bad.onnx"), b"not onnx").unwrap();
+        let e = model_size(&dir.join("bad.onnx")).unwrap_err().to_string();
+        assert!(e.contains("not an ONNX model"), "{e}");
+        let unet = crate::benchmarks::unet3d::model::unet3d(&crate::benchmarks::unet3d::model::UNet3dShape { filters: vec![8], roi: 16, class_bias: [0.0; 3] }, 1);
+        std::fs::write(dir.join("unet.onnx"), prost::Message::encode_to_vec(&unet)).unwrap();
+        let e = model_size(&dir.join("unet.onnx")).unwrap_err().to_string();
+        assert!(e.contains("takes") && e.contains("[N, 3, S, S]"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn yolo_gpu_engine_answers_as_the_cpu_engine() {
+        use super::super::letterbox::encode_sample;
+        use super::super::model::{YoloShape, yolo11};
+        use crate::dataset::image::RgbImage;
+        let dir = std::env::temp_dir().join(format!("mlperf-yolo-gpu-engine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("yolo.onnx");
+        std::fs::write(&path, prost::Message::encode_to_vec(&yolo11(&YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 }, 7))).unwrap();
+        let plan = build(&ConvnetRequest { model_path: &path, ordinal: 0, batch: 2, input: &[3, 64, 64], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
+        let engine = GpuYoloEngine::open(0, &plan, 2, true).unwrap();
+        let samples: Vec<Vec<u8>> = [(40, 30), (50, 90), (64, 64)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(w, h))| encode_sample(&RgbImage::new(w, h, (0..w * h * 3).map(|v| ((v * (7 + i)) % 251) as u8).collect()), 64))
+            .collect();
+        let views: Vec<&[u8]> = samples[..2].iter().map(|s| &s[8..]).collect();
+        // The device's per-anchor reduction gives what NMS over the whole output gives.
+        let output = engine.output(&views).unwrap();
+        let whole: Vec<Vec<Detection>> = output.chunks_exact((4 + CLASSES) * anchors(64)).map(|o| super::super::detect::non_max_suppression(o, CLASSES, anchors(64))).collect();
+        assert_eq!(engine.detect(&views).unwrap(), whole);
+        let cpu_engine = CpuYoloEngine::load(&path, 2).unwrap();
+        let agreement = OutputAgreement::of(&output, &cpu_engine.output(&views).unwrap(), anchors(64));
+        println!("yolo_gpu engine: {agreement}");
+        assert!(agreement.acceptable(), "{agreement}");
+        // Three samples at batch 2: a whole batch and a part one, each image answered.
+        let (mut gpu, mut cpu) = (Vec::new(), Vec::new());
+        engine.infer(&[0, 1, 2], &samples, &mut gpu).unwrap();
+        cpu_engine.infer(&[0, 1, 2], &samples, &mut cpu).unwrap();
+        let counts = |r: &[Vec<u8>]| r.iter().map(|b| b.len() / 28).collect::<Vec<_>>();
+        println!("yolo_gpu engine: detections per image GPU {:?}, CPU {:?}", counts(&gpu), counts(&cpu));
+        assert_eq!(gpu.len(), 3);
+        assert!(gpu.iter().all(|r| !r.is_empty() && r.len() % 28 == 0));
+        let e = engine.infer(&[0], &vec![vec![0u8; 5]], &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("sample 0 holds 5 bytes"), "{e}");
+        // Where a batch's time goes at full size, where MLPERF_YOLO_ONNX names a 640 px network:
+        // the network alone, the network with the ends on the device, and the host's NMS.
+        if let Ok(path) = std::env::var("MLPERF_YOLO_ONNX") {
+            let batch: usize = std::env::var("MLPERF_YOLO_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(64);
+            for batch in [1, batch] {
+                let plan = build(&ConvnetRequest { model_path: Path::new(&path), ordinal: 0, batch, input: &[3, 640, 640], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
+                let engine = GpuYoloEngine::open(0, &plan, 1, true).unwrap();
+                let images: Vec<Vec<u8>> = (0..batch).map(|i| (0..3 * 640 * 640).map(|v| ((v * (7 + i)) % 251) as u8).collect()).collect();
+                let views: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
+                let net = engine.slots.with(|s| s.net.time_batches(20)).unwrap();
+                let time = |f: &dyn Fn()| {
+                    f();
+                    let started = std::time::Instant::now();
+                    for _ in 0..10 {
+                        f();
+                    }
+                    started.elapsed().as_secs_f64() * 100.0
+                };
+                let ends = time(&|| engine.slots.with(|s| engine.run_on(s, &views, true)).unwrap());
+                let values = engine.slots.with(|s| s.host_anchors.as_slice()[..4 * batch * anchors(640) * ANCHOR_VALUES].to_vec());
+                let host = time(&|| drop(post_process(&values, batch, anchors(640))));
+                let whole = time(&|| drop(engine.detect(&views).unwrap()));
+                println!("yolo_gpu engine batch {batch}: network {net:.3} ms, with the device's ends {ends:.3} ms, host NMS {host:.3} ms, detect {whole:.3} ms per batch");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
