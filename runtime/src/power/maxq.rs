@@ -274,6 +274,34 @@ mod tests {
         assert_eq!(crate::Error::from(e).exit_code(), crate::error::exit::DATA);
     }
 
+    /// On a GPU machine: NVML reads every GPU's limit and range; as root, power_set_maxq_state at
+    /// the card's lowest limit, check_state, then power_restore_state puts the first limits back.
+    /// `cargo test --release -p mlperf-runtime --lib -- --ignored nvml_sets_and_restores`.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU (and root to set limits)"]
+    fn nvml_sets_and_restores_the_power_limit_where_permitted() {
+        let mut nvml = Nvml::open().unwrap();
+        let before: Vec<u32> = (0..nvml.gpu_count().unwrap()).map(|g| nvml.limit_mw(g).unwrap()).collect();
+        let (min, max) = nvml.range_mw(0).unwrap();
+        eprintln!("GPU limits {before:?} mW, GPU 0 range {min}..{max} mW");
+        assert!(!before.is_empty() && min <= before[0] && before[0] <= max);
+        let record = tempdir("maxq-nvml").join(RECORD);
+        let lowest = Target { watts: u64::from(min).div_ceil(1000), from: "the card's lowest limit".into() };
+        match set_maxq_state(&mut nvml, &lowest, &record) {
+            Ok(set) => {
+                check_state(&nvml, &lowest).unwrap();
+                assert_eq!(set.gpus.iter().map(|g| g.previous_mw).collect::<Vec<_>>(), before);
+                restore_state(&mut nvml, &record).unwrap();
+                assert_eq!((0..before.len() as u32).map(|g| nvml.limit_mw(g).unwrap()).collect::<Vec<_>>(), before);
+            }
+            Err(e @ PowerError::Nvml { permission: true, .. }) => {
+                eprintln!("not permitted here, nothing changed: {e}");
+                assert!(!record.exists());
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// A config of the H200 system: `benchmark`, Offline, MaxQ when it has a power limit.
     fn selected(benchmark: &'static str, power_limit: Option<u64>) -> Selected {
         use mlperf_config::{CompiledConfig, Origin, PowerSetting, Scenario, Settings, Workload};

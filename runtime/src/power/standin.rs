@@ -10,7 +10,7 @@
 //! ranging maxima); `RL,*,*` refused as by a one-channel meter, then `RL` as `Last <N> samples` and
 //! N unread readings; stdout lines `MM-DD-YYYY HH:MM:SS.mmm: <msg>` (the server tees them into
 //! ptd_logs.txt, where the checker looks for uncertainty checking, the Go marks and
-//! `Completed test`).
+//! `Completed test`), every reading among them.
 
 use super::session::format_time;
 use std::io::{BufRead, BufReader, Write};
@@ -97,6 +97,7 @@ struct Meter {
     /// Readings taken since the last `RL` (without their mark).
     unread: Vec<String>,
     taken: u64,
+    last_watts: f64,
     out: Box<dyn Write + Send>,
     log: Option<std::fs::File>,
 }
@@ -125,10 +126,14 @@ impl Meter {
         let watts = self.watts();
         let line = format!("Time,{},Watts,{watts:.6},Volts,{VOLTS:.6},Amps,{:.6},PF,{POWER_FACTOR:.6}", format_time(now_micros()), watts / (VOLTS * POWER_FACTOR));
         self.taken += 1;
+        self.last_watts = watts;
         if let Some(log) = &mut self.log {
             let _ = writeln!(log, "{line},Mark,{mark}");
             let _ = log.flush();
         }
+        // Every reading on stdout too: the server's Tee holds PTDaemon's output in an 8 KiB
+        // buffer, and ptd_logs.txt (copied at testing stop) gets only what was pushed through.
+        self.say(&line);
         self.unread.push(line);
     }
 
@@ -174,7 +179,7 @@ impl Meter {
                 lines.append(&mut self.unread);
                 lines
             }
-            ["Watts"] => one(format!("Watts,{:.6}", self.watts())),
+            ["Watts"] => one(format!("Watts,{:.6}", self.last_watts)),
             ["Uncertainty"] => one("Uncertainty,0.001000".into()),
             _ => one("Unknown command".into()),
         }
@@ -198,7 +203,7 @@ impl StandIn {
         let listener = TcpListener::bind(("127.0.0.1", options.port))?;
         let log = options.log.as_ref().map(|p| std::fs::OpenOptions::new().create(true).append(true).open(p)).transpose()?;
         let model = options.model.clone();
-        let mut meter = Meter { options, volts: Range::Auto, amps: Range::Auto, measuring: None, unread: Vec::new(), taken: 0, out, log };
+        let mut meter = Meter { options, volts: Range::Auto, amps: Range::Auto, measuring: None, unread: Vec::new(), taken: 0, last_watts: 0.0, out, log };
         meter.say(&format!("Uncertainty checking for {model} is activated"));
         Ok(StandIn { listener, meter: Arc::new(Mutex::new(meter)) })
     }
@@ -352,12 +357,14 @@ mod tests {
         assert_eq!(ptd.cmd("Bogus"), "Unknown command");
         // stdout: what the checker reads from ptd_logs.txt, in order, each with PTD's stamp.
         let printed = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(printed.lines().filter(|l| l.contains(": Time,")).count() >= ranging.len() + testing.len(), "{printed}");
         let messages: Vec<&str> = printed
             .lines()
             .map(|l| {
                 assert!(parse_time(&l[..23]).is_some() && &l[23..25] == ": ", "{l}");
                 &l[25..]
             })
+            .filter(|m| !m.starts_with("Time,"))
             .collect();
         assert_eq!(
             messages,
