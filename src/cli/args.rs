@@ -409,6 +409,10 @@ pub struct PtdStandinArgs {
     /// The load during the testing run (default: --watts); below 95 % of it fails the power rules.
     #[arg(long = "testing_watts")]
     pub testing_watts: Option<f64>,
+    /// The meter's uncertainty in percent; above 1 every testing reading logs PTDaemon's warning
+    /// (the power checker's uncertainty error).
+    #[arg(long = "uncertainty_percent", default_value_t = 0.1)]
+    pub uncertainty_percent: f64,
     /// The model Identify names.
     #[arg(long, default_value = "YokogawaWT310")]
     pub model: String,

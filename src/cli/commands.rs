@@ -285,6 +285,7 @@ fn ptd_standin(args: &PtdStandinArgs) -> Result<(), Error> {
         port: args.port,
         watts: args.watts,
         testing_watts: args.testing_watts,
+        uncertainty_percent: args.uncertainty_percent,
         log: None,
         model: args.model.clone(),
         version: args.ptd_version.clone(),

@@ -34,6 +34,9 @@ pub struct StandInOptions {
     /// The load during a Go whose mark ends in `_testing` (default: `watts`); a lower one breaks
     /// the 95 % rule.
     pub testing_watts: Option<f64>,
+    /// The meter's uncertainty, in percent; above 1 % each testing reading logs PTDaemon's warning,
+    /// which the power checker makes an error.
+    pub uncertainty_percent: f64,
     /// The `-l` log PTDaemon appends every reading to.
     pub log: Option<PathBuf>,
     /// Identify's model and version (the checker wants a supported Yokogawa and 1.11.1).
@@ -45,7 +48,16 @@ pub struct StandInOptions {
 
 impl Default for StandInOptions {
     fn default() -> StandInOptions {
-        StandInOptions { port: 8888, watts: 100.0, testing_watts: None, log: None, model: "YokogawaWT310".into(), version: "1.11.1".into(), period: Duration::from_secs(1) }
+        StandInOptions {
+            port: 8888,
+            watts: 100.0,
+            testing_watts: None,
+            uncertainty_percent: 0.1,
+            log: None,
+            model: "YokogawaWT310".into(),
+            version: "1.11.1".into(),
+            period: Duration::from_secs(1),
+        }
     }
 }
 
@@ -134,6 +146,10 @@ impl Meter {
         // Every reading on stdout too: the server's Tee holds PTDaemon's output in an 8 KiB
         // buffer, and ptd_logs.txt (copied at testing stop) gets only what was pushed through.
         self.say(&line);
+        let uncertainty = self.options.uncertainty_percent;
+        if uncertainty > 1.0 && mark.ends_with("_testing") {
+            self.say(&format!("WARNING: Uncertainty {uncertainty:.2}%, which is above 1.00% limit for the last sample!"));
+        }
         self.unread.push(line);
     }
 
@@ -180,7 +196,7 @@ impl Meter {
                 lines
             }
             ["Watts"] => one(format!("Watts,{:.6}", self.last_watts)),
-            ["Uncertainty"] => one("Uncertainty,0.001000".into()),
+            ["Uncertainty"] => one(format!("Uncertainty,{:.6}", self.options.uncertainty_percent / 100.0)),
             _ => one("Unknown command".into()),
         }
     }
@@ -302,6 +318,26 @@ mod tests {
         assert_eq!((options.port, options.log), (8890, Some(PathBuf::from("/tmp/x/ptd_logfile_1.log"))));
         assert!(StandInOptions::default().with_ptd_argv(&["-p".into(), "x".into()]).is_err());
         assert!(StandInOptions::default().with_ptd_argv(&["-l".into()]).is_err());
+    }
+
+    #[test]
+    fn an_uncertainty_above_one_percent_logs_ptdaemons_warning_during_testing_only() {
+        let out = Shared::default();
+        let options = StandInOptions { port: 0, uncertainty_percent: 1.5, ..Default::default() };
+        let standin = StandIn::bind(options, Box::new(out.clone())).unwrap();
+        let mut meter = lock(&standin.meter);
+        for mode in ["ranging", "testing"] {
+            meter.reply(&format!("Go,1000,0,s_{mode}"));
+            meter.sample();
+            meter.reply("Stop");
+        }
+        assert_eq!(meter.reply("Uncertainty"), ["Uncertainty,0.015000"]);
+        let printed = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let warnings: Vec<(usize, &str)> = printed.lines().enumerate().filter(|(_, l)| l.contains("WARNING:")).collect();
+        // Lines: activation, Go, reading, Completed, Go, reading, the warning, Completed.
+        assert_eq!(warnings.len(), 1, "{printed}");
+        assert_eq!(warnings[0].0, 6, "{printed}");
+        assert!(warnings[0].1.ends_with(": WARNING: Uncertainty 1.50%, which is above 1.00% limit for the last sample!"), "{printed}");
     }
 
     #[test]
