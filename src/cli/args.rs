@@ -190,6 +190,37 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Apply the power limit of the selected MaxQ configs (`power_limit`) to every GPU through NVML
+    /// (NVIDIA's `make power_set_maxq_state`, `nvidia-smi -pl`; needs root), after checking it
+    /// against each card's range; the limits it replaces go to <log_dir>/power_state.json.
+    #[command(name = "power_set_maxq_state", alias = "power-set-maxq-state")]
+    PowerSetMaxqState {
+        #[command(flatten)]
+        selection: Selection,
+        /// Where the record of the replaced limits is kept (beside the runs).
+        #[arg(long = "log_dir", default_value = "build/logs")]
+        log_dir: PathBuf,
+    },
+    /// Put back the power limits power_set_maxq_state replaced, as its record holds them (NVIDIA's
+    /// `make power_reset_maxq_state`).
+    #[command(name = "power_restore_state", alias = "power-restore-state", alias = "power_reset_maxq_state")]
+    PowerRestoreState {
+        /// Where power_set_maxq_state kept its record.
+        #[arg(long = "log_dir", default_value = "build/logs")]
+        log_dir: PathBuf,
+    },
+    /// Check a power-dev checkout (its root or its ptd_client_server/) against the round's accepted
+    /// power-dev sources, as the power checker will: each differing file is named.
+    #[command(name = "power_check_sources", alias = "power-check-sources")]
+    PowerCheckSources {
+        /// The mlcommons/power-dev checkout.
+        checkout: PathBuf,
+    },
+    /// A PTDaemon stand-in for tests (never submittable: no meter): answers power-dev's server on
+    /// 127.0.0.1 with readings of a configured load. As power-dev's `[ptd] ptd`, a wrapper script
+    /// `exec mlperf ptd_standin --watts 100 -- "$@"` passes it PTDaemon's command line (-l, -p).
+    #[command(name = "ptd_standin", hide = true)]
+    PtdStandin(PtdStandinArgs),
     /// Start the serving engine of the selected LLM config and keep it running until Ctrl-C or
     /// SIGTERM (NVIDIA's `make run_llm_server`); `run_harness` then attaches to it as external.
     #[command(name = "run_llm_server", alias = "run-llm-server")]
@@ -364,6 +395,36 @@ pub struct StandInArgs {
     /// The benchmark whose dataset --reference_answers is (default: an LLM's, read with --tokenizer).
     #[arg(long)]
     pub benchmark: Option<String>,
+}
+
+/// Flags of ptd_standin.
+#[derive(Args, Debug)]
+pub struct PtdStandinArgs {
+    /// Where it listens, on 127.0.0.1 (PTDaemon's -p after `--` wins).
+    #[arg(long, default_value_t = 8888)]
+    pub port: u16,
+    /// The load's power.
+    #[arg(long, default_value_t = 100.0)]
+    pub watts: f64,
+    /// The load during the testing run (default: --watts); below 95 % of it fails the power rules.
+    #[arg(long = "testing_watts")]
+    pub testing_watts: Option<f64>,
+    /// The meter's uncertainty in percent; above 1 every testing reading logs PTDaemon's warning
+    /// (the power checker's uncertainty error).
+    #[arg(long = "uncertainty_percent", default_value_t = 0.1)]
+    pub uncertainty_percent: f64,
+    /// The model Identify names.
+    #[arg(long, default_value = "YokogawaWT310")]
+    pub model: String,
+    /// The PTDaemon version Identify names.
+    #[arg(long = "ptd_version", default_value = "1.11.1")]
+    pub ptd_version: String,
+    /// Time between readings.
+    #[arg(long = "period_ms", value_parser = PositiveMillis::parse, default_value_t = PositiveMillis(1000.0))]
+    pub period_ms: PositiveMillis,
+    /// PTDaemon's own command line, as power-dev's server gives it (-l <log> -p <port> ...).
+    #[arg(last = true)]
+    pub ptd_argv: Vec<String>,
 }
 
 /// Flags of stage_results / stage_compliance.

@@ -1,7 +1,7 @@
 //! Each command: resolve its flags, call the runtime, print what it returns. No decisions are
 //! made here beyond which runtime function a command is.
 
-use super::args::{AuditArgs, BenchCommand, CheckArgs, Cli, Command, ConfigCommand, HarnessArgs, LlmBenchArgs, Selection, StageArgs, StandInArgs, TreeArgs};
+use super::args::{AuditArgs, BenchCommand, CheckArgs, Cli, Command, ConfigCommand, HarnessArgs, LlmBenchArgs, PtdStandinArgs, Selection, StageArgs, StandInArgs, TreeArgs};
 use super::parsers::{List, PositiveSeconds};
 use super::resolve;
 use crate::TABLES;
@@ -13,7 +13,7 @@ use mlperf_runtime::results::Format;
 use mlperf_runtime::rundir::plan::BackendKind;
 use mlperf_runtime::select::Override;
 use mlperf_runtime::{Error, out, outln};
-use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, rundir, scaffold, show, signals, submission};
+use mlperf_runtime::{bench, benchmarks, check, compliance, detect, engines, generate, harness, power, rundir, scaffold, show, signals, submission};
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
@@ -62,6 +62,10 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::PreprocessData { selection } => preprocess_data(&selection),
         Command::RunLlmServer { selection, log_dir } => run_llm_server(&selection, overrides, &log_dir),
         Command::ServeStandIn(args) => serve_stand_in(&args),
+        Command::PowerSetMaxqState { selection, log_dir } => power_set_maxq_state(&selection, &log_dir),
+        Command::PowerRestoreState { log_dir } => power_restore_state(&log_dir),
+        Command::PowerCheckSources { checkout } => power_check_sources(&checkout),
+        Command::PtdStandin(args) => ptd_standin(&args),
         Command::Bench { command } => dispatch_bench(command, overrides),
         Command::Info => info(),
         Command::CheckSubmission(args) => check_submission(&args),
@@ -244,6 +248,54 @@ fn bench_llm(args: &LlmBenchArgs) -> Result<(), Error> {
     let report = bench::llm::run(TABLES.default_round(), &args.out.join(harness::timestamp()), &options)?;
     out!("{}", bench::llm::render(&report));
     Ok(())
+}
+
+/// `power_set_maxq_state`: the selected MaxQ configs' one power limit on every GPU.
+fn power_set_maxq_state(selection: &Selection, log_dir: &Path) -> Result<(), Error> {
+    let resolved = resolve::selection(selection, &[])?;
+    let target = power::maxq::target(&resolved.system.system.id, &resolved.configs)?;
+    let path = log_dir.join(power::maxq::RECORD);
+    let record = power::maxq::set_maxq_state(&mut power::maxq::Nvml::open()?, &target, &path)?;
+    for gpu in &record.gpus {
+        outln!("GPU {}: power limit {} W (was {} W)", gpu.gpu, record.watts, f64::from(gpu.previous_mw) / 1000.0);
+    }
+    outln!("{}: the limits replaced ({}); `mlperf power_restore_state` puts them back", path.display(), record.from);
+    Ok(())
+}
+
+/// `power_restore_state`: the limits power_set_maxq_state recorded, put back.
+fn power_restore_state(log_dir: &Path) -> Result<(), Error> {
+    let record = power::maxq::restore_state(&mut power::maxq::Nvml::open()?, &log_dir.join(power::maxq::RECORD))?;
+    for gpu in &record.gpus {
+        outln!("GPU {}: power limit {} W (was {} W)", gpu.gpu, f64::from(gpu.previous_mw) / 1000.0, record.watts);
+    }
+    Ok(())
+}
+
+fn power_check_sources(checkout: &Path) -> Result<(), Error> {
+    let dir = power::sources::check_checkout(checkout)?;
+    outln!("{}: the round's accepted power-dev sources (power-dev {})", dir.display(), power::sources::ACCEPTED_COMMIT);
+    Ok(())
+}
+
+/// `ptd_standin`: the PTDaemon stand-in, until the process is stopped (power-dev's server
+/// terminates it).
+fn ptd_standin(args: &PtdStandinArgs) -> Result<(), Error> {
+    let options = power::standin::StandInOptions {
+        port: args.port,
+        watts: args.watts,
+        testing_watts: args.testing_watts,
+        uncertainty_percent: args.uncertainty_percent,
+        log: None,
+        model: args.model.clone(),
+        version: args.ptd_version.clone(),
+        period: Duration::from_secs_f64(args.period_ms.0 / 1e3),
+    }
+    .with_ptd_argv(&args.ptd_argv)
+    .map_err(Error::Usage)?;
+    let port = options.port;
+    let standin = power::standin::StandIn::bind(options, Box::new(std::io::stdout())).map_err(|e| Error::Other(format!("ptd_standin: cannot listen on 127.0.0.1:{port}: {e}")))?;
+    standin.serve().map_err(|e| Error::Other(format!("ptd_standin: {e}")))
 }
 
 /// `info`: the hardware and build; on a known system, the state of its scratch space's data too.

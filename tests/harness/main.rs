@@ -12,6 +12,7 @@ mod cpu_engine;
 mod exit_codes;
 mod llm;
 mod llm_real_engine;
+mod power;
 mod qwen3vl;
 mod reference_client;
 mod results;

@@ -2,8 +2,8 @@
 //! under OUTDIR/<session>/, with consistent uuids, session names, phases, PTD messages and real
 //! SHA-1s, so that each rule can be broken by one edit. Never submittable: its meter is made up.
 
-use super::rules::sha1_hex;
 use super::session::{CLIENT_JSON, PTD_LOGS, RANGING_DIR, SERVER_JSON, SPL, TESTING_DIR};
+use super::sources::sha1_hex;
 use crate::compliance::testlogs::detail_log;
 use crate::layout::{DETAIL_LOG, SUMMARY_LOG};
 use serde_json::{Value, json};

@@ -3,12 +3,10 @@
 //! each finding naming the file, the value, the rule and the fix.
 
 use super::session::{CLIENT_JSON, POWER_DIR, POWER_FILES, PTD_LOGS, RANGING_DIR, RUN_FILES, SERVER_JSON, Session, TESTING_DIR, parse_time};
+use super::sources::{ACCEPTED_SOURCES, sha1_hex};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The one power-dev source set the round accepts (inference b66003e, tools/submission/
-/// submission_checker/checks/power/sources_checksums.json: power-dev a0dcb24 onward, incl. c4b3ad8).
-const ACCEPTED_SOURCES: &str = include_str!("sources_checksums.json");
 /// PTDaemon versions and Yokogawa models (with PTD device types) the checker accepts (power_checker.py).
 const PTD_VERSIONS: [&str; 1] = ["1.11.1"];
 const MODELS: [(&str, u64); 11] = [
@@ -235,12 +233,6 @@ fn ptd_messages(server: &Value, file: &Path, find: &mut impl FnMut(Rule, PathBuf
             find(Rule::PtdReply, file.to_path_buf(), format!("PTD replied \"{reply}\" to \"{cmd}\", not \"{expected}\""), "check the meter's connection and range settings; rerun");
         }
     }
-}
-
-/// Lowercase hex SHA-1, as power-dev's summaries record it.
-pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
-    use sha1::Digest;
-    sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The SHA-1s the client and server recorded of the nine result files (client.json and server.json

@@ -69,6 +69,29 @@ pub fn parse_time(text: &str) -> Option<Micros> {
     Some(((days_from_civil(year, month, day) * 24 + h) * 60 + m) * 60_000_000 + s * 1_000_000 + micros)
 }
 
+/// `MM-DD-YYYY HH:MM:SS.mmm` of an instant, UTC (PTDaemon's stamps; the inverse of [`parse_time`]
+/// to the millisecond).
+pub fn format_time(at: Micros) -> String {
+    let (days, micros) = (at.div_euclid(86_400_000_000), at.rem_euclid(86_400_000_000));
+    let (year, month, day) = civil_from_days(days);
+    let ms = micros / 1000;
+    format!("{month:02}-{day:02}-{year:04} {:02}:{:02}:{:02}.{:03}", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
+}
+
+/// The date of a day since 1970-01-01 (Howard Hinnant's algorithm, the inverse of
+/// [`days_from_civil`]).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -199,6 +222,9 @@ mod tests {
         // 2026-11-28 19:18:37.123 UTC = 1795893517.123 s (date -u -d @1795893517).
         assert_eq!(parse_time("11-28-2026 19:18:37.123"), Some(1_795_893_517_123_000));
         assert_eq!(parse_time("02-29-2024 12:00:00.000000").map(|t| t / 1_000_000), Some(1_709_208_000));
+        for text in ["01-01-1970 00:00:00.000", "11-28-2026 19:18:37.123", "02-29-2024 23:59:59.999", "12-31-1999 00:00:00.001", "03-01-2100 12:00:00.000"] {
+            assert_eq!(format_time(parse_time(text).unwrap()), text);
+        }
         for bad in ["2026-11-28 19:18:37.123", "11-28-2026 19:18:37", "13-01-2026 00:00:00.000", "11-28-2026 24:00:00.000", "11-28-2026 19:18:37.1234567"] {
             assert_eq!(parse_time(bad), None, "{bad}");
         }

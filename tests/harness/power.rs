@@ -1,0 +1,135 @@
+//! The power commands where no GPU and no power-dev run is needed: `power_set_maxq_state` refuses a
+//! selection without a power limit before touching NVML, `power_check_sources` names what it cannot
+//! use, and `ptd_standin` listens where power-dev's server tells PTDaemon to (its `-p` after `--`).
+
+use super::{mlperf, scratch, shown};
+use mlperf_runtime::error::exit;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+#[test]
+fn power_commands_refuse_what_they_cannot_use() {
+    let cwd = scratch("power-commands");
+    let out = mlperf(&cwd, &["power_set_maxq_state", "--system_name=CPU-dev", "--benchmarks=resnet50"]);
+    assert_eq!(out.status.code(), Some(exit::CONFIG), "{}", shown(&out));
+    assert!(shown(&out).contains("no selected MaxQ config sets `power_limit`"), "{}", shown(&out));
+    assert!(!cwd.join("build/logs/power_state.json").exists());
+    let out = mlperf(&cwd, &["power_check_sources", "no-power-dev-here"]);
+    assert_eq!(out.status.code(), Some(exit::DATA), "{}", shown(&out));
+    assert!(shown(&out).contains("not a power-dev checkout") && shown(&out).contains("c4b3ad8"), "{}", shown(&out));
+}
+
+#[test]
+fn ptd_standin_takes_ptdaemons_command_line_and_answers_hello() {
+    let cwd = scratch("ptd-standin");
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let log = cwd.join("ptd_logfile_1.log");
+    // The command line power-dev's server builds for a WT310 over USB, behind the wrapper's `--`.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf"))
+        .args(["ptd_standin", "--watts=150", "--period_ms=50", "--", "-l", log.to_str().unwrap(), "-p", &port, "-U", "49", "C2PH13047V"])
+        .current_dir(&cwd)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let stream = loop {
+        match TcpStream::connect(format!("127.0.0.1:{port}")) {
+            Ok(s) => break s,
+            Err(e) => {
+                assert!(started.elapsed() < Duration::from_secs(30), "ptd_standin never listened on {port}: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut ask = |command: &str| {
+        (&stream).write_all(format!("{command}\r\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        line
+    };
+    assert_eq!(ask("Hello"), "Hello, PTDaemon here!\r\n");
+    assert!(ask("Go,1000,0,s_ranging").starts_with("Starting untimed measurement"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ask("Stop"), "Stopping untimed measurement\r\n");
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains(": Uncertainty checking for YokogawaWT310 is activated\n") && printed.contains(": Go with mark 's_ranging'\n"), "{printed}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.lines().next().is_some_and(|l| l.contains(",Watts,150.") && l.ends_with(",Mark,s_ranging")), "{logged}");
+}
+
+/// power-dev's own server code (unmodified, imported from the checkout) driving the stand-in
+/// through a whole session: its Ptd starts `mlperf ptd_standin` through a wrapper as `[ptd] ptd`,
+/// and its Session runs ranging then testing (MLPP_DEBUG: 0.5 s sleeps instead of 10 s). The
+/// session tree is copied out before the server's temporary directory goes.
+const DRIVE_SESSION: &str = r#"
+import json, os, shutil, sys, time
+checkout, here, out = sys.argv[1:4]
+sys.path.insert(0, checkout)
+os.environ["MLPP_DEBUG"] = "1"
+from ptd_client_server.lib import server as s, summary as summarylib, source_hashes
+source_hashes.init()
+cfg = os.path.join(here, "server.conf")
+with open(cfg, "w") as f:
+    f.write(f"[server]\nntpServer = 127.0.0.1\nlisten = 127.0.0.1 4950\n[ptd]\nptd = {here}/ptd-standin.sh\n"
+            f"[analyzer1]\ndeviceType = 49\ninterfaceFlag = -U\ndevicePort = C2PH13047V\nnetworkPort = {sys.argv[4]}\n")
+server = s.Server(s.ServerConfig(cfg))
+server._summary = summarylib.Summary()
+session = s.Session(server, "standin")
+assert session.start(s.Mode.RANGING) is True
+time.sleep(2)
+assert session.stop(s.Mode.RANGING) is True
+assert session.start(s.Mode.TESTING) is True
+time.sleep(2)
+assert session.stop(s.Mode.TESTING) is True
+session.drop()
+shutil.copytree(session.log_dir_path, out)
+with open(os.path.join(out, "ptd_messages.json"), "w") as f:
+    json.dump({"id": session._id, "max_amps": session._maxAmps, "messages": session._ptd[0]._messages.to_json()}, f)
+"#;
+
+/// `MLPERF_POWER_DEV=/path/to/power-dev` (a checkout of c4b3ad8) and python3.
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV) and python3"]
+fn power_devs_server_runs_a_session_against_the_stand_in() {
+    let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV=/path/to/power-dev checkout at c4b3ad8");
+    let cwd = scratch("ptd-standin-session");
+    let wrapper = cwd.join("ptd-standin.sh");
+    let exe = env!("CARGO_BIN_EXE_mlperf");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin --watts 120 --testing_watts 118 --period_ms 100 -- \"$@\"\n")).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let out = cwd.join("session");
+    let ran = std::process::Command::new("python3").args(["-c", DRIVE_SESSION, &checkout, cwd.to_str().unwrap(), out.to_str().unwrap(), &port]).output().unwrap();
+    assert!(ran.status.success(), "{}", shown(&ran));
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("ptd_messages.json")).unwrap()).unwrap();
+    let id = record["id"].as_str().unwrap();
+    // The server's ranging maxima, read from the -l log the stand-in wrote: 120.4 W at 230 V, PF 0.98.
+    let max_amps: f64 = record["max_amps"][0].as_str().unwrap().parse().unwrap();
+    assert!((max_amps - 120.4 / (230.0 * 0.98)).abs() < 1e-5, "{record}");
+    let messages = record["messages"].as_array().unwrap();
+    let reply = |cmd: &str| messages.iter().filter(|m| m["cmd"].as_str().is_some_and(|c| c.starts_with(cmd))).map(|m| m["reply"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(reply("Hello"), ["Hello, PTDaemon here!"]);
+    assert!(reply("SR,").iter().all(|r| r.starts_with("Range ") && r.ends_with(" changed")), "{messages:?}");
+    assert_eq!(reply("Go,1000,0,").len(), 2);
+    assert!(reply("Go,1000,0,").iter().all(|r| r == "Starting untimed measurement, maximum 500000 samples at 1000ms with 0 rampup samples"));
+    assert_eq!(reply("Stop"), ["Stopping untimed measurement"; 2]);
+    for (dir, mode, watts) in [("ranging", "ranging", 120.0), ("run_1", "testing", 118.0)] {
+        let spl = std::fs::read_to_string(out.join(dir).join("spl.txt")).unwrap();
+        let readings: Vec<f64> = spl
+            .lines()
+            .filter(|l| l.starts_with("Time,"))
+            .map(|l| {
+                assert!(l.ends_with(&format!(",Mark,{id}_{mode}")), "{l}");
+                l.split(',').nth(3).unwrap().parse().unwrap()
+            })
+            .collect();
+        assert!(readings.len() >= 5 && readings.iter().all(|w| (watts..watts + 0.45).contains(w)), "{dir}: {spl}");
+    }
+    let ptd_out = std::fs::read_to_string(out.join("run_1/ptd_out.txt")).unwrap();
+    assert!(ptd_out.contains("Power: Watts,118."), "{ptd_out}");
+    assert!(out.join("power/ptd_logs.txt").is_file());
+}
