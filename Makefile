@@ -7,7 +7,7 @@ RUN_ARGS ?=
 
 COMMANDS := info systems generate_conf_files preprocess_data calibrate generate_engines run_harness run \
 	run_audit_harness run_llm_server stage_results stage_compliance infer_results truncate_results \
-	check_submission export_submission pack_submission power_set_maxq_state power_restore_state power_reset_maxq_state
+	check_submission export_submission pack_submission run_harness_power power_set_maxq_state power_restore_state power_reset_maxq_state
 
 .PHONY: build $(COMMANDS)
 

@@ -201,6 +201,21 @@ pub enum Command {
         #[arg(long = "log_dir", default_value = "build/logs")]
         log_dir: PathBuf,
     },
+    /// Run the selected performance tests under the MLCommons power workflow (NVIDIA's `make
+    /// run_harness_power`): power-dev's own client, from the checkout --power_dev names (checked
+    /// against the round's accepted sources first), runs each test twice against the director's
+    /// meter, ranging then testing; the session (power/, ranging/, run_1/) is kept in the testing
+    /// run's directory, where stage_results takes it from.
+    #[command(name = "run_harness_power", alias = "run-harness-power")]
+    RunHarnessPower(PowerHarnessArgs),
+    /// An NTP server stand-in for tests (never submittable): answers NTP requests with this host's
+    /// clock until stopped, so power-dev's client and server can run where no NTP server is.
+    #[command(name = "ntp_standin", hide = true)]
+    NtpStandin {
+        /// Where to answer (port 123 is NTP's, which power-dev's clients ask; binding it needs root).
+        #[arg(long, default_value = "127.0.0.1:123")]
+        listen: String,
+    },
     /// Put back the power limits power_set_maxq_state replaced, as its record holds them (NVIDIA's
     /// `make power_reset_maxq_state`).
     #[command(name = "power_restore_state", alias = "power-restore-state", alias = "power_reset_maxq_state")]
@@ -325,6 +340,38 @@ pub struct HarnessArgs {
     /// `run` only: measure int8 calibrations again before building the engines (NVIDIA's flag).
     #[arg(long = "force_calibration")]
     pub force_calibration: bool,
+}
+
+/// Flags of run_harness_power.
+#[derive(Args, Debug)]
+pub struct PowerHarnessArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// One-minute runs (as run_harness's); never submittable.
+    #[arg(long = "test_run")]
+    pub test_run: bool,
+    #[command(flatten)]
+    pub round: RoundArg,
+    /// Where the runs go (their LoadGen logs are what the client collects).
+    #[arg(long = "log_dir", default_value = "build/logs")]
+    pub log_dir: PathBuf,
+    /// Where power-dev's client writes its sessions (outside --log_dir, as the client requires).
+    #[arg(long = "power_logs", default_value = "build/power_logs")]
+    pub power_logs: PathBuf,
+    /// The mlcommons/power-dev checkout whose client runs (the round's accepted revision).
+    #[arg(long = "power_dev")]
+    pub power_dev: PathBuf,
+    /// The director: the host running power-dev's server and PTDaemon.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub director: String,
+    #[arg(long = "director_port", default_value_t = 4950)]
+    pub director_port: u16,
+    /// The NTP server both this host and the director sync with.
+    #[arg(long = "ntp_server")]
+    pub ntp_server: String,
+    /// The Python that runs power-dev's client.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
 }
 
 /// Flags of serve_stand_in.

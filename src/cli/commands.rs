@@ -1,7 +1,9 @@
 //! Each command: resolve its flags, call the runtime, print what it returns. No decisions are
 //! made here beyond which runtime function a command is.
 
-use super::args::{AuditArgs, BenchCommand, CheckArgs, Cli, Command, ConfigCommand, HarnessArgs, LlmBenchArgs, PtdStandinArgs, Selection, StageArgs, StandInArgs, TreeArgs};
+use super::args::{
+    AuditArgs, BenchCommand, CheckArgs, Cli, Command, ConfigCommand, HarnessArgs, LlmBenchArgs, PowerHarnessArgs, PtdStandinArgs, Selection, StageArgs, StandInArgs, TreeArgs,
+};
 use super::parsers::{List, PositiveSeconds};
 use super::resolve;
 use crate::TABLES;
@@ -39,6 +41,7 @@ fn takes_overrides(command: &Command) -> bool {
             | Command::GenerateEngines { .. }
             | Command::Calibrate { .. }
             | Command::RunLlmServer { .. }
+            | Command::RunHarnessPower(_)
             | Command::Bench { command: BenchCommand::Engine { .. } }
     )
 }
@@ -47,7 +50,7 @@ fn takes_overrides(command: &Command) -> bool {
 pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
     if let (Some(first), false) = (overrides.first(), takes_overrides(&cli.command)) {
         return Err(Error::Usage(format!(
-            "config overrides (--{}=...) apply only to run_harness, run, run_audit_harness, generate_engines, calibrate, run_llm_server and bench engine",
+            "config overrides (--{}=...) apply only to run_harness, run, run_harness_power, run_audit_harness, generate_engines, calibrate, run_llm_server and bench engine",
             first.field
         )));
     }
@@ -64,6 +67,8 @@ pub fn run(cli: Cli, overrides: Vec<Override>) -> Result<(), Error> {
         Command::ServeStandIn(args) => serve_stand_in(&args),
         Command::PowerSetMaxqState { selection, log_dir } => power_set_maxq_state(&selection, &log_dir),
         Command::PowerRestoreState { log_dir } => power_restore_state(&log_dir),
+        Command::RunHarnessPower(args) => run_harness_power(&args, overrides),
+        Command::NtpStandin { listen } => ntp_standin(&listen),
         Command::PowerCheckSources { checkout } => power_check_sources(&checkout),
         Command::PtdStandin(args) => ptd_standin(&args),
         Command::Bench { command } => dispatch_bench(command, overrides),
@@ -270,6 +275,71 @@ fn power_restore_state(log_dir: &Path) -> Result<(), Error> {
         outln!("GPU {}: power limit {} W (was {} W)", gpu.gpu, f64::from(gpu.previous_mw) / 1000.0, record.watts);
     }
     Ok(())
+}
+
+/// `run_harness_power`: per selected config, power-dev's client runs our run_harness (performance
+/// only, into --log_dir) under a ranging then a testing measurement; the session goes into the
+/// testing run's directory, checked against the power rules; a line per config.
+fn run_harness_power(args: &PowerHarnessArgs, overrides: &[Override]) -> Result<(), Error> {
+    let resolved = resolve::selection(&args.selection, overrides)?;
+    let options = power::client::ClientOptions {
+        checkout: args.power_dev.clone(),
+        director: args.director.clone(),
+        port: args.director_port,
+        ntp: args.ntp_server.clone(),
+        python: args.python.clone(),
+    };
+    // Ranging and testing must run at the config's power state: where the selection sets a limit,
+    // every GPU must have it (power_set_maxq_state sets it).
+    match power::maxq::target(&resolved.system.system.id, &resolved.configs) {
+        Ok(target) => power::maxq::check_state(&power::maxq::Nvml::open()?, &target)?,
+        Err(power::PowerError::NoPowerLimit { .. }) => outln!("no selected config sets `power_limit`: the GPUs' power state is not checked"),
+        Err(e) => return Err(e.into()),
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::Other(format!("cannot find this program to run it as the workload: {e}")))?;
+    let stamp = mlperf_runtime::harness::timestamp();
+    for selected in &resolved.configs {
+        let c = selected.config;
+        let label: String = format!("{}-{}-{}", c.benchmark, c.scenario.name(), c.workload.section_name())
+            .chars()
+            .map(|ch| if ch.is_ascii_alphanumeric() || ch == '-' { ch } else { '_' })
+            .collect();
+        let mut workload = vec![
+            exe.display().to_string(),
+            "run_harness".into(),
+            format!("--system_name={}", c.system),
+            format!("--benchmarks={}", c.benchmark),
+            format!("--scenarios={}", c.scenario.name()),
+            format!("--config_ver={}", c.workload.section_name()),
+            "--test_mode=PerformanceOnly".into(),
+            format!("--log_dir={}", args.log_dir.display()),
+        ];
+        if let Some(round) = args.round.round {
+            workload.push(format!("--round={}", round.id));
+        }
+        if args.test_run {
+            workload.push("--test_run".into());
+        }
+        workload.extend(overrides.iter().map(|o| format!("--{}={}", o.field, o.value)));
+        let outdir = args.power_logs.join(&stamp).join(&label);
+        outln!(
+            "{label}: power-dev's client runs it twice (ranging, testing) against {}:{}; its output: {}",
+            args.director,
+            args.director_port,
+            outdir.join("client.out").display()
+        );
+        let session = power::client::measure(&options, &label, &workload, &args.log_dir, &outdir)?;
+        let (run_dir, testing) = power::client::keep_in_run_dir(&session, &args.log_dir)?;
+        outln!("{label}: testing {testing:.2} W average over LoadGen's window; session kept in {}", run_dir.display());
+    }
+    Ok(())
+}
+
+/// `ntp_standin`: answers NTP requests until stopped.
+fn ntp_standin(listen: &str) -> Result<(), Error> {
+    let socket = std::net::UdpSocket::bind(listen).map_err(|e| Error::Other(format!("ntp_standin: cannot listen on {listen}: {e} (port 123 needs root)")))?;
+    outln!("ntp_standin: answering on {}", socket.local_addr().map(|a| a.to_string()).unwrap_or_default());
+    power::ntp::serve(&socket, &|| signals::received().is_some()).map_err(|e| Error::Other(format!("ntp_standin: {e}")))
 }
 
 fn power_check_sources(checkout: &Path) -> Result<(), Error> {

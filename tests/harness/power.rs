@@ -18,6 +18,11 @@ fn power_commands_refuse_what_they_cannot_use() {
     let out = mlperf(&cwd, &["power_check_sources", "no-power-dev-here"]);
     assert_eq!(out.status.code(), Some(exit::DATA), "{}", shown(&out));
     assert!(shown(&out).contains("not a power-dev checkout") && shown(&out).contains("c4b3ad8"), "{}", shown(&out));
+    let out =
+        mlperf(&cwd, &["run_harness_power", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--power_dev=no-power-dev-here", "--ntp_server=127.0.0.1"]);
+    assert_eq!(out.status.code(), Some(exit::DATA), "{}", shown(&out));
+    assert!(shown(&out).contains("no-power-dev-here: not a power-dev checkout"), "{}", shown(&out));
+    assert!(!cwd.join("build/logs").exists(), "nothing ran");
 }
 
 #[test]
@@ -132,4 +137,69 @@ fn power_devs_server_runs_a_session_against_the_stand_in() {
     let ptd_out = std::fs::read_to_string(out.join("run_1/ptd_out.txt")).unwrap();
     assert!(ptd_out.contains("Power: Watts,118."), "{ptd_out}");
     assert!(out.join("power/ptd_logs.txt").is_file());
+}
+
+/// The whole workflow on loopback with the unmodified power-dev (`MLPERF_POWER_DEV`, a checkout of
+/// c4b3ad8) and root (NTP's port 123): `ntp_standin` on 127.0.0.1:123, power-dev's server with the
+/// PTD stand-in as its PTDaemon, then `run_harness_power` of resnet50 Offline on CPU-dev
+/// (`--test_run`): power-dev's client runs our run_harness twice; the session lands in the testing
+/// run's directory, and power-dev's own compliance/check.py accepts it.
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn run_harness_power_through_power_devs_client_and_server() {
+    let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV=/path/to/power-dev checkout at c4b3ad8");
+    let cwd = scratch("run-harness-power");
+    let exe = env!("CARGO_BIN_EXE_mlperf");
+    let mut ntp = std::process::Command::new(exe).args(["ntp_standin", "--listen=127.0.0.1:123"]).spawn().unwrap();
+    let wrapper = cwd.join("ptd-standin.sh");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin --watts 120 --testing_watts 118 --period_ms 250 -- \"$@\"\n")).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (port, ptd_port) = (free(), free());
+    std::fs::write(
+        cwd.join("server.conf"),
+        format!(
+            "[server]\nntpServer = 127.0.0.1\nlisten = 127.0.0.1 {port}\n[ptd]\nptd = {}\n[analyzer1]\ndeviceType = 49\ninterfaceFlag = -U\ndevicePort = C2PH13047V\nnetworkPort = {ptd_port}\n",
+            wrapper.display()
+        ),
+    )
+    .unwrap();
+    let server_log = std::fs::File::create(cwd.join("server.out")).unwrap();
+    let mut server = std::process::Command::new("python3")
+        .arg(format!("{checkout}/ptd_client_server/server.py"))
+        .args(["-c", "server.conf"])
+        .env("PYTHONPATH", &checkout)
+        .current_dir(&cwd)
+        .stdout(server_log.try_clone().unwrap())
+        .stderr(server_log)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "power-dev's server never listened: {}", std::fs::read_to_string(cwd.join("server.out")).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let space = cwd.join("scratch");
+    let out = std::process::Command::new(exe)
+        .args(["run_harness_power", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--test_run", "--ntp_server=127.0.0.1"])
+        .arg(format!("--power_dev={checkout}"))
+        .arg(format!("--director_port={port}"))
+        .env("MLPERF_SCRATCH_PATH", &space)
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    for child in [&mut server, &mut ntp] {
+        child.kill().ok();
+        child.wait().ok();
+    }
+    assert!(out.status.success(), "{}\nserver: {}", shown(&out), std::fs::read_to_string(cwd.join("server.out")).unwrap_or_default());
+    println!("{}", shown(&out));
+    let session = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs"))
+        .into_iter()
+        .find(|f| f.ends_with("power_session/power/server.json"))
+        .and_then(|f| f.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf))
+        .expect("the session in the testing run's directory");
+    let check = std::process::Command::new("python3").arg(format!("{checkout}/compliance/check.py")).arg(&session).env("PYTHONPATH", &checkout).output().unwrap();
+    println!("power-dev compliance/check.py {}:\n{}", session.display(), shown(&check));
+    assert!(check.status.success(), "{}", shown(&check));
 }

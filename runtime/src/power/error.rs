@@ -62,6 +62,18 @@ pub enum PowerError {
     BadRecord { path: PathBuf, message: String },
     #[error("cannot write the power state record ({0}); no power limit was changed")]
     Write(#[from] crate::fsutil::FsError),
+    #[error("cannot start power-dev's client with {python} ({source}); install Python 3.7 or newer, or name it with --python")]
+    Client { python: String, source: std::io::Error },
+    #[error("power measurement stopped ({status}): {remedy}\n  {last}\n(the client's whole output: {}; everything written so far is kept)", log.display())]
+    Measurement { log: PathBuf, status: String, remedy: String, last: String, workload: bool },
+    #[error("stopped by {}; power-dev's client ended with {status} (its output: {})", signal.name(), log.display())]
+    Stopped { signal: crate::signals::Signal, log: PathBuf, status: String },
+    #[error("{dir}: power-dev's client finished but wrote no session (a directory holding power/); see client.out there")]
+    NoSession { dir: PathBuf },
+    #[error("the power session in {} breaks the power rules, so the checker would refuse it:{}", dir.display(), list(.findings))]
+    Rejected { dir: PathBuf, findings: Vec<super::rules::Finding> },
+    #[error("cannot copy the power session into the run directory {} ({source})", to.display())]
+    Copy { to: PathBuf, source: std::io::Error },
 }
 
 impl From<PowerError> for crate::Error {
@@ -74,7 +86,10 @@ impl From<PowerError> for crate::Error {
             PowerError::NoPowerLimit { .. } | PowerError::ConflictingLimits { .. } | PowerError::OutOfRange { .. } | PowerError::StateDiffers { .. } => {
                 crate::Error::Config(message)
             }
-            PowerError::Nvml { .. } | PowerError::Write(_) => crate::Error::Other(message),
+            PowerError::Measurement { workload: true, .. } => crate::Error::Other(message),
+            PowerError::Measurement { .. } | PowerError::Rejected { .. } => crate::Error::Data(message),
+            PowerError::Stopped { signal, .. } => crate::Error::Stopped(signal),
+            PowerError::Nvml { .. } | PowerError::Write(_) | PowerError::Client { .. } | PowerError::NoSession { .. } | PowerError::Copy { .. } => crate::Error::Other(message),
         }
     }
 }

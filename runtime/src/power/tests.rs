@@ -165,3 +165,38 @@ fn power_devs_check_py_agrees_with_the_pre_flight() {
         assert_eq!(super::rules::check(&root, false).is_empty(), passes, "{name}");
     }
 }
+
+/// The session `run_harness_power` recorded through power-dev c4b3ad8's own client and server on
+/// loopback (`tests/fixtures/power/recorded-resnet50-offline`, PROVENANCE.md there): every rule
+/// holds and the metric reads; copies with a reading edited, a file gone or a quieter testing run
+/// are refused by the rule that says so.
+#[test]
+fn the_recorded_session_passes_every_rule_and_its_corruptions_are_found() {
+    use super::rules::{Rule, check};
+    let recorded = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power/recorded-resnet50-offline");
+    assert!(check(&recorded, false).is_empty(), "{:?}", check(&recorded, false));
+    let session = Session::read(&recorded).unwrap();
+    let (ranging, testing) = (session.ranging.average_watts().unwrap(), session.testing.average_watts().unwrap());
+    assert!((119.0..121.0).contains(&ranging) && (117.0..119.5).contains(&testing), "{ranging} {testing}");
+    let copy = |name: &str, edit: &dyn Fn(&std::path::Path)| -> Vec<Rule> {
+        let dir = tempdir(name);
+        for file in crate::fsutil::walk_files(&recorded) {
+            let to = dir.join(file.strip_prefix(&recorded).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&file, &to).unwrap();
+        }
+        edit(&dir);
+        check(&dir, false).into_iter().map(|f| f.rule).collect()
+    };
+    let replace = |path: std::path::PathBuf, from: &str, to: &str| {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{}", path.display());
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    };
+    let edited = copy("recorded-edited", &|d| replace(d.join("run_1/spl.txt"), "Watts,118.100000", "Watts,108.100000"));
+    assert!(edited.contains(&Rule::ResultsChecksum), "{edited:?}");
+    let gone = copy("recorded-gone", &|d| std::fs::remove_file(d.join("power/server.json")).unwrap());
+    assert_eq!(gone, [Rule::Unreadable]);
+    let sources = copy("recorded-sources", &|d| replace(d.join("power/client.json"), "\"sources\": {", "\"sources\": {\"extra.py\": \"0\", "));
+    assert!(sources.contains(&Rule::Sources), "{sources:?}");
+}
