@@ -151,7 +151,7 @@ pub fn keep_in_run_dir(session: &Path, log_dir: &Path) -> Result<(PathBuf, f64),
     }
     let findings = super::rules::check(&to, false);
     if !findings.is_empty() {
-        return Err(PowerError::Rejected { dir: to, findings });
+        return Err(PowerError::Rejected { dir: to, findings: findings.iter().map(ToString::to_string).collect() });
     }
     let watts = Session::read(&to).ok().and_then(|s| s.testing.average_watts()).unwrap_or(0.0);
     Ok((run_dir, watts))

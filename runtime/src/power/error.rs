@@ -71,7 +71,7 @@ pub enum PowerError {
     #[error("{dir}: power-dev's client finished but wrote no session (a directory holding power/); see client.out there")]
     NoSession { dir: PathBuf },
     #[error("the power session in {} breaks the power rules, so the checker would refuse it:{}", dir.display(), list(.findings))]
-    Rejected { dir: PathBuf, findings: Vec<super::rules::Finding> },
+    Rejected { dir: PathBuf, findings: Vec<String> },
     #[error("cannot copy the power session into the run directory {} ({source})", to.display())]
     Copy { to: PathBuf, source: std::io::Error },
 }
