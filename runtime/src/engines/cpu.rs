@@ -478,19 +478,28 @@ pub fn parallel_chunks<T: Send, E: Send>(
     let chunk = chunk.max(1);
     let start = indices.start;
     let chunks = indices.len().div_ceil(chunk);
+    let range = |c: usize| start + c * chunk..(start + (c + 1) * chunk).min(indices.end);
+    let threads = threads.clamp(1, chunks.max(1));
+    if threads == 1 {
+        // On the caller's thread: spawning one would only add to a small request's latency.
+        let mut out = Vec::new();
+        for c in 0..chunks {
+            out.extend(work(range(c))?);
+        }
+        return Ok(out);
+    }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::with_capacity(chunks));
     let failed: Mutex<Option<E>> = Mutex::new(None);
     std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, chunks.max(1)) {
+        for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     let c = next.fetch_add(1, Ordering::Relaxed);
                     if c >= chunks || failed.lock().unwrap().is_some() {
                         break;
                     }
-                    let range = start + c * chunk..(start + (c + 1) * chunk).min(indices.end);
-                    match work(range) {
+                    match work(range(c)) {
                         Ok(v) => done.lock().unwrap().push((c, v)),
                         Err(e) => {
                             failed.lock().unwrap().get_or_insert(e);

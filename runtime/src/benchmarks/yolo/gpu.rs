@@ -16,6 +16,7 @@ use super::error::YoloError;
 use super::letterbox::letterbox;
 use super::model::{CLASSES, anchors};
 use crate::benchmarks::WorkloadSpec;
+use crate::engines::cpu::parallel_chunks;
 use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims};
 use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
 use crate::engines::gpu::convnet::import::OpKind;
@@ -182,14 +183,12 @@ fn post_process(values: &[u8], images: usize, anchors: usize) -> Vec<Vec<Detecti
         });
         suppress(candidates.collect())
     };
-    if images == 1 {
-        return vec![one(values)];
+    let found =
+        parallel_chunks(0..images, host_threads(images), 1, |range| Ok::<_, std::convert::Infallible>(range.map(|i| one(&values[i * per_image..(i + 1) * per_image])).collect()));
+    match found {
+        Ok(found) => found,
+        Err(never) => match never {},
     }
-    let per_thread = images.div_ceil(host_threads(images));
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = values.chunks(per_thread * per_image).map(|chunk| scope.spawn(move || chunk.chunks_exact(per_image).map(one).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().expect("NMS thread")).collect()
-    })
 }
 
 impl Engine for GpuYoloEngine {
@@ -223,15 +222,18 @@ pub const MAX_SCORE_ERROR: f32 = 1e-2;
 impl OutputAgreement {
     /// `gpu` and `cpu`: `output0` of the same images, `[n, 84, anchors]`.
     pub fn of(gpu: &[f32], cpu: &[f32], anchors: usize) -> OutputAgreement {
+        let images = cpu.len() / ((4 + CLASSES) * anchors).max(1);
+        // A length mismatch is a wrong network: no agreement at all.
+        if gpu.len() != cpu.len() {
+            return OutputAgreement { images, boxes: f32::INFINITY, scores: f32::INFINITY };
+        }
         let (mut boxes, mut scores) = ((0f32, 0f32), (0f32, 0f32));
         for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
             let e = if (i / anchors) % (4 + CLASSES) < 4 { &mut boxes } else { &mut scores };
             e.0 = e.0.max((g - c).abs());
             e.1 = e.1.max(c.abs());
         }
-        // A length mismatch is a wrong network: no agreement at all.
-        let whole = if gpu.len() == cpu.len() { 1.0 } else { f32::INFINITY };
-        OutputAgreement { images: cpu.len() / ((4 + CLASSES) * anchors).max(1), boxes: whole * boxes.0 / boxes.1.max(1e-3), scores: whole * scores.0 / scores.1.max(1e-3) }
+        OutputAgreement { images, boxes: boxes.0 / boxes.1.max(1e-3), scores: scores.0 / scores.1.max(1e-3) }
     }
 
     pub fn acceptable(&self) -> bool {
@@ -299,17 +301,12 @@ impl YoloGpuSpec {
         Ok(format!("{}: built; {agreement}", self.plan_path.display()))
     }
 
-    /// The model's input side S.
-    pub fn size(&self) -> Result<usize, YoloError> {
-        model_size(&self.model_path)
-    }
-
-    /// The plan on each of `devices` GPUs; a missing, stale or corrupt plan is refused with the
-    /// command that rebuilds it.
-    pub fn open(&self, devices: usize) -> Result<Vec<Arc<dyn Engine>>, crate::Error> {
+    /// The plan on each of `devices` GPUs, and the model's input side S (read once: the export is
+    /// about 100 MB); a missing, stale or corrupt plan is refused with the command that rebuilds it.
+    pub fn open(&self, devices: usize) -> Result<(Vec<Arc<dyn Engine>>, usize), crate::Error> {
         let size = model_size(&self.model_path)?;
         let plan = self.load_fresh(&[3, size, size])?;
-        Ok(open_each(devices, |d| GpuYoloEngine::open(d, &plan, self.streams, self.use_graphs))?)
+        Ok((open_each(devices, |d| GpuYoloEngine::open(d, &plan, self.streams, self.use_graphs))?, size))
     }
 }
 

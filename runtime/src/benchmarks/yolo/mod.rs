@@ -133,8 +133,7 @@ impl Benchmark for Yolo {
         }
         let (set, model, instances) = instances(spec.settings, spec.total_samples)?;
         let (engines, size) = if on_gpu(spec.settings) {
-            let gpu = YoloGpuSpec::of(spec, model)?;
-            (gpu.open(spec.devices.max(1))?, gpu.size()?)
+            YoloGpuSpec::of(spec, model)?.open(spec.devices.max(1))?
         } else {
             let batch = spec.settings.batch_size("yolo").unwrap_or(1).max(1) as usize;
             let engine = Arc::new(CpuYoloEngine::load(&model, batch)?);
