@@ -110,9 +110,18 @@ impl CpuUNet3dEngine {
         if bytes.len() != 4 * shape.iter().product::<usize>() {
             return Err(UNetError::SampleSize { index, bytes: bytes.len(), shape });
         }
-        let volume: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        self.segment(&volume, shape)
+        self.segment(&f32s(bytes), shape)
     }
+}
+
+/// A volume's values from its bytes (f32 little-endian, as samples and pickles hold them).
+pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// A volume's bytes (f32 little-endian) from its values.
+pub fn le_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// The reference's Gaussian importance map of a `roi`-voxel cube, C order: per axis

@@ -4,9 +4,11 @@
 //! depth outermost, the CPU engine's order) are gathered by a kernel into batches of the plan's
 //! size; each window's logits times the Gaussian importance map are summed in f32 on the device with
 //! the weights alongside, one window after another as the CPU engine sums them; the weighted means'
-//! arg-max (first class on ties) is taken there too, and one byte per voxel comes back.
+//! arg-max (first class on ties) is taken there too, and one byte per voxel comes back. The volume's
+//! bytes go up as the sample holds them (f32 little-endian) through pinned memory, copied there on
+//! several threads, and the labels come back the same way.
 
-use super::cpu::{CLASSES, VolumeShape, importance_map, windows};
+use super::cpu::{CLASSES, VolumeShape, f32s, importance_map, le_bytes, windows};
 use super::error::UNetError;
 use super::preprocessed::{Case, Preprocessed};
 use crate::benchmarks::WorkloadSpec;
@@ -14,7 +16,7 @@ use crate::benchmarks::unet3d::cpu::CpuUNet3dEngine;
 use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims};
 use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
-use crate::engines::gpu::device::{self, DeviceBuffer, compile_for, cu};
+use crate::engines::gpu::device::{self, DeviceBuffer, PinnedBuffer, compile_for, cu, host_threads};
 use crate::engines::gpu::open_each;
 use crate::engines::gpu::{GpuError, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
@@ -33,6 +35,8 @@ struct Kernels {
 /// One stream's network slot and its volume-sized buffers.
 struct VolumeSlot {
     net: Slot,
+    host_volume: PinnedBuffer,
+    host_labels: PinnedBuffer,
     volume: DeviceBuffer,
     sums: DeviceBuffer,
     weights: DeviceBuffer,
@@ -63,7 +67,7 @@ impl GpuUNet3dEngine {
         let module = cu("load kernels", model.ctx.load_module(compile_for("3d-unet kernels", KERNELS, cc, Vec::new())?))?;
         let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
         let kernels = Kernels { gather: f("gather_window")?, accumulate: f("accumulate_window")?, arg_max: f("arg_max")? };
-        let map: Vec<u8> = importance_map(roi).iter().flat_map(|v| v.to_le_bytes()).collect();
+        let map = le_bytes(&importance_map(roi));
         let importance = DeviceBuffer::new(map.len())?;
         cu("upload importance map", importance.upload(0, &map))?;
         let voxels = shapes.iter().map(|s| s.iter().product::<usize>()).max().unwrap_or(0);
@@ -76,6 +80,8 @@ impl GpuUNet3dEngine {
             .map(|_| {
                 Ok(VolumeSlot {
                     net: Slot::new(&model, workspace, use_graphs)?,
+                    host_volume: PinnedBuffer::new(4 * voxels)?,
+                    host_labels: PinnedBuffer::new(voxels)?,
                     volume: DeviceBuffer::new(4 * voxels)?,
                     sums: DeviceBuffer::new(4 * CLASSES * voxels)?,
                     weights: DeviceBuffer::new(4 * voxels)?,
@@ -90,28 +96,31 @@ impl GpuUNet3dEngine {
         self.model.batch()
     }
 
-    /// The labels of `volume` (`shape`, f32 C order).
-    pub fn segment(&self, volume: &[f32], shape: VolumeShape) -> Result<Vec<u8>, UNetError> {
+    /// The labels of `volume` (`shape`, f32 little-endian in C order: a sample's bytes as read).
+    pub fn segment(&self, volume: &[u8], shape: VolumeShape) -> Result<Vec<u8>, UNetError> {
         let origins = windows(shape, self.roi)?;
         let voxels: usize = shape.iter().product();
-        if volume.len() != voxels {
-            return Err(UNetError::SampleSize { index: 0, bytes: 4 * volume.len(), shape });
+        if volume.len() != 4 * voxels {
+            return Err(UNetError::SampleSize { index: 0, bytes: volume.len(), shape });
         }
         self.slots.with(|slot| self.segment_on(slot, volume, shape, &origins)).map_err(UNetError::from)
     }
 
-    fn segment_on(&self, slot: &mut VolumeSlot, volume: &[f32], [_, h, w]: VolumeShape, origins: &[VolumeShape]) -> Result<Vec<u8>, GpuError> {
-        let voxels = volume.len();
-        if 4 * voxels > slot.volume.bytes {
+    fn segment_on(&self, slot: &mut VolumeSlot, volume: &[u8], [_, h, w]: VolumeShape, origins: &[VolumeShape]) -> Result<Vec<u8>, GpuError> {
+        let voxels = volume.len() / 4;
+        if volume.len() > slot.volume.bytes {
             return Err(GpuError::Run(format!("a volume of {voxels} voxels, above the {} the engine was opened for", slot.volume.bytes / 4)));
         }
         device::bind(&self.model.ctx)?;
         let stream = slot.net.stream.clone();
         let s = stream.cu_stream();
-        let bytes: Vec<u8> = volume.iter().flat_map(|v| v.to_le_bytes()).collect();
-        cu("upload volume", slot.volume.upload(0, &bytes))?;
-        // SAFETY: within the slot's buffers, sized for the largest volume (checked above).
+        let threads = host_threads(usize::MAX);
+        let pieces: Vec<&[u8]> = volume.chunks(volume.len().div_ceil(threads).max(1)).collect();
+        slot.host_volume.fill_from(&pieces, threads);
+        // SAFETY: within the slot's buffers, sized for the largest volume (checked above); the
+        // stream finishes (synchronized below) before the pinned buffers are touched again.
         unsafe {
+            cu("upload volume", dr::memcpy_htod_async(slot.volume.ptr().raw(), &slot.host_volume.as_slice()[..volume.len()], s))?;
             cu("clear sums", dr::memset_d8_async(slot.sums.ptr().raw(), 0, 4 * CLASSES * voxels, s))?;
             cu("clear weights", dr::memset_d8_async(slot.weights.ptr().raw(), 0, 4 * voxels, s))?;
         }
@@ -145,11 +154,11 @@ impl GpuUNet3dEngine {
         l.arg(&sums).arg(&weights).arg(&labels).arg(&total);
         // SAFETY: arg_max's parameters over the volume's voxels.
         cu("arg max", unsafe { l.launch(launch(voxels)) })?;
+        // SAFETY: `voxels` bytes of the labels buffer into the slot's pinned buffer of the largest
+        // volume's size; read after the synchronization below.
+        cu("download labels", unsafe { dr::memcpy_dtoh_async(&mut slot.host_labels.as_mut_slice()[..voxels], labels, s) })?;
         cu("synchronize", stream.synchronize())?;
-        let mut out = vec![0u8; voxels];
-        // SAFETY: `voxels` bytes of the labels buffer; the stream has finished.
-        cu("download labels", unsafe { dr::memcpy_dtoh_sync(&mut out, labels) })?;
-        Ok(out)
+        Ok(slot.host_labels.as_slice()[..voxels].to_vec())
     }
 }
 
@@ -165,8 +174,7 @@ impl Engine for GpuUNet3dEngine {
             if sample.len() != 4 * shape.iter().product::<usize>() {
                 return Err(EngineError::new(UNetError::SampleSize { index, bytes: sample.len(), shape }));
             }
-            let volume: Vec<f32> = sample.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            outputs.push(self.segment(&volume, shape).map_err(EngineError::new)?);
+            outputs.push(self.segment(&sample, shape).map_err(EngineError::new)?);
         }
         Ok(())
     }
@@ -263,10 +271,9 @@ impl UNetGpuSpec {
         let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
         for case in checked {
             let read = set.read_case(case)?;
-            let volume: Vec<f32> = read.image.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            gpu.push(engine.segment(&volume, case.shape)?);
+            gpu.push(engine.segment(&read.image, case.shape)?);
             cpu.push(match &cpu_engine {
-                Some(e) => e.segment(&volume, case.shape)?,
+                Some(e) => e.segment(&f32s(&read.image), case.shape)?,
                 None => read.labels.to_vec(),
             });
         }
@@ -383,8 +390,7 @@ mod tests {
         let (mut cpu, mut gpu) = (Vec::new(), Vec::new());
         for case in &cases {
             let read = set.preprocessed().read_case(case).unwrap();
-            let image: Vec<f32> = read.image.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            gpu.push(engine.segment(&image, case.shape).unwrap());
+            gpu.push(engine.segment(&read.image, case.shape).unwrap());
             cpu.push(read.labels.to_vec());
         }
         let agreement = Agreement::of(&cpu, &gpu);
@@ -395,7 +401,11 @@ mod tests {
 
     /// MLPerf's size: filters [32, 64, 128, 256, 320], ROI 128; volumes of KiTS19-like shapes.
     /// `MLPERF_UNET3D_ONNX` names where the model is written (for the PyTorch comparator);
-    /// `MLPERF_UNET3D_BATCH` the batch (8, the configs').
+    /// `MLPERF_UNET3D_BATCH` the batch (8, the configs'); `MLPERF_UNET3D_SET`, if set, a directory
+    /// where the 43 cases are written in the reference's preprocessed layout (the first a single
+    /// window, so that `generate_engines` checks its plan against the CPU engine in seconds) with
+    /// this plan's labels as their ground truth: a set of MLPerf's size for speed runs through
+    /// `mlperf`, whose accuracy is agreement with this engine.
     #[test]
     #[ignore = "needs a GPU"]
     fn unet3d_gpu_full_size_agreement_and_throughput() {
@@ -432,21 +442,46 @@ mod tests {
         let engine = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 1, true).unwrap();
         let ms = engine.slots.with(|s| s.net.time_batches(10)).unwrap();
         println!("unet3d_gpu network: {ms:.2} ms per batch of {batch} windows, {:.1} windows/s", 1000.0 * batch as f64 / ms);
-        let volumes: Vec<Vec<f32>> = shapes.iter().enumerate().map(|(i, s)| case_volume(SEED, i, *s, roi)).collect();
+        let volumes: Vec<Vec<u8>> = shapes.iter().enumerate().map(|(i, s)| le_bytes(&case_volume(SEED, i, *s, roi))).collect();
         engine.segment(&volumes[0], shapes[0]).unwrap();
+        let count: usize = shapes.iter().map(|s| windows(*s, roi).unwrap().len()).sum();
+        let report = |how: &str, secs: f64| {
+            let (n, w) = (shapes.len() as f64, count as f64);
+            println!("unet3d_gpu volumes, {how}: {n} volumes ({w} windows, shapes {shapes:?}) in {secs:.3} s: {:.2} volumes/s, {:.1} windows/s", n / secs, w / secs);
+        };
         let started = Instant::now();
-        let mut count = 0;
         for (v, s) in volumes.iter().zip(&shapes) {
             engine.segment(v, *s).unwrap();
-            count += windows(*s, roi).unwrap().len();
         }
-        let secs = started.elapsed().as_secs_f64();
-        println!(
-            "unet3d_gpu volumes: {} volumes ({count} windows, shapes {shapes:?}) in {secs:.3} s: {:.2} volumes/s, {:.1} windows/s",
-            shapes.len(),
-            shapes.len() as f64 / secs,
-            count as f64 / secs
-        );
+        report("1 stream", started.elapsed().as_secs_f64());
+        let two = GpuUNet3dEngine::open(0, &plan, shapes.clone(), 2, true).unwrap();
+        two.segment(&volumes[0], shapes[0]).unwrap();
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for half in [0, 1] {
+                let (two, volumes, shapes) = (&two, &volumes, &shapes);
+                scope.spawn(move || (half..shapes.len()).step_by(2).for_each(|i| drop(two.segment(&volumes[i], shapes[i]).unwrap())));
+            }
+        });
+        report("2 streams, 2 threads", started.elapsed().as_secs_f64());
+        drop(two);
+        if let Ok(dir) = std::env::var("MLPERF_UNET3D_SET") {
+            let set = crate::benchmarks::unet3d::preprocessed::Preprocessed::in_dir(Path::new(&dir));
+            std::fs::create_dir_all(&set.dir).unwrap();
+            let cases: Vec<Case> = crate::benchmarks::unet3d::INFERENCE_CASES
+                .iter()
+                .enumerate()
+                .map(|(i, name)| Case { name: name.to_string(), shape: if i == 0 { [roi; 3] } else { case_shape(SEED, i, roi) } })
+                .collect();
+            let engine = GpuUNet3dEngine::open(0, &plan, cases.iter().map(|c| c.shape).collect(), 1, true).unwrap();
+            for (i, case) in cases.iter().enumerate() {
+                let image = le_bytes(&case_volume(SEED, i, case.shape, roi));
+                set.write_case(case, &image, &engine.segment(&image, case.shape).unwrap()).unwrap();
+            }
+            set.write_index(&cases).unwrap();
+            let windows: usize = cases.iter().map(|c| windows(c.shape, roi).unwrap().len()).sum();
+            println!("unet3d_gpu full size: {} cases ({windows} windows) written to {dir}", cases.len());
+        }
         // Agreement with the CPU engine on a volume of two overlapping windows.
         let check = [[roi + roi / 2, roi, roi]];
         let engine = GpuUNet3dEngine::open(0, &plan, check.to_vec(), 1, true).unwrap();
@@ -457,7 +492,7 @@ mod tests {
             let started = Instant::now();
             cpu.push(cpu_engine.segment(&v, *s).unwrap());
             println!("unet3d_gpu full size: CPU engine {:?} in {:.1} s", s, started.elapsed().as_secs_f64());
-            gpu.push(engine.segment(&v, *s).unwrap());
+            gpu.push(engine.segment(&le_bytes(&v), *s).unwrap());
         }
         let agreement = Agreement::of(&cpu, &gpu);
         let shares: Vec<f64> = (0..CLASSES as u8).map(|k| cpu.iter().flatten().filter(|&&l| l == k).count() as f64 / agreement.voxels as f64).collect();

@@ -28,7 +28,7 @@ use serde_json::json;
 use super::INFERENCE_CASES;
 use super::error::UNetError;
 use super::preprocessed::{Case, INDEX, Preprocessed};
-use crate::benchmarks::unet3d::cpu::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, sliding_window};
+use crate::benchmarks::unet3d::cpu::{CLASSES, CpuUNet3dEngine, VolumeShape, importance_map, le_bytes, sliding_window};
 use crate::benchmarks::unet3d::model::{UNet3dShape, unet3d};
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::synthetic::manifest;
@@ -137,7 +137,7 @@ pub fn ensure(set: &SyntheticKits, log: &mut dyn FnMut(&str)) -> Result<(), UNet
     let mut share = [0usize; CLASSES];
     for (i, (case, labels)) in cases.iter().zip(&labels).enumerate() {
         labels.iter().for_each(|&l| share[l as usize] += 1);
-        let image: Vec<u8> = case_volume(SEED, i, case.shape, ROI).iter().flat_map(|v| v.to_le_bytes()).collect();
+        let image = le_bytes(&case_volume(SEED, i, case.shape, ROI));
         preprocessed.write_case(case, &image, labels)?;
     }
     preprocessed.write_index(&cases)?;

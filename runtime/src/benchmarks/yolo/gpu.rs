@@ -21,7 +21,7 @@ use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims
 use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
 use crate::engines::gpu::convnet::import::OpKind;
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
-use crate::engines::gpu::device::{self, DeviceBuffer, PinnedBuffer, compile_for, cu};
+use crate::engines::gpu::device::{self, DeviceBuffer, PinnedBuffer, compile_for, cu, host_threads};
 use crate::engines::gpu::open_each;
 use crate::engines::gpu::{GpuError, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
@@ -122,19 +122,7 @@ impl GpuYoloEngine {
             return Err(GpuError::Run(format!("{n} images for a plan of batch {} at {} px", self.batch(), self.size)));
         }
         device::bind(&self.model.ctx)?;
-        // Into pinned memory on several threads: one thread copies a batch of 64 (78 MB) in
-        // about as long as the network runs it.
-        let copy = |to: &mut [u8], from: &[&[u8]]| to.chunks_mut(image_bytes).zip(from).for_each(|(to, from)| to.copy_from_slice(from));
-        let per_thread = n.div_ceil(host_threads(n));
-        if per_thread == n {
-            copy(slot.host_pixels.as_mut_slice(), images);
-        } else {
-            std::thread::scope(|scope| {
-                for (to, from) in slot.host_pixels.as_mut_slice().chunks_mut(per_thread * image_bytes).zip(images.chunks(per_thread)) {
-                    scope.spawn(move || copy(to, from));
-                }
-            });
-        }
+        slot.host_pixels.fill_from(images, host_threads(n));
         let stream = slot.net.stream.clone();
         let s = stream.cu_stream();
         // SAFETY: `n` images of the slot's pinned buffer into its device buffer, both sized for the
@@ -164,11 +152,6 @@ impl GpuYoloEngine {
         cu("synchronize", stream.synchronize())?;
         Ok(())
     }
-}
-
-/// Threads for a batch's host work on `images` images: one per image, at most one per core.
-fn host_threads(images: usize) -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(images).max(1)
 }
 
 /// Per image, its anchors' rows (6 f32 each) to candidates and NMS; one thread per image (as
