@@ -274,19 +274,32 @@ mod tests {
         assert_eq!(crate::Error::from(e).exit_code(), crate::error::exit::DATA);
     }
 
-    /// On a GPU machine: NVML reads every GPU's limit and range; as root, power_set_maxq_state at
-    /// the card's lowest limit, check_state, then power_restore_state puts the first limits back.
-    /// `cargo test --release -p mlperf-runtime --lib -- --ignored nvml_sets_and_restores`.
+    /// On a GPU machine: NVML reads every GPU's limit and range, and check_state holds for the
+    /// limit in force. Changing a machine's power limit needs its owner's consent: only with
+    /// `MLPERF_NVML_SET=1` (and root), power_set_maxq_state at the card's lowest limit, check_state,
+    /// then power_restore_state puts the first limits back.
+    /// `MLPERF_NVML_SET=1 cargo test --release -p mlperf-runtime --lib -- --ignored nvml_sets_and_restores`.
     #[test]
-    #[ignore = "needs an NVIDIA GPU (and root to set limits)"]
+    #[ignore = "needs an NVIDIA GPU (and root and MLPERF_NVML_SET=1 to set limits)"]
     fn nvml_sets_and_restores_the_power_limit_where_permitted() {
         let mut nvml = Nvml::open().unwrap();
         let before: Vec<u32> = (0..nvml.gpu_count().unwrap()).map(|g| nvml.limit_mw(g).unwrap()).collect();
         let (min, max) = nvml.range_mw(0).unwrap();
         eprintln!("GPU limits {before:?} mW, GPU 0 range {min}..{max} mW");
         assert!(!before.is_empty() && min <= before[0] && before[0] <= max);
-        let record = tempdir("maxq-nvml").join(RECORD);
+        let current = Target { watts: u64::from(before[0]) / 1000, from: "the limit in force".into() };
+        if before.iter().all(|&mw| mw == before[0] && mw % 1000 == 0) {
+            check_state(&nvml, &current).unwrap();
+        }
         let lowest = Target { watts: u64::from(min).div_ceil(1000), from: "the card's lowest limit".into() };
+        if lowest.watts != current.watts {
+            assert!(check_state(&nvml, &lowest).is_err(), "check_state accepted {} W with {before:?} mW in force", lowest.watts);
+        }
+        if std::env::var("MLPERF_NVML_SET").as_deref() != Ok("1") {
+            eprintln!("read only (MLPERF_NVML_SET=1 also sets and restores the limit)");
+            return;
+        }
+        let record = tempdir("maxq-nvml").join(RECORD);
         match set_maxq_state(&mut nvml, &lowest, &record) {
             Ok(set) => {
                 check_state(&nvml, &lowest).unwrap();
