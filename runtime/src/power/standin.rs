@@ -2,7 +2,8 @@
 //! (`lib/server.py` `Ptd`) sends PTDaemon and answers them as that server parses them, with
 //! readings of a configured load instead of a meter's. Results measured with it are never
 //! submittable (there is no meter), though its Identify reply names a supported model so that the
-//! power checker's other rules can be exercised end to end.
+//! power checker's other rules can be exercised end to end: the reply's serial number
+//! ([`SERIAL`]) marks its sessions, and [`caveats`] finds that mark in what a session recorded.
 //!
 //! What the server relies on (power.md §4, server.py c4b3ad8): `Hello` answered exactly; `RR` as
 //! `Ranges,<ampAuto>,<ampRange>,<voltAuto>,<voltRange>`; `SR,V|A,...` as `Range V|A changed`; `Go`
@@ -12,16 +13,21 @@
 //! ptd_logs.txt, where the checker looks for uncertainty checking, the Go marks and
 //! `Completed test`), every reading among them.
 
-use super::session::format_time;
+use super::session::{POWER_DIR, SERVER_JSON, format_time, identify_reply};
+use crate::submittable::NonSubmittable;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The Go reply the power checker requires (for `Go,1000,0,...`).
 const GO_REPLY: &str = "Starting untimed measurement, maximum 500000 samples at {ms}ms with {rampup} rampup samples";
 const VOLTS: f64 = 230.0;
+/// The serial number of the stand-in's Identify reply: the mark of its sessions. power-dev's
+/// server records the reply in server.json (`ptd_messages`); the checkers read only the model (the
+/// first field) and the version (after `version=`, up to `-`), so the mark passes them.
+pub const SERIAL: &str = "STANDIN0000";
 const POWER_FACTOR: f64 = 0.98;
 
 /// What the stand-in measures and how it presents itself.
@@ -159,7 +165,7 @@ impl Meter {
         let one = |s: String| vec![s];
         match fields[..] {
             ["Hello"] => one("Hello, PTDaemon here!".into()),
-            ["Identify"] => one(format!("{},STANDIN0000,version={}-standin-20261128,not a meter", self.options.model, self.options.version)),
+            ["Identify"] => one(format!("{},{SERIAL},version={}-standin-20261128,not a meter", self.options.model, self.options.version)),
             ["RR"] => one(format!("Ranges,{},{}", self.amps.reported(), self.volts.reported())),
             ["SR", which @ ("V" | "A"), value] => {
                 let range = match value {
@@ -257,6 +263,17 @@ impl StandIn {
         }
         Ok(())
     }
+}
+
+/// Why the session under `session_dir` can never be submitted, from what its server.json recorded:
+/// the stand-in's mark in the Identify reply. An unreadable server.json gives nothing here (the
+/// power rules refuse it).
+pub fn caveats(session_dir: &Path) -> Vec<NonSubmittable> {
+    let text = std::fs::read_to_string(session_dir.join(POWER_DIR).join(SERVER_JSON)).unwrap_or_default();
+    let server: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let identify = identify_reply(&server);
+    let marked = identify.split(',').nth(1) == Some(SERIAL);
+    marked.then(|| NonSubmittable::PowerStandIn { identify: identify.to_string() }).into_iter().collect()
 }
 
 #[cfg(test)]
