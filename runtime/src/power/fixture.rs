@@ -173,6 +173,22 @@ pub fn run_dir_of(log_dir: &Path, session: &Path, reasons: Vec<crate::submittabl
     dir
 }
 
+/// The session recorded through power-dev's own client and server
+/// (`tests/fixtures/power/recorded-resnet50-offline`, PROVENANCE.md there).
+pub fn recorded() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power/recorded-resnet50-offline")
+}
+
+/// A copy of the recorded session at `to`.
+pub fn copy_recorded(to: &Path) {
+    let from = recorded();
+    for file in crate::fsutil::walk_files(&from) {
+        let dest = to.join(file.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &dest).unwrap();
+    }
+}
+
 /// A fresh directory for one test.
 pub fn tempdir(name: &str) -> PathBuf {
     crate::compliance::testlogs::dir(&format!("power-{name}"))

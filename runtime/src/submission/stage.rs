@@ -506,18 +506,10 @@ mod tests {
     /// marker says why.
     #[test]
     fn a_stand_in_session_makes_its_run_non_submittable_when_staged() {
-        use crate::power::fixture::{Spec, run_dir_of, tempdir, write_session};
+        use crate::power::fixture::{Spec, copy_recorded, run_dir_of, tempdir, write_session};
         let round: Round = toml::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap()).unwrap();
         let key = ResultKey::new("CPU-dev_TRT", "resnet50", mlperf_config::Scenario::Offline);
-        let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power/recorded-resnet50-offline");
         let generated = |standin: bool| move |to: &Path| drop(write_session(to, &Spec { standin, ..Spec::default() }));
-        let copy_recorded = |to: &Path| {
-            for file in crate::fsutil::walk_files(&recorded) {
-                let dest = to.join(file.strip_prefix(&recorded).unwrap());
-                std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-                std::fs::copy(&file, &dest).unwrap();
-            }
-        };
         type Writer<'w> = &'w dyn Fn(&Path);
         let cases: [(&str, Writer, Option<&str>); 3] = [
             ("meter", &generated(false), None),
