@@ -265,6 +265,17 @@ fn power_files(session: &Path, run_1: &Path, reasons: &[NonSubmittable]) -> Resu
     Ok(placements)
 }
 
+/// A power result's `power_settings.md` and `analyzer_table.md`, in its scenario directory.
+fn power_documents(session: &Path, system: &mlperf_config::SystemInfo, target: &Target, run: &Run) -> Vec<Placement> {
+    use crate::power::documents::{ANALYZER_TABLE, POWER_SETTINGS, analyzer_table, power_settings};
+    let dir = target.tree.scenario_dir(&target.key);
+    let settings = power_settings(&system.id, &system.hardware, &target.key.system_name, run.plan.workload.power, run.plan.settings.power_limit);
+    let mut placements = vec![Placement { dest: dir.join(POWER_SETTINGS), content: Content::Text(settings) }];
+    // The session passed the power rules (power_files), so its server.json reads.
+    placements.extend(analyzer_table(session).ok().map(|table| Placement { dest: dir.join(ANALYZER_TABLE), content: Content::Text(table) }));
+    placements
+}
+
 /// The staging target of every selected config, and an error for each config that has none.
 fn targets(req: &StageRequest) -> (Vec<(&'static CompiledConfig, Target)>, Vec<String>) {
     let (mut found, mut errors) = (Vec::new(), Vec::new());
@@ -337,7 +348,17 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, StageError> {
         match power_session(&performance.dir) {
             None => placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG])),
             Some(session) => match power_files(&session, &target.tree.performance_dir(&target.key), &performance.plan.non_submittable) {
-                Ok(files) => placements.extend(files),
+                Ok(files) => {
+                    if performance.plan.workload.power != mlperf_config::PowerSetting::MaxQ {
+                        report.warnings.push(format!(
+                            "{label}: a power result staged under {} (a {} config); power results are named `_MaxQ`: measure the MaxQ config (--power_setting MaxQ)",
+                            target.key.system_name,
+                            performance.plan.workload.power.name()
+                        ));
+                    }
+                    placements.extend(files);
+                    placements.extend(power_documents(&session, system, &target, performance));
+                }
                 Err(e) => {
                     errors.push(format!("{label}: {e}"));
                     continue;
