@@ -369,6 +369,7 @@ fn ptd_standin(args: &PtdStandinArgs) -> Result<(), Error> {
         model: args.model.clone(),
         version: args.ptd_version.clone(),
         period: Duration::from_secs_f64(args.period_ms.0 / 1e3),
+        fault: args.drop_on.clone().map(power::standin::Fault::Drop).or_else(|| args.error_on.clone().map(power::standin::Fault::Error)),
     }
     .with_ptd_argv(&args.ptd_argv)
     .map_err(Error::Usage)?;

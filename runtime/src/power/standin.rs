@@ -50,6 +50,17 @@ pub struct StandInOptions {
     pub version: String,
     /// Time between readings (PTDaemon's is the Go's 1000 ms; tests shorten it).
     pub period: Duration,
+    /// A fault, at the first command that contains its text.
+    pub fault: Option<Fault>,
+}
+
+/// What goes wrong, for the tests of what the workflow does then.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// The connection drops (a meter host that goes away mid-session).
+    Drop(String),
+    /// The command is answered with an `Error:` line (a meter refusing it).
+    Error(String),
 }
 
 impl Default for StandInOptions {
@@ -63,6 +74,7 @@ impl Default for StandInOptions {
             model: "YokogawaWT310".into(),
             version: "1.11.1".into(),
             period: Duration::from_secs(1),
+            fault: None,
         }
     }
 }
@@ -157,6 +169,15 @@ impl Meter {
             self.say(&format!("WARNING: Uncertainty {uncertainty:.2}%, which is above 1.00% limit for the last sample!"));
         }
         self.unread.push(line);
+    }
+
+    /// The fault `command` sets off (once), said on stdout as it happens.
+    fn fault(&mut self, command: &str) -> Option<Fault> {
+        let fault = self.options.fault.take_if(|f| match f {
+            Fault::Drop(text) | Fault::Error(text) => command.contains(text.as_str()),
+        })?;
+        self.say(&format!("stand-in fault: {fault:?} at '{command}'"));
+        Some(fault)
     }
 
     /// The reply lines to one command.
@@ -255,7 +276,15 @@ impl StandIn {
         let mut writer = stream.try_clone()?;
         for line in BufReader::new(stream).lines() {
             let line = line?;
-            let replies = lock(&self.meter).reply(line.trim_end_matches('\r'));
+            let command = line.trim_end_matches('\r');
+            let mut meter = lock(&self.meter);
+            let replies = match meter.fault(command) {
+                // Returning drops both halves of the connection.
+                Some(Fault::Drop(_)) => return Ok(()),
+                Some(Fault::Error(_)) => vec![format!("Error: stand-in fault at '{command}'")],
+                None => meter.reply(command),
+            };
+            drop(meter);
             for reply in replies {
                 writer.write_all(reply.as_bytes())?;
                 writer.write_all(b"\r\n")?;
@@ -326,6 +355,31 @@ mod tests {
         let f: Vec<&str> = line.split(',').collect();
         let shape = f.len() == 12 && [f[0], f[2], f[4], f[6], f[8], f[10]] == ["Time", "Watts", "Volts", "Amps", "PF", "Mark"];
         (shape && f[11] == mark && parse_time(f[1]).is_some()).then(|| (f[5].parse().unwrap(), f[7].parse().unwrap()))
+    }
+
+    #[test]
+    fn a_fault_strikes_once_at_the_first_command_containing_its_text() {
+        for (fault, at_go) in [(Fault::Error("_testing".into()), Some("Error: stand-in fault at 'Go,1000,0,s_testing'")), (Fault::Drop("_testing".into()), None)] {
+            let options = StandInOptions { port: 0, fault: Some(fault.clone()), ..Default::default() };
+            let standin = StandIn::bind(options, Box::new(Shared::default())).unwrap();
+            let port = standin.port().unwrap();
+            std::thread::spawn(move || standin.serve());
+            let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut ptd = Client(BufReader::new(stream.try_clone().unwrap()), stream);
+            assert_eq!(ptd.cmd("Go,1000,0,s_ranging"), "Starting untimed measurement, maximum 500000 samples at 1000ms with 0 rampup samples");
+            assert_eq!(ptd.cmd("Stop"), "Stopping untimed measurement");
+            ptd.1.write_all(b"Go,1000,0,s_testing\r\n").unwrap();
+            let mut line = String::new();
+            let read = ptd.0.read_line(&mut line).unwrap();
+            match at_go {
+                Some(reply) => {
+                    assert_eq!(line.trim_end(), reply);
+                    // Once: the next Go is measured.
+                    assert!(ptd.cmd("Go,1000,0,s_testing").starts_with("Starting untimed"), "{fault:?}");
+                }
+                None => assert_eq!(read, 0, "the connection dropped: {line:?}"),
+            }
+        }
     }
 
     #[test]
