@@ -70,6 +70,17 @@ impl PowerRow {
     }
 }
 
+/// A power run's metric as one line of the table and the summaries (None without a session):
+/// `power: 98.203 Watts, 0.4073 samples/s/W`.
+pub fn power_note(o: &Outcome) -> Option<String> {
+    PowerRow::of(o).map(|p| format!("power: {:.3} {}, {:.4} {}", p.value, p.name, p.efficiency, p.efficiency_name))
+}
+
+/// `run_harness`'s result table, each power run's metric under its row.
+pub fn runs_table(outcomes: &[Outcome]) -> String {
+    crate::rundir::report::table_with(outcomes, &power_note)
+}
+
 /// One run.
 #[derive(Debug, Serialize)]
 struct RunRow<'a> {
@@ -390,5 +401,51 @@ mod tests {
         // The submission checker's figures for this session (tests/fixtures/power/metric-provenance.md).
         assert_eq!((row.name, row.efficiency_name), ("Watts", "samples/s/W"));
         assert!((row.value - 98.20338983050847).abs() < 1e-9 && (row.efficiency - 0.40731791508457027).abs() < 1e-12, "{row:?}");
+    }
+
+    /// The table and NVIDIA's summaries of a power run (generated, and the one recorded through
+    /// power-dev) carry its power metric under its row and before its verdict; a plain run none.
+    #[test]
+    fn the_table_and_the_summaries_show_a_power_runs_metric() {
+        use crate::power::fixture::{Spec, copy_recorded, run_dir_of, tempdir, write_session};
+        use crate::power::session::SESSION_IN_RUN_DIR;
+        let round: mlperf_config::Round = toml::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap()).unwrap();
+        let generated = |to: &Path| drop(write_session(to, &Spec::default()));
+        type Writer<'w> = &'w dyn Fn(&Path);
+        let cases: [(&str, Writer); 2] = [("generated", &generated), ("recorded", &copy_recorded)];
+        for (name, write) in cases {
+            let logs = tempdir(&format!("results-table-{name}"));
+            let session = tempdir(&format!("results-table-{name}-session"));
+            write(&session);
+            let run_dir = run_dir_of(&logs, &session, Vec::new());
+            let read = || {
+                let plan = crate::rundir::plan::read_plan(&run_dir).unwrap();
+                Outcome::read(&run_dir, &plan, crate::signals::ChildExit::Code(0), &round)
+            };
+            let plain = read();
+            assert_eq!(power_note(&plain), None, "{name}");
+            assert!(!runs_table(&[plain]).contains("\n    power: "), "{name}");
+            write(&run_dir.join(SESSION_IN_RUN_DIR));
+            let measured = read();
+            let (_, rate) = measured.metric.clone().unwrap();
+            let watts = crate::power::session::Session::read(&run_dir.join(SESSION_IN_RUN_DIR)).unwrap().testing.average_watts().unwrap();
+            let note = format!("power: {watts:.3} Watts, {:.4} samples/s/W", rate / watts);
+            assert_eq!(power_note(&measured).as_deref(), Some(note.as_str()), "{name}");
+            let table = runs_table(&[measured]);
+            let lines: Vec<&str> = table.lines().collect();
+            assert!(lines[1].starts_with("resnet50 ") && lines[2] == format!("    {note}"), "{table}");
+            let root = logs.join("2026.11.28-19.00.00");
+            crate::rundir::summaries::write_summaries_with(&root, &[read()], &power_note).unwrap();
+            let summary = std::fs::read_to_string(root.join(crate::rundir::summaries::PERF_SUMMARY)).unwrap();
+            assert!(summary.contains(&format!("{note}, Result is VALID")), "{summary}");
+        }
+        // The generated session's figures are the submission checker's (the test above).
+        let generated_note = "power: 98.203 Watts, 0.4073 samples/s/W";
+        let logs = tempdir("results-table-figures");
+        let session = write_session(&tempdir("results-table-figures-session"), &Spec::default());
+        let run_dir = run_dir_of(&logs, &session, Vec::new());
+        write_session(&run_dir.join(SESSION_IN_RUN_DIR), &Spec::default());
+        let plan = crate::rundir::plan::read_plan(&run_dir).unwrap();
+        assert_eq!(power_note(&Outcome::read(&run_dir, &plan, crate::signals::ChildExit::Code(0), &round)).as_deref(), Some(generated_note));
     }
 }

@@ -29,6 +29,8 @@ pub enum NonSubmittable {
     ProbedRate { seconds: u64 },
     /// A dataset file that is not the published one: what its check found.
     UnofficialData { finding: String },
+    /// Power measured by `mlperf ptd_standin` (no meter): its Identify reply, as server.json records it.
+    PowerStandIn { identify: String },
 }
 
 impl fmt::Display for NonSubmittable {
@@ -42,6 +44,7 @@ impl fmt::Display for NonSubmittable {
             NonSubmittable::SyntheticData => f.write_str("synthetic dataset and model (accuracy measures agreement with the reference engine)"),
             NonSubmittable::ProbedRate { seconds } => write!(f, "expected rate measured by a {seconds} s probe of the engines (see probe.txt)"),
             NonSubmittable::UnofficialData { finding } => f.write_str(finding),
+            NonSubmittable::PowerStandIn { identify } => write!(f, "power measured by the PTDaemon stand-in, not a meter (Identify: \"{identify}\")"),
         }
     }
 }

@@ -469,6 +469,13 @@ pub struct PtdStandinArgs {
     /// Time between readings.
     #[arg(long = "period_ms", value_parser = PositiveMillis::parse, default_value_t = PositiveMillis(1000.0))]
     pub period_ms: PositiveMillis,
+    /// Fault: drop the connection at the first command containing this text (e.g. `_testing`: the
+    /// testing run's Go).
+    #[arg(long = "drop_on", conflicts_with = "error_on")]
+    pub drop_on: Option<String>,
+    /// Fault: answer the first command containing this text with an `Error:` line.
+    #[arg(long = "error_on")]
+    pub error_on: Option<String>,
     /// PTDaemon's own command line, as power-dev's server gives it (-l <log> -p <port> ...).
     #[arg(last = true)]
     pub ptd_argv: Vec<String>,

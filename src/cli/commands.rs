@@ -132,7 +132,7 @@ fn run_harness(args: &HarnessArgs, overrides: &[Override], prepare: bool) -> Res
     out!(
         "{}",
         match args.format {
-            Format::Table => rundir::report::table(&outcomes),
+            Format::Table => mlperf_runtime::results::runs_table(&outcomes),
             Format::Json => mlperf_runtime::results::runs_json(&outcomes),
             Format::Csv => mlperf_runtime::results::runs_csv(&outcomes),
         }
@@ -298,6 +298,7 @@ fn run_harness_power(args: &PowerHarnessArgs, overrides: &[Override]) -> Result<
     }
     let exe = std::env::current_exe().map_err(|e| Error::Other(format!("cannot find this program to run it as the workload: {e}")))?;
     let stamp = mlperf_runtime::harness::timestamp();
+    let mut outcomes = Vec::new();
     for selected in &resolved.configs {
         let c = selected.config;
         let label: String = format!("{}-{}-{}", c.benchmark, c.scenario.name(), c.workload.section_name())
@@ -331,7 +332,15 @@ fn run_harness_power(args: &PowerHarnessArgs, overrides: &[Override]) -> Result<
         let session = power::client::measure(&options, &label, &workload, &args.log_dir, &outdir)?;
         let (run_dir, testing) = power::client::keep_in_run_dir(&session, &args.log_dir)?;
         outln!("{label}: testing {testing:.2} W average over LoadGen's window; session kept in {}", run_dir.display());
+        // The workload's own table and summaries came before the session existed: again, with power.
+        let plan = rundir::plan::read_plan(&run_dir)?;
+        let outcome = rundir::report::Outcome::read(&run_dir, &plan, signals::ChildExit::Code(0), args.round.get());
+        if let Some(root) = run_dir.ancestors().find(|d| d.join(rundir::summaries::PERF_SUMMARY).is_file()) {
+            rundir::summaries::write_summaries_with(root, std::slice::from_ref(&outcome), &mlperf_runtime::results::power_note)?;
+        }
+        outcomes.push(outcome);
     }
+    out!("{}", mlperf_runtime::results::runs_table(&outcomes));
     Ok(())
 }
 
@@ -360,6 +369,7 @@ fn ptd_standin(args: &PtdStandinArgs) -> Result<(), Error> {
         model: args.model.clone(),
         version: args.ptd_version.clone(),
         period: Duration::from_secs_f64(args.period_ms.0 / 1e3),
+        fault: args.drop_on.clone().map(power::standin::Fault::Drop).or_else(|| args.error_on.clone().map(power::standin::Fault::Error)),
     }
     .with_ptd_argv(&args.ptd_argv)
     .map_err(Error::Usage)?;

@@ -139,20 +139,23 @@ fn power_devs_server_runs_a_session_against_the_stand_in() {
     assert!(out.join("power/ptd_logs.txt").is_file());
 }
 
-/// The whole workflow on loopback with the unmodified power-dev (`MLPERF_POWER_DEV`, a checkout of
-/// c4b3ad8) and root (NTP's port 123): `ntp_standin` on 127.0.0.1:123, power-dev's server with the
-/// PTD stand-in as its PTDaemon, then `run_harness_power` of resnet50 Offline on CPU-dev
-/// (`--test_run`): power-dev's client runs our run_harness twice; the session lands in the testing
-/// run's directory, and power-dev's own compliance/check.py accepts it.
-#[test]
-#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
-fn run_harness_power_through_power_devs_client_and_server() {
+/// What a power run on loopback left: the command's output and its working directory.
+struct PowerRun {
+    out: std::process::Output,
+    cwd: super::Scratch,
+}
+
+/// `run_harness_power` of resnet50 Offline on CPU-dev (`--test_run`) on loopback with the
+/// unmodified power-dev (`MLPERF_POWER_DEV`, a checkout of c4b3ad8) and root (NTP's port 123):
+/// `ntp_standin` on 127.0.0.1:123, power-dev's server with the PTD stand-in (`standin` its flags)
+/// as its PTDaemon; power-dev's client runs our run_harness twice.
+fn power_run(name: &str, standin: &str) -> PowerRun {
     let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV=/path/to/power-dev checkout at c4b3ad8");
-    let cwd = scratch("run-harness-power");
+    let cwd = scratch(name);
     let exe = env!("CARGO_BIN_EXE_mlperf");
     let mut ntp = std::process::Command::new(exe).args(["ntp_standin", "--listen=127.0.0.1:123"]).spawn().unwrap();
     let wrapper = cwd.join("ptd-standin.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin --watts 120 --testing_watts 118 --period_ms 250 -- \"$@\"\n")).unwrap();
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin {standin} --period_ms 250 -- \"$@\"\n")).unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (port, ptd_port) = (free(), free());
@@ -192,14 +195,61 @@ fn run_harness_power_through_power_devs_client_and_server() {
         child.kill().ok();
         child.wait().ok();
     }
+    println!("{name}: exit {:?}\n{}", out.status.code(), shown(&out));
+    PowerRun { out, cwd }
+}
+
+/// The whole workflow on loopback ([`power_run`]): the session lands in the testing run's
+/// directory, marked non-submittable (the stand-in), the table shows its power, and power-dev's own
+/// compliance/check.py accepts it.
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn run_harness_power_through_power_devs_client_and_server() {
+    let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV");
+    let PowerRun { out, cwd } = power_run("run-harness-power", "--watts 120 --testing_watts 118");
     assert!(out.status.success(), "{}\nserver: {}", shown(&out), std::fs::read_to_string(cwd.join("server.out")).unwrap_or_default());
-    println!("{}", shown(&out));
+    assert!(shown(&out).contains("\n    power: 118."), "{}", shown(&out));
     let session = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs"))
         .into_iter()
         .find(|f| f.ends_with("power_session/power/server.json"))
         .and_then(|f| f.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf))
         .expect("the session in the testing run's directory");
+    let marker = std::fs::read_to_string(session.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
+    assert!(marker.contains("power measured by the PTDaemon stand-in"), "{marker}");
     let check = std::process::Command::new("python3").arg(format!("{checkout}/compliance/check.py")).arg(&session).env("PYTHONPATH", &checkout).output().unwrap();
     println!("power-dev compliance/check.py {}:\n{}", session.display(), shown(&check));
     assert!(check.status.success(), "{}", shown(&check));
+}
+
+/// Each fault of the stand-in through the whole workflow: the typed error and its exit status,
+/// and what was written so far kept (the client's output, the runs' logs).
+fn power_fault(name: &str, standin: &str, says: &str, runs: usize, session_kept: bool) {
+    let PowerRun { out, cwd } = power_run(name, standin);
+    assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::DATA), "{}", shown(&out));
+    assert!(shown(&out).contains(says), "{}", shown(&out));
+    let files = mlperf_runtime::fsutil::walk_files(&cwd.join("build"));
+    assert!(files.iter().any(|f| f.ends_with("client.out")), "the client's output is kept: {files:?}");
+    let plans = files.iter().filter(|f| f.ends_with("run_plan.json") && !f.components().any(|c| c.as_os_str() == "power_session")).count();
+    assert!(plans >= runs, "{plans} run directories kept, {runs} expected: {files:?}");
+    assert_eq!(files.iter().any(|f| f.ends_with("power_session/power/server.json")), session_kept, "{files:?}");
+}
+
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn a_dropped_meter_connection_stops_the_power_run_keeping_the_ranging_run() {
+    power_fault("power-fault-drop", "--watts 120 --drop_on _testing", "power measurement stopped", 1, false);
+}
+
+/// power-dev's server does not check the meter's replies to SR and Go: the session runs to its
+/// end, and the power rules refuse the reply it recorded.
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn a_meter_error_reply_is_refused_by_the_power_rules_keeping_the_session() {
+    power_fault("power-fault-error", "--watts 120 --error_on SR,A", "PtdReply", 2, true);
+}
+
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn a_testing_run_below_95_percent_of_ranging_is_rejected_keeping_the_session() {
+    power_fault("power-fault-ratio", "--watts 120 --testing_watts 100", "RangingRatio", 2, true);
 }

@@ -390,6 +390,18 @@ fn a_power_result_is_checked_by_the_power_rules() {
 }
 
 #[test]
+fn a_power_result_measured_by_the_stand_in_is_a_warning_naming_it() {
+    let tree = Copy::new();
+    let performance = tree.path(&at("Offline", "performance"));
+    crate::power::fixture::write_session(&performance, &crate::power::fixture::Spec { standin: true, ..crate::power::fixture::Spec::default() });
+    std::fs::remove_file(performance.join("run_1/ptd_out.txt")).unwrap();
+    let report = tree.check();
+    // (The generated detail logs lack the seeds and settings the other rules want: only power here.)
+    let power: Vec<(Severity, String)> = report.findings.iter().filter(|f| f.rule == Rule::Power).map(|f| (f.severity, f.to_string())).collect();
+    assert!(power.len() == 1 && power[0].0 == Severity::Warning && power[0].1.contains("PTDaemon stand-in") && power[0].1.contains("STANDIN0000"), "{power:?}");
+}
+
+#[test]
 fn trace_logs_are_warnings() {
     let tree = Copy::new();
     tree.write(&at("Offline", "performance/run_1/mlperf_log_trace.json"), "{\"traceEvents\":[]}");

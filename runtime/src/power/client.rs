@@ -126,7 +126,8 @@ pub fn measure(options: &ClientOptions, label: &str, workload: &[String], indir:
 
 /// Copies `session` into the directory of its testing run under `log_dir` (the run whose
 /// `mlperf_log_detail.txt` the client copied into `run_1/`), as [`super::session::SESSION_IN_RUN_DIR`],
-/// and checks it against the power rules there. Returns the run directory and the testing run's
+/// checks it against the power rules there, and marks the run non-submittable where the stand-in
+/// measured it ([`super::standin::caveats`]). Returns the run directory and the testing run's
 /// average watts inside LoadGen's window.
 pub fn keep_in_run_dir(session: &Path, log_dir: &Path) -> Result<(PathBuf, f64), PowerError> {
     use super::session::{SESSION_IN_RUN_DIR, Session, TESTING_DIR};
@@ -152,6 +153,11 @@ pub fn keep_in_run_dir(session: &Path, log_dir: &Path) -> Result<(PathBuf, f64),
     let findings = super::rules::check(&to, false);
     if !findings.is_empty() {
         return Err(PowerError::Rejected { dir: to, findings: findings.iter().map(ToString::to_string).collect() });
+    }
+    // A stand-in's session is kept, and its run marked: never submittable.
+    let caveats = super::standin::caveats(&to);
+    if !caveats.is_empty() {
+        crate::rundir::add_non_submittable(&run_dir, &caveats).map_err(|source| PowerError::Mark { dir: run_dir.clone(), source })?;
     }
     let watts = Session::read(&to).ok().and_then(|s| s.testing.average_watts()).unwrap_or(0.0);
     Ok((run_dir, watts))
@@ -195,6 +201,35 @@ mod tests {
         let options = ClientOptions { checkout: "pd".into(), director: "10.0.0.2".into(), port: 4950, ntp: "time.example".into(), python: "python3".into() };
         assert!(Failure::DirectorUnreachable.remedy(&options).contains("10.0.0.2:4950"));
         assert!(Failure::ClockOffset.remedy(&options).contains("time.example"));
+    }
+
+    #[test]
+    fn a_stand_in_session_is_kept_and_its_run_marked_non_submittable() {
+        use crate::power::fixture::{Spec, run_dir_of, tempdir, write_session};
+        use crate::submittable::NonSubmittable;
+        for standin in [false, true] {
+            let logs = tempdir(&format!("keep-{standin}"));
+            let session = write_session(&tempdir(&format!("keep-{standin}-client")).join("session"), &Spec { standin, ..Spec::default() });
+            let test_run = NonSubmittable::TestRun { min_duration_ms: 60_000 };
+            let run_dir = run_dir_of(&logs, &session, vec![test_run.clone()]);
+            let (kept, watts) = keep_in_run_dir(&session, &logs).unwrap();
+            assert_eq!(kept, run_dir);
+            assert!((97.0..99.0).contains(&watts), "{watts}");
+            let plan = crate::rundir::plan::read_plan(&run_dir).unwrap();
+            let marker = std::fs::read_to_string(run_dir.join(crate::rundir::NON_SUBMITTABLE)).unwrap();
+            if standin {
+                let identify = format!("YokogawaWT310,{},version=1.11.1-standin-20261128,not a meter", crate::power::standin::SERIAL);
+                assert_eq!(plan.non_submittable, [test_run.clone(), NonSubmittable::PowerStandIn { identify }]);
+                assert!(
+                    marker
+                        .ends_with("power measured by the PTDaemon stand-in, not a meter (Identify: \"YokogawaWT310,STANDIN0000,version=1.11.1-standin-20261128,not a meter\")\n"),
+                    "{marker}"
+                );
+            } else {
+                assert_eq!(plan.non_submittable, [test_run]);
+                assert_eq!(marker, "--test_run: min_duration 60000 ms\n");
+            }
+        }
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub enum PowerError {
     Rejected { dir: PathBuf, findings: Vec<String> },
     #[error("cannot copy the power session into the run directory {} ({source})", to.display())]
     Copy { to: PathBuf, source: std::io::Error },
+    #[error("{}: cannot mark the run non-submittable ({source}); do not stage it", dir.display())]
+    Mark { dir: PathBuf, source: crate::rundir::RunDirError },
 }
 
 impl From<PowerError> for crate::Error {
@@ -89,7 +91,9 @@ impl From<PowerError> for crate::Error {
             PowerError::Measurement { workload: true, .. } => crate::Error::Other(message),
             PowerError::Measurement { .. } | PowerError::Rejected { .. } => crate::Error::Data(message),
             PowerError::Stopped { signal, .. } => crate::Error::Stopped(signal),
-            PowerError::Nvml { .. } | PowerError::Write(_) | PowerError::Client { .. } | PowerError::NoSession { .. } | PowerError::Copy { .. } => crate::Error::Other(message),
+            PowerError::Nvml { .. } | PowerError::Write(_) | PowerError::Client { .. } | PowerError::NoSession { .. } | PowerError::Copy { .. } | PowerError::Mark { .. } => {
+                crate::Error::Other(message)
+            }
         }
     }
 }

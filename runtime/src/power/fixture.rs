@@ -28,11 +28,13 @@ pub struct Spec {
     pub ptd_version: &'static str,
     /// A PTD log line (after the time stamp) 30 s into the testing load.
     pub testing_log_line: Option<&'static str>,
+    /// Identify answered by the PTD stand-in (its serial number, [`super::standin::SERIAL`]).
+    pub standin: bool,
 }
 
 impl Default for Spec {
     fn default() -> Spec {
-        Spec { scenario: "Offline", ranging_watts: 100.0, testing_watts: 98.0, queries: 2400, server_skew: 0.1, ptd_version: "1.11.1", testing_log_line: None }
+        Spec { scenario: "Offline", ranging_watts: 100.0, testing_watts: 98.0, queries: 2400, server_skew: 0.1, ptd_version: "1.11.1", testing_log_line: None, standin: false }
     }
 }
 
@@ -107,9 +109,13 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
     let common = |results: serde_json::Map<String, Value>, skew: f64| json!({"version": "1.0", "timezone": 0, "modules": {}, "sources": sources, "messages": messages, "uuid": {"client": CLIENT_UUID, "server": SERVER_UUID}, "session_name": SESSION, "results": results, "phases": phases(skew)});
     let client = common(client_results, 0.0);
     let mut server = common(server_results, spec.server_skew);
+    let identify = match spec.standin {
+        true => format!("YokogawaWT310,{},version={}-standin-20261128,not a meter", super::standin::SERIAL, spec.ptd_version),
+        false => format!("YokogawaWT310,C2PH13047V,version={}-a5f5cd01-20231005,", spec.ptd_version),
+    };
     server["ptd_messages"] = json!([
         {"cmd": "Hello", "reply": "Hello, PTDaemon here!"},
-        {"cmd": "Identify", "reply": format!("YokogawaWT310,C2PH13047V,version={}-a5f5cd01-20231005,", spec.ptd_version)},
+        {"cmd": "Identify", "reply": identify},
         {"cmd": "RR", "reply": "Ranges,1,0,1,0"},
         {"cmd": "SR,V,Auto", "reply": "Range V changed"},
         {"cmd": "SR,A,Auto", "reply": "Range A changed"},
@@ -130,6 +136,57 @@ pub fn write_session(root: &Path, spec: &Spec) -> PathBuf {
     }
     std::fs::write(root.join(TESTING_DIR).join("ptd_out.txt"), "Watts 98\n").unwrap();
     root.to_path_buf()
+}
+
+/// A performance run directory under `log_dir` whose testing run the session under `session`
+/// recorded (its plan, and its detail log byte for byte as the client copied it), with `reasons`
+/// in its plan and marker; returns it.
+pub fn run_dir_of(log_dir: &Path, session: &Path, reasons: Vec<crate::submittable::NonSubmittable>) -> PathBuf {
+    use crate::rundir::plan::{Backend, RunMode, RunPlan};
+    let dir = log_dir.join("2026.11.28-19.00.00/CPU-dev_TRT/resnet50/Offline/performance");
+    let plan = RunPlan {
+        system: "CPU-dev".into(),
+        system_name: "CPU-dev_TRT".into(),
+        benchmark: "resnet50".into(),
+        bench_dir: "resnet50".into(),
+        scenario: mlperf_config::Scenario::Offline,
+        workload: mlperf_config::Workload::default(),
+        round: "v6.1".into(),
+        loadgen_version: "6.1".into(),
+        loadgen_model: "resnet50".into(),
+        mode: RunMode::PerformanceOnly,
+        backend: Backend::Config,
+        devices: 1,
+        total_sample_count: 1024,
+        performance_sample_count: 1024,
+        min_duration_ms: 600_000,
+        token_latencies: false,
+        output_limit: None,
+        audit_test: None,
+        overrides: Vec::new(),
+        settings: Default::default(),
+        probe_rate: false,
+        non_submittable: reasons,
+    };
+    crate::rundir::plan::prepare_dir(&dir, &plan, "", None).unwrap();
+    std::fs::copy(session.join(TESTING_DIR).join(DETAIL_LOG), dir.join(DETAIL_LOG)).unwrap();
+    dir
+}
+
+/// The session recorded through power-dev's own client and server
+/// (`tests/fixtures/power/recorded-resnet50-offline`, PROVENANCE.md there).
+pub fn recorded() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power/recorded-resnet50-offline")
+}
+
+/// A copy of the recorded session at `to`.
+pub fn copy_recorded(to: &Path) {
+    let from = recorded();
+    for file in crate::fsutil::walk_files(&from) {
+        let dest = to.join(file.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &dest).unwrap();
+    }
 }
 
 /// A fresh directory for one test.

@@ -4,6 +4,7 @@
 //! harness ([`client`]); stand-ins for PTDaemon and an NTP server in tests ([`standin`], [`ntp`]).
 
 pub mod client;
+pub mod documents;
 pub mod error;
 pub mod maxq;
 pub mod metric;

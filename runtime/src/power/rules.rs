@@ -191,7 +191,7 @@ fn same_messages(a: &Value, b: &Value) -> bool {
 fn ptd_messages(server: &Value, file: &Path, find: &mut impl FnMut(Rule, PathBuf, String, &'static str)) {
     let messages: Vec<(&str, &str)> =
         server["ptd_messages"].as_array().into_iter().flatten().map(|m| (m["cmd"].as_str().unwrap_or_default(), m["reply"].as_str().unwrap_or_default())).collect();
-    let identify = messages.iter().find(|(c, _)| *c == "Identify").map_or("", |(_, r)| *r);
+    let identify = super::session::identify_reply(server);
     let model = identify.split(',').next().unwrap_or_default();
     let version = identify.split_once("version=").and_then(|(_, v)| v.split_once('-')).map_or("", |(v, _)| v);
     if !PTD_VERSIONS.contains(&version) {

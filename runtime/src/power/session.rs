@@ -201,6 +201,13 @@ impl Session {
     }
 }
 
+/// PTDaemon's reply to `Identify` as the power-dev server recorded it in server.json
+/// (`<model>,<serial>,version=<version>-<build>,...`; empty when there is none).
+pub fn identify_reply(server: &Value) -> &str {
+    let messages = server["ptd_messages"].as_array().into_iter().flatten();
+    messages.filter(|m| m["cmd"] == "Identify").find_map(|m| m["reply"].as_str()).unwrap_or_default()
+}
+
 fn read_text(path: &Path) -> Result<String, SessionError> {
     std::fs::read_to_string(path).map_err(|source| SessionError::Unreadable { path: path.to_path_buf(), source })
 }

@@ -2,7 +2,8 @@
 //! (`lib/server.py` `Ptd`) sends PTDaemon and answers them as that server parses them, with
 //! readings of a configured load instead of a meter's. Results measured with it are never
 //! submittable (there is no meter), though its Identify reply names a supported model so that the
-//! power checker's other rules can be exercised end to end.
+//! power checker's other rules can be exercised end to end: the reply's serial number
+//! ([`SERIAL`]) marks its sessions, and [`caveats`] finds that mark in what a session recorded.
 //!
 //! What the server relies on (power.md §4, server.py c4b3ad8): `Hello` answered exactly; `RR` as
 //! `Ranges,<ampAuto>,<ampRange>,<voltAuto>,<voltRange>`; `SR,V|A,...` as `Range V|A changed`; `Go`
@@ -12,16 +13,21 @@
 //! ptd_logs.txt, where the checker looks for uncertainty checking, the Go marks and
 //! `Completed test`), every reading among them.
 
-use super::session::format_time;
+use super::session::{POWER_DIR, SERVER_JSON, format_time, identify_reply};
+use crate::submittable::NonSubmittable;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The Go reply the power checker requires (for `Go,1000,0,...`).
 const GO_REPLY: &str = "Starting untimed measurement, maximum 500000 samples at {ms}ms with {rampup} rampup samples";
 const VOLTS: f64 = 230.0;
+/// The serial number of the stand-in's Identify reply: the mark of its sessions. power-dev's
+/// server records the reply in server.json (`ptd_messages`); the checkers read only the model (the
+/// first field) and the version (after `version=`, up to `-`), so the mark passes them.
+pub const SERIAL: &str = "STANDIN0000";
 const POWER_FACTOR: f64 = 0.98;
 
 /// What the stand-in measures and how it presents itself.
@@ -44,6 +50,17 @@ pub struct StandInOptions {
     pub version: String,
     /// Time between readings (PTDaemon's is the Go's 1000 ms; tests shorten it).
     pub period: Duration,
+    /// A fault, at the first command that contains its text.
+    pub fault: Option<Fault>,
+}
+
+/// What goes wrong, for the tests of what the workflow does then.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// The connection drops (a meter host that goes away mid-session).
+    Drop(String),
+    /// The command is answered with an `Error:` line (a meter refusing it).
+    Error(String),
 }
 
 impl Default for StandInOptions {
@@ -57,6 +74,7 @@ impl Default for StandInOptions {
             model: "YokogawaWT310".into(),
             version: "1.11.1".into(),
             period: Duration::from_secs(1),
+            fault: None,
         }
     }
 }
@@ -153,13 +171,22 @@ impl Meter {
         self.unread.push(line);
     }
 
+    /// The fault `command` sets off (once), said on stdout as it happens.
+    fn fault(&mut self, command: &str) -> Option<Fault> {
+        let fault = self.options.fault.take_if(|f| match f {
+            Fault::Drop(text) | Fault::Error(text) => command.contains(text.as_str()),
+        })?;
+        self.say(&format!("stand-in fault: {fault:?} at '{command}'"));
+        Some(fault)
+    }
+
     /// The reply lines to one command.
     fn reply(&mut self, command: &str) -> Vec<String> {
         let fields: Vec<&str> = command.split(',').collect();
         let one = |s: String| vec![s];
         match fields[..] {
             ["Hello"] => one("Hello, PTDaemon here!".into()),
-            ["Identify"] => one(format!("{},STANDIN0000,version={}-standin-20261128,not a meter", self.options.model, self.options.version)),
+            ["Identify"] => one(format!("{},{SERIAL},version={}-standin-20261128,not a meter", self.options.model, self.options.version)),
             ["RR"] => one(format!("Ranges,{},{}", self.amps.reported(), self.volts.reported())),
             ["SR", which @ ("V" | "A"), value] => {
                 let range = match value {
@@ -249,7 +276,15 @@ impl StandIn {
         let mut writer = stream.try_clone()?;
         for line in BufReader::new(stream).lines() {
             let line = line?;
-            let replies = lock(&self.meter).reply(line.trim_end_matches('\r'));
+            let command = line.trim_end_matches('\r');
+            let mut meter = lock(&self.meter);
+            let replies = match meter.fault(command) {
+                // Returning drops both halves of the connection.
+                Some(Fault::Drop(_)) => return Ok(()),
+                Some(Fault::Error(_)) => vec![format!("Error: stand-in fault at '{command}'")],
+                None => meter.reply(command),
+            };
+            drop(meter);
             for reply in replies {
                 writer.write_all(reply.as_bytes())?;
                 writer.write_all(b"\r\n")?;
@@ -257,6 +292,17 @@ impl StandIn {
         }
         Ok(())
     }
+}
+
+/// Why the session under `session_dir` can never be submitted, from what its server.json recorded:
+/// the stand-in's mark in the Identify reply. An unreadable server.json gives nothing here (the
+/// power rules refuse it).
+pub fn caveats(session_dir: &Path) -> Vec<NonSubmittable> {
+    let text = std::fs::read_to_string(session_dir.join(POWER_DIR).join(SERVER_JSON)).unwrap_or_default();
+    let server: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let identify = identify_reply(&server);
+    let marked = identify.split(',').nth(1) == Some(SERIAL);
+    marked.then(|| NonSubmittable::PowerStandIn { identify: identify.to_string() }).into_iter().collect()
 }
 
 #[cfg(test)]
@@ -309,6 +355,31 @@ mod tests {
         let f: Vec<&str> = line.split(',').collect();
         let shape = f.len() == 12 && [f[0], f[2], f[4], f[6], f[8], f[10]] == ["Time", "Watts", "Volts", "Amps", "PF", "Mark"];
         (shape && f[11] == mark && parse_time(f[1]).is_some()).then(|| (f[5].parse().unwrap(), f[7].parse().unwrap()))
+    }
+
+    #[test]
+    fn a_fault_strikes_once_at_the_first_command_containing_its_text() {
+        for (fault, at_go) in [(Fault::Error("_testing".into()), Some("Error: stand-in fault at 'Go,1000,0,s_testing'")), (Fault::Drop("_testing".into()), None)] {
+            let options = StandInOptions { port: 0, fault: Some(fault.clone()), ..Default::default() };
+            let standin = StandIn::bind(options, Box::new(Shared::default())).unwrap();
+            let port = standin.port().unwrap();
+            std::thread::spawn(move || standin.serve());
+            let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut ptd = Client(BufReader::new(stream.try_clone().unwrap()), stream);
+            assert_eq!(ptd.cmd("Go,1000,0,s_ranging"), "Starting untimed measurement, maximum 500000 samples at 1000ms with 0 rampup samples");
+            assert_eq!(ptd.cmd("Stop"), "Stopping untimed measurement");
+            ptd.1.write_all(b"Go,1000,0,s_testing\r\n").unwrap();
+            let mut line = String::new();
+            let read = ptd.0.read_line(&mut line).unwrap();
+            match at_go {
+                Some(reply) => {
+                    assert_eq!(line.trim_end(), reply);
+                    // Once: the next Go is measured.
+                    assert!(ptd.cmd("Go,1000,0,s_testing").starts_with("Starting untimed"), "{fault:?}");
+                }
+                None => assert_eq!(read, 0, "the connection dropped: {line:?}"),
+            }
+        }
     }
 
     #[test]

@@ -173,18 +173,14 @@ fn power_devs_check_py_agrees_with_the_pre_flight() {
 #[test]
 fn the_recorded_session_passes_every_rule_and_its_corruptions_are_found() {
     use super::rules::{Rule, check};
-    let recorded = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/power/recorded-resnet50-offline");
+    let recorded = super::fixture::recorded();
     assert!(check(&recorded, false).is_empty(), "{:?}", check(&recorded, false));
     let session = Session::read(&recorded).unwrap();
     let (ranging, testing) = (session.ranging.average_watts().unwrap(), session.testing.average_watts().unwrap());
     assert!((119.0..121.0).contains(&ranging) && (117.0..119.5).contains(&testing), "{ranging} {testing}");
     let copy = |name: &str, edit: &dyn Fn(&std::path::Path)| -> Vec<Rule> {
         let dir = tempdir(name);
-        for file in crate::fsutil::walk_files(&recorded) {
-            let to = dir.join(file.strip_prefix(&recorded).unwrap());
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(&file, &to).unwrap();
-        }
+        super::fixture::copy_recorded(&dir);
         edit(&dir);
         check(&dir, false).into_iter().map(|f| f.rule).collect()
     };

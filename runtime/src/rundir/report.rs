@@ -354,6 +354,12 @@ fn advice(log: &DetailLog, plan: &RunPlan) -> String {
 
 /// The table printed after `run_harness`.
 pub fn table(outcomes: &[Outcome]) -> String {
+    table_with(outcomes, &|_| None)
+}
+
+/// The table with a line of `note` under each row that has one (a power run's metric: the
+/// workflows read it, this layer cannot).
+pub fn table_with(outcomes: &[Outcome], note: &dyn Fn(&Outcome) -> Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{:<20} {:<13} {:<20} {:<15} {:<8} {:>16} {:<15} {:>14}", "benchmark", "scenario", "workload", "mode", "result", "metric", "", "target");
     for o in outcomes {
@@ -373,6 +379,9 @@ pub fn table(outcomes: &[Outcome]) -> String {
         );
         if let Some(tokens) = &o.tokens {
             let _ = writeln!(out, "    {}", tokens.render());
+        }
+        if let Some(line) = note(o) {
+            let _ = writeln!(out, "    {line}");
         }
         for e in &o.endpoints {
             let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));

@@ -13,6 +13,12 @@ use std::path::Path;
 /// (`result_samples_per_second: 1234.5, Result is VALID`) or the accuracy run's `accuracy.txt`.
 /// Earlier entries of the same root are kept, as NVIDIA's harness appends.
 pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), RunDirError> {
+    write_summaries_with(root, outcomes, &|_| None)
+}
+
+/// The summaries with `note` of a performance run before its verdict (`..., <note>, Result is
+/// VALID`): a power run's metric, which the workflows read.
+pub fn write_summaries_with(root: &Path, outcomes: &[Outcome], note: &dyn Fn(&Outcome) -> Option<String>) -> Result<(), RunDirError> {
     let read = |name: &str| -> BTreeMap<String, BTreeMap<String, String>> {
         std::fs::read_to_string(root.join(name)).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
     };
@@ -25,7 +31,8 @@ pub fn write_summaries(root: &Path, outcomes: &[Outcome]) -> Result<(), RunDirEr
             accuracy.entry(config).or_default().insert(benchmark, text);
         } else {
             let metric = o.metric.as_ref().map_or(String::new(), |(name, value)| format!("{name}: {value}, "));
-            performance.entry(config).or_default().insert(benchmark, format!("{metric}Result is {}", o.status.name()));
+            let note = note(o).map_or(String::new(), |n| format!("{n}, "));
+            performance.entry(config).or_default().insert(benchmark, format!("{metric}{note}Result is {}", o.status.name()));
         }
     }
     let json = |v: &BTreeMap<String, BTreeMap<String, String>>| serde_json::to_string_pretty(v).expect("summaries serialize") + "\n";

@@ -21,6 +21,7 @@ use crate::rundir::report::{Outcome, Unusable};
 use crate::rundir::{NON_SUBMITTABLE, RUN_PLAN, USER_CONF};
 use crate::select::Selected;
 use crate::signals::ChildExit;
+use crate::submittable::NonSubmittable;
 use mlperf_config::render;
 use mlperf_config::round::system_type_key;
 use mlperf_config::{CompiledConfig, Round, Tables};
@@ -132,7 +133,14 @@ fn runs_of(logs: &Path, key: &ResultKey, round: &Round) -> Vec<Run> {
     for stamp in stamps {
         let base = stamp.join(key.rel());
         for dir in [base.join("performance"), base.join("accuracy"), base] {
-            if let Ok(plan) = read_plan(&dir) {
+            if let Ok(mut plan) = read_plan(&dir) {
+                // What the power session recorded counts too, marked in the run or not (a run
+                // kept before the mark existed, a marker deleted).
+                for reason in power_session(&dir).map(|s| crate::power::standin::caveats(&s)).unwrap_or_default() {
+                    if !plan.non_submittable.contains(&reason) {
+                        plan.non_submittable.push(reason);
+                    }
+                }
                 let outcome = Outcome::read(&dir, &plan, ChildExit::Code(0), round);
                 runs.push(Run { dir, plan, outcome });
             }
@@ -220,8 +228,9 @@ fn power_session(run_dir: &Path) -> Option<PathBuf> {
 /// A power run's files, byte for byte (client.json and server.json hold their SHA-1s): the
 /// session's `run_1/` and `ranging/` logs and `power/` files, exactly the sets the submission
 /// checker compares (a symmetric difference: `ptd_out.txt` stays behind), and the run's
-/// provenance files beside them in `performance/` (run_1/ may hold nothing else).
-fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
+/// provenance files beside them in `performance/` (run_1/ may hold nothing else), the marker
+/// rendered from `reasons` (the run's, with what the session recorded).
+fn power_files(session: &Path, run_1: &Path, reasons: &[NonSubmittable]) -> Result<Vec<Placement>, String> {
     let performance = run_1.parent().expect("run_1 lies in performance/");
     let sets = [
         (TESTING_DIR, run_1.to_path_buf(), &RUN_FILES[..]),
@@ -249,10 +258,22 @@ fn power_files(session: &Path, run_1: &Path) -> Result<Vec<Placement>, String> {
         return Err(format!("the power session {} breaks the power rules:{list}", session.display()));
     }
     let run_dir = session.parent().expect("the session lies in its run directory");
-    placements.extend(
-        [RUN_PLAN, NON_SUBMITTABLE].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }),
-    );
+    placements.extend([RUN_PLAN].into_iter().filter(|n| run_dir.join(n).exists()).map(|n| Placement { dest: performance.join(n), content: Content::Copy(run_dir.join(n)) }));
+    if !reasons.is_empty() {
+        placements.push(Placement { dest: performance.join(NON_SUBMITTABLE), content: Content::Text(crate::submittable::render(reasons)) });
+    }
     Ok(placements)
+}
+
+/// A power result's `power_settings.md` and `analyzer_table.md`, in its scenario directory.
+fn power_documents(session: &Path, system: &mlperf_config::SystemInfo, target: &Target, run: &Run) -> Vec<Placement> {
+    use crate::power::documents::{ANALYZER_TABLE, POWER_SETTINGS, analyzer_table, power_settings};
+    let dir = target.tree.scenario_dir(&target.key);
+    let settings = power_settings(&system.id, &system.hardware, &target.key.system_name, run.plan.workload.power, run.plan.settings.power_limit);
+    let mut placements = vec![Placement { dest: dir.join(POWER_SETTINGS), content: Content::Text(settings) }];
+    // The session passed the power rules (power_files), so its server.json reads.
+    placements.extend(analyzer_table(session).ok().map(|table| Placement { dest: dir.join(ANALYZER_TABLE), content: Content::Text(table) }));
+    placements
 }
 
 /// The staging target of every selected config, and an error for each config that has none.
@@ -326,8 +347,18 @@ pub fn stage_results(req: &StageRequest) -> Result<StageReport, StageError> {
         placements.extend(files.into_iter().map(|(dest, text)| Placement { dest, content: Content::Text(text) }));
         match power_session(&performance.dir) {
             None => placements.extend(run_files(performance, &target.tree.performance_dir(&target.key), &[SUMMARY_LOG, DETAIL_LOG])),
-            Some(session) => match power_files(&session, &target.tree.performance_dir(&target.key)) {
-                Ok(files) => placements.extend(files),
+            Some(session) => match power_files(&session, &target.tree.performance_dir(&target.key), &performance.plan.non_submittable) {
+                Ok(files) => {
+                    if performance.plan.workload.power != mlperf_config::PowerSetting::MaxQ {
+                        report.warnings.push(format!(
+                            "{label}: a power result staged under {} (a {} config); power results are named `_MaxQ`: measure the MaxQ config (--power_setting MaxQ)",
+                            target.key.system_name,
+                            performance.plan.workload.power.name()
+                        ));
+                    }
+                    placements.extend(files);
+                    placements.extend(power_documents(&session, system, &target, performance));
+                }
                 Err(e) => {
                     errors.push(format!("{label}: {e}"));
                     continue;
@@ -450,14 +481,15 @@ mod tests {
     fn a_power_run_stages_exactly_the_checkers_file_sets_byte_for_byte() {
         let run_dir = crate::power::fixture::tempdir("stage");
         let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &crate::power::fixture::Spec::default());
-        std::fs::write(run_dir.join(NON_SUBMITTABLE), "PTD stand-in\n").unwrap();
+        let reasons = [NonSubmittable::TestRun { min_duration_ms: 60_000 }];
         let out = crate::power::fixture::tempdir("stage-out");
         let run_1 = out.join("performance").join(TESTING_DIR);
-        super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").unwrap();
+        super::super::place_all(&power_files(&session, &run_1, &reasons).unwrap(), false, "test").unwrap();
         assert_eq!(names(&run_1), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"], "no ptd_out.txt, no provenance");
         assert_eq!(names(&out.join("performance").join(RANGING_DIR)), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"]);
         assert_eq!(names(&out.join("performance").join(POWER_DIR)), ["client.json", "client.log", "ptd_logs.txt", "server.json", "server.log"]);
         assert_eq!(names(&out.join("performance")), [NON_SUBMITTABLE, "power", "ranging", "run_1"]);
+        assert_eq!(std::fs::read_to_string(out.join("performance").join(NON_SUBMITTABLE)).unwrap(), "--test_run: min_duration 60000 ms\n");
         for (from, to) in [
             ("run_1/spl.txt", "performance/run_1/spl.txt"),
             ("power/server.json", "performance/power/server.json"),
@@ -466,10 +498,10 @@ mod tests {
             assert_eq!(std::fs::read(session.join(from)).unwrap(), std::fs::read(out.join(to)).unwrap(), "{from}");
         }
         // Staged again: nothing changes; with an edited source, nothing is overwritten without force.
-        super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").unwrap();
+        super::super::place_all(&power_files(&session, &run_1, &reasons).unwrap(), false, "test").unwrap();
         let server = session.join("power/server.json");
         std::fs::write(&server, std::fs::read_to_string(&server).unwrap() + "\n").unwrap();
-        assert!(super::super::place_all(&power_files(&session, &run_1).unwrap(), false, "test").is_err());
+        assert!(super::super::place_all(&power_files(&session, &run_1, &reasons).unwrap(), false, "test").is_err());
     }
 
     #[test]
@@ -477,7 +509,7 @@ mod tests {
         let run_dir = crate::power::fixture::tempdir("stage-missing");
         let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &crate::power::fixture::Spec::default());
         std::fs::remove_file(session.join("power/server.log")).unwrap();
-        let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
+        let e = power_files(&session, &run_dir.join("out/performance/run_1"), &[]).unwrap_err();
         assert!(e.contains("power/server.log") && e.contains("run_harness_power"), "{e}");
     }
 
@@ -486,8 +518,42 @@ mod tests {
         let run_dir = crate::power::fixture::tempdir("stage-rules");
         let spec = crate::power::fixture::Spec { testing_watts: 90.0, ..crate::power::fixture::Spec::default() };
         let session = crate::power::fixture::write_session(&run_dir.join(SESSION_IN_RUN_DIR), &spec);
-        let e = power_files(&session, &run_dir.join("out/performance/run_1")).unwrap_err();
+        let e = power_files(&session, &run_dir.join("out/performance/run_1"), &[]).unwrap_err();
         assert!(e.contains("RangingRatio") && e.contains("run_1/spl.txt"), "{e}");
+    }
+
+    /// The stand-in's mark in a session (generated, and the one recorded through power-dev) makes
+    /// its run non-submittable when staging reads it, marked in the run or not, and the staged
+    /// marker says why.
+    #[test]
+    fn a_stand_in_session_makes_its_run_non_submittable_when_staged() {
+        use crate::power::fixture::{Spec, copy_recorded, run_dir_of, tempdir, write_session};
+        let round: Round = toml::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../rounds/v6.1.toml")).unwrap()).unwrap();
+        let key = ResultKey::new("CPU-dev_TRT", "resnet50", mlperf_config::Scenario::Offline);
+        let generated = |standin: bool| move |to: &Path| drop(write_session(to, &Spec { standin, ..Spec::default() }));
+        type Writer<'w> = &'w dyn Fn(&Path);
+        let cases: [(&str, Writer, Option<&str>); 3] = [
+            ("meter", &generated(false), None),
+            ("standin", &generated(true), Some("YokogawaWT310,STANDIN0000,version=1.11.1-standin-20261128,not a meter")),
+            ("recorded", &copy_recorded, Some("YokogawaWT310,STANDIN0000,version=1.11.1-standin-20261128,not a meter")),
+        ];
+        for (name, write, identify) in cases {
+            let logs = tempdir(&format!("stage-mark-{name}"));
+            let session = tempdir(&format!("stage-mark-{name}-session"));
+            write(&session);
+            let run_dir = run_dir_of(&logs, &session, Vec::new());
+            write(&run_dir.join(SESSION_IN_RUN_DIR));
+            let runs = runs_of(&logs, &key, &round);
+            assert_eq!(runs.len(), 1, "{name}");
+            let want: Vec<NonSubmittable> = identify.map(|i| NonSubmittable::PowerStandIn { identify: i.into() }).into_iter().collect();
+            assert_eq!(runs[0].plan.non_submittable, want, "{name}");
+            let out = tempdir(&format!("stage-mark-{name}-out"));
+            let placed = power_files(&run_dir.join(SESSION_IN_RUN_DIR), &out.join("performance/run_1"), &runs[0].plan.non_submittable).unwrap();
+            super::super::place_all(&placed, false, "test").unwrap();
+            let marker = std::fs::read_to_string(out.join("performance").join(NON_SUBMITTABLE)).ok();
+            assert_eq!(marker.is_some(), identify.is_some(), "{name}");
+            assert!(marker.is_none_or(|m| m.starts_with("power measured by the PTDaemon stand-in, not a meter (Identify: \"YokogawaWT310,STANDIN0000,")), "{name}");
+        }
     }
 
     #[test]
