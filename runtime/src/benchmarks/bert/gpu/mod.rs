@@ -18,6 +18,7 @@ pub mod import;
 pub mod layout;
 pub mod matmul;
 pub mod pack;
+pub mod quant;
 
 use crate::benchmarks::bert::cpu::Feature;
 use crate::engines::gpu::GpuError;
