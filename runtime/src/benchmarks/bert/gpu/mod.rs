@@ -394,3 +394,6 @@ impl Engine for GpuBertEngine {
         self.answer_all(indices, source, outputs).map_err(EngineError::new)
     }
 }
+
+#[cfg(test)]
+mod int8_tests;

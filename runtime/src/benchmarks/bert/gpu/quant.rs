@@ -90,10 +90,9 @@ impl QuantizedWeight {
         let mut y = Vec::with_capacity(rows * self.outputs);
         for r in 0..rows {
             let xr = &x[r * self.inputs..(r + 1) * self.inputs];
-            for o in 0..self.outputs {
-                let w = &self.values[o * self.inputs..(o + 1) * self.inputs];
+            for ((w, scale), b) in self.values.chunks_exact(self.inputs).zip(&self.scales).zip(bias) {
                 let acc: i32 = xr.iter().zip(w).map(|(&a, &b)| a as i32 * b as i32).sum();
-                y.push(acc as f32 * (x_scale * self.scales[o]) + bias[o]);
+                y.push(acc as f32 * (x_scale * scale) + b);
             }
         }
         y
