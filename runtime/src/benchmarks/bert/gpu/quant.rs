@@ -10,6 +10,8 @@
 //! computes the tanh form of GELU, as the GPU engine does.
 
 use super::import::{Bert, LayerNorm, Linear};
+use crate::engines::cpu::parallel_chunks;
+use std::collections::BTreeMap;
 use tract_onnx::prelude::tract_ndarray::{Array2, ArrayView2, Axis, s};
 
 /// The largest int8 magnitude used (symmetric: -128 is never produced).
@@ -101,6 +103,45 @@ impl QuantizedWeight {
 
 /// The calibrated magnitude (`amax`) of each linear's input, per layer in [`Site::ALL`] order.
 pub type InputRanges = Vec<[f32; 4]>;
+
+/// The input ranges of `bert`'s linears over `features` (each a feature's ids and segments), on
+/// every core: what an int8 plan's calibration measures (the largest magnitude: percentile 100).
+pub fn measure_ranges(bert: &Bert, features: &[(Vec<i32>, Vec<i32>)]) -> InputRanges {
+    let forward = Forward::new(bert, None);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(features.len().max(1));
+    let per_thread: Result<Vec<InputRanges>, String> = parallel_chunks(0..features.len(), threads, features.len().div_ceil(threads).max(1), |range| {
+        let mut seen = InputRanges::new();
+        for (ids, segments) in &features[range] {
+            forward.logits(ids, segments, Some(&mut seen));
+        }
+        Ok(vec![seen])
+    });
+    let mut ranges = vec![[0f32; 4]; bert.layers.len()];
+    for seen in per_thread.unwrap_or_default() {
+        for (r, s) in ranges.iter_mut().zip(seen) {
+            *r = std::array::from_fn(|i| r[i].max(s[i]));
+        }
+    }
+    ranges
+}
+
+/// The ranges as a calibration cache lists them ([`Site::input_name`]).
+pub fn ranges_to_cache(ranges: &InputRanges) -> BTreeMap<String, f32> {
+    ranges.iter().enumerate().flat_map(|(layer, r)| Site::ALL.iter().zip(r).map(move |(site, &amax)| (site.input_name(layer), amax))).collect()
+}
+
+/// The ranges of a model of `layers` layers from a cache's; a missing one is named.
+pub fn ranges_from_cache(amax: &BTreeMap<String, f32>, layers: usize) -> Result<InputRanges, String> {
+    (0..layers)
+        .map(|layer| {
+            Site::ALL
+                .map(|site| amax.get(&site.input_name(layer)).copied().ok_or_else(|| site.input_name(layer)))
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map(|v| [v[0], v[1], v[2], v[3]])
+        })
+        .collect()
+}
 
 /// One linear of the forward: its weight as the product sees it, its bias, and the scale of its
 /// input when it runs in int8.
