@@ -171,6 +171,11 @@ pub enum CacheOutcome {
 /// this model, or measured and written there when there is none (or with `force`). A cache for
 /// another model is an error, never silently replaced: it may be a cache someone committed.
 pub fn ensure(cache_path: &Path, model_path: &Path, set: &CalibrationSet, force: bool) -> Result<(Calibration, CacheOutcome), GpuError> {
+    ensure_with(cache_path, model_path, force, || measure(model_path, set, PERCENTILE))
+}
+
+/// [`ensure`] with another measurement (BERT's linears' inputs, measured by its own forward).
+pub fn ensure_with(cache_path: &Path, model_path: &Path, force: bool, measure: impl FnOnce() -> Result<Calibration, GpuError>) -> Result<(Calibration, CacheOutcome), GpuError> {
     if cache_path.exists() && !force {
         let cached = Calibration::load(cache_path)?;
         let model = file_sha256(model_path)?;
@@ -185,7 +190,7 @@ pub fn ensure(cache_path: &Path, model_path: &Path, set: &CalibrationSet, force:
         }
         return Ok((cached, CacheOutcome::Reused));
     }
-    let calibration = measure(model_path, set, PERCENTILE)?;
+    let calibration = measure()?;
     write_atomic(cache_path, calibration.to_text().as_bytes())?;
     Ok((calibration, CacheOutcome::Written))
 }

@@ -4,10 +4,12 @@
 
 use super::import as bert_import;
 use super::layout::{self, BertPlanHeader};
-use super::{GpuBertEngine, RunOptions, WORKSPACE_BYTES, matmul};
+use super::{GpuBertEngine, RunOptions, WORKSPACE_BYTES, matmul, quant};
 use crate::benchmarks::bert::cpu::CpuBertEngine;
+use crate::benchmarks::bert::cpu::Feature;
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::gpu::GpuError;
+use crate::engines::gpu::calibration::{self, CacheOutcome, Calibration};
 use crate::engines::gpu::device;
 use crate::engines::gpu::plan::{self, Plan, PlanKey, PlanStatus};
 use crate::engines::{ElementType, Engine, SampleSource};
@@ -24,6 +26,10 @@ type Result<T> = std::result::Result<T, GpuError>;
 /// near 1 or more. Start and end agreement (each feature's argmax token) is reported, not judged:
 /// on a model whose logits are nearly flat, fp16 rounding flips near-ties.
 pub const MAX_SPREAD_RELATIVE_ERROR: f64 = 0.1;
+/// The least F1 of an int8 plan's answers against the CPU engine's (fp32): 99 % of the fp32 F1,
+/// which is 1 against itself (bert-99's accuracy target is 99 % of the reference's). Int8 logits
+/// move by more than fp16's, so for them the answers, not the logits, are judged.
+pub const MIN_INT8_F1: f64 = 0.99;
 
 /// One BERT plan as a config resolves it.
 #[derive(Clone, Debug)]
@@ -31,11 +37,15 @@ pub struct BertGpuSpec {
     pub model_path: PathBuf,
     pub plan_path: PathBuf,
     pub options: RunOptions,
+    /// fp16, or int8 (bert-99's configs).
+    pub precision: ElementType,
+    /// An int8 plan's calibration cache.
+    pub cache_path: PathBuf,
 }
 
 impl BertGpuSpec {
     /// The key a plan must have on this machine (GPU 0 stands for all).
-    pub fn wanted_key(&self) -> Result<PlanKey> {
+    pub fn wanted_key(&self, calibration: Option<&Calibration>) -> Result<PlanKey> {
         let (gpu_name, compute_capability, cuda_driver_version) = device::device_identity(0)?;
         matmul::require_cublaslt()?;
         Ok(PlanKey {
@@ -47,17 +57,70 @@ impl BertGpuSpec {
             cudnn_version: 0,
             cublaslt_version: matmul::version(),
             batch_size: self.options.batch_size,
-            precision: ElementType::F16,
+            precision: self.precision,
             input: format!("int32 3x{} (input_ids, segment_ids, input_mask)", self.options.seq),
             workspace_bytes: WORKSPACE_BYTES as u64,
-            calibration_sha256: String::new(),
+            calibration_sha256: calibration.map(Calibration::sha256).unwrap_or_default(),
         })
+    }
+
+    /// The calibration of an int8 plan (None for fp16): the cache when it was measured on this
+    /// model, or measured on the first `count` features of `source` (loaded) and
+    /// cached (`force`: measured again). Measured on the CPU by the f32 forward the int8 scheme
+    /// is simulated with, as ResNet50's calibration: no GPU, the same cache on every machine.
+    pub fn calibrate(&self, source: &dyn SampleSource, count: usize, force: bool) -> Result<Option<(Calibration, String)>> {
+        if self.precision != ElementType::I8 {
+            return Ok(None);
+        }
+        let (c, outcome) = calibration::ensure_with(&self.cache_path, &self.model_path, force, || {
+            let bert = self.import()?;
+            let features = (0..count)
+                .map(|i| {
+                    let f = Feature::decode(&source.sample(i), self.options.seq).map_err(|e| GpuError::Calibration(format!("calibration feature {i}: {e}")))?;
+                    Ok((f.ids()[..f.length].to_vec(), f.segments()[..f.length].to_vec()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let ranges = quant::measure_ranges(&bert, &features);
+            Ok(Calibration { model_sha256: plan::file_sha256(&self.model_path)?, images: count, percentile: 100.0, amax: quant::ranges_to_cache(&ranges) })
+        })?;
+        let what = match outcome {
+            CacheOutcome::Reused => "reused",
+            CacheOutcome::Written => "measured and written",
+        };
+        let line = format!("{}: calibration cache {what} ({} linear inputs, {} features)", self.cache_path.display(), c.amax.len(), c.images);
+        Ok(Some((c, line)))
+    }
+
+    /// The calibration an int8 plan was built with, from its cache (runs never calibrate).
+    fn cached_calibration(&self) -> Result<Option<Calibration>> {
+        if self.precision != ElementType::I8 {
+            return Ok(None);
+        }
+        if !self.cache_path.exists() {
+            return Err(GpuError::Calibration(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", self.cache_path.display())));
+        }
+        Calibration::load(&self.cache_path).map(Some)
+    }
+
+    fn import(&self) -> Result<bert_import::Bert> {
+        let origin = self.model_path.display().to_string();
+        let bytes = std::fs::read(&self.model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
+        let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
+        bert_import::import(&proto).map_err(|e| e.in_model(&origin))
     }
 
     /// `generate_engines`: reuses an up-to-date plan or builds one, checked against the CPU
     /// engine on the first `checked` samples of `source` (loaded). Returns a line for the user.
-    pub fn generate(&self, source: &dyn SampleSource, checked: usize, progress: &mut dyn FnMut(&str)) -> Result<String> {
-        let key = self.wanted_key()?;
+    pub fn generate(&self, source: &dyn SampleSource, checked: usize, calibration: Option<&Calibration>, progress: &mut dyn FnMut(&str)) -> Result<String> {
+        let key = self.wanted_key(calibration)?;
+        let ranges = match calibration {
+            Some(c) => Some(self.import().and_then(|b| {
+                quant::ranges_from_cache(&c.amax, b.layers.len())
+                    .map_err(|name| GpuError::Calibration(format!("calibration cache {} lacks {name}: recalibrate with `mlperf calibrate --force`", self.cache_path.display())))
+            })?),
+            None if self.precision == ElementType::I8 => return Err(GpuError::Calibration("an int8 BERT plan needs its calibration: run `mlperf calibrate`".into())),
+            None => None,
+        };
         let reason = match plan::check(&self.plan_path, &key) {
             PlanStatus::Fresh => return Ok(format!("{}: up to date, reused", self.plan_path.display())),
             PlanStatus::Missing => "no plan yet".to_string(),
@@ -66,19 +129,18 @@ impl BertGpuSpec {
         };
         progress(&format!("building {}: {reason}", self.plan_path.display()));
         let origin = self.model_path.display().to_string();
-        let bytes = std::fs::read(&self.model_path).map_err(|source| GpuError::ModelUnreadable { origin: origin.clone(), source })?;
-        let proto = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).map_err(|source| GpuError::NotOnnx { origin: origin.clone(), source })?;
-        let bert = bert_import::import(&proto).map_err(|e| e.in_model(&origin))?;
-        let (header, blob) = layout::lay_out(&bert, key, origin.clone()).map_err(|e| e.in_model(&origin))?;
+        let bert = self.import()?;
+        let (header, blob) = layout::lay_out(&bert, key, origin.clone(), ranges.as_ref()).map_err(|e| e.in_model(&origin))?;
         let s = header.shape;
         progress(&format!(
-            "{} layers, hidden {}, {} heads, intermediate {}, vocabulary {}: {:.0} MB of fp16 weights",
+            "{} layers, hidden {}, {} heads, intermediate {}, vocabulary {}: {:.0} MB of {} weights",
             s.layers,
             s.hidden,
             s.heads,
             s.intermediate,
             s.vocab,
-            blob.len() as f64 / 1e6
+            blob.len() as f64 / 1e6,
+            self.precision
         ));
         let mut plan = Plan { header, blob };
         plan.header.verification = self.verify(&plan, source, checked)?;
@@ -100,13 +162,15 @@ impl BertGpuSpec {
             Ok(out)
         })
         .map_err(|e: crate::engines::EngineError| GpuError::Other(e.to_string()))?;
-        judge(&gpu, &reference)
+        judge(&gpu, &reference, self.precision == ElementType::I8)
     }
 
     /// The plan on each of `devices` GPUs. A missing, stale or corrupt plan is an error that
     /// names the command that rebuilds it.
     pub fn open(&self, devices: usize) -> std::result::Result<Vec<Arc<dyn Engine>>, crate::Error> {
-        let key = self.wanted_key().map_err(|e| crate::Error::Data(e.to_string()))?;
+        let data = |e: GpuError| crate::Error::Data(e.to_string());
+        let calibration = self.cached_calibration().map_err(data)?;
+        let key = self.wanted_key(calibration.as_ref()).map_err(data)?;
         plan::require_fresh(&self.plan_path, &key)?;
         let loaded: Plan<BertPlanHeader> = Plan::load(&self.plan_path)?;
         Ok(GpuBertEngine::open_all(devices, &loaded, self.options)?)
@@ -126,10 +190,12 @@ fn variance(v: &[f32]) -> f64 {
 }
 
 /// The plan's responses against the CPU engine's: logit error relative to the logits' spread
-/// between tokens (judged), start and end agreement (reported).
-fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
+/// between tokens (judged for fp16), the answers' F1 (judged for `int8`), start and end agreement
+/// (reported).
+fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>], int8: bool) -> Result<String> {
     let argmax = |v: &[f32]| crate::engines::cpu::argmax(v);
-    let (mut starts, mut ends, mut max_error, mut error_sq, mut values, mut spread_sq) = (0, 0, 0f32, 0f64, 0usize, 0f64);
+    let (mut starts, mut ends, mut max_error, mut error_sq, mut values, mut spread_sq, mut f1) = (0, 0, 0f32, 0f64, 0usize, 0f64, 0f64);
+    let span = |s: &[f32], e: &[f32]| quant::best_span(&s.iter().zip(e).map(|(&a, &b)| [a, b]).collect::<Vec<_>>());
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
         if g.len() != c.len() {
             return Err(GpuError::Build(format!("sample {i}: the GPU answered {} logits, the CPU engine {}", g.len() / 4, c.len() / 4)));
@@ -138,6 +204,7 @@ fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
         starts += usize::from(argmax(&gs) == argmax(&cs));
         ends += usize::from(argmax(&ge) == argmax(&ce));
         spread_sq += variance(&cs) + variance(&ce);
+        f1 += quant::span_f1(span(&gs, &ge), span(&cs, &ce));
         for (x, y) in gs.iter().chain(&ge).zip(cs.iter().chain(&ce)) {
             max_error = max_error.max((x - y).abs());
             error_sq += ((x - y) as f64).powi(2);
@@ -148,10 +215,12 @@ fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>]) -> Result<String> {
     let error = (error_sq / values.max(1) as f64).sqrt();
     let spread = (spread_sq / (2 * n).max(1) as f64).sqrt();
     let relative = error / spread.max(f64::MIN_POSITIVE);
+    let f1 = f1 / n.max(1) as f64;
     let line = format!(
-        "checked against the CPU engine on {n} features: logits rms error {error:.2e} (max {max_error:.2e}) = {relative:.3} of their spread between tokens ({spread:.2e}); start agrees {starts}/{n}, end {ends}/{n}"
+        "checked against the CPU engine on {n} features: logits rms error {error:.2e} (max {max_error:.2e}) = {relative:.3} of their spread between tokens ({spread:.2e}); start agrees {starts}/{n}, end {ends}/{n}; answers' F1 {f1:.4}"
     );
-    if relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() {
+    let failed = if int8 { f1 < MIN_INT8_F1 } else { relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() };
+    if failed {
         return Err(GpuError::Build(format!("the GPU BERT plan disagrees with the CPU engine: {line}")));
     }
     Ok(line)
@@ -169,19 +238,24 @@ mod tests {
     fn the_error_against_the_spread_between_tokens_decides_the_verdict() {
         let cpu = vec![response(&[(0.1, 2.0), (3.0, 0.5), (0.2, 0.1)]); 10];
         let close = vec![response(&[(0.1, 2.001), (3.001, 0.5), (0.2, 0.1)]); 10];
-        let line = judge(&close, &cpu).unwrap();
+        let line = judge(&close, &cpu, false).unwrap();
         assert!(line.contains("start agrees 10/10, end 10/10"), "{line}");
         // A near-tie flipped by rounding is reported, not failed.
         let tie = vec![response(&[(3.0, 2.0), (3.0001, 0.5), (0.2, 0.1)]); 10];
         let near = vec![response(&[(3.0001, 2.0), (3.0, 0.5), (0.2, 0.1)]); 10];
-        assert!(judge(&near, &tie).unwrap().contains("start agrees 0/10"));
+        assert!(judge(&near, &tie, false).unwrap().contains("start agrees 0/10"));
         let noisy = vec![response(&[(0.1, 2.5), (3.5, 0.5), (0.2, 0.1)]); 10];
-        assert!(judge(&noisy, &cpu).unwrap_err().to_string().contains("of their spread between tokens"));
+        assert!(judge(&noisy, &cpu, false).unwrap_err().to_string().contains("of their spread between tokens"));
         // Logits offset by a constant are as wrong as their offset, however large the logits.
         let flat = vec![response(&[(100.0, 100.0), (100.01, 100.0), (100.0, 100.01)]); 10];
         let shifted = vec![response(&[(100.01, 100.01), (100.02, 100.01), (100.01, 100.02)]); 10];
-        assert!(judge(&shifted, &flat).is_err());
+        assert!(judge(&shifted, &flat, false).is_err());
+        // Int8 plans are judged by their answers: noisy logits with the same answers pass, a
+        // moved answer fails.
+        assert!(judge(&noisy, &cpu, true).unwrap().contains("answers' F1 1.0000"));
+        let moved = vec![response(&[(3.5, 2.0), (0.1, 0.5), (0.2, 2.2)]); 10];
+        assert!(judge(&moved, &cpu, true).unwrap_err().to_string().contains("answers' F1 0.0000"));
         let short = vec![response(&[(0.1, 2.0)]); 10];
-        assert!(judge(&short, &cpu).unwrap_err().to_string().contains("the GPU answered 2 logits, the CPU engine 6"));
+        assert!(judge(&short, &cpu, false).unwrap_err().to_string().contains("the GPU answered 2 logits, the CPU engine 6"));
     }
 }

@@ -223,3 +223,38 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) attention(const half_t*
         }
     }
 }
+
+// ---- Int8 plans: the linears' inputs in int8, their int32 products dequantized here. ----
+
+// Round to nearest (ties to even), saturated at +-127: quant.rs's `quantize`.
+__device__ __forceinline__ signed char to_i8(float v) {
+    int r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(fminf(fmaxf(v, -127.f), 127.f)));
+    return (signed char)r;
+}
+
+// q = int8 of x * inv_scale over n fp16 values (n even): a linear's input.
+extern "C" __global__ void quantize(const half_t* x, signed char* q, float inv_scale, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; 2 * i < n; i += gridDim.x * blockDim.x) {
+        unsigned v = *(const unsigned*)(x + 2 * i);
+        q[2 * i] = to_i8(lo2f(v) * inv_scale);
+        q[2 * i + 1] = to_i8(hi2f(v) * inv_scale);
+    }
+}
+
+// The int8 linears' epilogue over n values of rows `width` wide: v = acc * (x_scale * w_scale[c])
+// + bias[c], then GELU's tanh form when `gelu` (as cuBLASLt's epilogue in fp16 plans); written to
+// `y` in fp16, or, when `q` is not null, in int8 at `q_inv_scale` (the next linear's input).
+extern "C" __global__ void dequantize(const int* acc, const float* w_scale, const float* bias, float x_scale, int width, int n, int gelu, half_t* y,
+                                      signed char* q, float q_inv_scale) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int c = i % width;
+        float v = (float)acc[i] * (x_scale * w_scale[c]) + bias[c];
+        if (gelu) {
+            float u = 0.7978846f * (v + 0.044715f * v * v * v);
+            v = 0.5f * v * (2.f - 2.f / (__expf(2.f * u) + 1.f));
+        }
+        if (q) q[i] = to_i8(v * q_inv_scale);
+        else y[i] = f2h(v);
+    }
+}

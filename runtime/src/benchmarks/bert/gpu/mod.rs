@@ -18,6 +18,7 @@ pub mod import;
 pub mod layout;
 pub mod matmul;
 pub mod pack;
+pub mod quant;
 
 use crate::benchmarks::bert::cpu::Feature;
 use crate::engines::gpu::GpuError;
@@ -89,6 +90,8 @@ struct DeviceBert {
     residual_norm: CudaFunction,
     attention: CudaFunction,
     answer: CudaFunction,
+    quantize: CudaFunction,
+    dequantize: CudaFunction,
 }
 
 impl DeviceBert {
@@ -126,6 +129,8 @@ impl DeviceBert {
             residual_norm: function("residual_layernorm")?,
             attention,
             answer: function("qa_head")?,
+            quantize: function("quantize")?,
+            dequantize: function("dequantize")?,
             ctx,
             header: plan.header.clone(),
             weights,
@@ -158,9 +163,38 @@ struct Slot {
     host_inputs: PinnedBuffer,
     host_logits: PinnedBuffer,
     upload: Upload,
+    /// Int8 plans: the linears' quantized inputs and their int32 products.
+    int8: Option<Int8Buffers>,
     use_graphs: bool,
     /// Captured one-feature batches by padded token count.
     graphs: HashMap<usize, CudaGraph>,
+}
+
+/// An int8 plan's buffers: quantized inputs (up to the intermediate width) and int32 products (up
+/// to the widest output).
+struct Int8Buffers {
+    quantized: DeviceBuffer,
+    products: DeviceBuffer,
+}
+
+/// Where a linear's input is: fp16 activations, or already quantized (the intermediate's epilogue
+/// writes the output linear's input in int8).
+#[derive(Clone, Copy)]
+enum Input {
+    Fp16(DevicePtr),
+    Quantized,
+}
+
+/// Where a linear's output goes: fp16 activations, or int8 at the next linear's input scale.
+#[derive(Clone, Copy)]
+enum Output {
+    Fp16(DevicePtr),
+    Quantized(f32),
+}
+
+/// The launch of an elementwise grid-stride kernel over `n` values.
+fn elementwise(n: usize) -> LaunchConfig {
+    LaunchConfig { grid_dim: (n.div_ceil(256).clamp(1, 8192) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
 // SAFETY: a slot is used by one thread at a time (taken out of the engine's pool while in use);
@@ -183,7 +217,16 @@ impl Slot {
         let linear = |at: &LinearAt, epilogue: Epilogue| {
             // SAFETY: the plan's offsets and sizes lie inside the weights buffer (the layout wrote
             // them; the blob's checksum was verified on load); the model outlives its slots.
-            unsafe { Linear::new(model.at(at.weight), model.at(at.bias), at.outputs, at.inputs, epilogue) }
+            unsafe {
+                match at.int8 {
+                    Some(_) => Linear::int8(model.at(at.weight), at.outputs, at.inputs),
+                    None => Linear::new(model.at(at.weight), model.at(at.bias), at.outputs, at.inputs, epilogue),
+                }
+            }
+        };
+        let int8 = match model.header.layers.first().and_then(|l| l.qkv.int8) {
+            Some(_) => Some(Int8Buffers { quantized: zeroed(tokens * s.intermediate)?, products: zeroed(tokens * s.intermediate.max(3 * s.hidden) * 4)? }),
+            None => None,
         };
         let linears = model
             .header
@@ -213,6 +256,7 @@ impl Slot {
             host_inputs: PinnedBuffer::new(upload.bytes())?,
             host_logits: PinnedBuffer::new(tokens * 2 * 4)?,
             upload,
+            int8,
             use_graphs: options.use_graphs,
             graphs: HashMap::new(),
         })
@@ -228,6 +272,48 @@ impl Slot {
         // values hold `padded` rows of `hidden` (a slot is sized for a full batch), the layer
         // norm's parameters `hidden` floats each, `total` the uploaded token count.
         Ok(cu("residual + layer norm", unsafe { launch.launch(per_token(padded)) }).map(|_| ())?)
+    }
+
+    /// Enqueues linear `index` (of `self.linears`, by layer and place) of `at` over `padded` rows:
+    /// cuBLASLt with its epilogue (fp16 plans), or quantize (unless `input` already is), the int8
+    /// product, and our epilogue (int8 plans), GELU where `gelu`.
+    ///
+    /// # Safety
+    /// As for the products in [`Slot::enqueue`]: the buffers hold `padded` rows of the linear's
+    /// widths.
+    unsafe fn product(&mut self, model: &DeviceBert, at: &LinearAt, (layer, place): (usize, usize), input: Input, output: Output, padded: usize) -> Result<()> {
+        let s = self.stream.cu_stream();
+        let linear = &self.linears[layer][place];
+        let (Some(q), Some(buffers)) = (at.int8, &self.int8) else {
+            let (Input::Fp16(x), Output::Fp16(y)) = (input, output) else {
+                return Err(GpuError::Run("an int8 input or output given to an fp16 linear".into()));
+            };
+            // SAFETY: our caller's contract.
+            return Ok(unsafe { self.matmuls.run(linear, x, y, padded, s) }?);
+        };
+        let (quantized, products) = (buffers.quantized.ptr().raw(), buffers.products.ptr().raw());
+        if let Input::Fp16(x) = input {
+            let (x, inv, n) = (x.raw(), 1.0 / q.input_scale, (padded * at.inputs) as i32);
+            let mut launch = self.stream.launch_builder(&model.quantize);
+            launch.arg(&x).arg(&quantized).arg(&inv).arg(&n);
+            // SAFETY: quantize's parameters in order and type; both buffers hold `n` values.
+            cu("quantize", unsafe { launch.launch(elementwise(n as usize)) })?;
+        }
+        // SAFETY: the quantized input holds `padded` rows of `inputs`, the products buffer of the
+        // widest output (sized at the slot's creation).
+        unsafe { self.matmuls.run(linear, buffers.quantized.ptr(), buffers.products.ptr(), padded, s) }?;
+        let (scales, bias) = (model.at(q.scales).raw(), model.at(at.bias).raw());
+        let (width, n, gelu) = (at.outputs as i32, (padded * at.outputs) as i32, i32::from(place == 2));
+        let (y, to, inv) = match output {
+            Output::Fp16(y) => (y.raw(), 0u64, 0f32),
+            Output::Quantized(scale) => (0u64, quantized, 1.0 / scale),
+        };
+        let mut launch = self.stream.launch_builder(&model.dequantize);
+        launch.arg(&products).arg(&scales).arg(&bias).arg(&q.input_scale).arg(&width).arg(&n).arg(&gelu).arg(&y).arg(&to).arg(&inv);
+        // SAFETY: dequantize's parameters in order and type; the products hold `n` int32 values,
+        // the scales and bias `width` floats, the output `n` values of its type.
+        cu("dequantize", unsafe { launch.launch(elementwise(n as usize)) })?;
+        Ok(())
     }
 
     /// Enqueues a whole batch already written to `host_inputs`: its upload, every layer, and the
@@ -272,10 +358,15 @@ impl Slot {
             shared_mem_bytes: attention_shared_bytes(longest, shape.head_size()) as u32,
         };
         let (q, c) = (qkv.raw(), context.raw());
-        for (layer, [qkv_linear, attention_output, up, down]) in model.header.layers.iter().zip(&self.linears) {
+        for (i, layer) in model.header.layers.iter().enumerate() {
+            // The intermediate's epilogue writes the output linear's input in int8 in int8 plans.
+            let (down_input, up_output) = match layer.output.int8 {
+                Some(q) => (Input::Quantized, Output::Quantized(q.input_scale)),
+                None => (Input::Fp16(intermediate), Output::Fp16(intermediate)),
+            };
             // SAFETY (the products): each buffer holds `padded` rows of the linear's width
             // (slots are sized for a full batch, rounded up as `padded_tokens` rounds).
-            unsafe { self.matmuls.run(qkv_linear, x, qkv, padded, s) }?;
+            unsafe { self.product(model, &layer.qkv, (i, 0), Input::Fp16(x), Output::Fp16(qkv), padded) }?;
             let mut launch = self.stream.launch_builder(&model.attention);
             launch.arg(&q).arg(&c).arg(&starts).arg(&scale);
             // SAFETY: attention's parameters in order and type (3 pointers, a float); each of the
@@ -284,12 +375,12 @@ impl Slot {
             // checked against the model's by `Packed::new`).
             cu("attention", unsafe { launch.launch(attention) })?;
             // SAFETY: as for the first product.
-            unsafe { self.matmuls.run(attention_output, context, projected, padded, s) }?;
+            unsafe { self.product(model, &layer.attention_output, (i, 1), Input::Fp16(context), Output::Fp16(projected), padded) }?;
             self.residual_norm(model, &layer.attention_norm, total, padded)?;
             // SAFETY: as for the first product.
-            unsafe { self.matmuls.run(up, x, intermediate, padded, s) }?;
+            unsafe { self.product(model, &layer.intermediate, (i, 2), Input::Fp16(x), up_output, padded) }?;
             // SAFETY: as for the first product.
-            unsafe { self.matmuls.run(down, intermediate, projected, padded, s) }?;
+            unsafe { self.product(model, &layer.output, (i, 3), down_input, Output::Fp16(projected), padded) }?;
             self.residual_norm(model, &layer.output_norm, total, padded)?;
         }
 
@@ -393,3 +484,6 @@ impl Engine for GpuBertEngine {
         self.answer_all(indices, source, outputs).map_err(EngineError::new)
     }
 }
+
+#[cfg(test)]
+mod int8_tests;
