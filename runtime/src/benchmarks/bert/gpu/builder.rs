@@ -221,7 +221,8 @@ fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>], int8: bool) -> Result<String> {
     );
     let failed = if int8 { f1 < MIN_INT8_F1 } else { relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() };
     if failed {
-        return Err(GpuError::Build(format!("the GPU BERT plan disagrees with the CPU engine: {line}")));
+        let fix = if int8 { format!("; int8 needs answers' F1 >= {MIN_INT8_F1}: `--precision=fp16` runs the fp16 plan instead") } else { String::new() };
+        return Err(GpuError::Build(format!("the GPU BERT plan disagrees with the CPU engine: {line}{fix}")));
     }
     Ok(line)
 }
