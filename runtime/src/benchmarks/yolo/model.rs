@@ -380,6 +380,7 @@ mod tests {
         assert_eq!(count(&|t| matches!(t, TensorOp::MaxPool { .. })), 3);
         assert_eq!(count(&|t| matches!(t, TensorOp::Upsample { .. })), 2);
         assert_eq!(count(&|t| matches!(t, TensorOp::MatMul { .. })), 4);
+        assert_eq!(count(&|t| matches!(t, TensorOp::MatMul { a_transposed, b_transposed, .. } if a_transposed != b_transposed)), 4, "q and the scores read transposed, not copied");
         assert_eq!(count(&|t| matches!(t, TensorOp::Softmax { .. })), 3);
         assert_eq!(count(&|t| matches!(t, TensorOp::Pointwise { .. })), 1, "DFL's expectation");
         let convs = net.ops.iter().filter(|op| matches!(op.kind, OpKind::Conv { .. })).count();
@@ -387,6 +388,33 @@ mod tests {
         let silu = net.ops.iter().filter(|op| matches!(op.kind, OpKind::Conv { act: crate::engines::gpu::convnet::import::Act::Silu, .. })).count();
         assert_eq!(silu, 159, "SiLU fused into its convolution (the 160th Sigmoid is the class scores')");
         assert_eq!(count(&|t| matches!(t, TensorOp::Activation(_))), 1, "the class scores' sigmoid");
+    }
+
+    /// At half the real widths (every channel count a multiple of 8, as at full width) every
+    /// channel concatenation (C3k2, C3k, SPPF, C2PSA, the neck, the head's box and class rows)
+    /// takes its inputs in place: it copies nothing (C2PSA's split still copies the half it keeps,
+    /// since its other half is not concatenated), and no value is overwritten before its last read.
+    #[test]
+    fn concatenations_take_their_inputs_in_place() {
+        use crate::engines::gpu::convnet::import::{OpKind, import};
+        use crate::engines::gpu::convnet::place::{Place, assert_schedule_keeps_values};
+        let (net, _) = import(&yolo11(&YoloShape { size: 64, width_divisor: 2, class_bias: -2.0 }, 7), &[3, 64, 64]).expect("imports");
+        assert_schedule_keeps_values(&net);
+        let (mut placed, mut copied) = (0, Vec::new());
+        for op in net.ops.iter().filter(|op| op.kind == OpKind::Concat) {
+            let mut at = 0;
+            for &v in &op.inputs {
+                let out = net.places[op.output];
+                if net.places[v] == (Place { root: out.root, offset: out.offset + at }) {
+                    placed += 1;
+                } else {
+                    copied.push(format!("{} input {v}", op.name));
+                }
+                at += net.values[v].channels;
+            }
+        }
+        println!("{placed} concatenation inputs in place; copied: {copied:?}");
+        assert!(placed > 0 && copied.is_empty(), "{placed} in place; copied: {copied:?}");
     }
 
     /// ultralytics' own export (`MLPERF_YOLO_EXPORT`: `YOLO("yolo11l.yaml").export(format="onnx",

@@ -1,5 +1,6 @@
 //! Running a convnet plan on one GPU: the weights uploaded once, and per inference stream a slot
-//! with its cuDNN handle, one buffer per value (channels-last fp16, the plan's batch size), the
+//! with its cuDNN handle, a buffer per value that has its own rows (channels-last fp16, the plan's
+//! batch size; values placed in a concatenation's rows use its buffer, [`super::place`]), the
 //! descriptors of every op, and (with `use_graphs`) one CUDA graph of the whole network, captured
 //! after a plain run. Convolutions run cuDNN's algorithm the plan names (transposed ones as its
 //! backward data); everything else is our kernels (`kernels.cu`).
@@ -160,7 +161,8 @@ pub struct Slot {
     pub stream: Arc<CudaStream>,
     descriptors: Vec<OpDescriptors>,
     handle: Handle,
-    buffers: Vec<DeviceBuffer>,
+    /// Per value: its own buffer, `None` for a value placed in another's rows.
+    buffers: Vec<Option<DeviceBuffer>>,
     stats: DeviceBuffer,
     workspace: DeviceBuffer,
     graph: Option<CudaGraph>,
@@ -178,10 +180,16 @@ impl Slot {
         let stream = cu("create stream", model.ctx.new_stream())?;
         let handle = Handle::new(&stream)?;
         let (net, n) = (&model.header.net, model.batch());
-        let buffers = net.values.iter().map(|v| DeviceBuffer::new(n * v.bytes())).collect::<std::result::Result<Vec<_>, _>>()?;
+        // A value without a producer (a transpose a MatMul reads through) needs no buffer either.
+        let mut produced = vec![false; net.values.len()];
+        produced[0] = true;
+        net.ops.iter().for_each(|op| produced[op.output] = true);
+        let own = |v: usize| net.places[v].root == v && produced[v];
+        let buffers =
+            net.values.iter().enumerate().map(|(v, shape)| own(v).then(|| DeviceBuffer::new(n * shape.bytes())).transpose()).collect::<std::result::Result<Vec<_>, _>>()?;
         // Zeroed once: a concatenation leaves its padding channels as they are, and the next
         // convolution's zero weights there must not meet NaN bit patterns.
-        for b in &buffers {
+        for b in buffers.iter().flatten() {
             // SAFETY: within the buffer just allocated; synchronous.
             cu("clear buffers", unsafe { dr::memset_d8_sync(b.ptr().raw(), 0, b.bytes) })?;
         }
@@ -190,18 +198,19 @@ impl Slot {
         let mut need = 0;
         for op in &net.ops {
             let (x, y) = (&net.values[op.inputs[0]], &net.values[op.output]);
-            let t = |v: &ValueShape| Tensor::channels_last(DataType::Half, n, v.padded, v.padded, &v.spatial);
+            let t = |v: usize| Tensor::channels_last(DataType::Half, n, net.values[v].padded, row(net, v), &net.values[v].spatial);
             let d = match &op.kind {
                 OpKind::Conv { graph: Some(serialized), weights: w_at, bias, .. } => {
                     let plan = serialized.restore(&handle, &model.header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
                     need = need.max(plan.workspace_bytes());
-                    let ptr = |v: usize| buffers[v].ptr();
-                    OpDescriptors::Graph { plan, bindings: conv_bindings(ptr(op.inputs[0]), model.weights.ptr(), *w_at, *bias, ptr(op.output)) }
+                    let ptr = |v: usize| value_ptr(net, &buffers, v);
+                    let residual = op.inputs.get(1).map(|&r| ptr(r));
+                    OpDescriptors::Graph { plan, bindings: conv_bindings(ptr(op.inputs[0]), model.weights.ptr(), *w_at, *bias, residual, ptr(op.output)) }
                 }
                 OpKind::Conv { geometry: g, algorithm, .. } => {
                     let w = Filter::channels_last(DataType::Half, y.padded, x.padded / g.groups, &g.kernel)?;
                     let conv = Convolution::nd(&g.pad, &g.stride, &g.dilation, g.groups, DataType::Float)?;
-                    let d = OpDescriptors::Conv { x: t(x)?, y: t(y)?, w, conv };
+                    let d = OpDescriptors::Conv { x: t(op.inputs[0])?, y: t(op.output)?, w, conv };
                     if let (OpDescriptors::Conv { x, y, w, conv }, Some(algo)) = (&d, Algorithm::from_code(*algorithm)) {
                         need = need.max(cudnn::workspace_size(&handle, x, w, conv, y, algo)?);
                     }
@@ -210,7 +219,7 @@ impl Slot {
                 OpKind::ConvTranspose { geometry: g, algorithm, .. } => {
                     let w = Filter::channels_last(DataType::Half, x.padded, y.padded, &g.kernel)?;
                     let conv = Convolution::nd(&g.pad, &g.stride, &g.dilation, 1, DataType::Float)?;
-                    let d = OpDescriptors::Transpose { dy: t(x)?, dx: t(y)?, w, conv };
+                    let d = OpDescriptors::Transpose { dy: t(op.inputs[0])?, dx: t(op.output)?, w, conv };
                     if let (OpDescriptors::Transpose { dy, dx, w, conv }, Some(algo)) = (&d, BackwardDataAlgorithm::from_code(*algorithm)) {
                         need = need.max(cudnn::backward_data_workspace_size(&handle, w, dy, conv, dx, algo)?);
                     }
@@ -233,8 +242,21 @@ impl Slot {
         })
     }
 
+    /// Where value `value`'s first row starts.
     pub(super) fn ptr(&self, value: usize) -> DevicePtr {
-        self.buffers[value].ptr()
+        value_ptr(&self.model.header.net, &self.buffers, value)
+    }
+
+    /// Elements between value `value`'s positions (its padded channels unless placed in a wider
+    /// value's rows).
+    pub(super) fn row(&self, value: usize) -> usize {
+        row(&self.model.header.net, value)
+    }
+
+    /// Whether value `value` already lies at channel `at` of value `of`'s rows (placed there): no copy.
+    pub(super) fn lies_in(&self, value: usize, of: usize, at: usize) -> bool {
+        let places = &self.model.header.net.places;
+        places[value] == super::place::Place { root: places[of].root, offset: places[of].offset + at }
     }
 
     /// The network's input buffer: the plan's batch of channels-last fp16 samples.
@@ -261,14 +283,17 @@ impl Slot {
         let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
         let rows = (n * ys.positions()) as i64;
         let missing = || GpuError::PlanContent("the plan has no algorithm (build incomplete); rebuild it".into()).in_layer(&op.name);
+        // The epilogue of a legacy algorithm's output: bias, activation, then the residual if any.
         let bias_act = |bias: Option<usize>, act: Act| -> Result<()> {
-            if bias.is_none() && act == Act::None {
+            let residual = op.inputs.get(1).copied();
+            if bias.is_none() && act == Act::None && residual.is_none() {
                 return Ok(());
             }
             let b = bias.map_or(0, |o| weights.offset(o).raw());
-            let (c, kind) = (ys.padded as i32, act.code());
+            let (r, r_row) = residual.map_or((0, 0), |v| (self.ptr(v).raw(), self.row(v) as i32));
+            let (c, y_row, kind) = (ys.padded as i32, self.row(op.output) as i32, act.code());
             let mut l = self.stream.launch_builder(&m.bias_act);
-            l.arg(&y).arg(&y).arg(&b).arg(&rows).arg(&c).arg(&kind);
+            l.arg(&y).arg(&y).arg(&b).arg(&r).arg(&rows).arg(&c).arg(&y_row).arg(&y_row).arg(&r_row).arg(&kind);
             // SAFETY: bias_act's parameters in order and type; in place on the op's output.
             cu("bias_act", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             Ok(())
@@ -337,7 +362,11 @@ impl Slot {
                 let mut offset = 0i32;
                 for &input in &op.inputs {
                     let v = &net.values[input];
-                    let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, v.padded as i32, ys.padded as i32);
+                    let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, self.row(input) as i32, self.row(op.output) as i32);
+                    if self.lies_in(input, op.output, offset as usize) {
+                        offset += c;
+                        continue;
+                    }
                     let mut l = self.stream.launch_builder(&m.copy_slice);
                     l.arg(&src).arg(&y).arg(&rows).arg(&c).arg(&x_row).arg(&0i32).arg(&y_row).arg(&offset);
                     // The kernel moves 8 channels at a time when every count is a multiple of 8.
@@ -349,9 +378,9 @@ impl Slot {
                 }
             }
             (OpKind::Activation(act), _) => {
-                let (c, kind) = (ys.padded as i32, act.code());
+                let (c, x_row, y_row, kind) = (ys.padded as i32, self.row(op.inputs[0]) as i32, self.row(op.output) as i32, act.code());
                 let mut l = self.stream.launch_builder(&m.bias_act);
-                l.arg(&x).arg(&y).arg(&0u64).arg(&rows).arg(&c).arg(&kind);
+                l.arg(&x).arg(&y).arg(&0u64).arg(&0u64).arg(&rows).arg(&c).arg(&x_row).arg(&y_row).arg(&0i32).arg(&kind);
                 // SAFETY: bias_act's parameters in order and type.
                 cu("activation", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             }
@@ -474,17 +503,20 @@ impl Slot {
             }
             let fused = self.tune_graph(index, limit);
             let op = &mut header.net.ops[index];
-            let (us, code, bytes) = best.ok_or_else(|| GpuError::Build(format!("no cuDNN algorithm runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name))?;
-            if let OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. } = &mut op.kind {
+            if let (OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. }, Some((_, code, bytes))) = (&mut op.kind, best) {
                 (*algorithm, *workspace) = (code, bytes);
             }
-            match (fused, &mut op.kind) {
-                (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }) if (graph_us as f32) < us => {
+            // cuDNN's legacy algorithms refuse rows wider than the channels (a value placed in a
+            // concatenation's rows); its runtime-fused graphs take them, so a graph may be all there is.
+            match (fused, &mut op.kind, best) {
+                (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
                     let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
-                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {code} {us:.1} us)", op.name, tuned.plan.engine()));
+                    let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
+                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {legacy})", op.name, tuned.plan.engine()));
                     (*graph, *workspace) = (Some(serialized), tuned.plan.workspace_bytes());
                 }
-                _ => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name)),
+                (_, _, Some((us, code, bytes))) => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name)),
+                (..) => return Err(GpuError::Build(format!("no cuDNN algorithm or graph runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name)),
             }
         }
         Ok(())
@@ -522,8 +554,12 @@ impl Slot {
             dilation: two(&g.dilation),
             bias: bias.is_some(),
             act,
+            x_row: self.row(op.inputs[0]) as i64,
+            y_row: self.row(op.output) as i64,
+            residual_row: op.inputs.get(1).map(|&r| self.row(r) as i64),
         };
-        let bindings = conv_bindings(self.ptr(op.inputs[0]), self.model.weights.ptr(), *weights, *bias, self.ptr(op.output));
+        let residual = op.inputs.get(1).map(|&r| self.ptr(r));
+        let bindings = conv_bindings(self.ptr(op.inputs[0]), self.model.weights.ptr(), *weights, *bias, residual, self.ptr(op.output));
         // Runtime-fusion engines compile a kernel per candidate: four keep a full YOLO build near a minute.
         let options = Autotune { candidates: 4, runs: 5 };
         let workspace = if self.workspace.bytes <= workspace_limit { &self.workspace } else { return None };
@@ -564,9 +600,23 @@ impl Slot {
     }
 }
 
-/// The graph tensors' addresses of a convolution: input, weights and bias in the plan's blob, output.
-fn conv_bindings(x: DevicePtr, weights: DevicePtr, w_at: usize, bias: Option<usize>, y: DevicePtr) -> Vec<(Uid, DevicePtr)> {
+/// Where value `v`'s first row starts: its root's buffer, `offset` channels in.
+fn value_ptr(net: &super::import::Net, buffers: &[Option<DeviceBuffer>], v: usize) -> DevicePtr {
+    let place = net.places[v];
+    let root = buffers[place.root].as_ref().expect("every root value has its buffer (Slot::new)");
+    root.ptr().offset(2 * place.offset)
+}
+
+/// Elements between value `v`'s positions: its root's padded channels.
+fn row(net: &super::import::Net, v: usize) -> usize {
+    net.values[net.places[v].root].padded
+}
+
+/// The graph tensors' addresses of a convolution: input, weights and bias in the plan's blob, the
+/// residual if any, output.
+fn conv_bindings(x: DevicePtr, weights: DevicePtr, w_at: usize, bias: Option<usize>, residual: Option<DevicePtr>, y: DevicePtr) -> Vec<(Uid, DevicePtr)> {
     let mut bindings = vec![(ConvLayer::X, x), (ConvLayer::W, weights.offset(w_at)), (ConvLayer::Y, y)];
     bindings.extend(bias.map(|b| (ConvLayer::BIAS, weights.offset(b))));
+    bindings.extend(residual.map(|r| (ConvLayer::RESIDUAL, r)));
     bindings
 }

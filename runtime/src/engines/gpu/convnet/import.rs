@@ -7,6 +7,7 @@
 //! logical order ([`tensor`](super::tensor)), converted from and to images where ops meet. CPU only,
 //! tested in CI.
 
+use super::place::{Place, places};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::graph::plan::SerializedPlan;
 use crate::engines::onnx_reader::{attr, attr_float, attr_int, attr_ints, f32_values};
@@ -101,7 +102,8 @@ pub enum OpKind {
     /// Cross-correlation; fp16 weights `[K, kernel..., C / groups]` (padded) at `weights`, f32 bias
     /// `[K padded]` at `bias` if any; `algorithm` is cuDNN's forward algorithm, chosen by timing,
     /// unless the builder found `graph` faster: a cuDNN graph running the convolution with its
-    /// bias and activation in one kernel (2-D, one group).
+    /// bias and activation in one kernel (2-D, one group). A second input is a residual, added
+    /// after the activation (a residual sum fused into its convolution: [`fuse_residuals`]).
     Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan> },
     /// Transposed convolution with kernel = stride, no padding, run as cuDNN's backward data of the
     /// convolution it transposes: fp16 weights `[C_in, kernel..., C_out]` (padded), f32 bias.
@@ -163,8 +165,10 @@ pub enum TensorOp {
     Binary { op: BinOp, a: Operand, b: Operand, table: usize, rank: usize },
     /// Softmax over `len` entries `inner` apart, `outer` groups per sample.
     Softmax { outer: usize, len: usize, inner: usize },
-    /// Per sample `batches` products `[m, k] x [k, n]`, row-major.
-    MatMul { batches: usize, m: usize, k: usize, n: usize },
+    /// Per sample `batches` products `alpha [m, k] x [k, n]`, row-major; an operand `transposed`
+    /// is stored as its transpose (`[k, m]`, `[n, k]`): the Transpose before it is never copied.
+    /// `alpha` is a scalar Mul after the product, folded in ([`fold_scales`]).
+    MatMul { batches: usize, m: usize, k: usize, n: usize, a_transposed: bool, b_transposed: bool, alpha: f32 },
     /// An activation of a dense value.
     Activation(Act),
     /// A 1x1 convolution of a dense `[c, rest]` value: `y[o, r] = act(sum_c w[o, c] x[c, r] + b[o])`,
@@ -180,12 +184,14 @@ pub struct Op {
     pub output: usize,
 }
 
-/// The imported network: value 0 is the input; each op writes one value.
+/// The imported network: value 0 is the input; each op writes one value, whose rows lie where
+/// `places` says ([`super::place`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Net {
     pub values: Vec<ValueShape>,
     pub ops: Vec<Op>,
     pub output: usize,
+    pub places: Vec<Place>,
 }
 
 /// Weights in the GPU's layout, appended 256-byte aligned.
@@ -229,8 +235,9 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
         inits,
         ints: HashMap::new(),
         ids: HashMap::new(),
-        net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0 },
+        net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0, places: Vec::new() },
         blob: Blob::default(),
+        swapped: HashMap::new(),
     };
     b.ids.insert(graph_input.name.clone(), 0);
     // Consumers of each name, for fusion: an activation is fused when its producer has no other.
@@ -287,7 +294,94 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     }
     let out = graph.output.first().ok_or_else(|| network("the ONNX model has no output"))?;
     b.net.output = b.value(&out.name)?;
+    drop_unread(&mut b.net);
+    fuse_residuals(&mut b.net);
+    fold_scales(&mut b.net, &b.blob);
+    b.net.places = places(&b.net);
     Ok((b.net, b.blob))
+}
+
+/// Removes the ops whose values nothing reads (transposes a MatMul reads through), last first so
+/// that what only they read goes too. Their values stay, without a producer: no buffer is made.
+fn drop_unread(net: &mut Net) {
+    let mut read = vec![false; net.values.len()];
+    read[net.output] = true;
+    let mut kept = Vec::new();
+    for op in std::mem::take(&mut net.ops).into_iter().rev() {
+        if read[op.output] {
+            op.inputs.iter().for_each(|&v| read[v] = true);
+            kept.push(op);
+        }
+    }
+    kept.reverse();
+    net.ops = kept;
+}
+
+/// Folds each sum of two images into the convolution that makes one of them, when nothing else
+/// reads that convolution's output and the other operand is ready before it runs: the
+/// convolution then writes the sum (YOLO's bottlenecks and attention blocks). The folded value
+/// keeps no producer: no buffer is made.
+fn fuse_residuals(net: &mut Net) {
+    let mut producer = vec![None; net.values.len()];
+    let mut readers = vec![0usize; net.values.len()];
+    for (i, op) in net.ops.iter().enumerate() {
+        producer[op.output] = Some(i);
+        op.inputs.iter().for_each(|&v| readers[v] += 1);
+    }
+    let mut fused = Vec::new();
+    for i in 0..net.ops.len() {
+        let (op, sum) = (&net.ops[i], net.ops[i].output);
+        if op.kind != OpKind::Tensor(TensorOp::ImageAdd) {
+            continue;
+        }
+        let ready = |v: usize, before: usize| producer[v].is_none_or(|p| p < before);
+        let folds = |c: usize, other: usize| {
+            let p = producer[c]?;
+            let fits = matches!(&net.ops[p].kind, OpKind::Conv { geometry, .. } if geometry.groups == 1 && geometry.kernel.len() == 2);
+            (fits && net.ops[p].inputs.len() == 1 && readers[c] == 1 && c != net.output && c != other && ready(other, p)).then_some((p, other))
+        };
+        let [a, b] = [op.inputs[0], op.inputs[1]];
+        if let Some((p, other)) = folds(b, a).or_else(|| folds(a, b)) {
+            net.ops[p].inputs.push(other);
+            net.ops[p].output = sum;
+            fused.push(i);
+        }
+    }
+    remove_ops(net, &fused);
+}
+
+/// Removes the ops at `indices` (folded into others).
+fn remove_ops(net: &mut Net, indices: &[usize]) {
+    let mut index = 0;
+    net.ops.retain(|_| {
+        index += 1;
+        !indices.contains(&(index - 1))
+    });
+}
+
+/// Folds each product by a scalar constant into the MatMul that makes its other operand, when
+/// nothing else reads the MatMul's output (the attention's `scores * scale`).
+fn fold_scales(net: &mut Net, blob: &Blob) {
+    let mut readers = vec![0usize; net.values.len()];
+    net.ops.iter().for_each(|op| op.inputs.iter().for_each(|&v| readers[v] += 1));
+    let i64_at = |at: usize| i64::from_le_bytes(blob.0[at..at + 8].try_into().expect("8 bytes"));
+    let mut folded = Vec::new();
+    for i in 0..net.ops.len() {
+        let OpKind::Tensor(TensorOp::Binary { op: BinOp::Mul, a: Operand::Input(0), b: Operand::Constant(at), table, rank }) = net.ops[i].kind else { continue };
+        // The table: dims, a's strides, b's strides; a scalar's strides are all 0.
+        let scalar = (0..rank).all(|d| i64_at(table + 8 * (2 * rank + d)) == 0);
+        let x = net.ops[i].inputs[0];
+        let Some(p) = net.ops[..i].iter().rposition(|op| op.output == x) else { continue };
+        if !scalar || readers[x] != 1 || x == net.output {
+            continue;
+        }
+        if let OpKind::Tensor(TensorOp::MatMul { alpha, .. }) = &mut net.ops[p].kind {
+            *alpha *= f32::from_le_bytes(blob.0[at..at + 4].try_into().expect("4 bytes"));
+            net.ops[p].output = net.ops[i].output;
+            folded.push(i);
+        }
+    }
+    remove_ops(net, &folded);
 }
 
 /// An initializer's dims and values.
@@ -301,6 +395,9 @@ pub(super) struct Importer<'a> {
     pub(super) ids: HashMap<String, usize>,
     pub(super) net: Net,
     pub(super) blob: Blob,
+    /// Values that are another's last two per-sample dims swapped (a Transpose), and that other:
+    /// a MatMul reads the source transposed instead of the copy.
+    pub(super) swapped: HashMap<usize, usize>,
 }
 
 impl<'a> Importer<'a> {

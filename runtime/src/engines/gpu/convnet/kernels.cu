@@ -29,15 +29,21 @@ __device__ __forceinline__ void store8(unsigned short* p, const half8& v) {
     *reinterpret_cast<uint4*>(p) = u;
 }
 
-// y[p, c] = act(x[p, c] + bias[c]) over `positions` rows of `channels` (a multiple of 8); bias may
-// be null. In place when x == y.
-extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, const float* bias, long long positions, int channels, int kind) {
-    long long vectors = positions * (channels / 8);
+// y[p, c] = act(x[p, c] + bias[c]) + r[p, c] over `positions` rows of `channels` (a multiple of
+// 8), x's rows `x_row` apart, y's `y_row` and r's `r_row`; bias and r may be null. In place when
+// x == y.
+extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, const float* bias, const unsigned short* r, long long positions, int channels, int x_row,
+                                    int y_row, int r_row, int kind) {
+    int per_row = channels / 8;
+    long long vectors = positions * per_row;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vectors; i += (long long)gridDim.x * blockDim.x) {
-        int c0 = (int)(i % (channels / 8)) * 8;
-        half8 v = load8(x + i * 8);
-        for (int k = 0; k < 8; k++) v.h[k] = f2h(act(h2f(v.h[k]) + (bias ? bias[c0 + k] : 0.0f), kind));
-        store8(y + i * 8, v);
+        long long p = i / per_row;
+        int c0 = (int)(i % per_row) * 8;
+        half8 v = load8(x + p * x_row + c0);
+        half8 res;
+        if (r) res = load8(r + p * r_row + c0);
+        for (int k = 0; k < 8; k++) v.h[k] = f2h(act(h2f(v.h[k]) + (bias ? bias[c0 + k] : 0.0f), kind) + (r ? h2f(res.h[k]) : 0.0f));
+        store8(y + p * y_row + c0, v);
     }
 }
 

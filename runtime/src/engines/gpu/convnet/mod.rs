@@ -5,6 +5,8 @@
 //!
 //! - [`import`]: ONNX to [`import::Net`], channels-last shapes (channels padded to 8), fusions,
 //!   weights in the GPU's layout. CPU only, tested in CI.
+//! - [`place`]: where each value's rows live: concatenations written in place by their inputs'
+//!   producers, channel slices as views.
 //! - [`plan`]: the plan's header and key, in the GPU plans' file framing (stale or corrupt plans
 //!   refused with the command that rebuilds them).
 //! - [`builder`]: algorithms timed on the GPU into the plan.
@@ -17,6 +19,7 @@
 pub mod builder;
 pub mod exec;
 pub mod import;
+pub mod place;
 pub mod plan;
 pub mod tensor;
 mod tensor_exec;

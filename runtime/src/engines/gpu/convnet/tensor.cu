@@ -16,7 +16,8 @@ __device__ __forceinline__ Where locate(long long i, int per_row, int d, int h, 
 }
 
 // Max pooling over up to 3 spatial dims (2-D: depth 1), 8 channels per thread; padding is -inf.
-extern "C" __global__ void max_pool(const unsigned short* x, unsigned short* y, int n, int channels, int id, int ih, int iw, int od, int oh, int ow,
+// Positions are `x_row` / `y_row` elements apart (the channels, or a wider value's rows).
+extern "C" __global__ void max_pool(const unsigned short* x, unsigned short* y, int n, int channels, int x_row, int y_row, int id, int ih, int iw, int od, int oh, int ow,
                                     int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw) {
     int per_row = channels / 8;
     long long total = (long long)n * od * oh * ow * per_row;
@@ -33,34 +34,38 @@ extern "C" __global__ void max_pool(const unsigned short* x, unsigned short* y, 
                 for (int c = 0; c < kw; c++) {
                     int xx = at.x * sw - pw + c;
                     if (xx < 0 || xx >= iw) continue;
-                    half8 h = load8(x + (((at.s * id + z) * ih + yy) * iw + xx) * channels + at.v * 8);
+                    half8 h = load8(x + (((at.s * id + z) * ih + yy) * iw + xx) * x_row + at.v * 8);
                     for (int k = 0; k < 8; k++) m[k] = fmaxf(m[k], h2f(h.h[k]));
                 }
             }
         }
         half8 out;
         for (int k = 0; k < 8; k++) out.h[k] = f2h(m[k]);
-        store8(y + at.p * channels + at.v * 8, out);
+        store8(y + at.p * y_row + at.v * 8, out);
     }
 }
 
-// Nearest upsampling by integer factors (asymmetric: source = destination / factor).
-extern "C" __global__ void upsample(const unsigned short* x, unsigned short* y, int n, int channels, int id, int ih, int iw, int fd, int fh, int fw) {
+// Nearest upsampling by integer factors (asymmetric: source = destination / factor); rows as max_pool's.
+extern "C" __global__ void upsample(const unsigned short* x, unsigned short* y, int n, int channels, int x_row, int y_row, int id, int ih, int iw, int fd, int fh, int fw) {
     int per_row = channels / 8;
     int od = id * fd, oh = ih * fh, ow = iw * fw;
     long long total = (long long)n * od * oh * ow * per_row;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
         Where at = locate(i, per_row, od, oh, ow);
-        store8(y + at.p * channels + at.v * 8, load8(x + (((at.s * id + at.z / fd) * ih + at.y / fh) * iw + at.x / fw) * channels + at.v * 8));
+        store8(y + at.p * y_row + at.v * 8, load8(x + (((at.s * id + at.z / fd) * ih + at.y / fh) * iw + at.x / fw) * x_row + at.v * 8));
     }
 }
 
-// y = a + b over `values` fp16 values (images of one shape).
-extern "C" __global__ void image_add(const unsigned short* a, const unsigned short* b, unsigned short* y, long long values) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < values / 8; i += (long long)gridDim.x * blockDim.x) {
-        half8 u = load8(a + i * 8), w = load8(b + i * 8);
+// y = a + b over `positions` rows of `channels` (images of one shape), each operand's rows its
+// own width apart.
+extern "C" __global__ void image_add(const unsigned short* a, const unsigned short* b, unsigned short* y, long long positions, int channels, int a_row, int b_row, int y_row) {
+    int per_row = channels / 8;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < positions * per_row; i += (long long)gridDim.x * blockDim.x) {
+        long long p = i / per_row;
+        int c = (int)(i % per_row) * 8;
+        half8 u = load8(a + p * a_row + c), w = load8(b + p * b_row + c);
         for (int k = 0; k < 8; k++) u.h[k] = f2h(h2f(u.h[k]) + h2f(w.h[k]));
-        store8(y + i * 8, u);
+        store8(y + p * y_row + c, u);
     }
 }
 
@@ -111,8 +116,10 @@ extern "C" __global__ void softmax(const float* x, float* y, long long groups, i
 
 // Batched row-major products [m, k] x [k, n] -> [m, n] (grid z: every batch of every sample):
 // 64 x 64 output tiles, 256 threads each computing 4 x 4 from 16-deep slices in shared memory.
-extern "C" __global__ void matmul(const float* a, const float* b, float* y, int m, int k, int n) {
-    __shared__ float ta[16][68], tb[16][68];  // [depth][row], [depth][column]
+// `ta` / `tb`: the operand is stored transposed ([k, m], [n, k]); consecutive threads then load
+// along its stored rows, so the loads stay coalesced either way. The products are scaled by alpha.
+extern "C" __global__ void matmul(const float* a, const float* b, float* y, int m, int k, int n, int ta, int tb, float alpha) {
+    __shared__ float sa[16][68], sb[16][68];  // [depth][row], [depth][column]
     long long z = blockIdx.z;
     a += z * m * k;
     b += z * k * n;
@@ -122,17 +129,19 @@ extern "C" __global__ void matmul(const float* a, const float* b, float* y, int 
     float acc[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     for (int t = 0; t < k; t += 16) {
         for (int e = threadIdx.x; e < 64 * 16; e += 256) {
-            int r = e / 16, c = e % 16;
-            ta[c][r] = row0 + r < m && t + c < k ? a[(long long)(row0 + r) * k + t + c] : 0.0f;
-            int rb = e / 64, cb = e % 64;
-            tb[rb][cb] = t + rb < k && col0 + cb < n ? b[(long long)(t + rb) * n + col0 + cb] : 0.0f;
+            int r = ta ? e % 64 : e / 16, c = ta ? e / 64 : e % 16;
+            bool in_a = row0 + r < m && t + c < k;
+            sa[c][r] = in_a ? (ta ? a[(long long)(t + c) * m + row0 + r] : a[(long long)(row0 + r) * k + t + c]) : 0.0f;
+            int rb = tb ? e % 16 : e / 64, cb = tb ? e / 16 : e % 64;
+            bool in_b = t + rb < k && col0 + cb < n;
+            sb[rb][cb] = in_b ? (tb ? b[(long long)(col0 + cb) * k + t + rb] : b[(long long)(t + rb) * n + col0 + cb]) : 0.0f;
         }
         __syncthreads();
         for (int j = 0; j < 16; j++) {
             float av[4], bv[4];
             for (int i = 0; i < 4; i++) {
-                av[i] = ta[j][ty * 4 + i];
-                bv[i] = tb[j][tx * 4 + i];
+                av[i] = sa[j][ty * 4 + i];
+                bv[i] = sb[j][tx * 4 + i];
             }
             for (int i = 0; i < 4; i++)
                 for (int q = 0; q < 4; q++) acc[i][q] += av[i] * bv[q];
@@ -142,7 +151,7 @@ extern "C" __global__ void matmul(const float* a, const float* b, float* y, int 
     for (int i = 0; i < 4; i++)
         for (int q = 0; q < 4; q++) {
             int r = row0 + ty * 4 + i, c = col0 + tx * 4 + q;
-            if (r < m && c < n) y[(long long)r * n + c] = acc[i][q];
+            if (r < m && c < n) y[(long long)r * n + c] = alpha * acc[i][q];
         }
 }
 

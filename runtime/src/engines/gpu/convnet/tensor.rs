@@ -344,7 +344,21 @@ impl<'a> Importer<'a> {
         let x_strides: Vec<usize> = perm.iter().map(|&p| s[p]).collect();
         let table = self.table(&out, &x_strides, &strides(&out), 0, 0);
         let op = TensorOp::Copy { tables: vec![table], counts: vec![out.iter().product()], rank: out.len() };
-        self.push_op(&node.name, OpKind::Tensor(op), vec![x], ValueShape::dense(&out), result);
+        let y = self.push_op(&node.name, OpKind::Tensor(op), vec![x], ValueShape::dense(&out), result);
+        let r = perm.len();
+        if r >= 2
+            && perm.iter().enumerate().all(|(i, &p)| {
+                p == if i + 2 == r {
+                    r - 1
+                } else if i + 1 == r {
+                    r - 2
+                } else {
+                    i
+                }
+            })
+        {
+            self.swapped.insert(y, x);
+        }
         Ok(())
     }
 
@@ -387,7 +401,10 @@ impl<'a> Importer<'a> {
         let (m, k, n) = (da[r - 2], da[r - 1], db[r - 1]);
         let mut out = da[..r - 2].to_vec();
         out.extend([m, n]);
-        let op = TensorOp::MatMul { batches: da[..r - 2].iter().product(), m, k, n };
+        // An operand that is a transpose of its last two dims is read from the transpose's source.
+        let source = |v: usize| self.swapped.get(&v).map_or((v, false), |&x| (x, true));
+        let ((a, a_transposed), (b, b_transposed)) = (source(a), source(b));
+        let op = TensorOp::MatMul { batches: da[..r - 2].iter().product(), m, k, n, a_transposed, b_transposed, alpha: 1.0 };
         self.push_op(&node.name, OpKind::Tensor(op), vec![a, b], ValueShape::dense(&out), result);
         Ok(())
     }

@@ -54,7 +54,7 @@ impl Slot {
         match t {
             TensorOp::ToDense => {
                 let xs = value(0);
-                let (p, c, pad, x) = (xs.positions() as i64, xs.channels as i32, xs.padded as i32, input(0));
+                let (p, c, pad, x) = (xs.positions() as i64, xs.channels as i32, self.row(op.inputs[0]) as i32, input(0));
                 launch!("to dense", &m.from_channels_last, elementwise(n * xs.positions() * xs.channels), &x, &y, &p, &c, &pad, &ni)
             }
             TensorOp::ToImage => {
@@ -64,7 +64,7 @@ impl Slot {
             TensorOp::MaxPool { kernel, stride, pad } => {
                 let (xs, x) = (value(0), input(0));
                 let (i, o, kk, s, p) = (dhw(xs), dhw(ys), three(kernel, 1), three(stride, 1), three(pad, 0));
-                let c = ys.padded as i32;
+                let (c, x_row, y_row) = (ys.padded as i32, self.row(op.inputs[0]) as i32, self.row(op.output) as i32);
                 launch!(
                     "max pool",
                     &k.max_pool,
@@ -73,6 +73,8 @@ impl Slot {
                     &y,
                     &ni,
                     &c,
+                    &x_row,
+                    &y_row,
                     &i[0],
                     &i[1],
                     &i[2],
@@ -93,18 +95,23 @@ impl Slot {
             TensorOp::Upsample { scale } => {
                 let (xs, x) = (value(0), input(0));
                 let (i, f, c) = (dhw(xs), three(scale, 1), ys.padded as i32);
-                launch!("upsample", &k.upsample, vectorised(n * ys.elements()), &x, &y, &ni, &c, &i[0], &i[1], &i[2], &f[0], &f[1], &f[2])
+                let (x_row, y_row) = (self.row(op.inputs[0]) as i32, self.row(op.output) as i32);
+                launch!("upsample", &k.upsample, vectorised(n * ys.elements()), &x, &y, &ni, &c, &x_row, &y_row, &i[0], &i[1], &i[2], &f[0], &f[1], &f[2])
             }
+            // A slice placed where its input's channels already are is a view: nothing to copy.
+            TensorOp::ChannelSlice { offset } if self.lies_in(op.output, op.inputs[0], *offset) => Ok(()),
             TensorOp::ChannelSlice { offset } => {
-                let (xs, x) = (value(0), input(0));
-                let (rows, c, x_row, x_offset, y_row) = ((n * ys.positions()) as i64, ys.channels as i32, xs.padded as i32, *offset as i32, ys.padded as i32);
+                let x = input(0);
+                let (rows, c, x_row, x_offset, y_row) =
+                    ((n * ys.positions()) as i64, ys.channels as i32, self.row(op.inputs[0]) as i32, *offset as i32, self.row(op.output) as i32);
                 let total = n * ys.positions() * ys.channels;
                 let cfg = if (c | x_row | x_offset | y_row) % 8 == 0 { vectorised(total) } else { elementwise(total) };
                 launch!("channel slice", &m.copy_slice, cfg, &x, &y, &rows, &c, &x_row, &x_offset, &y_row, &0i32)
             }
             TensorOp::ImageAdd => {
-                let (a, b, values) = (input(0), input(1), (n * ys.elements()) as i64);
-                launch!("image add", &k.image_add, vectorised(n * ys.elements()), &a, &b, &y, &values)
+                let (a, b, rows, c) = (input(0), input(1), (n * ys.positions()) as i64, ys.padded as i32);
+                let [a_row, b_row, y_row] = [op.inputs[0], op.inputs[1], op.output].map(|v| self.row(v) as i32);
+                launch!("image add", &k.image_add, vectorised(n * ys.elements()), &a, &b, &y, &rows, &c, &a_row, &b_row, &y_row)
             }
             TensorOp::Copy { tables, counts, rank } => {
                 let (rank, y_sample) = (*rank as i32, ys.elements() as i64);
@@ -132,10 +139,11 @@ impl Slot {
                     launch!("softmax", &k.softmax, elementwise(groups as usize), &x, &y, &groups, &len, &inner)
                 }
             }
-            TensorOp::MatMul { batches, m: rows, k: depth, n: cols } => {
+            TensorOp::MatMul { batches, m: rows, k: depth, n: cols, a_transposed, b_transposed, alpha } => {
                 let (a, b, (mi, ki, nc)) = (input(0), input(1), (*rows as i32, *depth as i32, *cols as i32));
+                let (ta, tb) = (i32::from(*a_transposed), i32::from(*b_transposed));
                 let cfg = LaunchConfig { grid_dim: (cols.div_ceil(64) as u32, rows.div_ceil(64) as u32, (n * batches) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                launch!("matmul", &k.matmul, cfg, &a, &b, &y, &mi, &ki, &nc)
+                launch!("matmul", &k.matmul, cfg, &a, &b, &y, &mi, &ki, &nc, &ta, &tb, alpha)
             }
             TensorOp::Activation(act) => {
                 let (x, count, kind) = (input(0), (n * ys.elements()) as i64, act.code());

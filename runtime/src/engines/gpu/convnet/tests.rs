@@ -4,7 +4,7 @@
 use super::import::{Act, Net, OpKind, import};
 use super::plan::{BUILDER_VERSION, ConvnetHeader, ConvnetPlan, GpuIdentity, key};
 use crate::engines::gpu::plan::{PlanStatus, check, require_fresh, sha256_hex};
-use crate::engines::onnx_writer::{Dim, GraphWriter, attr_float, attr_int, attr_ints, value_info};
+use crate::engines::onnx_writer::{Dim, GraphWriter, attr_float, attr_int, attr_ints, attr_str, value_info};
 use crate::engines::synthetic::rng::SplitMix64;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -124,7 +124,72 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
             }),
         ),
         ("sigmoid_alone", vec![8, 5, 5], vec![8, 5, 5], model(&[8, 5, 5], &[8, 5, 5], |g, _| g.node("Sigmoid", "s", &["x"], vec![]))),
+        (
+            // YOLO's C2f: a split's halves, a residual, a max pool, all concatenated; every input
+            // is written in place (the split's source moves so that its halves are views).
+            "c2f_in_place",
+            vec![8, 6, 6],
+            vec![16, 6, 6],
+            model(&[8, 6, 6], &[16, 6, 6], |g, r| {
+                let u = silu(g, r, "cv1", "x", 8, 16, 1);
+                let split = g.constant_i64("halves", &[2], &[8, 8]);
+                g.nodes.push(pb::NodeProto {
+                    input: vec![u, split],
+                    output: vec!["a".into(), "b".into()],
+                    name: "split".into(),
+                    op_type: "Split".into(),
+                    attribute: vec![attr_int("axis", 1)],
+                    ..Default::default()
+                });
+                let m1 = silu(g, r, "m1", "b", 8, 8, 3);
+                let m2 = conv(g, r, "m2", &m1, 8, 8, &[3, 3], 1, 1, 1, true);
+                let sum = g.node("Add", "sum", &[&m1, &m2], vec![]);
+                let pool = g.node("MaxPool", "pool", &[&sum], vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1; 4]), attr_ints("strides", &[1, 1])]);
+                let cat = g.node("Concat", "cat", &["a", "b", &m1, &sum, &pool], vec![attr_int("axis", 1)]);
+                conv(g, r, "cv2", &cat, 40, 16, &[1, 1], 1, 0, 1, true)
+            }),
+        ),
+        (
+            // The neck's join: an upsampled value written in place, the network's input copied.
+            "upsample_concat",
+            vec![8, 8, 8],
+            vec![8, 8, 8],
+            model(&[8, 8, 8], &[8, 8, 8], |g, r| {
+                let down = conv(g, r, "down", "x", 8, 16, &[3, 3], 2, 1, 1, true);
+                let scales = g.constant("up.scales", &[4], &[1.0, 1.0, 2.0, 2.0]);
+                let attrs = vec![attr_str("coordinate_transformation_mode", "asymmetric"), attr_str("mode", "nearest"), attr_str("nearest_mode", "floor")];
+                let up = g.node("Resize", "up", &[&down, "", &scales], attrs);
+                let cat = g.node("Concat", "cat", &[&up, "x"], vec![attr_int("axis", 1)]);
+                conv(g, r, "out", &cat, 24, 8, &[1, 1], 1, 0, 1, true)
+            }),
+        ),
+        (
+            // The attention's products: each reads a transposed operand through its Transpose; the
+            // scores' scale is folded into their product.
+            "matmul_transposed",
+            vec![8, 4, 4],
+            vec![8, 4, 4],
+            model(&[8, 4, 4], &[8, 4, 4], |g, _| {
+                let heads = g.constant_i64("heads", &[4], &[0, 2, 4, 16]);
+                let x = g.node("Reshape", "x.heads", &["x", &heads], vec![]);
+                let xt = g.node("Transpose", "xt", &[&x], vec![attr_ints("perm", &[0, 1, 3, 2])]);
+                let scores = g.node("MatMul", "scores", &[&xt, &x], vec![]);
+                let scale = g.constant("scale", &[], &[0.25]);
+                let scores = g.node("Mul", "scaled", &[&scores, &scale], vec![]);
+                let st = g.node("Transpose", "st", &[&scores], vec![attr_ints("perm", &[0, 1, 3, 2])]);
+                let mixed = g.node("MatMul", "mixed", &[&x, &st], vec![]);
+                let image = g.constant_i64("image", &[4], &[0, 8, 4, 4]);
+                g.node("Reshape", "back", &[&mixed, &image], vec![])
+            }),
+        ),
     ]
+}
+
+/// A 2-D convolution (stride 1, same padding, bias) followed by SiLU as exported (`Sigmoid`, `Mul`).
+fn silu(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, x: &str, cin: usize, cout: usize, k: usize) -> String {
+    let y = conv(g, rng, name, x, cin, cout, &[k, k], 1, (k / 2) as i64, 1, true);
+    let s = g.node("Sigmoid", &format!("{name}.s"), &[&y], vec![]);
+    g.node("Mul", &format!("{name}.m"), &[&y, &s], vec![])
 }
 
 fn imported(name: &str) -> Net {
@@ -159,6 +224,46 @@ fn activations_fuse_into_their_producer() {
     assert!(matches!(&net.ops[0].kind, OpKind::Conv { bias: None, .. }), "a bias before an instance norm cancels: dropped");
     let net = imported("sigmoid_alone");
     assert!(matches!(&net.ops[..], [op] if op.kind == OpKind::Activation(Act::Sigmoid)));
+}
+
+/// Concatenations without copies: C2f's inputs all written in place (its split's halves views of
+/// the moved source), the neck's upsampled value in place beside the copied network input; 3D-UNet's
+/// concatenation (a padded 4-channel input) copies; no schedule lets a value be overwritten before
+/// its last read.
+#[test]
+fn concatenation_inputs_are_written_in_place_where_the_rows_allow() {
+    use super::place::{Place, assert_schedule_keeps_values};
+    for (name, ..) in op_graphs() {
+        assert_schedule_keeps_values(&imported(name));
+    }
+    let copies = |net: &Net| {
+        let op = net.ops.iter().find(|op| op.kind == OpKind::Concat).expect("a concatenation");
+        let own = |v: usize| net.places[v] == Place { root: v, offset: 0 };
+        op.inputs.iter().filter(|&&v| own(v) || net.places[v].root != net.places[op.output].root).count()
+    };
+    let net = imported("c2f_in_place");
+    assert_eq!(copies(&net), 0, "{:?}", net.places);
+    let slices: Vec<_> = net.ops.iter().filter(|op| matches!(op.kind, OpKind::Tensor(super::import::TensorOp::ChannelSlice { .. }))).collect();
+    let cat = net.ops.iter().find(|op| op.kind == OpKind::Concat).unwrap().output;
+    assert_eq!(slices.iter().map(|op| net.places[op.output]).collect::<Vec<_>>(), [Place { root: cat, offset: 0 }, Place { root: cat, offset: 8 }], "the halves are views");
+    assert_eq!(copies(&imported("upsample_concat")), 1, "the network's input is copied");
+    assert_eq!(copies(&imported("concat_channels")), 2, "4 channels padded to 8: copied");
+}
+
+/// A MatMul reads a Transpose's source transposed, and the Transpose's copy is gone; a scalar
+/// product after it becomes its alpha.
+#[test]
+fn products_read_transposed_operands_and_fold_their_scale() {
+    use super::import::TensorOp;
+    let net = imported("matmul_transposed");
+    let flags: Vec<_> = net
+        .ops
+        .iter()
+        .filter_map(|op| if let OpKind::Tensor(TensorOp::MatMul { a_transposed, b_transposed, alpha, .. }) = op.kind { Some((a_transposed, b_transposed, alpha)) } else { None })
+        .collect();
+    assert_eq!(flags, [(true, false, 0.25), (false, true, 1.0)]);
+    let names: Vec<_> = net.ops.iter().map(|op| op.name.as_str()).collect();
+    assert!(!names.iter().any(|n| ["xt", "st", "scaled"].contains(n)), "{names:?}");
 }
 
 #[test]

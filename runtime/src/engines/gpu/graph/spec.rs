@@ -53,6 +53,12 @@ impl Tensor {
         Tensor { uid, name: name.into(), data_type, dims: vec![n, c, h, w], strides: vec![h * w * c, 1, w * c, c], alignment: ALIGNMENT, is_virtual: false }
     }
 
+    /// A channels-last image `[n, c, h, w]` whose positions are `row` elements apart (`row >= c`: the
+    /// image is a slice of a wider one's channels).
+    pub fn channels_last_in_rows(uid: Uid, name: &str, data_type: DataType, [n, c, h, w]: [i64; 4], row: i64) -> Tensor {
+        Tensor { strides: vec![h * w * row, 1, w * row, row], ..Tensor::channels_last(uid, name, data_type, [n, c, h, w]) }
+    }
+
     /// A packed row-major tensor: the last dimension contiguous.
     pub fn row_major(uid: Uid, name: &str, data_type: DataType, dims: &[i64]) -> Tensor {
         let mut strides = vec![1; dims.len()];
@@ -437,7 +443,10 @@ pub fn conv_scale_bias_residual_relu(layer: &ConvLayer) -> Result<OperationGraph
 }
 
 /// One fp16 convolution of the convnet engine: NHWC in and out with channels padded to 8 (KRSC
-/// weights), an optional f32 per-channel bias and an optional activation.
+/// weights), an optional f32 per-channel bias, an optional activation and an optional fp16
+/// residual added last (`residual_row`: its row width). `x_row` and `y_row` are the elements
+/// between positions of the input and the output (their channels when packed; more when they are
+/// slices of a concatenation's rows).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HalfConv {
     pub shape: ConvShape,
@@ -445,21 +454,25 @@ pub struct HalfConv {
     pub bias: bool,
     /// ReluFwd or SwishFwd.
     pub act: Option<PointwiseMode>,
+    pub x_row: i64,
+    pub y_row: i64,
+    pub residual_row: Option<i64>,
 }
 
-/// `y = [act](conv(x, w) [+ bias])`, fp16 in and out, Float accumulation and epilogue: the
-/// convolution and its epilogue in one kernel (runtime fusion), uids those of [`ConvLayer`].
+/// `y = [act](conv(x, w) [+ bias]) [+ residual]`, fp16 in and out, Float accumulation and
+/// epilogue: the convolution and its epilogue in one kernel (runtime fusion), uids those of
+/// [`ConvLayer`].
 pub fn conv_bias_act(half: &HalfConv) -> Result<OperationGraph, SpecError> {
     let (layer, bias, act) = (&half.shape, half.bias, half.act);
     let conv = Convolution { compute: DataType::Float, padding: layer.padding, stride: layer.stride, dilation: half.dilation };
     let [p, q] = conv.output_size([layer.height, layer.width], layer.kernel);
     let out = [layer.batch, layer.out_channels, p, q];
     let mut tensors = vec![
-        Tensor::channels_last(ConvLayer::X, "x", DataType::Half, [layer.batch, layer.in_channels, layer.height, layer.width]),
+        Tensor::channels_last_in_rows(ConvLayer::X, "x", DataType::Half, [layer.batch, layer.in_channels, layer.height, layer.width], half.x_row),
         Tensor::channels_last(ConvLayer::W, "w", DataType::Half, [layer.out_channels, layer.in_channels, layer.kernel[0], layer.kernel[1]]),
     ];
     // Each step writes y itself when it is the last, else a virtual Float intermediate.
-    let steps = usize::from(bias) + usize::from(act.is_some());
+    let steps = usize::from(bias) + usize::from(act.is_some()) + usize::from(half.residual_row.is_some());
     let mut next = 100;
     let mut target = |tensors: &mut Vec<Tensor>, remaining: usize, name: &str| {
         if remaining == 0 {
@@ -478,9 +491,15 @@ pub fn conv_bias_act(half: &HalfConv) -> Result<OperationGraph, SpecError> {
         last = y;
     }
     if let Some(mode) = act {
-        operations.push(Operation::Pointwise { mode, precision: DataType::Float, x: last, b: None, y: ConvLayer::Y });
+        let y = target(&mut tensors, steps - usize::from(bias) - 1, "activated");
+        operations.push(Operation::Pointwise { mode, precision: DataType::Float, x: last, b: None, y });
+        last = y;
     }
-    tensors.push(Tensor::channels_last(ConvLayer::Y, "y", DataType::Half, out));
+    if let Some(row) = half.residual_row {
+        tensors.push(Tensor::channels_last_in_rows(ConvLayer::RESIDUAL, "residual", DataType::Half, out, row));
+        operations.push(Operation::Pointwise { mode: PointwiseMode::Add, precision: DataType::Float, x: last, b: Some(ConvLayer::RESIDUAL), y: ConvLayer::Y });
+    }
+    tensors.push(Tensor::channels_last_in_rows(ConvLayer::Y, "y", DataType::Half, out, half.y_row));
     let graph = OperationGraph { tensors, operations };
     graph.validate()?;
     Ok(graph)
@@ -604,6 +623,32 @@ mod tests {
         assert!(g.tensors.iter().all(|t| t.uid != 103), "the dropped intermediate is gone");
         let bound: Vec<Uid> = g.bound_tensors().map(|t| t.uid).collect();
         assert_eq!(bound, [1, 2, 3, 4, 6]);
+    }
+
+    /// The convnet engine's fp16 convolution: a residual is added after the activation; rows wider
+    /// than the channels (a slice of a concatenation's) are the position strides.
+    #[test]
+    fn half_convolution_adds_its_residual_last_in_its_own_rows() {
+        let half = HalfConv {
+            shape: ConvShape { batch: 2, in_channels: 16, height: 5, width: 5, out_channels: 8, kernel: [3, 3], padding: [1, 1], stride: [1, 1] },
+            dilation: [1, 1],
+            bias: true,
+            act: Some(PointwiseMode::SwishFwd),
+            x_row: 48,
+            y_row: 24,
+            residual_row: Some(40),
+        };
+        let g = conv_bias_act(&half).unwrap();
+        let steps: Vec<_> = g.operations[1..].iter().map(|op| if let Operation::Pointwise { mode, b, .. } = op { (*mode, *b) } else { panic!("pointwise") }).collect();
+        assert_eq!(steps, [(PointwiseMode::Add, Some(ConvLayer::BIAS)), (PointwiseMode::SwishFwd, None), (PointwiseMode::Add, Some(ConvLayer::RESIDUAL))]);
+        assert_eq!(g.operations[3].output(), ConvLayer::Y);
+        let strides = |uid| g.tensor(uid).unwrap().strides.clone();
+        assert_eq!(
+            (strides(ConvLayer::X), strides(ConvLayer::Y), strides(ConvLayer::RESIDUAL)),
+            (vec![25 * 48, 1, 5 * 48, 48], vec![25 * 24, 1, 5 * 24, 24], vec![25 * 40, 1, 5 * 40, 40])
+        );
+        let plain = conv_bias_act(&HalfConv { residual_row: None, act: None, ..half }).unwrap();
+        assert_eq!((plain.operations.len(), plain.operations[1].output()), (2, ConvLayer::Y), "the bias Add writes y");
     }
 
     #[test]
