@@ -6,10 +6,8 @@ use super::import as bert_import;
 use super::layout::{self, BertPlanHeader};
 use super::{GpuBertEngine, RunOptions, WORKSPACE_BYTES, matmul, quant};
 use crate::benchmarks::bert::cpu::CpuBertEngine;
-use crate::benchmarks::bert::cpu::Feature;
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::gpu::GpuError;
-use crate::engines::gpu::calibration::{self, CacheOutcome, Calibration};
 use crate::engines::gpu::device;
 use crate::engines::gpu::plan::{self, Plan, PlanKey, PlanStatus};
 use crate::engines::{ElementType, Engine, SampleSource};
@@ -39,13 +37,11 @@ pub struct BertGpuSpec {
     pub options: RunOptions,
     /// fp16, or int8 (bert-99's configs).
     pub precision: ElementType,
-    /// An int8 plan's calibration cache.
-    pub cache_path: PathBuf,
 }
 
 impl BertGpuSpec {
     /// The key a plan must have on this machine (GPU 0 stands for all).
-    pub fn wanted_key(&self, calibration: Option<&Calibration>) -> Result<PlanKey> {
+    pub fn wanted_key(&self) -> Result<PlanKey> {
         let (gpu_name, compute_capability, cuda_driver_version) = device::device_identity(0)?;
         matmul::require_cublaslt()?;
         Ok(PlanKey {
@@ -60,46 +56,9 @@ impl BertGpuSpec {
             precision: self.precision,
             input: format!("int32 3x{} (input_ids, segment_ids, input_mask)", self.options.seq),
             workspace_bytes: WORKSPACE_BYTES as u64,
-            calibration_sha256: calibration.map(Calibration::sha256).unwrap_or_default(),
+            // Int8 plans quantize each token's inputs on the GPU at its own scale: no calibration.
+            calibration_sha256: String::new(),
         })
-    }
-
-    /// The calibration of an int8 plan (None for fp16): the cache when it was measured on this
-    /// model, or measured on the first `count` features of `source` (loaded) and
-    /// cached (`force`: measured again). Measured on the CPU by the f32 forward the int8 scheme
-    /// is simulated with, as ResNet50's calibration: no GPU, the same cache on every machine.
-    pub fn calibrate(&self, source: &dyn SampleSource, count: usize, force: bool) -> Result<Option<(Calibration, String)>> {
-        if self.precision != ElementType::I8 {
-            return Ok(None);
-        }
-        let (c, outcome) = calibration::ensure_with(&self.cache_path, &self.model_path, force, || {
-            let bert = self.import()?;
-            let features = (0..count)
-                .map(|i| {
-                    let f = Feature::decode(&source.sample(i), self.options.seq).map_err(|e| GpuError::Calibration(format!("calibration feature {i}: {e}")))?;
-                    Ok((f.ids()[..f.length].to_vec(), f.segments()[..f.length].to_vec()))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let ranges = quant::measure_ranges(&bert, &features);
-            Ok(Calibration { model_sha256: plan::file_sha256(&self.model_path)?, images: count, percentile: 100.0, amax: quant::ranges_to_cache(&ranges) })
-        })?;
-        let what = match outcome {
-            CacheOutcome::Reused => "reused",
-            CacheOutcome::Written => "measured and written",
-        };
-        let line = format!("{}: calibration cache {what} ({} linear inputs, {} features)", self.cache_path.display(), c.amax.len(), c.images);
-        Ok(Some((c, line)))
-    }
-
-    /// The calibration an int8 plan was built with, from its cache (runs never calibrate).
-    fn cached_calibration(&self) -> Result<Option<Calibration>> {
-        if self.precision != ElementType::I8 {
-            return Ok(None);
-        }
-        if !self.cache_path.exists() {
-            return Err(GpuError::Calibration(format!("no calibration cache {}: run `mlperf generate_engines` with the same selection first", self.cache_path.display())));
-        }
-        Calibration::load(&self.cache_path).map(Some)
     }
 
     fn import(&self) -> Result<bert_import::Bert> {
@@ -111,16 +70,8 @@ impl BertGpuSpec {
 
     /// `generate_engines`: reuses an up-to-date plan or builds one, checked against the CPU
     /// engine on the first `checked` samples of `source` (loaded). Returns a line for the user.
-    pub fn generate(&self, source: &dyn SampleSource, checked: usize, calibration: Option<&Calibration>, progress: &mut dyn FnMut(&str)) -> Result<String> {
-        let key = self.wanted_key(calibration)?;
-        let ranges = match calibration {
-            Some(c) => Some(self.import().and_then(|b| {
-                quant::ranges_from_cache(&c.amax, b.layers.len())
-                    .map_err(|name| GpuError::Calibration(format!("calibration cache {} lacks {name}: recalibrate with `mlperf calibrate --force`", self.cache_path.display())))
-            })?),
-            None if self.precision == ElementType::I8 => return Err(GpuError::Calibration("an int8 BERT plan needs its calibration: run `mlperf calibrate`".into())),
-            None => None,
-        };
+    pub fn generate(&self, source: &dyn SampleSource, checked: usize, progress: &mut dyn FnMut(&str)) -> Result<String> {
+        let key = self.wanted_key()?;
         let reason = match plan::check(&self.plan_path, &key) {
             PlanStatus::Fresh => return Ok(format!("{}: up to date, reused", self.plan_path.display())),
             PlanStatus::Missing => "no plan yet".to_string(),
@@ -130,7 +81,7 @@ impl BertGpuSpec {
         progress(&format!("building {}: {reason}", self.plan_path.display()));
         let origin = self.model_path.display().to_string();
         let bert = self.import()?;
-        let (header, blob) = layout::lay_out(&bert, key, origin.clone(), ranges.as_ref()).map_err(|e| e.in_model(&origin))?;
+        let (header, blob) = layout::lay_out(&bert, key, origin.clone(), self.precision == ElementType::I8).map_err(|e| e.in_model(&origin))?;
         let s = header.shape;
         progress(&format!(
             "{} layers, hidden {}, {} heads, intermediate {}, vocabulary {}: {:.0} MB of {} weights",
@@ -169,57 +120,32 @@ impl BertGpuSpec {
     /// names the command that rebuilds it.
     pub fn open(&self, devices: usize) -> std::result::Result<Vec<Arc<dyn Engine>>, crate::Error> {
         let data = |e: GpuError| crate::Error::Data(e.to_string());
-        let calibration = self.cached_calibration().map_err(data)?;
-        let key = self.wanted_key(calibration.as_ref()).map_err(data)?;
+        let key = self.wanted_key().map_err(data)?;
         plan::require_fresh(&self.plan_path, &key)?;
         let loaded: Plan<BertPlanHeader> = Plan::load(&self.plan_path)?;
         Ok(GpuBertEngine::open_all(devices, &loaded, self.options)?)
     }
 }
 
-/// Little-endian f32 `[length, 2]` responses as (start, end) columns.
-fn columns(response: &[u8]) -> (Vec<f32>, Vec<f32>) {
-    let values: Vec<f32> = response.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
-    (values.iter().step_by(2).copied().collect(), values.iter().skip(1).step_by(2).copied().collect())
-}
-
-/// Variance of `v` about its mean.
-fn variance(v: &[f32]) -> f64 {
-    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len().max(1) as f64;
-    v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / v.len().max(1) as f64
+/// A little-endian f32 `[length, 2]` response as `[start, end]` pairs.
+fn pairs(response: &[u8]) -> Vec<[f32; 2]> {
+    response.chunks_exact(8).map(|b| std::array::from_fn(|k| f32::from_le_bytes(b[4 * k..4 * k + 4].try_into().expect("4 bytes")))).collect()
 }
 
 /// The plan's responses against the CPU engine's: logit error relative to the logits' spread
 /// between tokens (judged for fp16), the answers' F1 (judged for `int8`), start and end agreement
 /// (reported).
 fn judge(gpu: &[Vec<u8>], cpu: &[Vec<u8>], int8: bool) -> Result<String> {
-    let argmax = |v: &[f32]| crate::engines::cpu::argmax(v);
-    let (mut starts, mut ends, mut max_error, mut error_sq, mut values, mut spread_sq, mut f1) = (0, 0, 0f32, 0f64, 0usize, 0f64, 0f64);
-    let span = |s: &[f32], e: &[f32]| quant::best_span(&s.iter().zip(e).map(|(&a, &b)| [a, b]).collect::<Vec<_>>());
+    let mut agreement = quant::Agreement::default();
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
         if g.len() != c.len() {
             return Err(GpuError::Build(format!("sample {i}: the GPU answered {} logits, the CPU engine {}", g.len() / 4, c.len() / 4)));
         }
-        let ((gs, ge), (cs, ce)) = (columns(g), columns(c));
-        starts += usize::from(argmax(&gs) == argmax(&cs));
-        ends += usize::from(argmax(&ge) == argmax(&ce));
-        spread_sq += variance(&cs) + variance(&ce);
-        f1 += quant::span_f1(span(&gs, &ge), span(&cs, &ce));
-        for (x, y) in gs.iter().chain(&ge).zip(cs.iter().chain(&ce)) {
-            max_error = max_error.max((x - y).abs());
-            error_sq += ((x - y) as f64).powi(2);
-        }
-        values += cs.len() + ce.len();
+        agreement.add(&pairs(g), &pairs(c));
     }
-    let n = gpu.len();
-    let error = (error_sq / values.max(1) as f64).sqrt();
-    let spread = (spread_sq / (2 * n).max(1) as f64).sqrt();
-    let relative = error / spread.max(f64::MIN_POSITIVE);
-    let f1 = f1 / n.max(1) as f64;
-    let line = format!(
-        "checked against the CPU engine on {n} features: logits rms error {error:.2e} (max {max_error:.2e}) = {relative:.3} of their spread between tokens ({spread:.2e}); start agrees {starts}/{n}, end {ends}/{n}; answers' F1 {f1:.4}"
-    );
-    let failed = if int8 { f1 < MIN_INT8_F1 } else { relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() };
+    let line = format!("checked against the CPU engine on {} features: {agreement}", agreement.features);
+    let relative = agreement.relative_error();
+    let failed = if int8 { agreement.f1() < MIN_INT8_F1 } else { relative > MAX_SPREAD_RELATIVE_ERROR || !relative.is_finite() };
     if failed {
         let fix = if int8 { format!("; int8 needs answers' F1 >= {MIN_INT8_F1}: `--precision=fp16` runs the fp16 plan instead") } else { String::new() };
         return Err(GpuError::Build(format!("the GPU BERT plan disagrees with the CPU engine: {line}{fix}")));

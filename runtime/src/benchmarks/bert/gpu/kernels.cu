@@ -41,10 +41,44 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+    return v;
+}
+
+// ---- Int8 plans: each linear's input in int8 at its token's own step (max |x| / 127, computed
+// where the input is produced), int32 products dequantized by that step and the weight's. ----
+
+// Round to nearest (ties to even), saturated at +-127: quant.rs's `quantize`.
+__device__ __forceinline__ signed char to_i8(float v) {
+    int r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(fminf(fmaxf(v, -127.f), 127.f)));
+    return (signed char)r;
+}
+
+// The step of values whose magnitudes reach `amax`; 1 when none is finite and non-zero (quant.rs's
+// `scale_of`).
+__device__ __forceinline__ float step_of(float amax) { return amax > 0.f && amax <= 3.40282347e38f ? amax / 127.f : 1.f; }
+
 #define PAIRS (HIDDEN / 64)  // fp16 pairs per lane: one warp normalises one token
 
-// Layer norm of the warp's token from `v` (PAIRS pairs per lane), written to `out`.
-__device__ __forceinline__ void layer_norm_store(float (*v)[2], half_t* out, const float* gamma, const float* beta, float eps) {
+// The warp's token `v` (PAIRS pairs per lane) in int8 at its own step, written to `q` (the row)
+// and `step` (quant.rs's `fake_quantize` with per-token scales).
+__device__ __forceinline__ void quantize_row(const float (*v)[2], signed char* q, float* step) {
+    int lane = threadIdx.x % 32;
+    float m = 0.f;
+    for (int p = 0; p < PAIRS; p++) m = fmaxf(m, fmaxf(fabsf(v[p][0]), fabsf(v[p][1])));
+    float s = step_of(warp_max(m)), inv = 1.f / s;
+    for (int p = 0; p < PAIRS; p++) {
+        int c = 2 * (p * 32 + lane);
+        *(unsigned short*)(q + c) = (unsigned char)to_i8(v[p][0] * inv) | (unsigned short)(unsigned char)to_i8(v[p][1] * inv) << 8;
+    }
+    if (lane == 0) *step = s;
+}
+
+// Layer norm of the warp's token from `v` (PAIRS pairs per lane), written to `out`, and, when `q`
+// is not null, in int8 to `q` with its step in `step` (the next linear's input in int8 plans).
+__device__ __forceinline__ void layer_norm_store(float (*v)[2], half_t* out, const float* gamma, const float* beta, float eps, signed char* q, float* step) {
     int lane = threadIdx.x % 32;
     float s = 0.f;
     for (int p = 0; p < PAIRS; p++) s += v[p][0] + v[p][1];
@@ -54,15 +88,17 @@ __device__ __forceinline__ void layer_norm_store(float (*v)[2], half_t* out, con
     float inv = rsqrtf(warp_sum(d) / HIDDEN + eps);
     for (int p = 0; p < PAIRS; p++) {
         int c = 2 * (p * 32 + lane);
-        float a = (v[p][0] - mean) * inv * gamma[c] + beta[c];
-        float b = (v[p][1] - mean) * inv * gamma[c + 1] + beta[c + 1];
-        *(unsigned*)(out + c) = pack2(a, b);
+        v[p][0] = (v[p][0] - mean) * inv * gamma[c] + beta[c];
+        v[p][1] = (v[p][1] - mean) * inv * gamma[c + 1] + beta[c + 1];
+        *(unsigned*)(out + c) = pack2(v[p][0], v[p][1]);
     }
+    if (q) quantize_row(v, q, step);
 }
 
 // x[t] = LayerNorm(words[ids[t]] + positions[pos[t]] + types[segs[t]]), one warp per token.
 extern "C" __global__ void embed_layernorm(half_t* x, const int* ids, const int* segs, const int* pos, const half_t* words, const half_t* positions,
-                                           const half_t* types, const float* gamma, const float* beta, const int* total, float eps) {
+                                           const half_t* types, const float* gamma, const float* beta, const int* total, float eps, signed char* q,
+                                           float* steps) {
     int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (t >= *total) return;
     const half_t* w = words + (size_t)ids[t] * HIDDEN;
@@ -75,11 +111,13 @@ extern "C" __global__ void embed_layernorm(half_t* x, const int* ids, const int*
         v[k][0] = lo2f(a) + lo2f(b) + lo2f(e);
         v[k][1] = hi2f(a) + hi2f(b) + hi2f(e);
     }
-    layer_norm_store(v, x + (size_t)t * HIDDEN, gamma, beta, eps);
+    layer_norm_store(v, x + (size_t)t * HIDDEN, gamma, beta, eps, q ? q + (size_t)t * HIDDEN : q, steps + t);
 }
 
-// x[t] = LayerNorm(x[t] + y[t]) (y already carries its linear's bias), one warp per token.
-extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const float* gamma, const float* beta, const int* total, float eps) {
+// x[t] = LayerNorm(x[t] + y[t]) (y already carries its linear's bias), one warp per token; in
+// int8 too when `q` is not null (see layer_norm_store).
+extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const float* gamma, const float* beta, const int* total, float eps, signed char* q,
+                                              float* steps) {
     int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (t >= *total) return;
     half_t* xr = x + (size_t)t * HIDDEN;
@@ -91,7 +129,22 @@ extern "C" __global__ void residual_layernorm(half_t* x, const half_t* y, const 
         v[k][0] = lo2f(a) + lo2f(b);
         v[k][1] = hi2f(a) + hi2f(b);
     }
-    layer_norm_store(v, xr, gamma, beta, eps);
+    layer_norm_store(v, xr, gamma, beta, eps, q ? q + (size_t)t * HIDDEN : q, steps + t);
+}
+
+// q[t] = x[t] in int8 at the token's own step (steps[t]), one warp per token: the attention's
+// output as the next linear's input.
+extern "C" __global__ void quantize_rows(const half_t* x, signed char* q, float* steps, const int* total) {
+    int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (t >= *total) return;
+    const half_t* xr = x + (size_t)t * HIDDEN;
+    float v[PAIRS][2];
+    for (int k = 0; k < PAIRS; k++) {
+        unsigned a = *(const unsigned*)(xr + 2 * (k * 32 + lane));
+        v[k][0] = lo2f(a);
+        v[k][1] = hi2f(a);
+    }
+    quantize_row(v, q + (size_t)t * HIDDEN, steps + t);
 }
 
 // logits[t] = (x[t] . w[0] + b[0], x[t] . w[1] + b[1]) in fp32: the question-answering head,
@@ -224,37 +277,39 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) attention(const half_t*
     }
 }
 
-// ---- Int8 plans: the linears' inputs in int8, their int32 products dequantized here. ----
+#define DEQUANTIZE_THREADS 256
 
-// Round to nearest (ties to even), saturated at +-127: quant.rs's `quantize`.
-__device__ __forceinline__ signed char to_i8(float v) {
-    int r;
-    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(fminf(fmaxf(v, -127.f), 127.f)));
-    return (signed char)r;
-}
-
-// q = int8 of x * inv_scale over n fp16 values (n even): a linear's input.
-extern "C" __global__ void quantize(const half_t* x, signed char* q, float inv_scale, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; 2 * i < n; i += gridDim.x * blockDim.x) {
-        unsigned v = *(const unsigned*)(x + 2 * i);
-        q[2 * i] = to_i8(lo2f(v) * inv_scale);
-        q[2 * i + 1] = to_i8(hi2f(v) * inv_scale);
-    }
-}
-
-// The int8 linears' epilogue over n values of rows `width` wide: v = acc * (x_scale * w_scale[c])
-// + bias[c], then GELU's tanh form when `gelu` (as cuBLASLt's epilogue in fp16 plans); written to
-// `y` in fp16, or, when `q` is not null, in int8 at `q_inv_scale` (the next linear's input).
-extern "C" __global__ void dequantize(const int* acc, const float* w_scale, const float* bias, float x_scale, int width, int n, int gelu, half_t* y,
-                                      signed char* q, float q_inv_scale) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        int c = i % width;
-        float v = (float)acc[i] * (x_scale * w_scale[c]) + bias[c];
+// The int8 linears' epilogue, one block of DEQUANTIZE_THREADS per row of `width` values: v = acc *
+// (x_step[row] * w_scale[c]) + bias[c], then GELU's tanh form when `gelu` (as cuBLASLt's epilogue in
+// fp16 plans); written to `y` in fp16, or, when `q` is not null, in int8 at the row's own step,
+// written to `q_step[row]` (the next linear's input). The int8 case reads the row twice (its
+// largest magnitude first), from cache.
+extern "C" __global__ void __launch_bounds__(DEQUANTIZE_THREADS) dequantize(const int* acc, const float* w_scale, const float* bias, const float* x_step, int width,
+                                                                            int gelu, half_t* y, signed char* q, float* q_step) {
+    __shared__ float warps[DEQUANTIZE_THREADS / 32];
+    const size_t row = blockIdx.x;
+    const int* a = acc + row * width;
+    const float xs = x_step[row];
+    auto value = [&](int c) {
+        float v = (float)a[c] * (xs * w_scale[c]) + bias[c];
         if (gelu) {
             float u = 0.7978846f * (v + 0.044715f * v * v * v);
             v = 0.5f * v * (2.f - 2.f / (__expf(2.f * u) + 1.f));
         }
-        if (q) q[i] = to_i8(v * q_inv_scale);
-        else y[i] = f2h(v);
+        return v;
+    };
+    if (!q) {
+        for (int c = threadIdx.x; c < width; c += blockDim.x) y[row * width + c] = f2h(value(c));
+        return;
     }
+    float m = 0.f;
+    for (int c = threadIdx.x; c < width; c += blockDim.x) m = fmaxf(m, fabsf(value(c)));
+    m = warp_max(m);
+    if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = m;
+    __syncthreads();
+    m = 0.f;
+    for (int w = 0; w < DEQUANTIZE_THREADS / 32; w++) m = fmaxf(m, warps[w]);
+    const float s = step_of(m), inv = 1.f / s;
+    for (int c = threadIdx.x; c < width; c += blockDim.x) q[row * width + c] = to_i8(value(c) * inv);
+    if (threadIdx.x == 0) q_step[row] = s;
 }

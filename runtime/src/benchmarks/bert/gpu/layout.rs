@@ -8,7 +8,7 @@
 //! question-answering head's bias fp32. Each region starts on a 256-byte boundary.
 
 use crate::benchmarks::bert::gpu::import::{Bert, Gelu, LayerNorm, Linear};
-use crate::benchmarks::bert::gpu::quant::{InputRanges, QuantizedWeight, scale_of};
+use crate::benchmarks::bert::gpu::quant::QuantizedWeight;
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::plan::{Header, PlanKey, sha256_hex};
 use serde::{Deserialize, Serialize};
@@ -38,17 +38,16 @@ pub struct LinearAt {
     pub bias: usize,
     pub outputs: usize,
     pub inputs: usize,
-    /// In int8 plans: the weight is int8 (its scales here), the bias fp32, the input quantized at
-    /// `input_scale`.
+    /// In int8 plans: the weight is int8 (its scales here), the bias fp32; the input is quantized
+    /// per token as it is produced.
     #[serde(default)]
     pub int8: Option<Int8At>,
 }
 
-/// An int8 linear's scales: per output channel (offset of fp32 values) and its input's.
+/// An int8 linear's weight scales: one per output channel (offset of fp32 values).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Int8At {
     pub scales: usize,
-    pub input_scale: f32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -126,18 +125,17 @@ impl Blob {
         at
     }
 
-    /// Linears stacked along their outputs, each transposed to `[outputs, inputs]`; int8 when
-    /// their input's range (`input_amax`) is given.
-    fn linears(&mut self, parts: &[&Linear], bias_f32: bool, input_amax: Option<f32>) -> LinearAt {
+    /// Linears stacked along their outputs, each transposed to `[outputs, inputs]`; `int8` or fp16.
+    fn linears(&mut self, parts: &[&Linear], bias_f32: bool, int8: bool) -> LinearAt {
         let inputs = parts[0].inputs;
         let outputs = parts.iter().map(|l| l.outputs).sum();
-        if let Some(amax) = input_amax {
+        if int8 {
             let q = QuantizedWeight::of(parts);
             let weight = self.start();
             self.0.extend(q.values.iter().map(|&v| v as u8));
             let scales = self.f32(&q.scales);
             let bias = self.f32(&parts.iter().flat_map(|l| l.bias.iter().copied()).collect::<Vec<_>>());
-            return LinearAt { weight, bias, outputs, inputs, int8: Some(Int8At { scales, input_scale: scale_of(amax) }) };
+            return LinearAt { weight, bias, outputs, inputs, int8: Some(Int8At { scales }) };
         }
         let weight = self.f16(parts.iter().flat_map(|l| (0..l.outputs).flat_map(move |o| (0..inputs).map(move |i| l.weight[i * l.outputs + o]))));
         let biases: Vec<f32> = parts.iter().flat_map(|l| l.bias.iter().copied()).collect();
@@ -167,12 +165,8 @@ pub fn unsupported(bert: &Bert) -> Option<String> {
 }
 
 /// The blob and the header (key and model path still to be filled in by the builder, checksum
-/// filled in here); an int8 plan when the linears' input ranges (`int8`, from calibration) are
-/// given.
-pub fn lay_out(bert: &Bert, key: PlanKey, model_path: String, int8: Option<&InputRanges>) -> Result<(BertPlanHeader, Vec<u8>), GpuError> {
-    if let Some(ranges) = int8.filter(|r| r.len() != bert.layers.len()) {
-        return Err(GpuError::Calibration(format!("the calibration has input ranges for {} layers; the model has {}", ranges.len(), bert.layers.len())));
-    }
+/// filled in here): the encoder's linears in int8 (`int8`) or fp16.
+pub fn lay_out(bert: &Bert, key: PlanKey, model_path: String, int8: bool) -> Result<(BertPlanHeader, Vec<u8>), GpuError> {
     if let Some(why) = unsupported(bert) {
         return Err(GpuError::Network(why));
     }
@@ -187,20 +181,16 @@ pub fn lay_out(bert: &Bert, key: PlanKey, model_path: String, int8: Option<&Inpu
     let layers = bert
         .layers
         .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let amax = |site: usize| int8.map(|r| r[i][site]);
-            LayerAt {
-                qkv: blob.linears(&[&l.query, &l.key, &l.value], false, amax(0)),
-                attention_output: blob.linears(&[&l.attention_output], false, amax(1)),
-                attention_norm: blob.norm(&l.attention_norm),
-                intermediate: blob.linears(&[&l.intermediate], false, amax(2)),
-                output: blob.linears(&[&l.output], false, amax(3)),
-                output_norm: blob.norm(&l.output_norm),
-            }
+        .map(|l| LayerAt {
+            qkv: blob.linears(&[&l.query, &l.key, &l.value], false, int8),
+            attention_output: blob.linears(&[&l.attention_output], false, int8),
+            attention_norm: blob.norm(&l.attention_norm),
+            intermediate: blob.linears(&[&l.intermediate], false, int8),
+            output: blob.linears(&[&l.output], false, int8),
+            output_norm: blob.norm(&l.output_norm),
         })
         .collect();
-    let qa = blob.linears(&[&bert.qa], true, None);
+    let qa = blob.linears(&[&bert.qa], true, false);
     let shape = Shape {
         hidden: bert.hidden,
         heads: bert.heads,
@@ -262,7 +252,7 @@ mod tests {
     fn weights_are_laid_out_transposed_stacked_and_round_trip_through_a_plan_file() {
         let shape = BertShape { vocab: 40, hidden: 64, heads: 4, layers: 2, intermediate: 128, max_positions: 96 };
         let b = import(&bert(&shape, 7)).unwrap();
-        let (header, blob) = lay_out(&b, key(), "bert.onnx".into(), None).unwrap();
+        let (header, blob) = lay_out(&b, key(), "bert.onnx".into(), false).unwrap();
         assert_eq!(header.shape, Shape { hidden: 64, heads: 4, intermediate: 128, layers: 2, vocab: 40, max_positions: 96, token_types: 2 });
         assert_eq!(header.model_gelu, "erf");
         let l = &header.layers[1];
@@ -290,15 +280,13 @@ mod tests {
     }
 
     #[test]
-    fn int8_plans_hold_per_channel_int8_weights_their_scales_and_each_input_scale() {
+    fn int8_plans_hold_per_channel_int8_weights_and_their_scales() {
         let shape = BertShape { vocab: 40, hidden: 64, heads: 4, layers: 2, intermediate: 128, max_positions: 96 };
         let b = import(&bert(&shape, 7)).unwrap();
-        let ranges: InputRanges = vec![[1.27, 2.54, 3.81, 12.7]; 2];
-        let (header, blob) = lay_out(&b, key(), "bert.onnx".into(), Some(&ranges)).unwrap();
+        let (header, blob) = lay_out(&b, key(), "bert.onnx".into(), true).unwrap();
         let l = &header.layers[1];
         let q = l.intermediate.int8.expect("an int8 linear");
-        assert_eq!(q.input_scale, 3.81 / 127.0);
-        assert_eq!(l.output.int8.unwrap().input_scale, 0.1);
+        assert!([l.qkv, l.attention_output, l.output].iter().all(|l| l.int8.is_some()), "every encoder linear is int8");
         assert_eq!(header.qa.int8, None, "the answer head stays in floating point");
         // Row o of the weight is output o quantized at its channel's scale.
         let want = QuantizedWeight::of(&[&b.layers[1].intermediate]);
@@ -307,14 +295,12 @@ mod tests {
             assert_eq!(blob[l.intermediate.weight + o * 64 + i] as i8, want.values[o * 64 + i]);
             assert_eq!(scale(o), want.scales[o]);
         }
-        let short = lay_out(&b, key(), "m".into(), Some(&ranges[..1].to_vec())).unwrap_err().to_string();
-        assert!(short.contains("input ranges for 1 layers; the model has 2"), "{short}");
     }
 
     #[test]
     fn stale_and_corrupt_plans_are_refused_with_the_command_that_rebuilds_them() {
         let shape = BertShape { vocab: 40, hidden: 64, heads: 4, layers: 1, intermediate: 128, max_positions: 64 };
-        let (header, blob) = lay_out(&import(&bert(&shape, 3)).unwrap(), key(), "bert.onnx".into(), None).unwrap();
+        let (header, blob) = lay_out(&import(&bert(&shape, 3)).unwrap(), key(), "bert.onnx".into(), false).unwrap();
         let dir = std::env::temp_dir().join(format!("mlperf-bert-plan-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("gpu-bert-fp16-b64.default.plan");
@@ -342,7 +328,7 @@ mod tests {
     fn shapes_the_kernels_cannot_run_are_refused_with_the_reason() {
         let shape = BertShape { vocab: 40, hidden: 32, heads: 2, layers: 1, intermediate: 64, max_positions: 64 };
         let b = import(&bert(&shape, 7)).unwrap();
-        let err = lay_out(&b, key(), "m".into(), None).unwrap_err().to_string();
+        let err = lay_out(&b, key(), "m".into(), false).unwrap_err().to_string();
         assert!(err.contains("hidden size 32 with 2 heads of 16") && err.contains("multiple of 64"), "{err}");
     }
 }

@@ -43,6 +43,8 @@ const ATTENTION_WARPS: usize = 8;
 /// Below this many attention blocks (sequences x heads) a sequence's query rows are split over
 /// several blocks: one block per head would leave most of the GPU idle (SingleStream).
 const ATTENTION_MIN_BLOCKS: usize = 256;
+/// Threads per block of the int8 epilogue (`dequantize`'s DEQUANTIZE_THREADS), a row each.
+const DEQUANTIZE_THREADS: u32 = 256;
 /// cuBLASLt's workspace per stream (what NVIDIA recommends on Hopper).
 pub const WORKSPACE_BYTES: usize = 32 << 20;
 
@@ -90,7 +92,7 @@ struct DeviceBert {
     residual_norm: CudaFunction,
     attention: CudaFunction,
     answer: CudaFunction,
-    quantize: CudaFunction,
+    quantize_rows: CudaFunction,
     dequantize: CudaFunction,
 }
 
@@ -129,7 +131,7 @@ impl DeviceBert {
             residual_norm: function("residual_layernorm")?,
             attention,
             answer: function("qa_head")?,
-            quantize: function("quantize")?,
+            quantize_rows: function("quantize_rows")?,
             dequantize: function("dequantize")?,
             ctx,
             header: plan.header.clone(),
@@ -170,31 +172,29 @@ struct Slot {
     graphs: HashMap<usize, CudaGraph>,
 }
 
-/// An int8 plan's buffers: quantized inputs (up to the intermediate width) and int32 products (up
-/// to the widest output).
+/// An int8 plan's buffers: a linear's input in int8 (up to the intermediate width) with each
+/// token's step, the output linear's own steps (its input is written while the intermediate's are
+/// read), and int32 products (up to the widest output).
 struct Int8Buffers {
     quantized: DeviceBuffer,
+    steps: DeviceBuffer,
+    gelu_steps: DeviceBuffer,
     products: DeviceBuffer,
 }
 
-/// Where a linear's input is: fp16 activations, or already quantized (the intermediate's epilogue
-/// writes the output linear's input in int8).
+/// Where a linear's input is: fp16 activations, or `quantized` in int8 with these per-token steps.
 #[derive(Clone, Copy)]
 enum Input {
     Fp16(DevicePtr),
-    Quantized,
+    Int8 { steps: u64 },
 }
 
-/// Where a linear's output goes: fp16 activations, or int8 at the next linear's input scale.
+/// Where a linear's output goes: fp16 activations, or `quantized` in int8 (the next linear's input)
+/// with its per-token steps written here.
 #[derive(Clone, Copy)]
 enum Output {
     Fp16(DevicePtr),
-    Quantized(f32),
-}
-
-/// The launch of an elementwise grid-stride kernel over `n` values.
-fn elementwise(n: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: (n.div_ceil(256).clamp(1, 8192) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+    Int8 { steps: u64 },
 }
 
 // SAFETY: a slot is used by one thread at a time (taken out of the engine's pool while in use);
@@ -225,7 +225,12 @@ impl Slot {
             }
         };
         let int8 = match model.header.layers.first().and_then(|l| l.qkv.int8) {
-            Some(_) => Some(Int8Buffers { quantized: zeroed(tokens * s.intermediate)?, products: zeroed(tokens * s.intermediate.max(3 * s.hidden) * 4)? }),
+            Some(_) => Some(Int8Buffers {
+                quantized: zeroed(tokens * s.intermediate)?,
+                steps: zeroed(tokens * 4)?,
+                gelu_steps: zeroed(tokens * 4)?,
+                products: zeroed(tokens * s.intermediate.max(3 * s.hidden) * 4)?,
+            }),
             None => None,
         };
         let linears = model
@@ -262,21 +267,29 @@ impl Slot {
         })
     }
 
+    /// Where the layer norms and the attention's quantization write the next linear's input in
+    /// int8 plans (quantized values, per-token steps); nulls in fp16 plans.
+    fn quantized_input(&self) -> (u64, u64) {
+        self.int8.as_ref().map_or((0, 0), |b| (b.quantized.ptr().raw(), b.steps.ptr().raw()))
+    }
+
     /// Enqueues `x = LayerNorm(x + projected)` over the batch's rows (`total` of them, within
-    /// `padded`).
+    /// `padded`), in int8 too in int8 plans.
     fn residual_norm(&self, model: &DeviceBert, norm: &NormAt, total: u64, padded: usize) -> Result<()> {
         let (x, y, gamma, beta) = (self.x.ptr().raw(), self.projected.ptr().raw(), model.at(norm.gamma).raw(), model.at(norm.beta).raw());
+        let (q, steps) = self.quantized_input();
         let mut launch = self.stream.launch_builder(&model.residual_norm);
-        launch.arg(&x).arg(&y).arg(&gamma).arg(&beta).arg(&total).arg(&norm.epsilon);
-        // SAFETY: residual_layernorm's parameters in order and type (5 pointers, a float); both
-        // values hold `padded` rows of `hidden` (a slot is sized for a full batch), the layer
-        // norm's parameters `hidden` floats each, `total` the uploaded token count.
+        launch.arg(&x).arg(&y).arg(&gamma).arg(&beta).arg(&total).arg(&norm.epsilon).arg(&q).arg(&steps);
+        // SAFETY: residual_layernorm's parameters in order and type (5 pointers, a float, 2
+        // pointers); both values hold `padded` rows of `hidden` (a slot is sized for a full
+        // batch), the layer norm's parameters `hidden` floats each, `total` the uploaded token
+        // count; `q` (null in fp16 plans) `padded` rows of `hidden` bytes, `steps` a float per row.
         Ok(cu("residual + layer norm", unsafe { launch.launch(per_token(padded)) }).map(|_| ())?)
     }
 
     /// Enqueues linear `index` (of `self.linears`, by layer and place) of `at` over `padded` rows:
-    /// cuBLASLt with its epilogue (fp16 plans), or quantize (unless `input` already is), the int8
-    /// product, and our epilogue (int8 plans), GELU where `gelu`.
+    /// cuBLASLt with its epilogue (fp16 plans), or the int8 product of the quantized input and
+    /// our epilogue (int8 plans), GELU where `gelu`.
     ///
     /// # Safety
     /// As for the products in [`Slot::enqueue`]: the buffers hold `padded` rows of the linear's
@@ -284,35 +297,30 @@ impl Slot {
     unsafe fn product(&mut self, model: &DeviceBert, at: &LinearAt, (layer, place): (usize, usize), input: Input, output: Output, padded: usize) -> Result<()> {
         let s = self.stream.cu_stream();
         let linear = &self.linears[layer][place];
-        let (Some(q), Some(buffers)) = (at.int8, &self.int8) else {
-            let (Input::Fp16(x), Output::Fp16(y)) = (input, output) else {
-                return Err(GpuError::Run("an int8 input or output given to an fp16 linear".into()));
+        let (Some(q), Some(buffers), Input::Int8 { steps: x_steps }) = (at.int8, &self.int8, input) else {
+            let (Input::Fp16(x), Output::Fp16(y), None) = (input, output, at.int8) else {
+                return Err(GpuError::Run("an int8 input or output given to an fp16 linear, or an fp16 one to an int8 linear".into()));
             };
             // SAFETY: our caller's contract.
             return Ok(unsafe { self.matmuls.run(linear, x, y, padded, s) }?);
         };
-        let (quantized, products) = (buffers.quantized.ptr().raw(), buffers.products.ptr().raw());
-        if let Input::Fp16(x) = input {
-            let (x, inv, n) = (x.raw(), 1.0 / q.input_scale, (padded * at.inputs) as i32);
-            let mut launch = self.stream.launch_builder(&model.quantize);
-            launch.arg(&x).arg(&quantized).arg(&inv).arg(&n);
-            // SAFETY: quantize's parameters in order and type; both buffers hold `n` values.
-            cu("quantize", unsafe { launch.launch(elementwise(n as usize)) })?;
-        }
         // SAFETY: the quantized input holds `padded` rows of `inputs`, the products buffer of the
         // widest output (sized at the slot's creation).
         unsafe { self.matmuls.run(linear, buffers.quantized.ptr(), buffers.products.ptr(), padded, s) }?;
-        let (scales, bias) = (model.at(q.scales).raw(), model.at(at.bias).raw());
-        let (width, n, gelu) = (at.outputs as i32, (padded * at.outputs) as i32, i32::from(place == 2));
-        let (y, to, inv) = match output {
-            Output::Fp16(y) => (y.raw(), 0u64, 0f32),
-            Output::Quantized(scale) => (0u64, quantized, 1.0 / scale),
+        let (products, scales, bias) = (buffers.products.ptr().raw(), model.at(q.scales).raw(), model.at(at.bias).raw());
+        let (width, gelu) = (at.outputs as i32, i32::from(place == 2));
+        let (y, to, to_steps) = match output {
+            Output::Fp16(y) => (y.raw(), 0u64, 0u64),
+            Output::Int8 { steps } => (0u64, buffers.quantized.ptr().raw(), steps),
         };
         let mut launch = self.stream.launch_builder(&model.dequantize);
-        launch.arg(&products).arg(&scales).arg(&bias).arg(&q.input_scale).arg(&width).arg(&n).arg(&gelu).arg(&y).arg(&to).arg(&inv);
-        // SAFETY: dequantize's parameters in order and type; the products hold `n` int32 values,
-        // the scales and bias `width` floats, the output `n` values of its type.
-        cu("dequantize", unsafe { launch.launch(elementwise(n as usize)) })?;
+        launch.arg(&products).arg(&scales).arg(&bias).arg(&x_steps).arg(&width).arg(&gelu).arg(&y).arg(&to).arg(&to_steps);
+        let rows = LaunchConfig { grid_dim: (padded as u32, 1, 1), block_dim: (DEQUANTIZE_THREADS, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: dequantize's parameters in order and type; the products hold `padded` rows of
+        // `width` int32 values, the scales and bias `width` floats, the steps a float per row, the
+        // output `padded` rows of `width` values of its type. The int8 output overwrites the
+        // input, which the product has read before (one stream).
+        cu("dequantize", unsafe { launch.launch(rows) })?;
         Ok(())
     }
 
@@ -342,10 +350,12 @@ impl Slot {
         for table in &tables {
             launch.arg(table);
         }
-        launch.arg(&total).arg(&e.norm.epsilon);
+        let (q8, steps) = self.quantized_input();
+        launch.arg(&total).arg(&e.norm.epsilon).arg(&q8).arg(&steps);
         // SAFETY: embed_layernorm's parameters in order and type (4 pointers, 3 fp16 tables, 2 fp32
-        // vectors, the token count's address, a float); the ids, segments and positions of the
-        // batch were checked against the tables' sizes by `Packed::new`; `x` holds `padded` rows.
+        // vectors, the token count's address, a float, 2 pointers); the ids, segments and
+        // positions of the batch were checked against the tables' sizes by `Packed::new`; `x`
+        // holds `padded` rows, `q8` (null in fp16 plans) as many of int8, `steps` a float each.
         cu("embeddings + layer norm", unsafe { launch.launch(per_token(padded)) })?;
 
         let scale = 1.0 / (shape.head_size() as f32).sqrt();
@@ -359,14 +369,15 @@ impl Slot {
         };
         let (q, c) = (qkv.raw(), context.raw());
         for (i, layer) in model.header.layers.iter().enumerate() {
-            // The intermediate's epilogue writes the output linear's input in int8 in int8 plans.
-            let (down_input, up_output) = match layer.output.int8 {
-                Some(q) => (Input::Quantized, Output::Quantized(q.input_scale)),
-                None => (Input::Fp16(intermediate), Output::Fp16(intermediate)),
-            };
+            // Int8 plans: the layer norms write the QKV's and the intermediate's inputs in int8,
+            // the attention's output is quantized for its linear, the intermediate's epilogue
+            // writes the output linear's input.
+            let (steps, gelu_steps) = self.int8.as_ref().map_or((None, None), |b| (Some(b.steps.ptr().raw()), Some(b.gelu_steps.ptr().raw())));
+            let input = |x: DevicePtr, steps: Option<u64>| steps.map_or(Input::Fp16(x), |steps| Input::Int8 { steps });
+            let output = |y: DevicePtr, steps: Option<u64>| steps.map_or(Output::Fp16(y), |steps| Output::Int8 { steps });
             // SAFETY (the products): each buffer holds `padded` rows of the linear's width
             // (slots are sized for a full batch, rounded up as `padded_tokens` rounds).
-            unsafe { self.product(model, &layer.qkv, (i, 0), Input::Fp16(x), Output::Fp16(qkv), padded) }?;
+            unsafe { self.product(model, &layer.qkv, (i, 0), input(x, steps), Output::Fp16(qkv), padded) }?;
             let mut launch = self.stream.launch_builder(&model.attention);
             launch.arg(&q).arg(&c).arg(&starts).arg(&scale);
             // SAFETY: attention's parameters in order and type (3 pointers, a float); each of the
@@ -374,13 +385,22 @@ impl Slot {
             // with shared memory for `longest` tokens (within the limit set at load: positions are
             // checked against the model's by `Packed::new`).
             cu("attention", unsafe { launch.launch(attention) })?;
+            if steps.is_some() {
+                let (q8, steps) = self.quantized_input();
+                let mut launch = self.stream.launch_builder(&model.quantize_rows);
+                launch.arg(&c).arg(&q8).arg(&steps).arg(&total);
+                // SAFETY: quantize_rows's parameters in order and type (4 pointers); `context`
+                // holds `padded` rows of `hidden` fp16 values, `q8` as many int8 ones, `steps` a
+                // float per row.
+                cu("quantize attention", unsafe { launch.launch(per_token(padded)) })?;
+            }
             // SAFETY: as for the first product.
-            unsafe { self.product(model, &layer.attention_output, (i, 1), Input::Fp16(context), Output::Fp16(projected), padded) }?;
+            unsafe { self.product(model, &layer.attention_output, (i, 1), input(context, steps), Output::Fp16(projected), padded) }?;
             self.residual_norm(model, &layer.attention_norm, total, padded)?;
             // SAFETY: as for the first product.
-            unsafe { self.product(model, &layer.intermediate, (i, 2), Input::Fp16(x), up_output, padded) }?;
+            unsafe { self.product(model, &layer.intermediate, (i, 2), input(x, steps), output(intermediate, gelu_steps), padded) }?;
             // SAFETY: as for the first product.
-            unsafe { self.product(model, &layer.output, (i, 3), down_input, Output::Fp16(projected), padded) }?;
+            unsafe { self.product(model, &layer.output, (i, 3), input(intermediate, gelu_steps), Output::Fp16(projected), padded) }?;
             self.residual_norm(model, &layer.output_norm, total, padded)?;
         }
 

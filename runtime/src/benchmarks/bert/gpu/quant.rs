@@ -1,17 +1,20 @@
 //! Int8 linears of the GPU BERT engine, on the CPU: the quantization arithmetic its kernels follow,
-//! an f32 forward of an imported BERT that runs its linears either in f32 or as the int8 engine
-//! does (simulated in f32: the same scales, the same rounding), the range of each linear's input
-//! (what calibration measures), and the F1 of one answer span against another. CPU only, in CI.
+//! an f32 forward of an imported BERT that runs each linear in f32 or as the int8 engine does
+//! (simulated in f32: the same scales, the same rounding), the range of each linear's input (for
+//! comparing static scales), how one engine's answers agree with another's (span F1, start and end
+//! tokens, logit error). CPU only, in CI.
 //!
-//! The scheme: weights int8 per output channel (`max |w| / 127`), each linear's input int8 with one
-//! calibrated scale (`amax / 127`), round to nearest (ties to even, as PTX's `cvt.rni`), saturated
-//! to +-127; products accumulate in int32 and are dequantized by `scale_x * scale_w[c]` before the
-//! bias. Attention, layer norms, GELU and the answer head stay in floating point. The forward
-//! computes the tanh form of GELU, as the GPU engine does.
+//! The engine's scheme: weights int8 per output channel (`max |w| / 127`); each linear's input int8
+//! per token, at the token's own step (`max |x_row| / 127`, measured where the input is produced:
+//! the layer norms, the attention output's quantization, the GELU epilogue), round to nearest
+//! (ties to even, as PTX's `cvt.rni`), saturated to +-127; products accumulate in int32 and are
+//! dequantized by `step_x[row] * scale_w[c]` before the bias. Attention, layer norms, GELU and the
+//! answer head stay in floating point. The forward computes the tanh form of GELU, as the GPU
+//! engine does. One static (calibrated) step per input is simulated too, for comparison:
+//! `int8_on_bert_large_by_group_and_scheme` measures both.
 
 use super::import::{Bert, LayerNorm, Linear};
 use crate::engines::cpu::parallel_chunks;
-use std::collections::BTreeMap;
 use tract_onnx::prelude::tract_ndarray::{Array2, ArrayView2, Axis, s};
 
 /// The largest int8 magnitude used (symmetric: -128 is never produced).
@@ -26,21 +29,6 @@ pub enum Site {
     AttentionOutput,
     Intermediate,
     Output,
-}
-
-impl Site {
-    pub const ALL: [Site; 4] = [Site::Qkv, Site::AttentionOutput, Site::Intermediate, Site::Output];
-
-    /// The name of this linear's input in layer `layer`, as a calibration cache lists it.
-    pub fn input_name(self, layer: usize) -> String {
-        let site = match self {
-            Site::Qkv => "qkv",
-            Site::AttentionOutput => "attention_output",
-            Site::Intermediate => "intermediate",
-            Site::Output => "output",
-        };
-        format!("layer.{layer}.{site}.input")
-    }
 }
 
 /// The scale (one int8 step) of values whose magnitudes reach `amax`; an all-zero input gets 1, so
@@ -85,29 +73,28 @@ impl QuantizedWeight {
         Array2::from_shape_fn((self.inputs, self.outputs), |(i, o)| self.values[o * self.inputs + i] as f32 * self.scales[o])
     }
 
-    /// `x W^T` of int8 rows `x` (`[rows, inputs]`) in exact int32 arithmetic, dequantized with
-    /// `x_scale` and plus `bias`: what the GPU's product and epilogue compute, for checking them.
-    pub fn apply_exact(&self, x: &[i8], x_scale: f32, bias: &[f32]) -> Vec<f32> {
-        let rows = x.len() / self.inputs;
-        let mut y = Vec::with_capacity(rows * self.outputs);
-        for r in 0..rows {
-            let xr = &x[r * self.inputs..(r + 1) * self.inputs];
+    /// `x W^T` of int8 rows `x` (`[rows, inputs]`, row r in steps of `x_steps[r]`) in exact int32
+    /// arithmetic, dequantized and plus `bias`: what the GPU's product and epilogue compute, for
+    /// checking them.
+    pub fn apply_exact(&self, x: &[i8], x_steps: &[f32], bias: &[f32]) -> Vec<f32> {
+        let mut y = Vec::with_capacity(x_steps.len() * self.outputs);
+        for (xr, x_step) in x.chunks_exact(self.inputs).zip(x_steps) {
             for ((w, scale), b) in self.values.chunks_exact(self.inputs).zip(&self.scales).zip(bias) {
                 let acc: i32 = xr.iter().zip(w).map(|(&a, &b)| a as i32 * b as i32).sum();
-                y.push(acc as f32 * (x_scale * scale) + b);
+                y.push(acc as f32 * (x_step * scale) + b);
             }
         }
         y
     }
 }
 
-/// The calibrated magnitude (`amax`) of each linear's input, per layer in [`Site::ALL`] order.
+/// The largest magnitude of each linear's input, per layer in [`Site`] order.
 pub type InputRanges = Vec<[f32; 4]>;
 
 /// The input ranges of `bert`'s linears over `features` (each a feature's ids and segments), on
-/// every core: what an int8 plan's calibration measures (the largest magnitude: percentile 100).
+/// every core: what a calibration of static scales measures (the largest magnitude).
 pub fn measure_ranges(bert: &Bert, features: &[(Vec<i32>, Vec<i32>)]) -> InputRanges {
-    let forward = Forward::new(bert, None);
+    let forward = Forward::f32(bert);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(features.len().max(1));
     let per_thread: Result<Vec<InputRanges>, String> = parallel_chunks(0..features.len(), threads, features.len().div_ceil(threads).max(1), |range| {
         let mut seen = InputRanges::new();
@@ -125,36 +112,47 @@ pub fn measure_ranges(bert: &Bert, features: &[(Vec<i32>, Vec<i32>)]) -> InputRa
     ranges
 }
 
-/// The ranges as a calibration cache lists them ([`Site::input_name`]).
-pub fn ranges_to_cache(ranges: &InputRanges) -> BTreeMap<String, f32> {
-    ranges.iter().enumerate().flat_map(|(layer, r)| Site::ALL.iter().zip(r).map(move |(site, &amax)| (site.input_name(layer), amax))).collect()
+/// How a linear's input is quantized.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InputScale {
+    /// One calibrated step for every token.
+    Static(f32),
+    /// Each token's own step, `max |x_row| / 127`, measured as the input is produced.
+    PerToken,
 }
 
-/// The ranges of a model of `layers` layers from a cache's; a missing one is named.
-pub fn ranges_from_cache(amax: &BTreeMap<String, f32>, layers: usize) -> Result<InputRanges, String> {
-    (0..layers)
-        .map(|layer| {
-            Site::ALL
-                .map(|site| amax.get(&site.input_name(layer)).copied().ok_or_else(|| site.input_name(layer)))
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()
-                .map(|v| [v[0], v[1], v[2], v[3]])
-        })
-        .collect()
+/// A token's step: its largest magnitude over 127 (what the GPU's kernels compute where they
+/// produce a linear's input).
+pub fn token_step(row: impl IntoIterator<Item = f32>) -> f32 {
+    scale_of(row.into_iter().fold(0f32, |m, v| m.max(v.abs())))
 }
 
-/// One linear of the forward: its weight as the product sees it, its bias, and the scale of its
-/// input when it runs in int8.
+/// Each row of `x` in int8 steps (`scale` per tensor or per row), returned as the values the int8
+/// product multiplies (step times level).
+fn fake_quantize(x: &Array2<f32>, scale: InputScale) -> Array2<f32> {
+    let mut q = x.clone();
+    for mut row in q.rows_mut() {
+        let step = match scale {
+            InputScale::Static(step) => step,
+            InputScale::PerToken => token_step(row.iter().copied()),
+        };
+        row.mapv_inplace(|v| quantize(v, 1.0 / step) as f32 * step);
+    }
+    q
+}
+
+/// One linear of the forward: its weight as the product sees it, its bias, and how its input is
+/// quantized when it runs in int8.
 struct Product {
     weight: Array2<f32>,
     bias: Vec<f32>,
-    input_scale: Option<f32>,
+    input: Option<InputScale>,
 }
 
 impl Product {
-    fn new(parts: &[&Linear], input_scale: Option<f32>) -> Product {
+    fn new(parts: &[&Linear], input: Option<InputScale>) -> Product {
         let bias = parts.iter().flat_map(|l| l.bias.iter().copied()).collect();
-        let weight = match input_scale {
+        let weight = match input {
             Some(_) => QuantizedWeight::of(parts).dequantized(),
             None => {
                 let outputs: usize = parts.iter().map(|l| l.outputs).sum();
@@ -168,12 +166,12 @@ impl Product {
                 w
             }
         };
-        Product { weight, bias, input_scale }
+        Product { weight, bias, input }
     }
 
     fn apply(&self, x: &Array2<f32>) -> Array2<f32> {
-        let mut y = match self.input_scale {
-            Some(scale) => x.mapv(|v| quantize(v, 1.0 / scale) as f32 * scale).dot(&self.weight),
+        let mut y = match self.input {
+            Some(scale) => fake_quantize(x, scale).dot(&self.weight),
             None => x.dot(&self.weight),
         };
         for mut row in y.rows_mut() {
@@ -190,23 +188,28 @@ pub struct Forward<'a> {
 }
 
 impl<'a> Forward<'a> {
-    /// Linears in f32 (`ranges` None) or as the int8 engine runs them with these input ranges.
-    pub fn new(bert: &'a Bert, ranges: Option<&InputRanges>) -> Forward<'a> {
+    /// Linears in f32 where `input` gives None, otherwise as the int8 engine runs them, their
+    /// input quantized as `input(layer, site)` says.
+    pub fn new(bert: &'a Bert, input: &dyn Fn(usize, Site) -> Option<InputScale>) -> Forward<'a> {
         let layers = bert
             .layers
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let scale = |site: usize| ranges.map(|r| scale_of(r[i][site]));
                 [
-                    Product::new(&[&l.query, &l.key, &l.value], scale(0)),
-                    Product::new(&[&l.attention_output], scale(1)),
-                    Product::new(&[&l.intermediate], scale(2)),
-                    Product::new(&[&l.output], scale(3)),
+                    Product::new(&[&l.query, &l.key, &l.value], input(i, Site::Qkv)),
+                    Product::new(&[&l.attention_output], input(i, Site::AttentionOutput)),
+                    Product::new(&[&l.intermediate], input(i, Site::Intermediate)),
+                    Product::new(&[&l.output], input(i, Site::Output)),
                 ]
             })
             .collect();
         Forward { bert, layers }
+    }
+
+    /// Every linear in f32.
+    pub fn f32(bert: &'a Bert) -> Forward<'a> {
+        Forward::new(bert, &|_, _| None)
     }
 
     /// Start and end logits of each token of one feature (`ids` and `segments` of its real
@@ -276,19 +279,16 @@ pub fn gelu_tanh(x: f32) -> f32 {
     0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
 }
 
-/// The answer span with the largest start + end logit (start <= end, at most
-/// [`MAX_ANSWER_TOKENS`] tokens), past the leading `[CLS]`.
+/// Every answer span a feature allows (start <= end, at most [`MAX_ANSWER_TOKENS`] tokens, past
+/// the leading `[CLS]`) with its score, start + end logit.
+pub fn spans(logits: &[[f32; 2]]) -> impl Iterator<Item = ((usize, usize), f32)> + '_ {
+    (1.min(logits.len().saturating_sub(1))..logits.len())
+        .flat_map(move |start| (start..logits.len().min(start + MAX_ANSWER_TOKENS)).map(move |end| ((start, end), logits[start][0] + logits[end][1])))
+}
+
+/// The answer span with the largest score (the first of equals).
 pub fn best_span(logits: &[[f32; 2]]) -> (usize, usize) {
-    let mut best = ((0, 0), f32::NEG_INFINITY);
-    for start in 1.min(logits.len().saturating_sub(1))..logits.len() {
-        for end in start..logits.len().min(start + MAX_ANSWER_TOKENS) {
-            let score = logits[start][0] + logits[end][1];
-            if score > best.1 {
-                best = ((start, end), score);
-            }
-        }
-    }
-    best.0
+    spans(logits).fold(((0, 0), f32::NEG_INFINITY), |best, s| if s.1 > best.1 { s } else { best }).0
 }
 
 /// SQuAD's F1 of one span of tokens against another (the overlap's precision and recall).
@@ -299,6 +299,84 @@ pub fn span_f1(predicted: (usize, usize), truth: (usize, usize)) -> f64 {
     }
     let (p, r) = (overlap as f64 / (predicted.1 - predicted.0 + 1) as f64, overlap as f64 / (truth.1 - truth.0 + 1) as f64);
     2.0 * p * r / (p + r)
+}
+
+/// How one engine's logits and answers agree with a reference engine's over some features.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Agreement {
+    pub features: usize,
+    /// Features whose start (end) token, the argmax of the start (end) logits, is the reference's.
+    pub starts: usize,
+    pub ends: usize,
+    f1_sum: f64,
+    error_sq: f64,
+    max_error: f32,
+    values: usize,
+    spread_sq: f64,
+}
+
+impl Agreement {
+    /// Adds one feature's logits (`[start, end]` per token, as responses hold them).
+    pub fn add(&mut self, ours: &[[f32; 2]], reference: &[[f32; 2]]) {
+        let argmax = |v: &[[f32; 2]], k: usize| crate::engines::cpu::argmax(&v.iter().map(|p| p[k]).collect::<Vec<_>>());
+        self.features += 1;
+        self.starts += usize::from(argmax(ours, 0) == argmax(reference, 0));
+        self.ends += usize::from(argmax(ours, 1) == argmax(reference, 1));
+        self.f1_sum += span_f1(best_span(ours), best_span(reference));
+        for k in 0..2 {
+            let column: Vec<f32> = reference.iter().map(|p| p[k]).collect();
+            self.spread_sq += variance(&column);
+        }
+        for (a, b) in ours.iter().flatten().zip(reference.iter().flatten()) {
+            self.max_error = self.max_error.max((a - b).abs());
+            self.error_sq += ((a - b) as f64).powi(2);
+        }
+        self.values += 2 * reference.len();
+    }
+
+    /// The mean F1 of the best spans against the reference's.
+    pub fn f1(&self) -> f64 {
+        self.f1_sum / self.features.max(1) as f64
+    }
+
+    /// The logits' rms error.
+    pub fn rms_error(&self) -> f64 {
+        (self.error_sq / self.values.max(1) as f64).sqrt()
+    }
+
+    /// How much the reference's logits vary between a feature's tokens (rms of their standard
+    /// deviations): what decides an answer, unlike the logits' common offset.
+    pub fn spread(&self) -> f64 {
+        (self.spread_sq / (2 * self.features).max(1) as f64).sqrt()
+    }
+
+    /// The rms error relative to the spread.
+    pub fn relative_error(&self) -> f64 {
+        self.rms_error() / self.spread().max(f64::MIN_POSITIVE)
+    }
+}
+
+impl std::fmt::Display for Agreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let n = self.features;
+        write!(
+            f,
+            "logits rms error {:.2e} (max {:.2e}) = {:.3} of their spread between tokens ({:.2e}); start agrees {}/{n}, end {}/{n}; answers' F1 {:.4}",
+            self.rms_error(),
+            self.max_error,
+            self.relative_error(),
+            self.spread(),
+            self.starts,
+            self.ends,
+            self.f1()
+        )
+    }
+}
+
+/// Variance of `v` about its mean.
+fn variance(v: &[f32]) -> f64 {
+    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len().max(1) as f64;
+    v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / v.len().max(1) as f64
 }
 
 #[cfg(test)]
