@@ -257,6 +257,16 @@ mod tests {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
     }
 
+    /// Whether `pid` is gone within 2 s: a signal is delivered asynchronously, so a killed orphan
+    /// dies moments after kill(2) returns.
+    fn gone(pid: i32) -> bool {
+        let killed = std::time::Instant::now();
+        while alive(pid) && killed.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        !alive(pid)
+    }
+
     /// A group whose leader started a grandchild, written to `pids`: (leader, grandchild).
     fn group_with_grandchild(name: &str, script: &str) -> (ChildGroup, i32, std::path::PathBuf) {
         let pids = std::env::temp_dir().join(format!("mlperf-childgroup-{name}-{}", std::process::id()));
@@ -280,7 +290,7 @@ mod tests {
         let leader = group.id() as i32;
         assert!(alive(leader) && alive(grandchild));
         drop(group);
-        assert!(!alive(leader) && !alive(grandchild), "leader {leader} or its child {grandchild} survived the drop");
+        assert!(gone(leader) && gone(grandchild), "leader {leader} or its child {grandchild} survived the drop");
         // A leader that exited by itself: what it left running goes when the value does.
         let (mut group, grandchild, _) = group_with_grandchild("orphan", "sleep 300 & echo $! > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"");
         while group.try_wait().unwrap().is_none() {
@@ -288,7 +298,7 @@ mod tests {
         }
         assert!(alive(grandchild));
         drop(group);
-        assert!(!alive(grandchild), "the exited leader's child {grandchild} survived the drop");
+        assert!(gone(grandchild), "the exited leader's child {grandchild} survived the drop");
         let _ = std::fs::remove_file(pids);
     }
 
@@ -298,7 +308,7 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(group.stop(), None, "the leader ignores SIGTERM: it is killed, not exited");
         assert!(started.elapsed() >= std::time::Duration::from_millis(300));
-        assert!(!alive(group.id() as i32) && !alive(grandchild));
+        assert!(gone(group.id() as i32) && gone(grandchild));
         let _ = std::fs::remove_file(pids);
     }
 }
