@@ -14,6 +14,12 @@
 #   ALLOW_NON_SUBMITTABLE=1   (the default on CPU-dev) stage runs marked non-submittable
 #   RUN_FLAGS="..."           extra flags for the runs and audits, e.g. "--min_duration=10000" for a quick
 #                             rehearsal (check_submission then fails on the short runs, as it should)
+#   POWER_DEV=PATH            measure power (a rehearsal, never submittable): the performance runs go through
+#                             `run_harness_power` and this checkout of mlcommons/power-dev (c4b3ad8) against a
+#                             loopback director (scripts/power_director.sh: power-dev's server, the PTD and NTP
+#                             stand-ins; root for NTP's port 123; STANDIN_FLAGS, default "--watts 120
+#                             --testing_watts 118"); power-dev's compliance/check.py then checks each staged
+#                             power result. Steps: power runs, accuracy runs, stage, check.py, audits, and on.
 #
 # On CPU-dev every run uses synthetic data and model, so every step needs --allow-non-submittable and the
 # tree demonstrates the pipeline, not a result. A real system (real data, no overrides) needs no flag.
@@ -74,12 +80,41 @@ fi
 
 step() { printf '\n== %s  %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
-step "1/8 accuracy and performance runs (SubmissionRun: the whole accuracy set, then the full-length performance run)"
-"$BIN" run "${SEL[@]}" --test_mode=SubmissionRun "${RUN[@]}"
-step "2/8 the round's audits (resnet50: TEST01, TEST04; llama2-70b: TEST06), verified against the runs of step 1"
-"$BIN" run_audit_harness "${SEL[@]}" "${RUN[@]}"
-step "3/8 stage the newest VALID runs with their measurement files and system description"
-"$BIN" stage_results "${SEL[@]}" "${ALLOW[@]}"
+if [ -n "${POWER_DEV:-}" ]; then
+  PORT=${POWER_PORT:-4950}
+  read -r -a STANDIN <<< "${STANDIN_FLAGS:---watts 120 --testing_watts 118}"
+  step "1/8 the loopback director on 127.0.0.1:$PORT (its output: build/power_director/server.out)"
+  # A process group of its own (setsid), stopped whole when this script ends, however it ends.
+  setsid "$(dirname "$0")/power_director.sh" "$(realpath "$BIN")" "$(realpath "$POWER_DEV")" build/power_director "$PORT" "${STANDIN[@]}" &
+  DIRECTOR=$!
+  trap 'kill -TERM -- -$DIRECTOR 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do (: < "/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.3; done
+  # One scenario at a time, in SCENARIOS' order (a SingleStream run lasts 600 s whatever the load;
+  # an Offline run lasts as long as its expected_qps x 600 samples take).
+  for scenario in ${SCENARIOS//,/ }; do
+    step "1/8 $scenario under power (ranging, then testing: full length)"
+    "$BIN" run_harness_power "${SEL[@]/#--scenarios=*/--scenarios=$scenario}" --power_dev="$POWER_DEV" --director_port="$PORT" --ntp_server=127.0.0.1 "${RUN[@]}"
+  done
+  step "1/8 the accuracy runs"
+  "$BIN" run "${SEL[@]}" --test_mode=AccuracyOnly "${RUN[@]}"
+  kill -TERM -- -"$DIRECTOR"
+  step "3/8 stage the newest VALID runs with their measurement files, power logs and system description"
+  "$BIN" stage_results "${SEL[@]}" "${ALLOW[@]}"
+  step "3/8 power-dev's compliance/check.py on each staged power result"
+  for perf in $(find build/submission -path '*/performance/power' -type d | sort); do
+    printf -- '-- %s\n' "${perf%/power}"
+    PYTHONPATH=$POWER_DEV python3 "$POWER_DEV/compliance/check.py" "${perf%/power}"
+  done
+  step "2/8 the round's audits (resnet50: TEST01, TEST04), verified against the runs of step 1"
+  "$BIN" run_audit_harness "${SEL[@]}" "${RUN[@]}"
+else
+  step "1/8 accuracy and performance runs (SubmissionRun: the whole accuracy set, then the full-length performance run)"
+  "$BIN" run "${SEL[@]}" --test_mode=SubmissionRun "${RUN[@]}"
+  step "2/8 the round's audits (resnet50: TEST01, TEST04; llama2-70b: TEST06), verified against the runs of step 1"
+  "$BIN" run_audit_harness "${SEL[@]}" "${RUN[@]}"
+  step "3/8 stage the newest VALID runs with their measurement files and system description"
+  "$BIN" stage_results "${SEL[@]}" "${ALLOW[@]}"
+fi
 step "4/8 stage the verified audits"
 "$BIN" stage_compliance "${SEL[@]}" "${ALLOW[@]}"
 step "5/8 infer the edge scenarios that were not measured"

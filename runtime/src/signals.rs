@@ -122,6 +122,91 @@ impl std::fmt::Display for ChildExit {
     }
 }
 
+/// A child process leading a process group of its own, with everything it starts: the group is
+/// stopped whole (SIGTERM, then SIGKILL after a grace period) when the value is dropped, so it
+/// cannot outlive the code that started it on any path, an early `?` included; and the kernel
+/// sends the leader SIGTERM if this process dies without stopping it (SIGKILL, a crash). Its own
+/// group keeps a terminal's Ctrl-C from reaching it directly: the parent decides how it stops.
+pub struct ChildGroup {
+    child: std::process::Child,
+    grace: std::time::Duration,
+    status: Option<std::process::ExitStatus>,
+    /// The group was killed and the leader reaped ([`Self::finish`]): nothing is left to stop.
+    finished: bool,
+}
+
+impl ChildGroup {
+    /// Starts `command` as the leader of a new process group; dropped, it gets `grace` to stop.
+    pub fn spawn(command: &mut std::process::Command, grace: std::time::Duration) -> std::io::Result<ChildGroup> {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+        // SAFETY: runs in the forked child before exec and makes one async-signal-safe call.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(ChildGroup { child: command.spawn()?, grace, status: None, finished: false })
+    }
+
+    /// The leader's process id (also the group's id).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The leader's exit status once it has exited; the rest of the group may still run.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait()?;
+        }
+        Ok(self.status)
+    }
+
+    /// Sends `signal` to every process of the group.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on the group this child was made leader of. Its id cannot be reused while
+        // the leader is unreaped, nor after while any member is left, the only case where it matters.
+        unsafe { libc::kill(-(self.child.id() as i32), signal) };
+    }
+
+    /// Waits for the leader until `deadline`, then kills whatever is left of the group. Returns the
+    /// leader's status (None if it did not exit by the deadline and had to be killed).
+    pub fn finish(&mut self, deadline: std::time::Instant) -> Option<std::process::ExitStatus> {
+        while self.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let in_time = self.try_wait().ok().flatten();
+        self.signal(libc::SIGKILL);
+        let status = self.child.wait().ok();
+        self.status = self.status.or(status);
+        self.finished = true;
+        in_time
+    }
+
+    /// SIGTERM to the group, then [`Self::finish`] after the grace period.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal(libc::SIGTERM);
+        self.finish(std::time::Instant::now() + self.grace)
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // A leader that exited by itself may have left members behind: they go too.
+        if self.try_wait().ok().flatten().is_some() {
+            self.signal(libc::SIGKILL);
+        } else {
+            self.stop();
+        }
+    }
+}
+
 /// The name of a signal that ends processes, as kill(1) lists it (Linux numbers).
 fn signal_name(number: i32) -> Option<&'static str> {
     use libc::*;
@@ -165,5 +250,65 @@ mod tests {
         let status = std::process::Command::new("sh").args(["-c", "kill -9 $$"]).status().unwrap();
         assert_eq!(ChildExit::of(status), ChildExit::Killed(9));
         assert_eq!(ChildExit::of(std::process::Command::new("sh").args(["-c", "exit 6"]).status().unwrap()).code(), Some(6));
+    }
+
+    /// Whether process `pid` still exists (a zombie counts as gone: it runs nothing).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    }
+
+    /// Whether `pid` is gone within 2 s: a signal is delivered asynchronously, so a killed orphan
+    /// dies moments after kill(2) returns.
+    fn gone(pid: i32) -> bool {
+        let killed = std::time::Instant::now();
+        while alive(pid) && killed.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        !alive(pid)
+    }
+
+    /// A group whose leader started a grandchild, written to `pids`: (leader, grandchild).
+    fn group_with_grandchild(name: &str, script: &str) -> (ChildGroup, i32, std::path::PathBuf) {
+        let pids = std::env::temp_dir().join(format!("mlperf-childgroup-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&pids);
+        let group = ChildGroup::spawn(std::process::Command::new("sh").args(["-c", script, "sh", pids.to_str().unwrap()]), std::time::Duration::from_millis(300)).unwrap();
+        let started = std::time::Instant::now();
+        let grandchild = loop {
+            if let Some(pid) = std::fs::read_to_string(&pids).ok().and_then(|t| t.trim().parse().ok()) {
+                break pid;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the grandchild never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        (group, grandchild, pids)
+    }
+
+    #[test]
+    fn a_dropped_child_group_takes_what_its_leader_started_with_it() {
+        // An error path: the value goes out of scope while the leader and its child run.
+        let (group, grandchild, pids) = group_with_grandchild("drop", "sleep 300 & echo $! > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"; wait");
+        let leader = group.id() as i32;
+        assert!(alive(leader) && alive(grandchild));
+        drop(group);
+        assert!(gone(leader) && gone(grandchild), "leader {leader} or its child {grandchild} survived the drop");
+        // A leader that exited by itself: what it left running goes when the value does.
+        let (mut group, grandchild, _) = group_with_grandchild("orphan", "sleep 300 & echo $! > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"");
+        while group.try_wait().unwrap().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(alive(grandchild));
+        drop(group);
+        assert!(gone(grandchild), "the exited leader's child {grandchild} survived the drop");
+        let _ = std::fs::remove_file(pids);
+    }
+
+    #[test]
+    fn a_group_ignoring_sigterm_is_killed_after_its_grace() {
+        let (mut group, grandchild, pids) = group_with_grandchild("stubborn", "trap '' TERM; sleep 300 & echo $! > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"; while :; do sleep 1; done");
+        let started = std::time::Instant::now();
+        assert_eq!(group.stop(), None, "the leader ignores SIGTERM: it is killed, not exited");
+        assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+        assert!(gone(group.id() as i32) && gone(grandchild));
+        let _ = std::fs::remove_file(pids);
     }
 }

@@ -281,6 +281,9 @@ fn power_restore_state(log_dir: &Path) -> Result<(), Error> {
 /// only, into --log_dir) under a ranging then a testing measurement; the session goes into the
 /// testing run's directory, checked against the power rules; a line per config.
 fn run_harness_power(args: &PowerHarnessArgs, overrides: &[Override]) -> Result<(), Error> {
+    // Ctrl-C, SIGTERM and SIGHUP reach us, not the client's own process group: they must be
+    // caught to be forwarded to it (otherwise we die and the client and its workload run on).
+    signals::install()?;
     let resolved = resolve::selection(&args.selection, overrides)?;
     let options = power::client::ClientOptions {
         checkout: args.power_dev.clone(),

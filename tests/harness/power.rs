@@ -145,57 +145,63 @@ struct PowerRun {
     cwd: super::Scratch,
 }
 
-/// `run_harness_power` of resnet50 Offline on CPU-dev (`--test_run`) on loopback with the
+/// The processes (pid and command line) whose working directory is under `dir`: what a run there
+/// left behind. Every process this file's runs start works there or below.
+fn left_running(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&dir)))
+        // A zombie runs nothing; its parent (gone or not) reaps it.
+        .filter(|e| std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')))
+        .map(|e| format!("{} {}", e.file_name().to_string_lossy(), std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ")))
+        .collect()
+}
+
+/// `run_harness_power` of resnet50 `scenario` on CPU-dev (`--test_run`) on loopback with the
 /// unmodified power-dev (`MLPERF_POWER_DEV`, a checkout of c4b3ad8) and root (NTP's port 123):
-/// `ntp_standin` on 127.0.0.1:123, power-dev's server with the PTD stand-in (`standin` its flags)
-/// as its PTDaemon; power-dev's client runs our run_harness twice.
-fn power_run(name: &str, standin: &str) -> PowerRun {
+/// scripts/power_director.sh runs power-dev's server with the PTD stand-in (`standin` its flags)
+/// and the NTP stand-in, a process group stopped whole when the run ends, however it ends;
+/// power-dev's client runs our run_harness twice. Nothing the run started may be left running.
+fn power_run(name: &str, scenario: &str, standin: &str) -> PowerRun {
     let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV=/path/to/power-dev checkout at c4b3ad8");
     let cwd = scratch(name);
     let exe = env!("CARGO_BIN_EXE_mlperf");
-    let mut ntp = std::process::Command::new(exe).args(["ntp_standin", "--listen=127.0.0.1:123"]).spawn().unwrap();
-    let wrapper = cwd.join("ptd-standin.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin {standin} --period_ms 250 -- \"$@\"\n")).unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (port, ptd_port) = (free(), free());
-    std::fs::write(
-        cwd.join("server.conf"),
-        format!(
-            "[server]\nntpServer = 127.0.0.1\nlisten = 127.0.0.1 {port}\n[ptd]\nptd = {}\n[analyzer1]\ndeviceType = 49\ninterfaceFlag = -U\ndevicePort = C2PH13047V\nnetworkPort = {ptd_port}\n",
-            wrapper.display()
-        ),
-    )
-    .unwrap();
-    let server_log = std::fs::File::create(cwd.join("server.out")).unwrap();
-    let mut server = std::process::Command::new("python3")
-        .arg(format!("{checkout}/ptd_client_server/server.py"))
-        .args(["-c", "server.conf"])
-        .env("PYTHONPATH", &checkout)
-        .current_dir(&cwd)
-        .stdout(server_log.try_clone().unwrap())
-        .stderr(server_log)
-        .spawn()
-        .unwrap();
+    // The server's port and, next to it, the stand-in's (power_director.sh's rule).
+    let port = loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            break port;
+        }
+    };
+    let director_dir = cwd.join("director");
+    let mut director = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/power_director.sh"));
+    director.args([exe, &checkout, director_dir.to_str().unwrap(), &port.to_string()]).args(standin.split_whitespace()).args(["--period_ms", "250"]).current_dir(&cwd);
+    let director = mlperf_runtime::signals::ChildGroup::spawn(&mut director, Duration::from_secs(5)).unwrap();
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "power-dev's server never listened: {}", std::fs::read_to_string(cwd.join("server.out")).unwrap_or_default());
+        assert!(started.elapsed() < Duration::from_secs(30), "power-dev's server never listened: {}", std::fs::read_to_string(director_dir.join("server.out")).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(200));
     }
     let space = cwd.join("scratch");
     let out = std::process::Command::new(exe)
-        .args(["run_harness_power", "--system_name=CPU-dev", "--benchmarks=resnet50", "--scenarios=offline", "--test_run", "--ntp_server=127.0.0.1"])
+        .args(["run_harness_power", "--system_name=CPU-dev", "--benchmarks=resnet50", "--test_run", "--ntp_server=127.0.0.1"])
+        .arg(format!("--scenarios={scenario}"))
         .arg(format!("--power_dev={checkout}"))
         .arg(format!("--director_port={port}"))
         .env("MLPERF_SCRATCH_PATH", &space)
         .current_dir(&cwd)
         .output()
         .unwrap();
-    for child in [&mut server, &mut ntp] {
-        child.kill().ok();
-        child.wait().ok();
-    }
     println!("{name}: exit {:?}\n{}", out.status.code(), shown(&out));
+    // The client and its workload went with run_harness_power; the director goes now.
+    let left = left_running(&cwd);
+    drop(director);
+    assert!(left.iter().all(|p| p.contains("power_director.sh") || p.contains("server.py") || p.contains("_standin")), "run_harness_power left these running: {left:#?}");
+    let left = left_running(&cwd);
+    assert!(left.is_empty(), "the director left these running: {left:#?}");
     PowerRun { out, cwd }
 }
 
@@ -205,15 +211,32 @@ fn power_run(name: &str, standin: &str) -> PowerRun {
 #[test]
 #[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
 fn run_harness_power_through_power_devs_client_and_server() {
+    power_workflow("run-harness-power", "offline", "118.");
+}
+
+/// SingleStream's power metric is energy per query: the table says it in millijoules.
+#[test]
+#[ignore = "needs a power-dev checkout (env MLPERF_POWER_DEV), python3 and root (port 123)"]
+fn run_harness_power_singlestream_reports_energy_per_query() {
+    power_workflow("run-harness-power-ss", "singlestream", "millijoules");
+}
+
+/// The whole workflow of one scenario: `power_line` is in the table's power line.
+fn power_workflow(name: &str, scenario: &str, power_line: &str) {
     let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV");
-    let PowerRun { out, cwd } = power_run("run-harness-power", "--watts 120 --testing_watts 118");
-    assert!(out.status.success(), "{}\nserver: {}", shown(&out), std::fs::read_to_string(cwd.join("server.out")).unwrap_or_default());
-    assert!(shown(&out).contains("\n    power: 118."), "{}", shown(&out));
+    let PowerRun { out, cwd } = power_run(name, scenario, "--watts 120 --testing_watts 118");
+    assert!(out.status.success(), "{}\nserver: {}", shown(&out), std::fs::read_to_string(cwd.join("director/server.out")).unwrap_or_default());
+    assert!(shown(&out).lines().any(|l| l.starts_with("    power: ") && l.contains(power_line)), "{}", shown(&out));
     let session = mlperf_runtime::fsutil::walk_files(&cwd.join("build/logs"))
         .into_iter()
         .find(|f| f.ends_with("power_session/power/server.json"))
         .and_then(|f| f.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf))
         .expect("the session in the testing run's directory");
+    // NVIDIA's summary (JSON) says the metric before the verdict, as the table does.
+    // The testing run's log root (the ranging run's summary has no power).
+    let summary = session.ancestors().map(|d| d.join("perf_harness_summary.json")).find(|f| f.is_file()).expect("the testing run's perf_harness_summary.json");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert!(summary.to_string().contains("power: ") && summary.to_string().contains(power_line), "{summary}");
     let marker = std::fs::read_to_string(session.parent().unwrap().join("NON_SUBMITTABLE.txt")).unwrap();
     assert!(marker.contains("power measured by the PTDaemon stand-in"), "{marker}");
     let check = std::process::Command::new("python3").arg(format!("{checkout}/compliance/check.py")).arg(&session).env("PYTHONPATH", &checkout).output().unwrap();
@@ -224,7 +247,7 @@ fn run_harness_power_through_power_devs_client_and_server() {
 /// Each fault of the stand-in through the whole workflow: the typed error and its exit status,
 /// and what was written so far kept (the client's output, the runs' logs).
 fn power_fault(name: &str, standin: &str, says: &str, runs: usize, session_kept: bool) {
-    let PowerRun { out, cwd } = power_run(name, standin);
+    let PowerRun { out, cwd } = power_run(name, "offline", standin);
     assert_eq!(out.status.code(), Some(mlperf_runtime::error::exit::DATA), "{}", shown(&out));
     assert!(shown(&out).contains(says), "{}", shown(&out));
     let files = mlperf_runtime::fsutil::walk_files(&cwd.join("build"));

@@ -289,3 +289,51 @@ fn staging_refuses_invalid_runs() {
     assert!(text.contains("no usable AccuracyOnly run"), "{text}");
     assert!(!cwd.join("build/submission").exists());
 }
+
+/// A power run staged through the binary: the recorded power-dev session (runtime's fixture, from
+/// an opt-in run through power-dev; its PROVENANCE.md) kept in a real run's directory lands as the
+/// round's layout wants it: `performance/` holds `power/`, `ranging/` and `run_1/` with `spl.txt`,
+/// the documents go into the scenario directory, the stand-in makes it non-submittable, and a
+/// power result from a config that is not MaxQ is staged with a warning naming the way out.
+#[test]
+fn a_power_run_stages_its_logs_and_documents_where_the_round_wants_them() {
+    let cwd = scratch("submission-power");
+    performance_and_accuracy_runs(&cwd);
+    let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/tests/fixtures/power/recorded-resnet50-offline");
+    let session = run_dir(&cwd, "PerformanceOnly").join("power_session");
+    for file in walk_files(&recorded) {
+        let to = session.join(file.strip_prefix(&recorded).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    let text = refused(&mlperf(&cwd, &with_selection("stage_results", &[])));
+    assert!(text.contains("power measured by the PTDaemon stand-in"), "{text}");
+    let text = ok(&mlperf(&cwd, &with_selection("stage_results", &["--allow-non-submittable"])));
+    assert!(text.contains("a power result staged under CPU-dev_RS (a MaxP config)") && text.contains("--power_setting MaxQ"), "{text}");
+    let scenario = cwd.join(SCENARIO);
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    };
+    // The run's provenance beside the checker's directories (export_submission leaves both files out).
+    assert_eq!(names(&scenario.join("performance")), ["NON_SUBMITTABLE.txt", "power", "ranging", "run_1", "run_plan.json"]);
+    assert_eq!(names(&scenario.join("performance/power")), ["client.json", "client.log", "ptd_logs.txt", "server.json", "server.log"]);
+    // run_1 also holds the run's own accuracy log, which the checker allows (OPTIONAL_PERF_FILES).
+    assert_eq!(names(&scenario.join("performance/run_1")), ["mlperf_log_accuracy.json", "mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"]);
+    assert_eq!(names(&scenario.join("performance/ranging")), ["mlperf_log_detail.txt", "mlperf_log_summary.txt", "spl.txt"]);
+    for run in ["ranging", "run_1"] {
+        assert_eq!(
+            std::fs::read(scenario.join("performance").join(run).join("spl.txt")).unwrap(),
+            std::fs::read(recorded.join(run).join("spl.txt")).unwrap(),
+            "{run}: byte for byte"
+        );
+    }
+    let settings = std::fs::read_to_string(scenario.join("power_settings.md")).unwrap();
+    assert!(settings.starts_with("# Power settings: CPU-dev_RS\n") && settings.contains("| power setting | MaxP |"), "{settings}");
+    let analyzer = std::fs::read_to_string(scenario.join("analyzer_table.md")).unwrap();
+    assert!(analyzer.contains("| 1 | YokogawaWT310 | STANDIN0000 | 1.11.1-standin-20261128 |"), "{analyzer}");
+    // Nowhere else: not in the performance directory, not above the scenario.
+    let documents: Vec<PathBuf> = walk_files(&cwd.join("build/submission")).into_iter().filter(|f| f.ends_with("power_settings.md") || f.ends_with("analyzer_table.md")).collect();
+    assert_eq!(documents, [scenario.join("analyzer_table.md"), scenario.join("power_settings.md")]);
+}

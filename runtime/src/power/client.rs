@@ -7,7 +7,7 @@
 
 use super::error::PowerError;
 use super::sources::check_checkout;
-use std::os::unix::process::CommandExt;
+use crate::signals::ChildGroup;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -20,6 +20,10 @@ pub struct ClientOptions {
     pub ntp: String,
     pub python: String,
 }
+
+/// How long the client and its workload get to stop after SIGTERM (run_harness forwards it to its
+/// LoadGen child, which flushes its logs) before the group is killed.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What the client's log says stopped it: its own messages, in the order it can meet them.
 const FAILURES: [(&str, Failure); 6] = [
@@ -77,38 +81,37 @@ pub fn measure(options: &ClientOptions, label: &str, workload: &[String], indir:
     let log = std::fs::File::create(&log_path).map_err(|source| PowerError::Read { path: log_path.clone(), source })?;
     let err = log.try_clone().map_err(|source| PowerError::Read { path: log_path.clone(), source })?;
     let root = dir.parent().unwrap_or(&dir).to_path_buf();
-    let command = workload.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
-    let mut child = Command::new(&options.python)
+    let command_line = workload.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
+    let mut command = Command::new(&options.python);
+    command
         .arg(dir.join("client.py"))
         .args(["-a", &options.director, "-p", &options.port.to_string(), "-n", &options.ntp, "-l", label])
         .arg("-w")
-        .arg(&command)
+        .arg(&command_line)
         .arg("-L")
         .arg(indir)
         .arg("-o")
         .arg(outdir)
         .env("PYTHONPATH", &root)
-        .process_group(0)
         .stdin(Stdio::null())
         .stdout(log)
-        .stderr(err)
-        .spawn()
-        .map_err(|source| PowerError::Client { python: options.python.clone(), source })?;
-    // The client and the workload it starts run in a process group of their own, stopped whole when
-    // a signal stops us, so nothing is left running.
+        .stderr(err);
+    let client_error = |source| PowerError::Client { python: options.python.clone(), source };
+    // The client and the workload it starts are one process group, stopped whole on every way out
+    // of here: a stop signal (forwarded), an error, or this process dying.
+    let mut client = ChildGroup::spawn(&mut command, STOP_GRACE).map_err(client_error)?;
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|source| PowerError::Client { python: options.python.clone(), source })? {
+        if let Some(status) = client.try_wait().map_err(client_error)? {
             break status;
         }
         if let Some(signal) = crate::signals::received() {
-            // SAFETY: kill(2) on the process group our child leads; the child has not been reaped
-            // (try_wait said so), so the group id is still its own.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
-            let status = child.wait().map_err(|source| PowerError::Client { python: options.python.clone(), source })?;
-            return Err(PowerError::Stopped { signal, log: log_path, status: crate::signals::ChildExit::of(status).to_string() });
+            let status = client.stop().map_or_else(|| "killed after the grace period".to_string(), |s| crate::signals::ChildExit::of(s).to_string());
+            return Err(PowerError::Stopped { signal, log: log_path, status });
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
+    // Whatever the client left running (a workload it did not wait for) goes with it.
+    drop(client);
     let text = std::fs::read_to_string(&log_path).unwrap_or_default();
     if !status.success() || !text.contains("Successful exit") {
         let failure = Failure::of_log(&text);

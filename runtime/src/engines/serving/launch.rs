@@ -10,10 +10,10 @@
 use super::client::{self, ProbeError};
 use super::{ServingError, api};
 use crate::progress::Progress;
+use crate::signals::ChildGroup;
 use mlperf_config::{ServingApi, ServingEngine, Settings};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// NVIDIA's trtllm-serve port (`trtllm_server_urls` default).
@@ -227,7 +227,7 @@ impl LaunchSpec {
 
 /// Started engine processes; stopped when dropped.
 pub struct Engines {
-    processes: Vec<(ProcessCommand, Child, PathBuf)>,
+    processes: Vec<(ProcessCommand, ChildGroup, PathBuf)>,
 }
 
 impl Engines {
@@ -241,18 +241,8 @@ impl Engines {
             let err = log.try_clone().map_err(ServingError::LogHandle)?;
             let mut cmd = Command::new(&command.program);
             cmd.args(&command.args).envs(command.env.iter().cloned()).stdin(Stdio::null()).stdout(log).stderr(err);
-            // SAFETY: runs in the forked child before exec and makes only async-signal-safe calls:
-            // a process group of its own (so stopping reaches the engine's workers too) and
-            // SIGTERM when this process dies without stopping it.
-            unsafe {
-                cmd.pre_exec(|| {
-                    if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            let child = cmd.spawn().map_err(|source| ServingError::Spawn { command: command.display(), program: command.program.clone(), source })?;
+            // A process group of its own, so stopping reaches the engine's workers too.
+            let child = ChildGroup::spawn(&mut cmd, STOP_GRACE).map_err(|source| ServingError::Spawn { command: command.display(), program: command.program.clone(), source })?;
             tracing::info!("started {} (pid {}): {}; log {}", command.name, child.id(), command.display(), log_path.display());
             engines.processes.push((command, child, log_path));
         }
@@ -277,20 +267,13 @@ impl Engines {
     /// SIGTERM to every process group, SIGKILL to those still there after [`STOP_GRACE`].
     pub fn stop(&mut self) {
         for (_, child, _) in &self.processes {
-            // SAFETY: kill(2) on the process group of a child we started and have not reaped.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
+            child.signal(libc::SIGTERM);
         }
         let deadline = Instant::now() + STOP_GRACE;
         for (command, child, _) in &mut self.processes {
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
+            if child.finish(deadline).is_none() {
+                tracing::warn!("the serving engine's {} did not stop within {} s of SIGTERM; killed it", command.name, STOP_GRACE.as_secs());
             }
-            if child.try_wait().ok().flatten().is_none() {
-                tracing::warn!("the serving engine's {} did not stop within {} s of SIGTERM; killing it", command.name, STOP_GRACE.as_secs());
-            }
-            // SAFETY: as above; the group may still hold workers even when the leader has exited.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
         }
         self.processes.clear();
     }
