@@ -396,9 +396,11 @@ mod tests {
     /// since its other half is not concatenated), and no value is overwritten before its last read.
     #[test]
     fn concatenations_take_their_inputs_in_place() {
+        use crate::engines::gpu::convnet::import::Place;
         use crate::engines::gpu::convnet::import::{OpKind, import};
-        use crate::engines::gpu::convnet::place::{Place, assert_schedule_keeps_values};
-        let (net, _) = import(&yolo11(&YoloShape { size: 64, width_divisor: 2, class_bias: -2.0 }, 7), &[3, 64, 64]).expect("imports");
+        use crate::engines::gpu::convnet::place::{assert_schedule_keeps_values, places};
+        let (mut net, _) = import(&yolo11(&YoloShape { size: 64, width_divisor: 2, class_bias: -2.0 }, 7), &[3, 64, 64]).expect("imports");
+        net.places = places(&net);
         assert_schedule_keeps_values(&net);
         let (mut placed, mut copied) = (0, Vec::new());
         for op in net.ops.iter().filter(|op| op.kind == OpKind::Concat) {

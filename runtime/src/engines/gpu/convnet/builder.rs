@@ -4,6 +4,7 @@
 
 use super::exec::{Convnet, Slot};
 use super::import::import;
+use super::place::places;
 use super::plan::{self, ConvnetHeader, ConvnetPlan, GpuIdentity};
 use crate::engines::ElementType;
 use crate::engines::gpu::GpuError;
@@ -69,7 +70,8 @@ pub fn model_input_dims(path: &Path) -> Result<Vec<Option<i64>>, GpuError> {
 pub fn build(request: &ConvnetRequest, report: &mut dyn FnMut(&str)) -> Result<ConvnetPlan, GpuError> {
     device::require_cuda()?;
     let (origin, model) = read_model(request.model_path)?;
-    let (net, blob) = import(&model, request.input).map_err(|e| e.in_model(&origin))?;
+    let (mut net, blob) = import(&model, request.input).map_err(|e| e.in_model(&origin))?;
+    net.places = places(&net);
     let header = ConvnetHeader { key: wanted_key(request)?, model_path: origin, net, blob_len: blob.0.len(), blob_sha256: sha256_hex(&blob.0), verification: String::new() };
     let mut plan = ConvnetPlan { header, blob: blob.0 };
     let model = Convnet::load(request.ordinal, &plan)?;

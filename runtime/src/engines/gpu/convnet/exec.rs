@@ -256,7 +256,7 @@ impl Slot {
     /// Whether value `value` already lies at channel `at` of value `of`'s rows (placed there): no copy.
     pub(super) fn lies_in(&self, value: usize, of: usize, at: usize) -> bool {
         let places = &self.model.header.net.places;
-        places[value] == super::place::Place { root: places[of].root, offset: places[of].offset + at }
+        places[value] == super::import::Place { root: places[of].root, offset: places[of].offset + at }
     }
 
     /// The network's input buffer: the plan's batch of channels-last fp16 samples.

@@ -7,7 +7,6 @@
 //! logical order ([`tensor`](super::tensor)), converted from and to images where ops meet. CPU only,
 //! tested in CI.
 
-use super::place::{Place, places};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::graph::plan::SerializedPlan;
 use crate::engines::onnx_reader::{attr, attr_float, attr_int, attr_ints, f32_values};
@@ -184,8 +183,16 @@ pub struct Op {
     pub output: usize,
 }
 
+/// A value's rows: channels `[offset, offset + padded)` of the rows of value `root`'s buffer (its
+/// own buffer when `root` is the value itself, at offset 0). Rows are `root`'s padded width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    pub root: usize,
+    pub offset: usize,
+}
+
 /// The imported network: value 0 is the input; each op writes one value, whose rows lie where
-/// `places` says ([`super::place`]).
+/// `places` says (each value its own as imported; [`super::place::places`] moves them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Net {
     pub values: Vec<ValueShape>,
@@ -297,7 +304,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     drop_unread(&mut b.net);
     fuse_residuals(&mut b.net);
     fold_scales(&mut b.net, &b.blob);
-    b.net.places = places(&b.net);
+    b.net.places = (0..b.net.values.len()).map(|root| Place { root, offset: 0 }).collect();
     Ok((b.net, b.blob))
 }
 

@@ -9,16 +9,7 @@
 //! otherwise, so no op overwrites a value another still reads: the only overlaps are views, which
 //! nothing writes.
 
-use super::import::{Net, Op, OpKind, TensorOp};
-use serde::{Deserialize, Serialize};
-
-/// A value's rows: channels `[offset, offset + padded)` of the rows of value `root`'s buffer (its
-/// own buffer when `root` is the value itself, at offset 0). Rows are `root`'s padded width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Place {
-    pub root: usize,
-    pub offset: usize,
-}
+use super::import::{Net, Op, OpKind, Place, TensorOp};
 
 /// Ops that read an image through a row width and a start channel (2-D ungrouped convolutions
 /// through cuDNN's strided descriptors, our kernels with row arguments).
