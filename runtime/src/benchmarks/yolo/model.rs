@@ -396,7 +396,6 @@ mod tests {
     /// since its other half is not concatenated), and no value is overwritten before its last read.
     #[test]
     fn concatenations_take_their_inputs_in_place() {
-        use crate::engines::gpu::convnet::import::Place;
         use crate::engines::gpu::convnet::import::{OpKind, import};
         use crate::engines::gpu::convnet::place::{assert_schedule_keeps_values, places};
         let (mut net, _) = import(&yolo11(&YoloShape { size: 64, width_divisor: 2, class_bias: -2.0 }, 7), &[3, 64, 64]).expect("imports");
@@ -406,8 +405,7 @@ mod tests {
         for op in net.ops.iter().filter(|op| op.kind == OpKind::Concat) {
             let mut at = 0;
             for &v in &op.inputs {
-                let out = net.places[op.output];
-                if net.places[v] == (Place { root: out.root, offset: out.offset + at }) {
+                if net.lies_in(v, op.output, at) {
                     placed += 1;
                 } else {
                     copied.push(format!("{} input {v}", op.name));

@@ -253,12 +253,6 @@ impl Slot {
         row(&self.model.header.net, value)
     }
 
-    /// Whether value `value` already lies at channel `at` of value `of`'s rows (placed there): no copy.
-    pub(super) fn lies_in(&self, value: usize, of: usize, at: usize) -> bool {
-        let places = &self.model.header.net.places;
-        places[value] == super::import::Place { root: places[of].root, offset: places[of].offset + at }
-    }
-
     /// The network's input buffer: the plan's batch of channels-last fp16 samples.
     pub fn input(&self) -> DevicePtr {
         self.ptr(0)
@@ -363,7 +357,7 @@ impl Slot {
                 for &input in &op.inputs {
                     let v = &net.values[input];
                     let (src, c, x_row, y_row) = (self.ptr(input).raw(), v.channels as i32, self.row(input) as i32, self.row(op.output) as i32);
-                    if self.lies_in(input, op.output, offset as usize) {
+                    if net.lies_in(input, op.output, offset as usize) {
                         offset += c;
                         continue;
                     }
@@ -530,7 +524,7 @@ impl Slot {
         let op = &net.ops[index];
         let OpKind::Conv { geometry: g, weights, bias, act, .. } = &op.kind else { return None };
         let (x, y) = (&net.values[op.inputs[0]], &net.values[op.output]);
-        if g.groups != 1 || x.spatial.len() != 2 {
+        if !g.is_plain_2d() {
             return None;
         }
         let two = |v: &[usize]| [v[0] as i64, v[1] as i64];

@@ -96,6 +96,13 @@ pub struct ConvGeometry {
     pub groups: usize,
 }
 
+impl ConvGeometry {
+    /// 2-D with one group: what cuDNN's fused graphs run, with strided rows and a residual.
+    pub fn is_plain_2d(&self) -> bool {
+        self.groups == 1 && self.kernel.len() == 2
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum OpKind {
     /// Cross-correlation; fp16 weights `[K, kernel..., C / groups]` (padded) at `weights`, f32 bias
@@ -191,6 +198,13 @@ pub struct Place {
     pub offset: usize,
 }
 
+impl Place {
+    /// Value `v` in its own buffer.
+    pub fn own(v: usize) -> Place {
+        Place { root: v, offset: 0 }
+    }
+}
+
 /// The imported network: value 0 is the input; each op writes one value, whose rows lie where
 /// `places` says (each value its own as imported; [`super::place::places`] moves them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -199,6 +213,34 @@ pub struct Net {
     pub ops: Vec<Op>,
     pub output: usize,
     pub places: Vec<Place>,
+}
+
+impl Net {
+    /// Every value in its own buffer (as imported).
+    pub fn own_places(&self) -> Vec<Place> {
+        (0..self.values.len()).map(Place::own).collect()
+    }
+
+    /// Whether value `value` already lies at channel `at` of value `of`'s rows (placed there): a
+    /// concatenation or a slice has nothing to copy.
+    pub fn lies_in(&self, value: usize, of: usize, at: usize) -> bool {
+        self.places[value] == Place { root: self.places[of].root, offset: self.places[of].offset + at }
+    }
+
+    /// Per value: the op that writes it (if any) and the ops that read it (each once).
+    pub fn uses(&self) -> (Vec<Option<usize>>, Vec<Vec<usize>>) {
+        let mut producer = vec![None; self.values.len()];
+        let mut readers = vec![Vec::new(); self.values.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            producer[op.output] = Some(i);
+            for &v in &op.inputs {
+                if !readers[v].contains(&i) {
+                    readers[v].push(i);
+                }
+            }
+        }
+        (producer, readers)
+    }
 }
 
 /// Weights in the GPU's layout, appended 256-byte aligned.
@@ -304,7 +346,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     drop_unread(&mut b.net);
     fuse_residuals(&mut b.net);
     fold_scales(&mut b.net, &b.blob);
-    b.net.places = (0..b.net.values.len()).map(|root| Place { root, offset: 0 }).collect();
+    b.net.places = b.net.own_places();
     Ok((b.net, b.blob))
 }
 
@@ -329,12 +371,7 @@ fn drop_unread(net: &mut Net) {
 /// convolution then writes the sum (YOLO's bottlenecks and attention blocks). The folded value
 /// keeps no producer: no buffer is made.
 fn fuse_residuals(net: &mut Net) {
-    let mut producer = vec![None; net.values.len()];
-    let mut readers = vec![0usize; net.values.len()];
-    for (i, op) in net.ops.iter().enumerate() {
-        producer[op.output] = Some(i);
-        op.inputs.iter().for_each(|&v| readers[v] += 1);
-    }
+    let (producer, readers) = net.uses();
     let mut fused = Vec::new();
     for i in 0..net.ops.len() {
         let (op, sum) = (&net.ops[i], net.ops[i].output);
@@ -344,8 +381,8 @@ fn fuse_residuals(net: &mut Net) {
         let ready = |v: usize, before: usize| producer[v].is_none_or(|p| p < before);
         let folds = |c: usize, other: usize| {
             let p = producer[c]?;
-            let fits = matches!(&net.ops[p].kind, OpKind::Conv { geometry, .. } if geometry.groups == 1 && geometry.kernel.len() == 2);
-            (fits && net.ops[p].inputs.len() == 1 && readers[c] == 1 && c != net.output && c != other && ready(other, p)).then_some((p, other))
+            let fits = matches!(&net.ops[p].kind, OpKind::Conv { geometry, .. } if geometry.is_plain_2d());
+            (fits && net.ops[p].inputs.len() == 1 && readers[c].len() == 1 && c != net.output && c != other && ready(other, p)).then_some((p, other))
         };
         let [a, b] = [op.inputs[0], op.inputs[1]];
         if let Some((p, other)) = folds(b, a).or_else(|| folds(a, b)) {
@@ -369,8 +406,7 @@ fn remove_ops(net: &mut Net, indices: &[usize]) {
 /// Folds each product by a scalar constant into the MatMul that makes its other operand, when
 /// nothing else reads the MatMul's output (the attention's `scores * scale`).
 fn fold_scales(net: &mut Net, blob: &Blob) {
-    let mut readers = vec![0usize; net.values.len()];
-    net.ops.iter().for_each(|op| op.inputs.iter().for_each(|&v| readers[v] += 1));
+    let (producer, readers) = net.uses();
     let i64_at = |at: usize| i64::from_le_bytes(blob.0[at..at + 8].try_into().expect("8 bytes"));
     let mut folded = Vec::new();
     for i in 0..net.ops.len() {
@@ -378,8 +414,8 @@ fn fold_scales(net: &mut Net, blob: &Blob) {
         // The table: dims, a's strides, b's strides; a scalar's strides are all 0.
         let scalar = (0..rank).all(|d| i64_at(table + 8 * (2 * rank + d)) == 0);
         let x = net.ops[i].inputs[0];
-        let Some(p) = net.ops[..i].iter().rposition(|op| op.output == x) else { continue };
-        if !scalar || readers[x] != 1 || x == net.output {
+        let Some(p) = producer[x] else { continue };
+        if !scalar || readers[x].len() != 1 || x == net.output {
             continue;
         }
         if let OpKind::Tensor(TensorOp::MatMul { alpha, .. }) = &mut net.ops[p].kind {

@@ -11,25 +11,21 @@
 
 use super::import::{Net, Op, OpKind, Place, TensorOp};
 
-/// Ops that read an image through a row width and a start channel (2-D ungrouped convolutions
-/// through cuDNN's strided descriptors, our kernels with row arguments).
-fn reads_strided(op: &Op) -> bool {
-    match &op.kind {
-        OpKind::Conv { geometry, .. } => geometry.groups == 1 && geometry.kernel.len() == 2,
-        OpKind::Concat => true,
-        OpKind::Tensor(t) => matches!(t, TensorOp::MaxPool { .. } | TensorOp::Upsample { .. } | TensorOp::ChannelSlice { .. } | TensorOp::ImageAdd | TensorOp::ToDense),
-        _ => false,
-    }
-}
-
-/// Ops that write their image output through a row width and a start channel.
+/// Ops that write their image output through a row width and a start channel (2-D ungrouped
+/// convolutions through cuDNN's strided graphs, our kernels with row arguments).
 fn writes_strided(op: &Op) -> bool {
     match &op.kind {
-        OpKind::Conv { geometry, .. } => geometry.groups == 1 && geometry.kernel.len() == 2,
+        OpKind::Conv { geometry, .. } => geometry.is_plain_2d(),
         OpKind::Concat => true,
         OpKind::Tensor(t) => matches!(t, TensorOp::MaxPool { .. } | TensorOp::Upsample { .. } | TensorOp::ChannelSlice { .. } | TensorOp::ImageAdd),
         _ => false,
     }
+}
+
+/// Ops that read an image through a row width and a start channel: those that write one, and the
+/// conversion to dense values.
+fn reads_strided(op: &Op) -> bool {
+    writes_strided(op) || op.kind == OpKind::Tensor(TensorOp::ToDense)
 }
 
 struct Placer<'a> {
@@ -41,7 +37,7 @@ struct Placer<'a> {
 
 impl Placer<'_> {
     fn is_own(&self, v: usize) -> bool {
-        self.places[v] == Place { root: v, offset: 0 }
+        self.places[v] == Place::own(v)
     }
 
     /// Whether `v` may live in another value's rows: an image of whole 8-channel vectors, not the
@@ -105,18 +101,8 @@ impl Placer<'_> {
 /// Every value's place ([`Place`]); concatenations from the last to the first, so that an outer
 /// concatenation places an inner one before the inner one places its inputs.
 pub fn places(net: &Net) -> Vec<Place> {
-    let mut producer = vec![None; net.values.len()];
-    let mut readers = vec![Vec::new(); net.values.len()];
-    for (i, op) in net.ops.iter().enumerate() {
-        producer[op.output] = Some(i);
-        for &v in &op.inputs {
-            if !readers[v].contains(&i) {
-                readers[v].push(i);
-            }
-        }
-    }
-    let places = (0..net.values.len()).map(|root| Place { root, offset: 0 }).collect();
-    let mut placer = Placer { net, producer, readers, places };
+    let (producer, readers) = net.uses();
+    let mut placer = Placer { net, producer, readers, places: net.own_places() };
     for op in net.ops.iter().rev() {
         if op.kind != OpKind::Concat || net.values[op.output].dense || op.inputs.iter().any(|&v| !net.values[v].channels.is_multiple_of(8)) {
             continue;
@@ -150,10 +136,10 @@ pub fn assert_schedule_keeps_values(net: &Net) {
     use std::collections::HashMap;
     let places = &net.places;
     let width = |v: usize| if net.values[v].dense { 1 } else { net.values[v].channels };
-    let producer: HashMap<usize, &Op> = net.ops.iter().map(|op| (op.output, op)).collect();
+    let (producer, _) = net.uses();
     // The value and channel whose data channel `j` of `v` is (through concatenations and slices).
     let origin = |mut v: usize, mut j: usize| loop {
-        match producer.get(&v).map(|op| (&op.kind, op)) {
+        match producer[v].map(|p| (&net.ops[p].kind, &net.ops[p])) {
             Some((OpKind::Concat, op)) if !net.values[v].dense => {
                 let mut start = 0;
                 for &u in &op.inputs {
@@ -168,7 +154,6 @@ pub fn assert_schedule_keeps_values(net: &Net) {
             _ => return (v, j),
         }
     };
-    let lies_in = |v: usize, of: usize, at: usize| places[v] == Place { root: places[of].root, offset: places[of].offset + at };
     let mut memory: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
     let write = |memory: &mut HashMap<_, _>, v: usize, channels: std::ops::Range<usize>, shift: usize| {
         for j in channels {
@@ -188,13 +173,13 @@ pub fn assert_schedule_keeps_values(net: &Net) {
                 let mut at = 0;
                 for &u in &op.inputs {
                     read(&memory, u, &op.name);
-                    if !lies_in(u, op.output, at) {
+                    if !net.lies_in(u, op.output, at) {
                         write(&mut memory, op.output, 0..width(u), at);
                     }
                     at += width(u);
                 }
             }
-            OpKind::Tensor(TensorOp::ChannelSlice { offset }) if lies_in(op.output, op.inputs[0], *offset) => read(&memory, op.inputs[0], &op.name),
+            OpKind::Tensor(TensorOp::ChannelSlice { offset }) if net.lies_in(op.output, op.inputs[0], *offset) => read(&memory, op.inputs[0], &op.name),
             _ => {
                 op.inputs.iter().for_each(|&u| read(&memory, u, &op.name));
                 write(&mut memory, op.output, 0..width(op.output), 0);

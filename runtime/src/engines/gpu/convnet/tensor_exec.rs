@@ -99,7 +99,7 @@ impl Slot {
                 launch!("upsample", &k.upsample, vectorised(n * ys.elements()), &x, &y, &ni, &c, &x_row, &y_row, &i[0], &i[1], &i[2], &f[0], &f[1], &f[2])
             }
             // A slice placed where its input's channels already are is a view: nothing to copy.
-            TensorOp::ChannelSlice { offset } if self.lies_in(op.output, op.inputs[0], *offset) => Ok(()),
+            TensorOp::ChannelSlice { offset } if net.lies_in(op.output, op.inputs[0], *offset) => Ok(()),
             TensorOp::ChannelSlice { offset } => {
                 let x = input(0);
                 let (rows, c, x_row, x_offset, y_row) =

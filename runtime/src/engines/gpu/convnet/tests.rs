@@ -241,7 +241,7 @@ fn concatenation_inputs_are_written_in_place_where_the_rows_allow() {
     }
     let copies = |net: &Net| {
         let op = net.ops.iter().find(|op| op.kind == OpKind::Concat).expect("a concatenation");
-        let own = |v: usize| net.places[v] == Place { root: v, offset: 0 };
+        let own = |v: usize| net.places[v] == Place::own(v);
         op.inputs.iter().filter(|&&v| own(v) || net.places[v].root != net.places[op.output].root).count()
     };
     let net = imported("c2f_in_place");
