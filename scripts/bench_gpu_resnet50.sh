@@ -2,16 +2,19 @@
 # GPU engine benchmark for resnet50 on a machine with one or two GPUs, with the PyTorch comparator
 # in the same run. Usage: scripts/bench_gpu_resnet50.sh <mlperf binary> <1-GPU system id> [<2-GPU system id>]
 # e.g. scripts/bench_gpu_resnet50.sh ./mlperf H200-SXM-141GBx1 H200-SXM-141GBx2
+# NCU=1 ends with ncu over the first 60 kernels of one `bench engine` (one batch and the next's first
+# kernels), summed per kernel by scripts/ncu_by_kernel.py.
 # VARIANTS=1 adds CUDA graphs, 2 streams and batch 512 on one GPU (graphs and 2 streams on two); SECS sets each measurement's length.
 #
-# PRECISION=fp16 (default) or int8 (the config's; calibrated on the synthetic calibration images
-# first). No ImageNet here: the engine runs the synthetic ResNet50 at 224 px (--dataset=synthetic
+# The config's precision (int8, calibrated on the synthetic calibration images first) unless
+# PRECISION=fp16 overrides it. No ImageNet here: the engine runs the synthetic ResNet50 at 224 px (--dataset=synthetic
 # override, so every run is marked non-submittable).
 set -euo pipefail
 BIN=$1; ONE=$2; TWO=${3:-}
 SECS=${SECS:-10}
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/mlperf_scratch}
-DEV=(--benchmarks=resnet50 --scenarios=offline --precision="${PRECISION:-fp16}" --dataset=synthetic)
+DEV=(--benchmarks=resnet50 --scenarios=offline --dataset=synthetic)
+[ -n "${PRECISION:-}" ] && DEV+=(--precision="$PRECISION")
 nvidia-smi -L
 "$BIN" info | sed -n 1,6p
 
@@ -51,3 +54,9 @@ TABLE=/tmp/bench1.txt
 RATE=$(grep -F '(a) engine alone' "$TABLE" | awk -F'|' '{gsub(/ /,"",$4); print int($4)}')
 echo "== LoadGen Offline test run on $SYS at the measured $RATE samples/s"
 "$BIN" run_harness --system_name="$SYS" --test_run --offline_expected_qps="$RATE" "${DEV[@]}" --log_dir="${LOG_DIR:-build/logs}"
+if [ -n "${NCU:-}" ]; then
+  echo "== ncu: the first 60 kernels of bench engine on $ONE, per kernel"
+  CUDA_VISIBLE_DEVICES=0 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum --launch-count 60 --csv \
+    "$BIN" bench engine --system_name="$ONE" --seconds 1 --skip_server_search "${DEV[@]}" > /tmp/ncu_resnet50.csv
+  python3 "$(dirname "$0")/ncu_by_kernel.py" /tmp/ncu_resnet50.csv
+fi
