@@ -3,9 +3,10 @@
 //! batch size; values placed in a concatenation's rows use its buffer, [`super::place`]), the
 //! descriptors of every op, and (with `use_graphs`) one CUDA graph of the whole network, captured
 //! after a plain run. Convolutions run cuDNN's algorithm the plan names (transposed ones as its
-//! backward data); everything else is our kernels (`kernels.cu`).
+//! backward data), or our depthwise kernel where the builder timed it faster; everything else is
+//! our kernels (`kernels.cu`).
 
-use super::import::{Act, OpKind, ValueShape};
+use super::import::{Act, Op, OpKind, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
@@ -85,6 +86,7 @@ pub struct Convnet {
     pub header: ConvnetHeader,
     pub(super) weights: DeviceBuffer,
     bias_act: CudaFunction,
+    depthwise: CudaFunction,
     norm_stats: CudaFunction,
     norm_finish: CudaFunction,
     norm_apply: CudaFunction,
@@ -109,6 +111,7 @@ impl Convnet {
             header: plan.header.clone(),
             weights,
             bias_act: f("bias_act")?,
+            depthwise: f("depthwise")?,
             norm_stats: f("norm_stats")?,
             norm_finish: f("norm_finish")?,
             norm_apply: f("norm_apply")?,
@@ -298,6 +301,8 @@ impl Slot {
             (OpKind::Conv { .. }, OpDescriptors::Graph { plan, bindings }) => {
                 unsafe { plan.execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| GpuError::from(e).in_layer(&op.name))?
             }
+            // SAFETY: our caller's contract.
+            (OpKind::Conv { depthwise: true, .. }, _) => unsafe { self.enqueue_depthwise(op) }?,
             (OpKind::Conv { weights: w_at, bias, act, .. }, OpDescriptors::Conv { x: xd, y: yd, w, conv }) => {
                 let algo = algorithms.0.ok_or_else(missing)?;
                 // SAFETY: the descriptors describe the slot's buffers and the plan's weights; the
@@ -385,6 +390,27 @@ impl Slot {
         Ok(())
     }
 
+    /// Enqueues depthwise convolution `op` on our kernel, with its bias and activation.
+    ///
+    /// # Safety
+    /// As for [`Slot::enqueue_op`].
+    unsafe fn enqueue_depthwise(&self, op: &Op) -> Result<()> {
+        let (m, n) = (&self.model, self.model.batch());
+        let (xs, ys) = (&m.header.net.values[op.inputs[0]], &m.header.net.values[op.output]);
+        let OpKind::Conv { geometry: g, weights: w_at, bias, act, .. } = &op.kind else { unreachable!("a convolution") };
+        let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
+        let (shape, rows) = (|v: &[usize]| [v[0] as i32, v[1] as i32], (self.row(op.inputs[0]) as i32, self.row(op.output) as i32));
+        let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (shape(&xs.spatial), shape(&ys.spatial), shape(&g.kernel), shape(&g.stride), shape(&g.pad));
+        let (b, wk, batch, c, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), n as i32, xs.channels as i32, act.code());
+        let mut l = self.stream.launch_builder(&m.depthwise);
+        l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&batch).arg(&h).arg(&w).arg(&c).arg(&oh).arg(&ow).arg(&kh).arg(&kw).arg(&sy).arg(&sx).arg(&py).arg(&px);
+        l.arg(&rows.0).arg(&rows.1).arg(&kind);
+        // SAFETY: depthwise's parameters in order and type; the op's buffers hold the batch's
+        // rows, the weights `c x kh x kw` fp16 values and the bias `c` floats.
+        cu("depthwise", unsafe { l.launch(vectorised(n * ys.positions() * xs.channels)) })?;
+        Ok(())
+    }
+
     fn algorithms(&self, index: usize) -> (Option<Algorithm>, Option<BackwardDataAlgorithm>) {
         match &self.model.header.net.ops[index].kind {
             OpKind::Conv { algorithm, .. } => (Algorithm::from_code(*algorithm), None),
@@ -463,8 +489,9 @@ impl Slot {
     }
 
     /// Times every candidate cuDNN algorithm of every (transposed) convolution at the plan's batch
-    /// within `workspace_limit` and writes the fastest into `header` (the builder's autotuning);
-    /// one report line per op.
+    /// within `workspace_limit`, cuDNN's fused graph where one applies and our depthwise kernel
+    /// where it applies, and writes the fastest into `header` (the builder's autotuning); one
+    /// report line per op.
     pub fn choose_algorithms(&self, header: &mut ConvnetHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         device::bind(&self.model.ctx)?;
         let event = || cu("event", self.model.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
@@ -472,6 +499,15 @@ impl Slot {
         let limit = workspace_limit.min(self.workspace.bytes);
         for (index, d) in self.descriptors.iter().enumerate() {
             let mut best: Option<(f32, i32, usize)> = None;
+            let op = &self.model.header.net.ops[index];
+            // Our depthwise kernel wins at small batches, cuDNN's at large ones: timed like the rest.
+            let ours = match &op.kind {
+                // SAFETY: our kernel on the slot's buffers.
+                OpKind::Conv { geometry, .. } if geometry.is_depthwise_2d(self.model.header.net.values[op.inputs[0]].channels) => {
+                    time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_depthwise(op) }.is_ok())?
+                }
+                _ => None,
+            };
             match d {
                 OpDescriptors::Conv { x, y, w, conv } => {
                     for (algo, _) in cudnn::candidate_algorithms(&self.handle, x, w, conv, y)? {
@@ -503,6 +539,11 @@ impl Slot {
             // cuDNN's legacy algorithms refuse rows wider than the channels (a value placed in a
             // concatenation's rows); its runtime-fused graphs take them, so a graph may be all there is.
             match (fused, &mut op.kind, best) {
+                (_, OpKind::Conv { depthwise, .. }, _) if ours.is_some_and(|us| best.is_none_or(|(t, ..)| us < t)) => {
+                    let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
+                    report(&format!("{:<28} depthwise kernel ({:.1} us; legacy algorithm {legacy})", op.name, ours.unwrap_or(f32::NAN)));
+                    *depthwise = true;
+                }
                 (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
                     let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
                     let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));

@@ -101,6 +101,13 @@ impl ConvGeometry {
     pub fn is_plain_2d(&self) -> bool {
         self.groups == 1 && self.kernel.len() == 2
     }
+
+    /// 2-D, one channel per group (`channels` of them), undilated: what our `depthwise` kernel
+    /// runs with its bias and activation in one pass (cuDNN's algorithms leave the epilogue to a
+    /// second one and are slow at small batches).
+    pub fn is_depthwise_2d(&self, channels: usize) -> bool {
+        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,7 +117,9 @@ pub enum OpKind {
     /// unless the builder found `graph` faster: a cuDNN graph running the convolution with its
     /// bias and activation in one kernel (2-D, one group). A second input is a residual, added
     /// after the activation (a residual sum fused into its convolution: [`fuse_residuals`]).
-    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan> },
+    /// `depthwise`: our kernel runs it instead ([`ConvGeometry::is_depthwise_2d`], where the
+    /// builder timed it faster than cuDNN's algorithms).
+    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan>, depthwise: bool },
     /// Transposed convolution with kernel = stride, no padding, run as cuDNN's backward data of the
     /// convolution it transposes: fp16 weights `[C_in, kernel..., C_out]` (padded), f32 bias.
     ConvTranspose { geometry: ConvGeometry, weights: usize, bias: Option<usize>, algorithm: i32, workspace: usize },
@@ -515,7 +524,7 @@ impl<'a> Importer<'a> {
         }
         let weights = self.blob.push_f16(&krsc);
         let bias = self.init(node, 2)?.filter(|_| with_bias).map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
-        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0, graph: None })
+        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0, graph: None, depthwise: false })
     }
 
     fn conv_transpose(&mut self, node: &pb::NodeProto) -> Result<OpKind, GpuError> {

@@ -47,6 +47,39 @@ extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, 
     }
 }
 
+// Depthwise 2-D convolution with its bias and activation: y[b, oy, ox, c] = act(bias[c] + sum over
+// (i, j) of x[b, oy * sy - py + i, ox * sx - px + j, c] * w[c, i, j]), zero outside the image;
+// channels-last fp16 (x's rows `x_row` apart, y's `y_row`), weights [c][kh][kw], f32 sums. One
+// thread per 8 channels of an output position: a warp reads whole rows of the input.
+extern "C" __global__ void depthwise(const unsigned short* x, const unsigned short* w, const float* bias, unsigned short* y, int n, int h, int wd, int channels,
+                                     int oh, int ow, int kh, int kw, int sy, int sx, int py, int px, int x_row, int y_row, int kind) {
+    int per_row = channels / 8;
+    long long vectors = (long long)n * oh * ow * per_row;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vectors; i += (long long)gridDim.x * blockDim.x) {
+        long long p = i / per_row;
+        int c0 = (int)(i % per_row) * 8;
+        int ox = (int)(p % ow);
+        long long t = p / ow;
+        int oy = (int)(t % oh), b = (int)(t / oh);
+        float s[8];
+        for (int k = 0; k < 8; k++) s[k] = bias ? bias[c0 + k] : 0.0f;
+        for (int ky = 0; ky < kh; ky++) {
+            int iy = oy * sy - py + ky;
+            if (iy < 0 || iy >= h) continue;
+            for (int kx = 0; kx < kw; kx++) {
+                int ix = ox * sx - px + kx;
+                if (ix < 0 || ix >= wd) continue;
+                half8 v = load8(x + ((long long)(b * h + iy) * wd + ix) * x_row + c0);
+                const unsigned short* wk = w + (long long)c0 * kh * kw + ky * kw + kx;
+                for (int k = 0; k < 8; k++) s[k] += h2f(v.h[k]) * h2f(wk[k * kh * kw]);
+            }
+        }
+        half8 o;
+        for (int k = 0; k < 8; k++) o.h[k] = f2h(act(s[k], kind));
+        store8(y + p * y_row + c0, o);
+    }
+}
+
 // Instance-norm statistics, deterministically: each block sums its `chunk` positions of one sample
 // into `partials` (f32, [n][blocks][channels][2]: sum, sum of squares), in a fixed order, so that
 // replays give the same bits. Grid (blocks, n); a thread owns 8 channels of every
