@@ -64,21 +64,68 @@ impl From<SignalError> for crate::Error {
     }
 }
 
-/// Routes the stop signals ([`Signal::ALL`]) to [`received`] for the rest of the process. Idempotent.
+/// Records `number` as the stop signal received, unless one was already: only the first is kept
+/// (Ctrl-C pressed twice changes nothing).
+fn raise(number: i32) {
+    _ = flag().compare_exchange(0, number as usize, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Routes the stop signals ([`Signal::ALL`]) to [`received`] for the rest of the process, and, in a
+/// process started below a [`ChildGroup`] ([`STOP_WITH`]), the end of the process that started the
+/// group as SIGTERM. Idempotent.
 pub fn install() -> Result<(), SignalError> {
     static INSTALLED: OnceLock<Result<(), SignalError>> = OnceLock::new();
     INSTALLED
         .get_or_init(|| {
             for signal in Signal::ALL {
-                // Only the first signal is kept: a second one (Ctrl-C pressed twice) changes nothing.
-                let (first, number) = (flag().clone(), signal.number());
+                let number = signal.number();
                 // SAFETY: the action only compares and swaps an atomic, which is async-signal-safe.
-                unsafe { signal_hook::low_level::register(number, move || _ = first.compare_exchange(0, number as usize, Ordering::SeqCst, Ordering::SeqCst)) }
-                    .map_err(|e| SignalError { signal, reason: e.to_string() })?;
+                unsafe { signal_hook::low_level::register(number, move || raise(number)) }.map_err(|e| SignalError { signal, reason: e.to_string() })?;
+            }
+            if let Some(guardian) = std::env::var(STOP_WITH).ok().and_then(|pid| pid.parse().ok()) {
+                std::thread::Builder::new()
+                    .name("stop-with".into())
+                    .spawn(move || {
+                        while is_ancestor(guardian) {
+                            std::thread::sleep(std::time::Duration::from_millis(250));
+                        }
+                        tracing::warn!("process {guardian}, which started this run's process group, is gone: stopping as on SIGTERM");
+                        raise(SIGTERM);
+                    })
+                    .map_err(|e| SignalError { signal: Signal::Terminate, reason: format!("cannot watch process {guardian} ({STOP_WITH}): {e}") })?;
             }
             Ok(())
         })
         .clone()
+}
+
+/// The environment variable through which [`ChildGroup::spawn`] names the process starting the
+/// group to every `mlperf` below it: when that process dies without stopping the group (SIGKILL),
+/// the kernel stops the group's leader alone, and a descendant the leader does not take with it
+/// (power-dev's client runs our run_harness through a shell and dies first) would run on with
+/// parent 1. Such an `mlperf` stops as on SIGTERM once the named process is no longer among its
+/// ancestors ([`install`]).
+pub const STOP_WITH: &str = "MLPERF_STOP_WITH";
+
+/// Whether process `pid` is this process's parent, grandparent or further up. A process that
+/// died is not, and neither is another process given its id later: orphans are adopted by init
+/// (or a subreaper), never by a newcomer.
+fn is_ancestor(pid: i32) -> bool {
+    // SAFETY: getppid(2) cannot fail.
+    let mut at = unsafe { libc::getppid() };
+    while at > 1 {
+        if at == pid {
+            return true;
+        }
+        // The parent is the field after the command's closing parenthesis and the state.
+        let Some(parent) =
+            std::fs::read_to_string(format!("/proc/{at}/stat")).ok().and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok()))
+        else {
+            return false;
+        };
+        at = parent;
+    }
+    false
 }
 
 /// How a child process ended, as messages and the result table say it.
@@ -125,7 +172,8 @@ impl std::fmt::Display for ChildExit {
 /// A child process leading a process group of its own, with everything it starts: the group is
 /// stopped whole (SIGTERM, then SIGKILL after a grace period) when the value is dropped, so it
 /// cannot outlive the code that started it on any path, an early `?` included; and the kernel
-/// sends the leader SIGTERM if this process dies without stopping it (SIGKILL, a crash). Its own
+/// sends the leader SIGTERM if this process dies without stopping it (SIGKILL, a crash), while an
+/// `mlperf` anywhere below stops by itself then ([`STOP_WITH`]). Its own
 /// group keeps a terminal's Ctrl-C from reaching it directly: the parent decides how it stops.
 pub struct ChildGroup {
     child: std::process::Child,
@@ -139,7 +187,7 @@ impl ChildGroup {
     /// Starts `command` as the leader of a new process group; dropped, it gets `grace` to stop.
     pub fn spawn(command: &mut std::process::Command, grace: std::time::Duration) -> std::io::Result<ChildGroup> {
         use std::os::unix::process::CommandExt;
-        command.process_group(0);
+        command.process_group(0).env(STOP_WITH, std::process::id().to_string());
         // SAFETY: runs in the forked child before exec and makes one async-signal-safe call.
         unsafe {
             command.pre_exec(|| {
@@ -300,6 +348,35 @@ mod tests {
         drop(group);
         assert!(gone(grandchild), "the exited leader's child {grandchild} survived the drop");
         let _ = std::fs::remove_file(pids);
+    }
+
+    #[test]
+    fn a_group_names_its_starter_to_what_runs_below_it() {
+        let file = std::env::temp_dir().join(format!("mlperf-childgroup-stop-with-{}", std::process::id()));
+        let mut group = ChildGroup::spawn(
+            std::process::Command::new("sh").args(["-c", "printf %s \"$MLPERF_STOP_WITH\" > \"$1\"", "sh", file.to_str().unwrap()]),
+            std::time::Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(group.finish(std::time::Instant::now() + std::time::Duration::from_secs(10)).is_some_and(|s| s.success()));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), std::process::id().to_string());
+        let _ = std::fs::remove_file(file);
+    }
+
+    #[test]
+    fn only_a_living_parent_grandparent_or_further_is_an_ancestor() {
+        // SAFETY: getppid(2) cannot fail.
+        let parent = unsafe { libc::getppid() };
+        assert!(is_ancestor(parent));
+        assert!(!is_ancestor(std::process::id() as i32), "not this process itself");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let id = child.id() as i32;
+        child.wait().unwrap();
+        assert!(!is_ancestor(id), "not a child, nor a dead process");
+        // The walk goes past the parent (whose status file names the grandparent).
+        let status = std::fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+        let grandparent: i32 = status.lines().find_map(|l| l.strip_prefix("PPid:")).unwrap().trim().parse().unwrap();
+        assert!(grandparent <= 1 || is_ancestor(grandparent), "{grandparent}");
     }
 
     #[test]

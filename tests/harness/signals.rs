@@ -1,17 +1,20 @@
 //! Stopping runs: SIGINT to the whole process group (a terminal's Ctrl-C) and SIGTERM / SIGHUP to
 //! the parent alone (Slurm, systemd, `docker stop`, a closed terminal), during Offline runs of the
-//! CPU engine and Server runs of the fixed-latency device. Each must end with a non-zero exit,
-//! ABORTED in the table, readable partial logs, and no process of the run left alive.
+//! CPU engine and Server runs of the fixed-latency device, and the SIGKILL of the process that
+//! started the run's group (`MLPERF_STOP_WITH`). Each must end with a non-zero exit, ABORTED in the
+//! table, readable partial logs, and no process of the run left alive.
 
 use super::cpu_engine::{mlperf_cpu_command, synthetic_scratch};
 use super::{detail_log_paths, scratch};
 use mlperf_runtime::rundir::logs::DetailLog;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SIGHUP: i32 = 1;
 const SIGINT: i32 = 2;
+const SIGKILL: i32 = 9;
 const SIGTERM: i32 = 15;
 
 unsafe extern "C" {
@@ -24,26 +27,38 @@ fn group_alive(group: u32) -> bool {
     unsafe { kill(-(group as i32), 0) == 0 }
 }
 
-/// Starts `command` in a process group of its own, waits until LoadGen logs, sends `signal` to
-/// the group or to the parent alone, and checks how the run ended.
-fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
-    let cwd = scratch(name);
-    let child = command().current_dir(&cwd).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let group = child.id();
+/// Starts `command` in `cwd` in a process group of its own and waits until LoadGen logs.
+fn start(name: &str, cwd: &Path, mut command: Command) -> Child {
+    let child = command.current_dir(cwd).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while detail_log_paths(&cwd).is_empty() && Instant::now() < deadline {
+    while detail_log_paths(cwd).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!detail_log_paths(&cwd).is_empty(), "{name}: LoadGen never started");
+    assert!(!detail_log_paths(cwd).is_empty(), "{name}: LoadGen never started");
     std::thread::sleep(Duration::from_millis(500));
+    child
+}
+
+/// Starts `command` ([`start`]), sends `signal` to the group or to the parent alone, and checks how
+/// the run ended ([`assert_aborted`]).
+fn stop(name: &str, command: fn() -> Command, signal: i32, whole_group: bool) {
+    let cwd = scratch(name);
+    let child = start(name, &cwd, command());
+    let group = child.id();
     let target = if whole_group { -(group as i32) } else { group as i32 };
     // SAFETY: plain kill(2) of the process (group) this test started.
     assert_eq!(unsafe { kill(target, signal) }, 0, "{name}: signal sent");
     let out = child.wait_with_output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(128 + signal), "{name}: exit status\n{stdout}\n{stderr}");
+    assert_aborted(name, &cwd, group, out.status.code(), &stdout, &stderr, signal);
+}
+
+/// A run stopped by `signal`: its exit status, ABORTED in the table, one readable partial log, the
+/// marker naming the signal, and no process of group `group` left alive.
+fn assert_aborted(name: &str, cwd: &Path, group: u32, code: Option<i32>, stdout: &str, stderr: &str, signal: i32) {
+    assert_eq!(code, Some(128 + signal), "{name}: exit status\n{stdout}\n{stderr}");
     assert!(stdout.contains("ABORTED") && !stderr.contains("panicked") && !stderr.contains("overflowed"), "{name}:\n{stdout}\n{stderr}");
-    let logs = detail_log_paths(&cwd);
+    let logs = detail_log_paths(cwd);
     assert_eq!(logs.len(), 1, "{name}: no run starts after the signal");
     let text = std::fs::read_to_string(&logs[0]).unwrap();
     assert!(text.starts_with(":::MLLOG"), "{name}: a readable detail log");
@@ -101,4 +116,34 @@ fn ctrl_c_to_the_process_group_stops_a_server_run() {
 fn sigterm_and_sighup_to_the_parent_stop_a_server_run() {
     stop("sigterm-server", fixed_server, SIGTERM, false);
     stop("sighup-server", fixed_server, SIGHUP, false);
+}
+
+/// What `run_harness_power` SIGKILLed leaves: the kernel stops power-dev's client (its group's
+/// leader), but not the shell the client runs our run_harness through. Here a shell stands for the
+/// killed process: it names itself in MLPERF_STOP_WITH as `signals::ChildGroup` does, and an inner
+/// shell (the survivor) runs the workload and records its exit status. The run must stop as on
+/// SIGTERM once its starter is gone, leaving nothing.
+#[test]
+fn a_run_stops_when_the_process_that_started_its_group_is_killed() {
+    let name = "stop-with";
+    let cwd = scratch(name);
+    let workload = cpu_offline();
+    let mut starter = Command::new("sh");
+    starter
+        .args(["-c", &format!("{}=$$ sh -c '\"$@\" > out.txt 2> err.txt; echo $? > status.txt' sh \"$@\" & wait", mlperf_runtime::signals::STOP_WITH), "sh"])
+        .arg(workload.get_program())
+        .args(workload.get_args())
+        .envs(workload.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let mut starter = start(name, &cwd, starter);
+    let group = starter.id();
+    starter.kill().unwrap();
+    assert_eq!(starter.wait().unwrap().signal(), Some(SIGKILL));
+    let status = cwd.join("status.txt");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !status.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let read = |file: &str| std::fs::read_to_string(cwd.join(file)).unwrap_or_default();
+    let code = read("status.txt").trim().parse().ok();
+    assert_aborted(name, &cwd, group, code, &read("out.txt"), &read("err.txt"), SIGTERM);
 }

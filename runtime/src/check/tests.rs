@@ -389,6 +389,44 @@ fn a_power_result_is_checked_by_the_power_rules() {
     assert!(power(&tree.check()).iter().any(|f| f.contains("ResultsChecksum") && f.contains("ranging/spl.txt")));
 }
 
+/// A power result inferred as the official preprocess_submission.py infers it: the whole measured
+/// directory, power session included; the checker then computes the inferred scenario's power metric
+/// from the copy (power_check.py: MultiStream from SingleStream counts 8 samples a query).
+#[test]
+fn an_inferred_result_carries_the_measured_power_session_and_passes_the_power_rules() {
+    use crate::power::fixture::{Spec, write_session};
+    use crate::power::metric::power_metric;
+    use crate::power::session::{ModeRun, POWER_DIR, RANGING_DIR, SPL, TESTING_DIR};
+    let tree = Copy::new();
+    tree.remove(&at("MultiStream", ""));
+    tree.remove(&at("Offline", ""));
+    let measured = tree.path(&at("SingleStream", "performance"));
+    write_session(&measured, &Spec { scenario: "SingleStream", ..Spec::default() });
+    std::fs::remove_file(measured.join(TESTING_DIR).join("ptd_out.txt")).unwrap();
+    assert_eq!(crate::submission::infer::infer_results(&tree.0, &round(), None).unwrap().inferred.len(), 2);
+    // (The generated detail logs lack the seeds and settings the other rules want: only power here.)
+    let power: Vec<String> = tree.check().findings.iter().filter(|f| f.rule == Rule::Power).map(ToString::to_string).collect();
+    assert_eq!(power, Vec::<String>::new());
+    let session: Vec<PathBuf> = [POWER_DIR, RANGING_DIR, TESTING_DIR]
+        .iter()
+        .flat_map(|dir| crate::fsutil::walk_files(&measured.join(dir)))
+        .filter(|f| f.starts_with(measured.join(POWER_DIR)) || f.ends_with(SPL))
+        .collect();
+    assert_eq!(session.len(), 7, "five power files and two spl.txt: {session:?}");
+    let single = power_metric(&ModeRun::read(&measured.join(TESTING_DIR)).unwrap(), Scenario::SingleStream, 0.0).unwrap().value().0;
+    for (scenario, says) in [("MultiStream", "(energy per query = 8 x the SingleStream session's"), ("Offline", "(average watts = the measured session's")] {
+        let inferred = tree.path(&at(scenario, "performance"));
+        for file in &session {
+            assert_eq!(std::fs::read(inferred.join(file.strip_prefix(&measured).unwrap())).unwrap(), std::fs::read(file).unwrap(), "{scenario}: {}", file.display());
+        }
+        let readme = tree.read(&at(scenario, "README.md"));
+        assert!(readme.contains("Its power result (performance/power, ranging, run_1/spl.txt) is the SingleStream session's") && readme.contains(says), "{readme}");
+    }
+    let testing = ModeRun::read(&tree.path(&at("MultiStream", "performance/run_1"))).unwrap();
+    let multi = power_metric(&testing, Scenario::MultiStream, 0.0).unwrap().value().0;
+    assert!((multi - 8.0 * single).abs() < 1e-9, "{multi} vs {single}");
+}
+
 #[test]
 fn a_power_result_measured_by_the_stand_in_is_a_warning_naming_it() {
     let tree = Copy::new();

@@ -277,7 +277,9 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 /// stopped and the run marked FAILED with that reason. Returns how the child ended.
 fn run_child(exe: &Path, dir: &Path, gone: &mut dyn FnMut() -> Option<String>) -> Result<ChildExit, HarnessError> {
     let mut command = Command::new(exe);
-    command.args(crate::logging::options().args()).arg("run_loadgen_test").arg(dir);
+    // The child stops with this process (the signal forwarded below, or PR_SET_PDEATHSIG), not with
+    // a starter further up: one stop, decided here.
+    command.args(crate::logging::options().args()).arg("run_loadgen_test").arg(dir).env_remove(signals::STOP_WITH);
     // SAFETY: the closure runs in the forked child before exec and only makes one async-signal-safe
     // system call. PR_SET_PDEATHSIG makes the kernel send SIGTERM to the child if this process
     // dies without forwarding a signal (SIGKILL, a crash), so no run outlives its parent.

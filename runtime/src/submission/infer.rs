@@ -3,8 +3,11 @@
 //! system description's `system_type` contains `edge`, and only SingleStream -> MultiStream,
 //! SingleStream -> Offline and MultiStream -> Offline. An inferred scenario directory is a copy of
 //! the measured one (as the official preprocess_submission.py makes it); the checker sees a log
-//! whose scenario differs from the directory and computes the inferred metric from it. Each
-//! inferred result's README.md says so. Measured results are never replaced.
+//! whose scenario differs from the directory and computes the inferred metric from it. A power
+//! result is inferred the same way: its session (performance/power, ranging, run_1/spl.txt) is
+//! copied too, and the checker's power check computes the inferred scenario's power metric from it
+//! (power_check.py: MultiStream from SingleStream counts 8 samples a query). Each inferred
+//! result's README.md says so. Measured results are never replaced.
 //!
 //! Run it after `stage_compliance` (the copies carry the audits) and before `truncate_results`.
 
@@ -44,11 +47,28 @@ fn formula(from: Scenario, to: Scenario) -> &'static str {
     }
 }
 
-fn inferred_readme(measured: &str, from: Scenario, to: Scenario) -> String {
-    format!(
+/// How the checker computes the inferred power metric (power_check.py get_power_metric_check).
+fn power_formula(from: Scenario, to: Scenario) -> &'static str {
+    match (from, to) {
+        (Scenario::SingleStream, Scenario::MultiStream) => "energy per query = 8 x the SingleStream session's energy per query",
+        _ => "average watts = the measured session's, and samples/s per watt from the inferred samples/s",
+    }
+}
+
+/// The inferred result's README: the measured one's, then what was inferred and how; `power` when
+/// the measured result carries a power session, copied with everything else.
+fn inferred_readme(measured: &str, from: Scenario, to: Scenario, power: bool) -> String {
+    let mut text = format!(
         "{measured}\n## Inferred result\n\nThis {to} result is INFERRED, not measured: every file here is a copy of ../{from}/, and the\nsubmission checker computes the {to} metric from that {from} log ({}).\n",
         formula(from, to)
-    )
+    );
+    if power {
+        text += &format!(
+            "Its power result (performance/power, ranging, run_1/spl.txt) is the {from} session's, as the\nofficial preprocess_submission.py copies it; the checker runs the power checks on it and computes\nthe {to} power metric from it ({}).\n",
+            power_formula(from, to)
+        );
+    }
+    text
 }
 
 #[derive(Debug, Default)]
@@ -112,7 +132,8 @@ fn inferred_files(tree: &SubmissionLayout, src: &ResultKey, dst: &ResultKey) -> 
     let readme = tree.readme(src);
     let measured = std::fs::read_to_string(&readme).map_err(SubmissionError::read(&readme, ""))?;
     files.retain(|f| f.dest != tree.readme(dst));
-    files.push(Placement { dest: tree.readme(dst), content: Content::Text(inferred_readme(&measured, src.scenario, dst.scenario)) });
+    let power = tree.performance_dir(src).with_file_name(crate::power::session::POWER_DIR).is_dir();
+    files.push(Placement { dest: tree.readme(dst), content: Content::Text(inferred_readme(&measured, src.scenario, dst.scenario, power)) });
     Ok(files)
 }
 
