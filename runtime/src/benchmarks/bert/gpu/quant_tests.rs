@@ -150,8 +150,8 @@ fn quartiles(mut v: Vec<f32>) -> [f32; 4] {
 /// Where int8's error comes from on the BERT-Large-shaped synthetic model the GPU engine runs (24
 /// layers of 1024), and whether the engine's scheme holds its answers: the f32 logits' margins
 /// (how far the best start, end and span are ahead of the next), then each group of linears
-/// quantized alone and all of them, with static (calibrated) and per-token input scales, against
-/// f32 on 128 features. Minutes on two cores, so opt-in (`cargo test --release -p mlperf-runtime
+/// quantized alone and all of them, with static (calibrated) and per-token input scales, and QKV
+/// with FFN up per token (a mixed plan), against f32 on 128 features. Minutes on two cores, so opt-in (`cargo test --release -p mlperf-runtime
 /// --lib int8_on_bert_large -- --ignored --nocapture`).
 #[test]
 #[ignore]
@@ -174,14 +174,16 @@ fn int8_on_bert_large_by_group_and_scheme() {
     eprintln!("| int8 linears | inputs | F1 vs f32 | start | end | rms error / spread | features with span margin < 2 rms error |");
     let mut all_per_token = None;
     // All four linears with either scale first, then each group alone with static scales (the
-    // scheme the engine had), then with per-token ones (the engine's).
+    // scheme the engine had), then with per-token ones (the engine's), then a mixed plan's: QKV
+    // and FFN up (7/12 of the linears' work, the smallest errors alone) per token, the others fp16.
     let all = [(("all four", None), false), (("all four", None), true)];
-    let alone = [false, true].into_iter().flat_map(|per_token| sites.iter().map(move |&(name, only)| ((name, Some(only)), per_token)));
-    for ((name, only), per_token) in all.into_iter().chain(alone) {
+    let alone = [false, true].into_iter().flat_map(|per_token| sites.iter().map(move |&(name, only)| ((name, Some(vec![only])), per_token)));
+    let mixed = [(("QKV + FFN up", Some(vec![Site::Qkv, Site::Intermediate])), true)];
+    for ((name, only), per_token) in all.into_iter().chain(alone).chain(mixed) {
         let scales = if per_token { "per token" } else { "static" };
         let scale = |layer: usize, site: Site| Some(if per_token { InputScale::PerToken } else { InputScale::Static(scale_of(ranges[layer][site as usize])) });
         let t = std::time::Instant::now();
-        let forward = Forward::new(&b, &|layer, site| if only.is_none_or(|o| o == site) { scale(layer, site) } else { None });
+        let forward = Forward::new(&b, &|layer, site| if only.as_ref().is_none_or(|o| o.contains(&site)) { scale(layer, site) } else { None });
         let a = agreement(&logits_of(&forward, &checked), &reference);
         let close = m.iter().filter(|v| (v[2] as f64) < 2.0 * a.rms_error()).count();
         let n = a.features;
