@@ -33,7 +33,5 @@ echo "== LoadGen Offline test run on $SYS at the measured $RATE samples/s"
 "$BIN" run_harness --system_name="$SYS" --test_run --offline_expected_qps="$RATE" "${DEV[@]}" --log_dir="${LOG_DIR:-build/logs}"
 if [ -n "${NCU:-}" ]; then
   echo "== ncu: the first 300 kernels of bench engine, per kernel"
-  ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum --launch-count 300 --csv \
-    "$BIN" bench engine --system_name="$SYS" --seconds 1 --skip_server_search "${DEV[@]}" > /tmp/ncu_bert.csv
-  python3 "$(dirname "$0")/ncu_by_kernel.py" /tmp/ncu_bert.csv
+  python3 "$(dirname "$0")/ncu_by_kernel.py" 300 "$BIN" bench engine --system_name="$SYS" --seconds 1 --skip_server_search "${DEV[@]}"
 fi

@@ -56,7 +56,5 @@ echo "== LoadGen Offline test run on $SYS at the measured $RATE samples/s"
 "$BIN" run_harness --system_name="$SYS" --test_run --offline_expected_qps="$RATE" "${DEV[@]}" --log_dir="${LOG_DIR:-build/logs}"
 if [ -n "${NCU:-}" ]; then
   echo "== ncu: the first 60 kernels of bench engine on $ONE, per kernel"
-  CUDA_VISIBLE_DEVICES=0 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes.sum --launch-count 60 --csv \
-    "$BIN" bench engine --system_name="$ONE" --seconds 1 --skip_server_search "${DEV[@]}" > /tmp/ncu_resnet50.csv
-  python3 "$(dirname "$0")/ncu_by_kernel.py" /tmp/ncu_resnet50.csv
+  CUDA_VISIBLE_DEVICES=0 python3 "$(dirname "$0")/ncu_by_kernel.py" 60 "$BIN" bench engine --system_name="$ONE" --seconds 1 --skip_server_search "${DEV[@]}"
 fi
