@@ -539,10 +539,11 @@ impl Slot {
             // cuDNN's legacy algorithms refuse rows wider than the channels (a value placed in a
             // concatenation's rows); its runtime-fused graphs take them, so a graph may be all there is.
             match (fused, &mut op.kind, best) {
-                (_, OpKind::Conv { depthwise, .. }, _) if ours.is_some_and(|us| best.is_none_or(|(t, ..)| us < t)) => {
+                (_, OpKind::Conv { depthwise, algorithm, workspace, .. }, _) if ours.is_some_and(|us| best.is_none_or(|(t, ..)| us < t)) => {
                     let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
                     report(&format!("{:<28} depthwise kernel ({:.1} us; legacy algorithm {legacy})", op.name, ours.unwrap_or(f32::NAN)));
-                    *depthwise = true;
+                    // No cuDNN algorithm runs it, so none sizes the slots' workspace.
+                    (*depthwise, *algorithm, *workspace) = (true, -1, 0);
                 }
                 (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
                     let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
