@@ -6,7 +6,7 @@
 //! backward data), or our depthwise kernel where the builder timed it faster; everything else is
 //! our kernels (`kernels.cu`).
 
-use super::import::{Act, Op, OpKind, ValueShape};
+use super::import::{Act, DEPTHWISE_WEIGHT_BYTES, Op, OpKind, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
@@ -22,6 +22,8 @@ type Result<T> = std::result::Result<T, GpuError>;
 const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels.cu"), include_str!("tensor.cu"));
 /// Threads per block of the element-wise kernels.
 const THREADS: u32 = 256;
+/// The depthwise kernel's largest grid: 8 blocks of [`THREADS`] on each of an H100's or H200's 132 SMs.
+const DEPTHWISE_BLOCKS: u32 = 1056;
 /// Positions each block of `norm_stats` sums.
 const NORM_CHUNK: usize = 4096;
 
@@ -402,12 +404,24 @@ impl Slot {
         let (shape, rows) = (|v: &[usize]| [v[0] as i32, v[1] as i32], (self.row(op.inputs[0]) as i32, self.row(op.output) as i32));
         let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (shape(&xs.spatial), shape(&ys.spatial), shape(&g.kernel), shape(&g.stride), shape(&g.pad));
         let (b, wk, batch, c, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), n as i32, xs.channels as i32, act.code());
+        let largest = (n * xs.positions() * self.row(op.inputs[0])).max(n * ys.positions() * self.row(op.output));
+        let shared = xs.channels * g.kernel.iter().product::<usize>() * 2;
+        if largest > i32::MAX as usize || shared > DEPTHWISE_WEIGHT_BYTES {
+            return Err(GpuError::PlanContent(format!(
+                "the depthwise kernel takes tensors under 2^31 values and {DEPTHWISE_WEIGHT_BYTES} bytes of weights, not {largest} and {shared}; rebuild the plan"
+            ))
+            .in_layer(&op.name));
+        }
         let mut l = self.stream.launch_builder(&m.depthwise);
         l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&batch).arg(&h).arg(&w).arg(&c).arg(&oh).arg(&ow).arg(&kh).arg(&kw).arg(&sy).arg(&sx).arg(&py).arg(&px);
         l.arg(&rows.0).arg(&rows.1).arg(&kind);
+        // A few blocks per SM stride over the output, each copying the weights into shared memory once.
+        let LaunchConfig { grid_dim: (blocks, ..), block_dim, .. } = vectorised(n * ys.positions() * xs.channels);
+        let config = LaunchConfig { grid_dim: (blocks.min(DEPTHWISE_BLOCKS), 1, 1), block_dim, shared_mem_bytes: shared as u32 };
         // SAFETY: depthwise's parameters in order and type; the op's buffers hold the batch's
-        // rows, the weights `c x kh x kw` fp16 values and the bias `c` floats.
-        cu("depthwise", unsafe { l.launch(vectorised(n * ys.positions() * xs.channels)) })?;
+        // rows, the weights `c x kh x kw` fp16 values and the bias `c` floats; `shared` holds the
+        // weights, and every index fits an i32 (checked above).
+        cu("depthwise", unsafe { l.launch(config) })?;
         Ok(())
     }
 

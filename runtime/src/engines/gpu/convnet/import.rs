@@ -102,13 +102,17 @@ impl ConvGeometry {
         self.groups == 1 && self.kernel.len() == 2
     }
 
-    /// 2-D, one channel per group (`channels` of them), undilated: what our `depthwise` kernel
-    /// runs with its bias and activation in one pass (cuDNN's algorithms leave the epilogue to a
-    /// second one and are slow at small batches).
+    /// 2-D, one channel per group (`channels` of them), undilated, its fp16 weights within
+    /// [`DEPTHWISE_WEIGHT_BYTES`]: what our `depthwise` kernel runs with its bias and activation in
+    /// one pass (cuDNN's algorithms leave the epilogue to a second one and are slow at small batches).
     pub fn is_depthwise_2d(&self, channels: usize) -> bool {
-        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1)
+        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1) && channels * self.kernel.iter().product::<usize>() * 2 <= DEPTHWISE_WEIGHT_BYTES
     }
 }
+
+/// The `depthwise` kernel holds a layer's weights in shared memory: at most the 48 KiB a block gets
+/// without opting in (a 3x3 layer of up to 2,730 channels).
+pub const DEPTHWISE_WEIGHT_BYTES: usize = 48 * 1024;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum OpKind {

@@ -50,17 +50,25 @@ extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, 
 // Depthwise 2-D convolution with its bias and activation: y[b, oy, ox, c] = act(bias[c] + sum over
 // (i, j) of x[b, oy * sy - py + i, ox * sx - px + j, c] * w[c, i, j]), zero outside the image;
 // channels-last fp16 (x's rows `x_row` apart, y's `y_row`), weights [c][kh][kw], f32 sums. One
-// thread per 8 channels of an output position: a warp reads whole rows of the input.
+// thread per 8 channels of an output position: a warp reads whole rows of the input. Each block
+// first copies the weights into shared memory as [tap][c], so a thread's 8 weights of a tap are one
+// 16-byte load (in global memory they lie kh * kw apart: 8 scalar loads), and then strides over the
+// output (the grid is a few blocks per SM, so the copy is paid a few times per SM, not per row).
+// 32-bit indices: the host refuses tensors of 2^31 values or more.
 extern "C" __global__ void depthwise(const unsigned short* x, const unsigned short* w, const float* bias, unsigned short* y, int n, int h, int wd, int channels,
                                      int oh, int ow, int kh, int kw, int sy, int sx, int py, int px, int x_row, int y_row, int kind) {
+    extern __shared__ uint4 depthwise_taps[];
+    unsigned short* taps = reinterpret_cast<unsigned short*>(depthwise_taps);
+    int per_tap = kh * kw;
+    for (int i = threadIdx.x; i < channels * per_tap; i += blockDim.x) taps[(i % per_tap) * channels + i / per_tap] = w[i];
+    __syncthreads();
     int per_row = channels / 8;
-    long long vectors = (long long)n * oh * ow * per_row;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vectors; i += (long long)gridDim.x * blockDim.x) {
-        long long p = i / per_row;
-        int c0 = (int)(i % per_row) * 8;
-        int ox = (int)(p % ow);
-        long long t = p / ow;
-        int oy = (int)(t % oh), b = (int)(t / oh);
+    int vectors = n * oh * ow * per_row;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < vectors; i += gridDim.x * blockDim.x) {
+        int p = i / per_row;
+        int c0 = (i - p * per_row) * 8;
+        int ox = p % ow, t = p / ow;
+        int oy = t % oh, b = t / oh;
         float s[8];
         for (int k = 0; k < 8; k++) s[k] = bias ? bias[c0 + k] : 0.0f;
         for (int ky = 0; ky < kh; ky++) {
@@ -69,9 +77,9 @@ extern "C" __global__ void depthwise(const unsigned short* x, const unsigned sho
             for (int kx = 0; kx < kw; kx++) {
                 int ix = ox * sx - px + kx;
                 if (ix < 0 || ix >= wd) continue;
-                half8 v = load8(x + ((long long)(b * h + iy) * wd + ix) * x_row + c0);
-                const unsigned short* wk = w + (long long)c0 * kh * kw + ky * kw + kx;
-                for (int k = 0; k < 8; k++) s[k] += h2f(v.h[k]) * h2f(wk[k * kh * kw]);
+                half8 v = load8(x + ((b * h + iy) * wd + ix) * x_row + c0);
+                half8 wk = load8(taps + (ky * kw + kx) * channels + c0);
+                for (int k = 0; k < 8; k++) s[k] += h2f(v.h[k]) * h2f(wk.h[k]);
             }
         }
         half8 o;
