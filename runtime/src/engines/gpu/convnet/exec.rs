@@ -56,6 +56,7 @@ pub struct TensorKernels {
     pub(super) upsample: CudaFunction,
     pub(super) image_add: CudaFunction,
     pub(super) strided_copy: CudaFunction,
+    pub(super) strided_copy32: CudaFunction,
     pub(super) binary: CudaFunction,
     pub(super) softmax: CudaFunction,
     pub(super) softmax_rows: CudaFunction,
@@ -72,6 +73,7 @@ impl TensorKernels {
             upsample: f("upsample")?,
             image_add: f("image_add")?,
             strided_copy: f("strided_copy")?,
+            strided_copy32: f("strided_copy32")?,
             binary: f("binary")?,
             softmax: f("softmax")?,
             softmax_rows: f("softmax_rows")?,
@@ -95,6 +97,7 @@ pub struct Convnet {
     pub(super) copy_slice: CudaFunction,
     pub(super) to_channels_last: CudaFunction,
     pub(super) from_channels_last: CudaFunction,
+    pub(super) from_channels_last32: CudaFunction,
     pub(super) tensor: TensorKernels,
 }
 
@@ -120,6 +123,7 @@ impl Convnet {
             copy_slice: f("copy_slice")?,
             to_channels_last: f("to_channels_last")?,
             from_channels_last: f("from_channels_last")?,
+            from_channels_last32: f("from_channels_last32")?,
             tensor: TensorKernels::load(&module)?,
             ctx,
         }))

@@ -186,10 +186,19 @@ extern "C" __global__ void to_channels_last(const float* x, unsigned short* y, l
     y[i] = f2h(c < channels ? x[(s * channels + c) * positions + p] : 0.0f);
 }
 
-// Channels-last fp16 (padded) -> NC... f32 (logical channels).
-extern "C" __global__ void from_channels_last(const unsigned short* x, float* y, long long positions, int channels, int padded, int n) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= (long long)n * positions * channels) return;
-    long long p = i % positions, c = (i / positions) % channels, s = i / (positions * channels);
+// Channels-last fp16 (padded) -> NC... f32 (logical channels); `from_channels_last32` for tensors
+// under 2^31 values (32-bit divisions: see `strided_copy`).
+template <typename I>
+__device__ __forceinline__ void from_channels_last_of(const unsigned short* x, float* y, I positions, int channels, int padded, int n) {
+    I i = blockIdx.x * (I)blockDim.x + threadIdx.x;
+    if (i >= (I)n * positions * channels) return;
+    I q = i / positions, p = i - q * positions;
+    I s = q / channels, c = q - s * channels;
     y[i] = h2f(x[(s * positions + p) * padded + c]);
+}
+extern "C" __global__ void from_channels_last(const unsigned short* x, float* y, long long positions, int channels, int padded, int n) {
+    from_channels_last_of<long long>(x, y, positions, channels, padded, n);
+}
+extern "C" __global__ void from_channels_last32(const unsigned short* x, float* y, int positions, int channels, int padded, int n) {
+    from_channels_last_of<int>(x, y, positions, channels, padded, n);
 }

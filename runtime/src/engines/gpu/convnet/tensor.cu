@@ -70,19 +70,34 @@ extern "C" __global__ void image_add(const unsigned short* a, const unsigned sho
 }
 
 // Per sample, over the `count` indices of `table`'s dims: y[y0 + i.ys] = x[x0 + i.xs]
-// (table: dims, x strides, y strides, x offset, y offset; `rank` of each).
-extern "C" __global__ void strided_copy(const float* x, float* y, const long long* table, int rank, long long count, long long x_sample, long long y_sample, int n) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count * n; i += (long long)gridDim.x * blockDim.x) {
-        long long s = i / count, r = i % count;
-        long long xo = table[3 * rank], yo = table[3 * rank + 1];
+// (table: dims, x strides, y strides, x offset, y offset; `rank` of each, at most COPY_MAX_RANK).
+// The time goes to the index arithmetic, a division per dim and element: the table is read once per
+// block into shared memory, and tensors under 2^31 values take `strided_copy32`, whose 32-bit
+// divisions cost a fraction of the emulated 64-bit ones.
+#define COPY_MAX_RANK 8
+template <typename I>
+__device__ __forceinline__ void strided_copy_of(const float* x, float* y, const long long* table, int rank, I count, I x_sample, I y_sample, int n) {
+    __shared__ I t[3 * COPY_MAX_RANK + 2];
+    for (int k = threadIdx.x; k < 3 * rank + 2; k += blockDim.x) t[k] = (I)table[k];
+    __syncthreads();
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < count * n; i += (I)gridDim.x * blockDim.x) {
+        I s = i / count, r = i - s * count;
+        I xo = t[3 * rank], yo = t[3 * rank + 1];
         for (int d = rank - 1; d >= 0; d--) {
-            long long idx = r % table[d];
-            r /= table[d];
-            xo += idx * table[rank + d];
-            yo += idx * table[2 * rank + d];
+            I q = r / t[d];
+            I idx = r - q * t[d];
+            r = q;
+            xo += idx * t[rank + d];
+            yo += idx * t[2 * rank + d];
         }
         y[s * y_sample + yo] = x[s * x_sample + xo];
     }
+}
+extern "C" __global__ void strided_copy(const float* x, float* y, const long long* table, int rank, long long count, long long x_sample, long long y_sample, int n) {
+    strided_copy_of<long long>(x, y, table, rank, count, x_sample, y_sample, n);
+}
+extern "C" __global__ void strided_copy32(const float* x, float* y, const long long* table, int rank, int count, int x_sample, int y_sample, int n) {
+    strided_copy_of<int>(x, y, table, rank, count, x_sample, y_sample, n);
 }
 
 // y[i] = a[i.as] op b[i.bs] per sample (table: dims, a strides, b strides); ops 0-3: + - * /.

@@ -7,6 +7,15 @@ use crate::engines::gpu::GpuError;
 use crate::engines::gpu::device::cu;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+/// `tensor.cu`'s COPY_MAX_RANK: the dims of a dense copy's table, read into shared memory.
+const COPY_MAX_RANK: usize = 8;
+
+/// Whether a buffer of `values` is indexed in 32 bits (the kernels' `...32` variants: their
+/// divisions cost a fraction of the emulated 64-bit ones).
+fn fits_i32(values: usize) -> bool {
+    values <= i32::MAX as usize
+}
+
 /// An image's spatial dims as (depth, height, width), missing leading dims 1.
 fn dhw(v: &ValueShape) -> [i32; 3] {
     let mut d = [1i32; 3];
@@ -54,8 +63,14 @@ impl Slot {
         match t {
             TensorOp::ToDense => {
                 let xs = value(0);
-                let (p, c, pad, x) = (xs.positions() as i64, xs.channels as i32, self.row(op.inputs[0]) as i32, input(0));
-                launch!("to dense", &m.from_channels_last, elementwise(n * xs.positions() * xs.channels), &x, &y, &p, &c, &pad, &ni)
+                let (p, c, pad, x) = (xs.positions(), xs.channels as i32, self.row(op.inputs[0]) as i32, input(0));
+                let cfg = elementwise(n * xs.positions() * xs.channels);
+                let (p32, p64) = (p as i32, p as i64);
+                if fits_i32(n * p * pad as usize) {
+                    launch!("to dense", &m.from_channels_last32, cfg, &x, &y, &p32, &c, &pad, &ni)
+                } else {
+                    launch!("to dense", &m.from_channels_last, cfg, &x, &y, &p64, &c, &pad, &ni)
+                }
             }
             TensorOp::ToImage => {
                 let (p, c, pad, x) = (ys.positions() as i64, ys.channels as i32, ys.padded as i32, input(0));
@@ -114,10 +129,19 @@ impl Slot {
                 launch!("image add", &k.image_add, vectorised(n * ys.elements()), &a, &b, &y, &rows, &c, &a_row, &b_row, &y_row)
             }
             TensorOp::Copy { tables, counts, rank } => {
-                let (rank, y_sample) = (*rank as i32, ys.elements() as i64);
+                if *rank > COPY_MAX_RANK {
+                    return Err(GpuError::PlanContent(format!("a dense copy of rank {rank}; the kernel takes at most {COPY_MAX_RANK}")).in_layer(name));
+                }
+                let (rank, y_sample) = (*rank as i32, ys.elements());
                 for (j, (&table, &count)) in tables.iter().zip(counts).enumerate() {
-                    let (x, x_sample, table, count) = (input(j), value(j).elements() as i64, weights.offset(table).raw(), count as i64);
-                    launch!("copy", &k.strided_copy, elementwise(n * count as usize), &x, &y, &table, &rank, &count, &x_sample, &y_sample, &ni)?;
+                    let (x, x_sample, table) = (input(j), value(j).elements(), weights.offset(table).raw());
+                    if fits_i32(n * x_sample.max(y_sample)) {
+                        let (count, x_sample, y_sample) = (count as i32, x_sample as i32, y_sample as i32);
+                        launch!("copy", &k.strided_copy32, elementwise(n * count as usize), &x, &y, &table, &rank, &count, &x_sample, &y_sample, &ni)?;
+                    } else {
+                        let (count, x_sample, y_sample) = (count as i64, x_sample as i64, y_sample as i64);
+                        launch!("copy", &k.strided_copy, elementwise(n * count as usize), &x, &y, &table, &rank, &count, &x_sample, &y_sample, &ni)?;
+                    }
                 }
                 Ok(())
             }
