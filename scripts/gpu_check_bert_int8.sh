@@ -13,13 +13,11 @@
 # `run --test_run` with no precision override (int8), at the int8 bench rate. About 6 minutes on
 # an H200 (set and model generation ~1, the two plan checks ~1.5, benches ~1, PyTorch ~1, run ~1.5).
 set -u
-unzip_to() { case "$1" in *.gz) gunzip -c "$1" > "$2" && chmod +x "$2" && echo "$2" ;; *) echo "$1" ;; esac; }
+. "$(dirname "$0")/gpu_common.sh"
 MLPERF=$(unzip_to "$1" /tmp/bert-mlperf)
 TESTS=$(unzip_to "$2" /tmp/bert-tests)
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/bert-scratch}
 SECS=${SECS:-8}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-SYS=H200-SXM-141GBx1; nvidia-smi -L | grep -q H100 && SYS=DGX-H100_H100-SXM-80GBx1
 LOGS=${OUT:-/tmp}/bert-logs; mkdir -p "$LOGS"
 R=(--system_name=$SYS --benchmarks=bert --scenarios=offline --dataset=synthetic)
 SET=$MLPERF_SCRATCH_PATH/models/synthetic/squad

@@ -14,12 +14,10 @@
 # `bench engine` with one and two inference streams, and run_harness --test_run with the faster
 # stream count and `bench engine`'s rate as the expected one.
 set -u
-unzip_to() { case "$1" in *.gz) gunzip -c "$1" > "$2" && chmod +x "$2" && echo "$2" ;; *) echo "$1" ;; esac; }
+. "$(dirname "$0")/gpu_common.sh"
 MLPERF=$(unzip_to "$1" /tmp/unet3d-mlperf)
 TESTS=$(unzip_to "$2" /tmp/unet3d-tests)
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/unet3d-scratch}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-SYS=H200-SXM-141GBx1; nvidia-smi -L | grep -q H100 && SYS=DGX-H100_H100-SXM-80GBx1
 LOGS=${OUT:-/tmp}/unet3d-logs; mkdir -p "$LOGS"
 MODEL=$MLPERF_SCRATCH_PATH/models/3d-unet-kits19/3dUNetKiTS19.onnx
 SET=$MLPERF_SCRATCH_PATH/preprocessed_data/KiTS19/inference/int8

@@ -14,13 +14,11 @@
 # plan refused; PyTorch fp16 at the Offline batch and at batch 1. YOLO_ONLY_FULL=1 skips the tests
 # and the synthetic set (a second call over the other scenarios).
 set -u
-unzip_to() { case "$1" in *.gz) gunzip -c "$1" > "$2" && chmod +x "$2" && echo "$2" ;; *) echo "$1" ;; esac; }
+. "$(dirname "$0")/gpu_common.sh"
 MLPERF=$(unzip_to "$1" /tmp/yolo-mlperf)
 TESTS=$(unzip_to "$2" /tmp/yolo-tests)
 SCENARIOS=${3:-offline,singlestream,multistream}
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/yolo-scratch}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-SYS=H200-SXM-141GBx1; nvidia-smi -L | grep -q H100 && SYS=DGX-H100_H100-SXM-80GBx1
 LOGS=${OUT:-/tmp}/yolo-logs; mkdir -p "$LOGS"
 mkdir -p "$MLPERF_SCRATCH_PATH/models/yolo" "$MLPERF_SCRATCH_PATH/preprocessed_data"
 MODEL=$MLPERF_SCRATCH_PATH/models/yolo/yolo11l.onnx

@@ -11,7 +11,7 @@
 # `--features system-h200x1` (SYSTEM H200-SXM-141GBx1) or `system-h100x1` (DGX-H100_H100-SXM-80GBx1)
 # for the card in the machine. Binaries may be gzipped.
 set -u
-unzip_to() { case "$1" in *.gz) gunzip -c "$1" > "$2" && chmod +x "$2" && echo "$2" ;; *) echo "$1" ;; esac; }
+. "$(dirname "$0")/gpu_common.sh"
 DEV=$(unzip_to "$1" /tmp/bert-dev); LOCKED=$(unzip_to "$2" /tmp/bert-locked); SYS=$3
 export MLPERF_SCRATCH_PATH=${MLPERF_SCRATCH_PATH:-/tmp/locked-scratch}
 LOGS=${OUT:-/tmp}/locked; mkdir -p "$LOGS"
