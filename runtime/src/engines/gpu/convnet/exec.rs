@@ -97,7 +97,7 @@ pub struct Convnet {
     pub(super) copy_slice: CudaFunction,
     pub(super) to_channels_last: CudaFunction,
     pub(super) from_channels_last: CudaFunction,
-    pub(super) from_channels_last32: CudaFunction,
+    pub(super) to_dense_tiles: CudaFunction,
     pub(super) tensor: TensorKernels,
 }
 
@@ -123,7 +123,7 @@ impl Convnet {
             copy_slice: f("copy_slice")?,
             to_channels_last: f("to_channels_last")?,
             from_channels_last: f("from_channels_last")?,
-            from_channels_last32: f("from_channels_last32")?,
+            to_dense_tiles: f("to_dense_tiles")?,
             tensor: TensorKernels::load(&module)?,
             ctx,
         }))

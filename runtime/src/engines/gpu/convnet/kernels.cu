@@ -186,19 +186,29 @@ extern "C" __global__ void to_channels_last(const float* x, unsigned short* y, l
     y[i] = f2h(c < channels ? x[(s * channels + c) * positions + p] : 0.0f);
 }
 
-// Channels-last fp16 (padded) -> NC... f32 (logical channels); `from_channels_last32` for tensors
-// under 2^31 values (32-bit divisions: see `strided_copy`).
-template <typename I>
-__device__ __forceinline__ void from_channels_last_of(const unsigned short* x, float* y, I positions, int channels, int padded, int n) {
-    I i = blockIdx.x * (I)blockDim.x + threadIdx.x;
-    if (i >= (I)n * positions * channels) return;
-    I q = i / positions, p = i - q * positions;
-    I s = q / channels, c = q - s * channels;
+// Channels-last fp16 (padded) -> NC... f32 (logical channels).
+extern "C" __global__ void from_channels_last(const unsigned short* x, float* y, long long positions, int channels, int padded, int n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= (long long)n * positions * channels) return;
+    long long p = i % positions, c = (i / positions) % channels, s = i / (positions * channels);
     y[i] = h2f(x[(s * positions + p) * padded + c]);
 }
-extern "C" __global__ void from_channels_last(const unsigned short* x, float* y, long long positions, int channels, int padded, int n) {
-    from_channels_last_of<long long>(x, y, positions, channels, padded, n);
-}
-extern "C" __global__ void from_channels_last32(const unsigned short* x, float* y, int positions, int channels, int padded, int n) {
-    from_channels_last_of<int>(x, y, positions, channels, padded, n);
+
+// The same conversion in 32 x 32 tiles of (position, channel) through shared memory, so that both
+// the reads (along a row's channels) and the writes (along a channel's positions) are coalesced;
+// grid (positions / 32, channels / 32, n), blocks of 32 x 8 threads. The network's ToDense ops.
+extern "C" __global__ void to_dense_tiles(const unsigned short* x, float* y, int positions, int channels, int row) {
+    __shared__ float tile[32][33];
+    int p0 = blockIdx.x * 32, c0 = blockIdx.y * 32, tx = threadIdx.x;
+    const unsigned short* xs = x + blockIdx.z * (long long)positions * row;
+    float* ys = y + blockIdx.z * (long long)positions * channels;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        int p = p0 + j, c = c0 + tx;
+        if (p < positions && c < channels) tile[j][tx] = h2f(xs[(long long)p * row + c]);
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        int c = c0 + j, p = p0 + tx;
+        if (p < positions && c < channels) ys[(long long)c * positions + p] = tile[tx][j];
+    }
 }

@@ -63,14 +63,10 @@ impl Slot {
         match t {
             TensorOp::ToDense => {
                 let xs = value(0);
-                let (p, c, pad, x) = (xs.positions(), xs.channels as i32, self.row(op.inputs[0]) as i32, input(0));
-                let cfg = elementwise(n * xs.positions() * xs.channels);
-                let (p32, p64) = (p as i32, p as i64);
-                if fits_i32(n * p * pad as usize) {
-                    launch!("to dense", &m.from_channels_last32, cfg, &x, &y, &p32, &c, &pad, &ni)
-                } else {
-                    launch!("to dense", &m.from_channels_last, cfg, &x, &y, &p64, &c, &pad, &ni)
-                }
+                let (p, c, row, x) = (xs.positions(), xs.channels, self.row(op.inputs[0]) as i32, input(0));
+                let cfg = LaunchConfig { grid_dim: (p.div_ceil(32) as u32, c.div_ceil(32) as u32, n as u32), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+                let (p, c) = (p as i32, c as i32);
+                launch!("to dense", &m.to_dense_tiles, cfg, &x, &y, &p, &c, &row)
             }
             TensorOp::ToImage => {
                 let (p, c, pad, x) = (ys.positions() as i64, ys.channels as i32, ys.padded as i32, input(0));
