@@ -409,7 +409,7 @@ impl Slot {
         let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (shape(&xs.spatial), shape(&ys.spatial), shape(&g.kernel), shape(&g.stride), shape(&g.pad));
         let (b, wk, batch, c, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), n as i32, xs.channels as i32, act.code());
         let largest = (n * xs.positions() * self.row(op.inputs[0])).max(n * ys.positions() * self.row(op.output));
-        let shared = xs.channels * g.kernel.iter().product::<usize>() * 2;
+        let shared = g.depthwise_weight_bytes(xs.channels);
         if largest > i32::MAX as usize || shared > DEPTHWISE_WEIGHT_BYTES {
             return Err(GpuError::PlanContent(format!(
                 "the depthwise kernel takes tensors under 2^31 values and {DEPTHWISE_WEIGHT_BYTES} bytes of weights, not {largest} and {shared}; rebuild the plan"

@@ -106,7 +106,13 @@ impl ConvGeometry {
     /// [`DEPTHWISE_WEIGHT_BYTES`]: what our `depthwise` kernel runs with its bias and activation in
     /// one pass (cuDNN's algorithms leave the epilogue to a second one and are slow at small batches).
     pub fn is_depthwise_2d(&self, channels: usize) -> bool {
-        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1) && channels * self.kernel.iter().product::<usize>() * 2 <= DEPTHWISE_WEIGHT_BYTES
+        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1) && self.depthwise_weight_bytes(channels) <= DEPTHWISE_WEIGHT_BYTES
+    }
+
+    /// The fp16 weights of a depthwise convolution over `channels`: what the `depthwise` kernel
+    /// copies into shared memory.
+    pub fn depthwise_weight_bytes(&self, channels: usize) -> usize {
+        channels * self.kernel.iter().product::<usize>() * 2
     }
 }
 
