@@ -254,9 +254,11 @@ mod tests {
     }
 
     /// torchvision's greedy NMS in one pass over every pair, as ultralytics runs it (the classes
-    /// offset apart): the per-class [`suppress`] must keep exactly its detections.
+    /// offset apart, the best [`MAX_NMS`] by score): the per-class [`suppress`] must keep exactly
+    /// its detections.
     fn one_pass(mut candidates: Vec<Detection>) -> Vec<Detection> {
         candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
+        candidates.truncate(MAX_NMS);
         let offset = |d: &Detection| {
             let o = d.class as f32 * MAX_WH;
             [d.x1 + o, d.y1 + o, d.x2 + o, d.y2 + o]
@@ -279,7 +281,8 @@ mod tests {
     #[test]
     fn lazy_per_class_suppression_keeps_what_one_greedy_pass_keeps() {
         let mut rng = crate::engines::synthetic::rng::SplitMix64::derive(3, "nms", 0);
-        for (count, classes) in [(50, 1), (2000, 3), (8400, 80), (3000, 2)] {
+        // Past MAX_NMS the worst-scored candidates are never looked at.
+        for (count, classes) in [(50, 1), (2000, 3), (8400, 80), (3000, 2), (MAX_NMS + 2000, 80)] {
             // Clustered boxes with coarse scores, so overlaps, ties and the 300 cap all occur.
             let candidates: Vec<Detection> = (0..count)
                 .map(|_| {

@@ -1,10 +1,12 @@
 //! The GPU engine for YOLO: the network on the convnet engine (`engines::gpu::convnet`: the
 //! backbone fp16 channels-last through cuDNN, the attention and the head as f32 dense values), its
 //! ends on the device ([`gpu.cu`](self)): a batch's letterboxed bytes go up as they are (3 bytes a
-//! pixel) and become the network's fp16 input there; per anchor the best class and its score are
-//! found there, so 6 values per anchor come back instead of 84. NMS, the boxes back to the image and
-//! the response are the CPU engine's own ([`super::detect`]), on the host, one thread per image of
-//! a batch, while the slot's stream waits for the next batch.
+//! pixel), or with `start_from_device` are read from the device's resident sample pool, and become
+//! the network's fp16 input there; per anchor the best class and its score are found there, so 6
+//! values per anchor come back instead of 84. NMS, the boxes back to the image and the response are
+//! the CPU engine's own ([`super::detect`]), on the host, one thread per image of a batch. The
+//! slots' networks run in turn on the GPU ([`InTurn`]), so one slot's NMS overlaps the next one's
+//! network rather than every slot's NMS falling into the same gap.
 //!
 //! `generate_engines` builds the plan and checks its `output0` against the CPU engine's (tract, f32)
 //! on the set's first images before writing it; runs refuse a missing, stale or corrupt plan.
@@ -13,7 +15,7 @@ use super::cpu::CpuYoloEngine;
 use super::dataset::{CocoSet, read_image};
 use super::detect::{Detection, respond, suppress};
 use super::error::YoloError;
-use super::letterbox::letterbox;
+use super::letterbox::{SAMPLE_HEADER, letterbox, sample_bytes};
 use super::model::{CLASSES, anchors};
 use crate::benchmarks::WorkloadSpec;
 use crate::engines::cpu::parallel_chunks;
@@ -21,11 +23,12 @@ use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims
 use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
 use crate::engines::gpu::convnet::import::OpKind;
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
-use crate::engines::gpu::device::{self, DeviceBuffer, PinnedBuffer, compile_for, cu, host_threads};
+use crate::engines::gpu::device::{self, DeviceBuffer, InTurn, PinnedBuffer, compile_for, cu, host_threads};
 use crate::engines::gpu::open_each;
+use crate::engines::gpu::resident::ResidentPool;
 use crate::engines::gpu::{GpuError, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg, result as dr};
+use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result as dr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,8 +41,28 @@ struct ImageSlot {
     net: Slot,
     host_pixels: PinnedBuffer,
     pixels: DeviceBuffer,
+    /// Where each image of the batch starts on the device (u64 addresses), for `letterboxed_input`.
+    host_images: PinnedBuffer,
+    images: DeviceBuffer,
     host_anchors: PinnedBuffer,
     anchors: DeviceBuffer,
+    /// Recorded after the slot's network, for the next slot's run to wait on ([`InTurn`]).
+    network_done: Arc<CudaEvent>,
+}
+
+/// A batch's images: the letterboxed pixels on the host, or the resident pool's slot numbers.
+enum Images<'a> {
+    Host(&'a [&'a [u8]]),
+    Resident(&'a [i32]),
+}
+
+impl Images<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Images::Host(i) => i.len(),
+            Images::Resident(s) => s.len(),
+        }
+    }
 }
 
 /// One GPU detecting with a YOLO plan.
@@ -51,15 +74,28 @@ pub struct GpuYoloEngine {
     size: usize,
     anchors: usize,
     slots: SlotPool<ImageSlot>,
+    /// The slots' networks run one after another, so that one slot's NMS overlaps another's network.
+    networks: InTurn,
+    /// `start_from_device`: the performance set's samples (header and pixels) on the device.
+    resident: Option<ResidentPool>,
+}
+
+/// How a YOLO engine runs, from the config.
+#[derive(Clone, Copy, Debug)]
+pub struct YoloRunOptions {
+    pub streams: usize,
+    pub use_graphs: bool,
+    /// Samples kept in device memory (`start_from_device`; 0: every batch is uploaded).
+    pub resident_samples: usize,
 }
 
 impl GpuYoloEngine {
-    /// The plan on GPU `ordinal` with `streams` slots.
-    pub fn open(ordinal: usize, plan: &ConvnetPlan, streams: usize, use_graphs: bool) -> Result<GpuYoloEngine, GpuError> {
+    /// The plan on GPU `ordinal`, run as `options` say.
+    pub fn open(ordinal: usize, plan: &ConvnetPlan, options: YoloRunOptions) -> Result<GpuYoloEngine, GpuError> {
         let model = Convnet::load(ordinal, plan)?;
         let (x, y) = (model.input_shape().clone(), model.output_shape().clone());
         let size = x.spatial.first().copied().unwrap_or(0);
-        if x.channels != 3 || x.spatial != [size, size] || !y.dense || y.dims() != [4 + CLASSES, anchors(size)] {
+        if x.channels != 3 || x.padded % 8 != 0 || x.spatial != [size, size] || !y.dense || y.dims() != [4 + CLASSES, anchors(size)] {
             return Err(GpuError::PlanContent(format!("the plan built from {} is not a YOLO detector ({x:?} -> {y:?}); rebuild it", plan.header.model_path)));
         }
         let cc = cu("compute capability", model.ctx.compute_capability())?;
@@ -69,18 +105,25 @@ impl GpuYoloEngine {
         let workspace = plan.header.net.ops.iter().map(|op| if let OpKind::Conv { workspace, .. } = op.kind { workspace } else { 0 }).max().unwrap_or(0);
         let (batch, anchors) = (model.batch(), anchors(size));
         let (pixel_bytes, anchor_bytes) = (batch * 3 * size * size, 4 * batch * anchors * ANCHOR_VALUES);
-        let slots = (0..streams.max(1))
+        let slots = (0..options.streams.max(1))
             .map(|_| {
                 Ok(ImageSlot {
-                    net: Slot::new(&model, workspace, use_graphs)?,
+                    net: Slot::new(&model, workspace, options.use_graphs)?,
                     host_pixels: PinnedBuffer::new(pixel_bytes)?,
                     pixels: DeviceBuffer::new(pixel_bytes)?,
+                    host_images: PinnedBuffer::new(8 * batch)?,
+                    images: DeviceBuffer::new(8 * batch)?,
                     host_anchors: PinnedBuffer::new(anchor_bytes)?,
                     anchors: DeviceBuffer::new(anchor_bytes)?,
+                    network_done: Arc::new(cu("create event", model.ctx.new_event(None))?),
                 })
             })
             .collect::<Result<Vec<_>, GpuError>>()?;
-        Ok(GpuYoloEngine { name: format!("gpu{ordinal}-yolo"), model, to_input, best_class, size, anchors, slots: SlotPool::new(slots) })
+        let resident = match options.resident_samples {
+            0 => None,
+            n => Some(ResidentPool::new(n, sample_bytes(size))?),
+        };
+        Ok(GpuYoloEngine { name: format!("gpu{ordinal}-yolo"), model, to_input, best_class, size, anchors, slots: SlotPool::new(slots), networks: InTurn::default(), resident })
     }
 
     pub fn batch(&self) -> usize {
@@ -95,8 +138,23 @@ impl GpuYoloEngine {
     /// The detections (input pixels, before NMS's cut to the image) of up to a batch of letterboxed
     /// images (RGB, CHW, S x S bytes each).
     pub fn detect(&self, images: &[&[u8]]) -> Result<Vec<Vec<Detection>>, GpuError> {
+        self.detect_images(Images::Host(images))
+    }
+
+    /// [`Self::detect`] of samples `indices` of `source`, whose pixels are `images`: from the
+    /// resident pool where the engine has one and the samples fit it.
+    fn detect_samples(&self, indices: &[usize], source: &dyn SampleSource, images: &[&[u8]]) -> Result<Vec<Vec<Detection>>, GpuError> {
+        // The pool uploads on this thread, which may not have the context yet (a harness worker).
+        device::bind(&self.model.ctx)?;
+        match self.resident.as_ref().map(|pool| pool.slots_for(indices, source)).transpose()?.flatten() {
+            Some(slots) => self.detect_images(Images::Resident(&slots)),
+            None => self.detect(images),
+        }
+    }
+
+    fn detect_images(&self, images: Images) -> Result<Vec<Vec<Detection>>, GpuError> {
         self.slots.with(|slot| {
-            self.run_on(slot, images, true)?;
+            self.run_on(slot, &images, true)?;
             let values: &[u8] = &slot.host_anchors.as_slice()[..4 * images.len() * self.anchors * ANCHOR_VALUES];
             Ok(post_process(values, images.len(), self.anchors))
         })
@@ -106,7 +164,7 @@ impl GpuYoloEngine {
     /// the builder checks against the CPU engine.
     pub fn output(&self, images: &[&[u8]]) -> Result<Vec<f32>, GpuError> {
         self.slots.with(|slot| {
-            self.run_on(slot, images, false)?;
+            self.run_on(slot, &Images::Host(images), false)?;
             let mut out = vec![0f32; images.len() * (4 + CLASSES) * self.anchors];
             // SAFETY: the first `n` images' outputs of the slot's output buffer; run_on synchronized.
             cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, slot.net.output().raw()) })?;
@@ -114,29 +172,48 @@ impl GpuYoloEngine {
         })
     }
 
-    /// Uploads `images`, runs the network and, with `reduce`, the per-anchor reduction into the
-    /// slot's host buffer; returns when the stream has finished.
-    fn run_on(&self, slot: &mut ImageSlot, images: &[&[u8]], reduce: bool) -> Result<(), GpuError> {
+    /// Uploads `images` (or finds them in the resident pool), runs the network and, with `reduce`,
+    /// the per-anchor reduction into the slot's host buffer; returns when the stream has finished.
+    fn run_on(&self, slot: &mut ImageSlot, images: &Images, reduce: bool) -> Result<(), GpuError> {
         let (n, image_bytes) = (images.len(), 3 * self.size * self.size);
-        if n == 0 || n > self.batch() || images.iter().any(|i| i.len() != image_bytes) {
+        if n == 0 || n > self.batch() || matches!(images, Images::Host(i) if i.iter().any(|i| i.len() != image_bytes)) {
             return Err(GpuError::Run(format!("{n} images for a plan of batch {} at {} px", self.batch(), self.size)));
         }
         device::bind(&self.model.ctx)?;
-        slot.host_pixels.fill_from(images, host_threads(n));
         let stream = slot.net.stream.clone();
         let s = stream.cu_stream();
-        // SAFETY: `n` images of the slot's pinned buffer into its device buffer, both sized for the
-        // plan's batch; the stream finishes before the host buffer is written again.
-        cu("upload images", unsafe { dr::memcpy_htod_async(slot.pixels.ptr().raw(), &slot.host_pixels.as_slice()[..n * image_bytes], s) })?;
+        let starts: Vec<u64> = match images {
+            Images::Host(images) => {
+                slot.host_pixels.fill_from(images, host_threads(n));
+                // SAFETY: `n` images of the slot's pinned buffer into its device buffer, both sized
+                // for the plan's batch; the stream finishes before the host buffer is written again.
+                cu("upload images", unsafe { dr::memcpy_htod_async(slot.pixels.ptr().raw(), &slot.host_pixels.as_slice()[..n * image_bytes], s) })?;
+                (0..n).map(|i| slot.pixels.ptr().offset(i * image_bytes).raw()).collect()
+            }
+            Images::Resident(slots) => {
+                let pool = self.resident.as_ref().expect("resident slots come from the engine's pool");
+                // Past each sample's header (its original size) to its pixels.
+                slots.iter().map(|&s| pool.ptr().offset(s as usize * pool.sample_bytes() + SAMPLE_HEADER).raw()).collect()
+            }
+        };
+        let table = &mut slot.host_images.as_mut_slice()[..8 * n];
+        for (to, start) in table.chunks_exact_mut(8).zip(&starts) {
+            to.copy_from_slice(&start.to_le_bytes());
+        }
+        // SAFETY: `n` addresses from the slot's pinned table into its device table, both sized for
+        // the plan's batch; the stream finishes before the host table is written again.
+        cu("upload image table", unsafe { dr::memcpy_htod_async(slot.images.ptr().raw(), &slot.host_images.as_slice()[..8 * n], s) })?;
         let x = self.model.input_shape();
-        let (pixels, input) = (slot.pixels.ptr().raw(), slot.net.input().raw());
+        let (pixels, input) = (slot.images.ptr().raw(), slot.net.input().raw());
         let (positions, padded) = ((self.size * self.size) as i32, x.padded as i32);
         let mut l = stream.launch_builder(&self.to_input);
         l.arg(&pixels).arg(&input).arg(&positions).arg(&padded);
         let per_image = launch(positions as usize);
-        // SAFETY: letterboxed_input's parameters; `n` images of the pixel and input buffers.
+        // SAFETY: letterboxed_input's parameters; `n` addresses of images of `positions` pixels (the
+        // slot's upload or the pool's samples, which live as long as the engine) and `n` images of
+        // the input buffer, whose rows hold `padded` (a multiple of 8, checked in `open`) channels.
         cu("convert images", unsafe { l.launch(LaunchConfig { grid_dim: (per_image.grid_dim.0, n as u32, 1), ..per_image }) })?;
-        slot.net.run()?;
+        self.networks.run(&stream, &slot.network_done, || slot.net.run())?;
         if reduce {
             let (output, anchors_out) = (slot.net.output().raw(), slot.anchors.ptr().raw());
             let (a, classes, total) = (self.anchors as i32, CLASSES as i32, (n * self.anchors) as i64);
@@ -181,7 +258,7 @@ impl Engine for GpuYoloEngine {
 
     fn infer(&self, indices: &[usize], source: &dyn SampleSource, outputs: &mut Vec<Vec<u8>>) -> Result<(), EngineError> {
         for chunk in indices.chunks(self.batch()) {
-            respond(chunk, source, self.size, outputs, |images| Ok(self.detect(images)?)).map_err(EngineError::new)?;
+            respond(chunk, source, self.size, outputs, |images| Ok(self.detect_samples(chunk, source, images)?)).map_err(EngineError::new)?;
         }
         Ok(())
     }
@@ -234,18 +311,23 @@ impl std::fmt::Display for OutputAgreement {
 const CHECK_IMAGES: usize = 4;
 
 /// The GPU plan a YOLO config describes ([`ConvnetSpec`]) and what YOLO does with it.
-pub struct YoloGpuSpec(pub ConvnetSpec);
+pub struct YoloGpuSpec {
+    plan: ConvnetSpec,
+    /// `start_from_device`: the performance set stays on each GPU.
+    resident_samples: usize,
+}
 
 impl std::ops::Deref for YoloGpuSpec {
     type Target = ConvnetSpec;
     fn deref(&self) -> &ConvnetSpec {
-        &self.0
+        &self.plan
     }
 }
 
 impl YoloGpuSpec {
     pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<YoloGpuSpec, crate::Error> {
-        Ok(YoloGpuSpec(ConvnetSpec::of(spec.settings, &spec.plan, "yolo", model_path)?))
+        let resident_samples = if spec.settings.start_from_device.unwrap_or(false) { spec.performance_samples } else { 0 };
+        Ok(YoloGpuSpec { plan: ConvnetSpec::of(spec.settings, &spec.plan, "yolo", model_path)?, resident_samples })
     }
 
     /// `generate_engines`: reuses an up-to-date plan, or builds one, checks its `output0` against
@@ -258,7 +340,7 @@ impl YoloGpuSpec {
             return Ok(format!("{}: up to date, reused", self.plan_path.display()));
         }
         let plan = build(&self.request(&input), progress)?;
-        let engine = GpuYoloEngine::open(0, &plan, 1, false)?;
+        let engine = GpuYoloEngine::open(0, &plan, YoloRunOptions { streams: 1, use_graphs: false, resident_samples: 0 })?;
         let cpu_engine = CpuYoloEngine::load(&self.model_path, 1)?;
         let mut letterboxed = Vec::new();
         for (i, path) in images.iter().take(CHECK_IMAGES).enumerate() {
@@ -289,7 +371,8 @@ impl YoloGpuSpec {
     pub fn open(&self, devices: usize) -> Result<(Vec<Arc<dyn Engine>>, usize), crate::Error> {
         let size = model_size(&self.model_path)?;
         let plan = self.load_fresh(&[3, size, size])?;
-        Ok((open_each(devices, |d| GpuYoloEngine::open(d, &plan, self.streams, self.use_graphs))?, size))
+        let options = YoloRunOptions { streams: self.streams, use_graphs: self.use_graphs, resident_samples: self.resident_samples };
+        Ok((open_each(devices, |d| GpuYoloEngine::open(d, &plan, options))?, size))
     }
 }
 
@@ -379,7 +462,8 @@ mod tests {
         let path = dir.join("yolo.onnx");
         std::fs::write(&path, prost::Message::encode_to_vec(&yolo11(&YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 }, 7))).unwrap();
         let plan = build(&ConvnetRequest { model_path: &path, ordinal: 0, batch: 2, input: &[3, 64, 64], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
-        let engine = GpuYoloEngine::open(0, &plan, 2, true).unwrap();
+        let options = |streams, resident_samples| YoloRunOptions { streams, use_graphs: true, resident_samples };
+        let engine = GpuYoloEngine::open(0, &plan, options(2, 0)).unwrap();
         let samples: Vec<Vec<u8>> = [(40, 30), (50, 90), (64, 64)]
             .iter()
             .enumerate()
@@ -404,13 +488,20 @@ mod tests {
         assert!(gpu.iter().all(|r| !r.is_empty() && r.len() % 28 == 0));
         let e = engine.infer(&[0], &vec![vec![0u8; 5]], &mut Vec::new()).unwrap_err().to_string();
         assert!(e.contains("sample 0 holds 5 bytes"), "{e}");
+        // start_from_device: the same responses from the resident pool, and from the host for a
+        // batch past the pool's room (two samples: the third goes up with its batch), on a thread
+        // of its own as the harness's workers are (the pool uploads there).
+        let resident = GpuYoloEngine::open(0, &plan, options(2, 2)).unwrap();
+        let mut from_pool = Vec::new();
+        std::thread::scope(|s| s.spawn(|| resident.infer(&[0, 1, 2, 1, 0], &samples, &mut from_pool).unwrap()).join().unwrap());
+        assert_eq!(from_pool, [0, 1, 2, 1, 0].map(|i| gpu[i].clone()));
         // Where a batch's time goes at full size, where MLPERF_YOLO_ONNX names a 640 px network:
         // the network alone, the network with the ends on the device, and the host's NMS.
         if let Ok(path) = std::env::var("MLPERF_YOLO_ONNX") {
             let batch: usize = std::env::var("MLPERF_YOLO_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(64);
             for batch in [1, batch] {
                 let plan = build(&ConvnetRequest { model_path: Path::new(&path), ordinal: 0, batch, input: &[3, 640, 640], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
-                let engine = GpuYoloEngine::open(0, &plan, 1, true).unwrap();
+                let engine = GpuYoloEngine::open(0, &plan, options(1, 0)).unwrap();
                 let images: Vec<Vec<u8>> = (0..batch).map(|i| (0..3 * 640 * 640).map(|v| ((v * (7 + i)) % 251) as u8).collect()).collect();
                 let views: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
                 let net = engine.slots.with(|s| s.net.time_batches(20)).unwrap();
@@ -422,11 +513,61 @@ mod tests {
                     }
                     started.elapsed().as_secs_f64() * 100.0
                 };
-                let ends = time(&|| engine.slots.with(|s| engine.run_on(s, &views, true)).unwrap());
+                let ends = time(&|| engine.slots.with(|s| engine.run_on(s, &Images::Host(&views), true)).unwrap());
                 let values = engine.slots.with(|s| s.host_anchors.as_slice()[..4 * batch * anchors(640) * ANCHOR_VALUES].to_vec());
                 let host = time(&|| drop(post_process(&values, batch, anchors(640))));
                 let whole = time(&|| drop(engine.detect(&views).unwrap()));
                 println!("yolo_gpu engine batch {batch}: network {net:.3} ms, with the device's ends {ends:.3} ms, host NMS {host:.3} ms, detect {whole:.3} ms per batch");
+                // Two slots at once, as Offline's two streams: the networks alone, then whole batches
+                // from the host and from the resident pool (start_from_device).
+                let rate = |f: &(dyn Fn() + Sync)| {
+                    let started = std::time::Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 0..2 {
+                            s.spawn(f);
+                        }
+                    });
+                    (2 * 10 * batch) as f64 / started.elapsed().as_secs_f64()
+                };
+                let samples: Vec<Vec<u8>> = images.iter().map(|p| [&640u32.to_le_bytes()[..], &640u32.to_le_bytes(), p].concat()).collect();
+                let indices: Vec<usize> = (0..batch).collect();
+                for resident in [0, batch] {
+                    let two = GpuYoloEngine::open(0, &plan, options(2, resident)).unwrap();
+                    let nets = || {
+                        two.slots.with(|s| {
+                            for _ in 0..10 {
+                                s.net.run().unwrap();
+                            }
+                            s.net.stream.synchronize().unwrap();
+                        })
+                    };
+                    let infers = || (0..10).for_each(|_| two.infer(&indices, &samples, &mut Vec::new()).unwrap());
+                    // The first round captures each slot's graph (and fills the pool).
+                    let (_, nets, _, infers) = (rate(&nets), rate(&nets), rate(&infers), rate(&infers));
+                    // Where a batch's time goes while the other slot runs: the device's part, then NMS.
+                    let parts = std::sync::Mutex::new((0f64, 0f64));
+                    let timed = || {
+                        for _ in 0..10 {
+                            let started = std::time::Instant::now();
+                            let slots = two.resident.as_ref().map(|pool| pool.slots_for(&indices, &samples).unwrap().unwrap());
+                            let values = two.slots.with(|s| {
+                                two.run_on(s, &slots.as_ref().map_or(Images::Host(&views), |s| Images::Resident(s)), true).unwrap();
+                                s.host_anchors.as_slice()[..4 * batch * anchors(640) * ANCHOR_VALUES].to_vec()
+                            });
+                            let device = started.elapsed().as_secs_f64();
+                            drop(post_process(&values, batch, anchors(640)));
+                            let mut p = parts.lock().unwrap();
+                            (p.0, p.1) = (p.0 + device, p.1 + started.elapsed().as_secs_f64() - device);
+                        }
+                    };
+                    rate(&timed);
+                    let (device, nms) = *parts.lock().unwrap();
+                    println!(
+                        "yolo_gpu engine batch {batch}, two slots at once, {resident} resident: networks {nets:.1} images/s, infer {infers:.1} images/s; per batch the device's part {:.3} ms, NMS {:.3} ms",
+                        device * 50.0,
+                        nms * 50.0
+                    );
+                }
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();

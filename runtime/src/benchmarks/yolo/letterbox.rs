@@ -60,10 +60,13 @@ pub fn letterbox(image: &RgbImage, size: usize) -> (Vec<u8>, Geometry) {
     (out, g)
 }
 
-/// Bytes of a letterboxed sample at input side `size`: the original width and height (u32 LE),
-/// then the letterboxed image (RGB, CHW).
+/// Bytes in front of a sample's pixels: the original width and height (u32 LE).
+pub const SAMPLE_HEADER: usize = 8;
+
+/// Bytes of a letterboxed sample at input side `size`: the header, then the letterboxed image
+/// (RGB, CHW).
 pub fn sample_bytes(size: usize) -> usize {
-    8 + 3 * size * size
+    SAMPLE_HEADER + 3 * size * size
 }
 
 /// A sample as the QSL holds it: the image letterboxed to `size`, with its original size in front
@@ -84,7 +87,7 @@ pub fn decode_sample(bytes: &[u8], size: usize) -> Option<(usize, usize, &[u8])>
         return None;
     }
     let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
-    Some((word(0), word(4), &bytes[8..]))
+    Some((word(0), word(4), &bytes[SAMPLE_HEADER..]))
 }
 
 #[cfg(test)]

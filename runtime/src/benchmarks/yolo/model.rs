@@ -466,8 +466,10 @@ mod tests {
             }
             let mut order: Vec<usize> = (0..ops.len()).collect();
             order.sort_by(|&a, &b| times[b].total_cmp(&times[a]));
-            for &i in order.iter().take(8) {
-                println!("  slowest: {:<40} {:>8.1} us {}", ops[i].name, times[i], kind(&ops[i].kind));
+            let values = &plan.header.net.values;
+            let shape = |v: usize| format!("{}x{:?}", values[v].channels, values[v].spatial);
+            for &i in order.iter().take(40) {
+                println!("  slowest: {:<40} {:>8.1} us {:<12} {} -> {}", ops[i].name, times[i], kind(&ops[i].kind), shape(ops[i].inputs[0]), shape(ops[i].output));
             }
         }
         (out, ms)

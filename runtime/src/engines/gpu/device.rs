@@ -1,11 +1,13 @@
 //! The device layer under the GPU engines, in cudarc's style: checked driver calls ([`cu`]),
-//! device memory ([`DevicePtr`], [`DeviceBuffer`]), pinned host memory ([`PinnedBuffer`]), NVRTC
+//! device memory ([`DevicePtr`], [`DeviceBuffer`]), pinned host memory ([`PinnedBuffer`]), runs of
+//! one network from several streams in turn ([`InTurn`]), NVRTC
 //! compilation for the GPU at hand ([`compile_for`]) and what is known of the GPUs before anything
 //! runs ([`require_cuda`], [`device_identity`], [`device_count`]). Executors and kernels sit above
 //! it; it imports nothing of them.
 
-use cudarc::driver::{CudaContext, result as dr, sys as ds};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, result as dr, sys as ds};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+use std::sync::{Arc, Mutex};
 
 /// The device layer's error: which call failed and the library's own error, or which libraries
 /// are missing. Messages render the library error's `Debug` form (its status name).
@@ -57,6 +59,30 @@ pub type Result<T> = std::result::Result<T, DeviceError>;
 
 pub fn cu<T>(what: &str, r: std::result::Result<T, dr::DriverError>) -> Result<T> {
     r.map_err(|source| DeviceError::Driver { what: what.to_string(), source })
+}
+
+/// One GPU's network runs from several slots (streams), one after another on the GPU: each waits
+/// there, not on the host, for the run enqueued before it. Runs enqueued at once would share the
+/// SMs and finish together, and then every slot's host work (copies, NMS) would fall into the same
+/// gap with the GPU idle; in turn, one slot's host work overlaps the next slot's run.
+#[derive(Default)]
+pub struct InTurn {
+    last: Mutex<Option<Arc<CudaEvent>>>,
+}
+
+impl InTurn {
+    /// Enqueues `run` on `stream` after the run enqueued before it, and records `done` (the
+    /// slot's own event) after it.
+    pub fn run<E: From<DeviceError>>(&self, stream: &CudaStream, done: &Arc<CudaEvent>, run: impl FnOnce() -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+        let mut last = self.last.lock().expect("runs in turn");
+        if let Some(previous) = last.as_ref() {
+            cu("wait for the previous run", stream.wait(previous))?;
+        }
+        run()?;
+        cu("record the run", done.record(stream))?;
+        *last = Some(done.clone());
+        Ok(())
+    }
 }
 
 /// Binds `ctx` to the calling thread.

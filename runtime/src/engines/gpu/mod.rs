@@ -18,7 +18,8 @@
 //!   (fp32 and fp16 sums, int32 for int8) on the GPU, check the result against the CPU engine,
 //!   write the plan.
 //! - [`cudnn`] and [`exec`]: execution through cudarc (cuDNN, the kernels of `exec.cu`): streams,
-//!   CUDA graphs, the device-resident sample pool.
+//!   CUDA graphs.
+//! - [`resident`]: the device-resident sample pool (`start_from_device`), ResNet50's and YOLO's.
 //! - [`pointwise`]: our int8 1x1 tensor-core kernel (NVRTC), a third way to run int8 1x1 layers.
 //! - [`stem`]: our fp16 tensor-core kernel for the image's convolution, writing int8 for the max
 //!   pooling after it (int8 plans).
@@ -44,17 +45,18 @@ pub mod lower;
 pub mod network;
 pub mod plan;
 pub mod pointwise;
+pub mod resident;
 pub mod spec;
 pub mod stem;
 
 #[cfg(test)]
 mod network_tests;
 
-use crate::engines::{Engine, EngineError, InputSpec, Sample, SampleSource};
-use device::{DeviceBuffer, DeviceError};
+use crate::engines::{Engine, EngineError, InputSpec, SampleSource};
+use device::DeviceError;
 pub use error::GpuError;
 use exec::{DeviceModel, Slot};
-use std::collections::HashMap;
+use resident::{ResidentPool, sized_sample};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// How a GPU engine runs, from the config (`gpu_inference_streams`, `use_graphs`,
@@ -118,7 +120,7 @@ impl GpuEngine {
         let slots = (0..options.streams.max(1)).map(|_| Slot::new(&model, workspace, options.workspace_bytes, options.use_graphs)).collect::<Result<Vec<_>, GpuError>>()?;
         let resident = match options.resident_samples {
             0 => None,
-            n => Some(ResidentPool { buffer: DeviceBuffer::new(n * input.sample_bytes())?, capacity: n, sample_bytes: input.sample_bytes(), slots: Mutex::new(HashMap::new()) }),
+            n => Some(ResidentPool::new(n, input.sample_bytes())?),
         };
         Ok(GpuEngine { name: format!("gpu{ordinal}"), model, slots: SlotPool::new(slots), resident })
     }
@@ -146,7 +148,7 @@ impl GpuEngine {
                 slot.set_slots(&slots);
                 // SAFETY: `slots_for` gave the slot numbers of samples it holds; every slot of this
                 // engine is given the engine's one pool, which outlives them (see `resident`).
-                unsafe { slot.run(n, Some(self.resident.as_ref().expect("resident pool").buffer.ptr())) }?
+                unsafe { slot.run(n, Some(self.resident.as_ref().expect("resident pool").ptr())) }?
             }
             None => {
                 let bytes = self.model.input.sample_bytes();
@@ -185,49 +187,4 @@ pub fn open_each<E: Engine + 'static, Err: From<DeviceError>>(devices: usize, op
         return Err(DeviceError::TooFewGpus { devices, present }.into());
     }
     (0..devices).map(|d| open(d).map(|e| Arc::new(e) as Arc<dyn Engine>)).collect()
-}
-
-/// Sample `index`, which must have the size the plan's input format gives.
-fn sized_sample(source: &dyn SampleSource, index: usize, bytes: usize) -> Result<Sample, GpuError> {
-    let sample = source.sample(index);
-    if sample.len() != bytes {
-        return Err(GpuError::Run(format!("sample {index} has {} bytes, the engine expects {bytes}", sample.len())));
-    }
-    Ok(sample)
-}
-
-/// Samples kept in device memory (`start_from_device`): each sample is uploaded the first time a
-/// batch needs it and read from there afterwards, so a performance run's loaded set crosses PCIe
-/// once. When the pool is full (an accuracy run streams every sample), a batch with a sample that
-/// is not resident is copied from the host instead.
-struct ResidentPool {
-    buffer: DeviceBuffer,
-    capacity: usize,
-    sample_bytes: usize,
-    slots: Mutex<HashMap<usize, i32>>,
-}
-
-impl ResidentPool {
-    fn slots_for(&self, indices: &[usize], source: &dyn SampleSource) -> Result<Option<Vec<i32>>, GpuError> {
-        let mut map = self.slots.lock().expect("resident pool");
-        let missing = indices.iter().filter(|i| !map.contains_key(i)).count();
-        if map.len() + missing > self.capacity {
-            return Ok(None);
-        }
-        let mut out = Vec::with_capacity(indices.len());
-        for &i in indices {
-            let next = map.len() as i32;
-            let slot = match map.get(&i) {
-                Some(&s) => s,
-                None => {
-                    let sample = sized_sample(source, i, self.sample_bytes)?;
-                    self.buffer.upload(next as usize * self.sample_bytes, &sample[..]).map_err(|source| GpuError::SampleUpload { index: i, source })?;
-                    map.insert(i, next);
-                    next
-                }
-            };
-            out.push(slot);
-        }
-        Ok(Some(out))
-    }
 }
