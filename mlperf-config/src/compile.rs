@@ -409,6 +409,7 @@ fn build_config(key: &Key, resolved: &Resolved, rounds: &[Round], sources: &Sour
     check_required_fields(&config, errors);
     check_power_limit(&config, errors);
     check_server_latency(&config, errors);
+    check_system_capabilities(&config, errors);
     check_engine_components(&config, errors);
     check_parallelism(&config, errors);
     check_serving_engine(&config, errors);
@@ -520,6 +521,23 @@ fn check_server_latency(c: &Candidate, errors: &mut Vec<Diagnostic>) {
                 .note("LoadGen reads Server target_latency from user.conf as integer milliseconds (strtoull), so fractions are lost")
                 .help(format!("use {} ms or {} ms", ns / 1_000_000, ns / 1_000_000 + 1)),
         );
+    }
+}
+
+/// Harness capabilities a system must declare in its tags, as NVIDIA registers them per system:
+/// inputs that start in device memory (`start_from_device`) and outputs that stay there
+/// (`end_on_device`) are allowed only where the system qualifies.
+fn check_system_capabilities(c: &Candidate, errors: &mut Vec<Diagnostic>) {
+    let system = c.key.system;
+    for (field, on, tag) in [("start_from_device", c.settings.start_from_device, "start_from_device_enabled"), ("end_on_device", c.settings.end_on_device, "end_on_device_enabled")]
+    {
+        if on == Some(true) && !system.tags.iter().any(|t| t.as_ref() == tag) {
+            errors.push(
+                Diagnostic::error("C0314", format!("`{field} = true` on system `{}`, which is not tagged `{tag}`", system.id))
+                    .at(c.span_of(field), "the system does not declare this capability")
+                    .help(format!("remove it, or add \"{tag}\" to `tags` in systems/{}.toml if the system qualifies", system.id)),
+            );
+        }
     }
 }
 
