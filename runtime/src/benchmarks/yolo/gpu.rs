@@ -26,7 +26,7 @@ use crate::engines::gpu::convnet::plan::ConvnetPlan;
 use crate::engines::gpu::device::{self, DeviceBuffer, InTurn, PinnedBuffer, compile_for, cu, host_threads};
 use crate::engines::gpu::open_each;
 use crate::engines::gpu::resident::ResidentPool;
-use crate::engines::gpu::{GpuError, SlotPool};
+use crate::engines::gpu::{GpuError, RunOptions, SlotPool};
 use crate::engines::{Engine, EngineError, SampleSource};
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result as dr};
 use std::path::{Path, PathBuf};
@@ -80,18 +80,9 @@ pub struct GpuYoloEngine {
     resident: Option<ResidentPool>,
 }
 
-/// How a YOLO engine runs, from the config.
-#[derive(Clone, Copy, Debug)]
-pub struct YoloRunOptions {
-    pub streams: usize,
-    pub use_graphs: bool,
-    /// Samples kept in device memory (`start_from_device`; 0: every batch is uploaded).
-    pub resident_samples: usize,
-}
-
 impl GpuYoloEngine {
     /// The plan on GPU `ordinal`, run as `options` say.
-    pub fn open(ordinal: usize, plan: &ConvnetPlan, options: YoloRunOptions) -> Result<GpuYoloEngine, GpuError> {
+    pub fn open(ordinal: usize, plan: &ConvnetPlan, options: RunOptions) -> Result<GpuYoloEngine, GpuError> {
         let model = Convnet::load(ordinal, plan)?;
         let (x, y) = (model.input_shape().clone(), model.output_shape().clone());
         let size = x.spatial.first().copied().unwrap_or(0);
@@ -103,6 +94,7 @@ impl GpuYoloEngine {
         let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
         let (to_input, best_class) = (f("letterboxed_input")?, f("best_class")?);
         let workspace = plan.header.net.ops.iter().map(|op| if let OpKind::Conv { workspace, .. } = op.kind { workspace } else { 0 }).max().unwrap_or(0);
+        let workspace = workspace.min(options.workspace_bytes.max(1));
         let (batch, anchors) = (model.batch(), anchors(size));
         let (pixel_bytes, anchor_bytes) = (batch * 3 * size * size, 4 * batch * anchors * ANCHOR_VALUES);
         let slots = (0..options.streams.max(1))
@@ -340,7 +332,7 @@ impl YoloGpuSpec {
             return Ok(format!("{}: up to date, reused", self.plan_path.display()));
         }
         let plan = build(&self.request(&input), progress)?;
-        let engine = GpuYoloEngine::open(0, &plan, YoloRunOptions { streams: 1, use_graphs: false, resident_samples: 0 })?;
+        let engine = GpuYoloEngine::open(0, &plan, RunOptions { streams: 1, use_graphs: false, resident_samples: 0, workspace_bytes: self.workspace_bytes })?;
         let cpu_engine = CpuYoloEngine::load(&self.model_path, 1)?;
         let mut letterboxed = Vec::new();
         for (i, path) in images.iter().take(CHECK_IMAGES).enumerate() {
@@ -371,7 +363,7 @@ impl YoloGpuSpec {
     pub fn open(&self, devices: usize) -> Result<(Vec<Arc<dyn Engine>>, usize), crate::Error> {
         let size = model_size(&self.model_path)?;
         let plan = self.load_fresh(&[3, size, size])?;
-        let options = YoloRunOptions { streams: self.streams, use_graphs: self.use_graphs, resident_samples: self.resident_samples };
+        let options = RunOptions { streams: self.streams, use_graphs: self.use_graphs, resident_samples: self.resident_samples, workspace_bytes: self.workspace_bytes };
         Ok((open_each(devices, |d| GpuYoloEngine::open(d, &plan, options))?, size))
     }
 }
@@ -462,7 +454,7 @@ mod tests {
         let path = dir.join("yolo.onnx");
         std::fs::write(&path, prost::Message::encode_to_vec(&yolo11(&YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 }, 7))).unwrap();
         let plan = build(&ConvnetRequest { model_path: &path, ordinal: 0, batch: 2, input: &[3, 64, 64], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
-        let options = |streams, resident_samples| YoloRunOptions { streams, use_graphs: true, resident_samples };
+        let options = |streams, resident_samples| RunOptions { streams, use_graphs: true, resident_samples, workspace_bytes: 1 << 30 };
         let engine = GpuYoloEngine::open(0, &plan, options(2, 0)).unwrap();
         let samples: Vec<Vec<u8>> = [(40, 30), (50, 90), (64, 64)]
             .iter()
