@@ -369,7 +369,7 @@ mod tests {
 
     /// Builds a plan of `model` at `batch` (reporting the algorithm choices).
     fn plan_of(model: &Path, roi: usize, batch: usize) -> ConvnetPlan {
-        let request = ConvnetRequest { model_path: model, ordinal: 0, batch, input: &[1, roi, roi, roi], workspace_bytes: 8 << 30 };
+        let request = ConvnetRequest { model_path: model, ordinal: 0, batch, input: &[1, roi, roi, roi], workspace_bytes: 8 << 30, cut: None };
         let started = Instant::now();
         let plan = build(&request, &mut |line| println!("  {line}")).unwrap();
         println!("unet3d_gpu: plan of {} at batch {batch} built in {:.1} s", model.display(), started.elapsed().as_secs_f64());

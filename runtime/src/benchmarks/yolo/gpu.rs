@@ -1,27 +1,31 @@
 //! The GPU engine for YOLO: the network on the convnet engine (`engines::gpu::convnet`: the
-//! backbone fp16 channels-last through cuDNN, the attention and the head as f32 dense values), its
-//! ends on the device ([`gpu.cu`](self)): a batch's letterboxed bytes go up as they are (3 bytes a
-//! pixel), or with `start_from_device` are read from the device's resident sample pool, and become
-//! the network's fp16 input there; per anchor the best class and its score are found there, so 6
-//! values per anchor come back instead of 84. NMS, the boxes back to the image and the response are
-//! the CPU engine's own ([`super::detect`]), on the host, one thread per image of a batch. The
-//! slots' networks run in turn on the GPU ([`InTurn`]), so one slot's NMS overlaps the next one's
-//! network rather than every slot's NMS falling into the same gap.
+//! backbone fp16 channels-last through cuDNN, the attention as f32 dense values), cut where the
+//! detection head's convolutions end ([`LEVELS`]: the three levels' rows of 4 x 16 DFL logits and 80
+//! class logits); its ends on the device ([`gpu.cu`](self)): a batch's letterboxed bytes go up as
+//! they are (3 bytes a pixel), or with `start_from_device` are read from the device's resident
+//! sample pool, and become the network's fp16 input there; one kernel decodes the levels as the
+//! exported head does (DFL, anchors, strides, sigmoids) and keeps per anchor the best class and its
+//! score, so 6 values per anchor come back instead of 84, and the head's twenty-odd dense
+//! reshuffles never run. NMS, the boxes back to the image and the response are the CPU engine's
+//! own ([`super::detect`]), on the host, one thread per image of a batch. The slots' networks run
+//! in turn on the GPU ([`InTurn`]), so one slot's NMS overlaps the next one's network rather than
+//! every slot's NMS falling into the same gap.
 //!
-//! `generate_engines` builds the plan and checks its `output0` against the CPU engine's (tract, f32)
-//! on the set's first images before writing it; runs refuse a missing, stale or corrupt plan.
+//! `generate_engines` builds the plan and checks the `output0` that the decoding kernel writes
+//! from it against the CPU engine's (tract, f32, the whole exported head) on the set's first
+//! images before writing it; runs refuse a missing, stale or corrupt plan.
 
 use super::cpu::CpuYoloEngine;
 use super::dataset::{CocoSet, read_image};
 use super::detect::{Detection, respond, suppress};
 use super::error::YoloError;
 use super::letterbox::{SAMPLE_HEADER, letterbox, sample_bytes};
-use super::model::{CLASSES, anchors};
+use super::model::{CLASSES, REG_MAX, STRIDES, anchors};
 use crate::benchmarks::WorkloadSpec;
 use crate::engines::cpu::parallel_chunks;
 use crate::engines::gpu::convnet::builder::{ConvnetSpec, build, model_input_dims};
 use crate::engines::gpu::convnet::exec::{Convnet, Slot, elementwise as launch};
-use crate::engines::gpu::convnet::import::OpKind;
+use crate::engines::gpu::convnet::import::{Cut, Net, OpKind, TensorOp, ValueShape};
 use crate::engines::gpu::convnet::plan::ConvnetPlan;
 use crate::engines::gpu::device::{self, DeviceBuffer, InTurn, PinnedBuffer, compile_for, cu, host_threads};
 use crate::engines::gpu::open_each;
@@ -35,6 +39,38 @@ use std::sync::Arc;
 const KERNELS: &str = concat!(include_str!("../../engines/gpu/half.cuh"), include_str!("gpu.cu"));
 /// Values per anchor the device returns: the box (centre, size), the best score, its class.
 const ANCHOR_VALUES: usize = 6;
+/// Channels of each level's output: the DFL's logits, then the classes'.
+const LEVEL_CHANNELS: usize = 4 * REG_MAX + CLASSES;
+
+/// YOLO's plans end at the detection head's three level outputs, decoded by `decode_levels`.
+pub const LEVELS: Cut = Cut { name: "yolo detect levels", outputs: detect_levels };
+
+/// The head's level outputs of an imported YOLO network: per stride, the one image value of
+/// [`LEVEL_CHANNELS`] channels at that level's side that the head flattens (a `Reshape` to dense).
+fn detect_levels(net: &Net) -> Result<Vec<usize>, GpuError> {
+    let size = net.values[0].spatial.first().copied().unwrap_or(0);
+    let (_, readers) = net.uses();
+    let flattened = |v: usize| readers[v].iter().any(|&r| matches!(net.ops[r].kind, OpKind::Tensor(TensorOp::ToDense)));
+    STRIDES
+        .iter()
+        .map(|&stride| {
+            let side = size / stride;
+            let found: Vec<usize> = (0..net.values.len())
+                .filter(|&v| {
+                    let shape = &net.values[v];
+                    !shape.dense && shape.channels == LEVEL_CHANNELS && shape.spatial == [side, side] && flattened(v)
+                })
+                .collect();
+            match found.as_slice() {
+                [v] => Ok(*v),
+                _ => Err(GpuError::Network(format!(
+                    "{} values of {LEVEL_CHANNELS} channels at {side} x {side} flattened by the head, where a YOLO detection head has one per level (stride {stride}): not an exported YOLOv11",
+                    found.len()
+                ))),
+            }
+        })
+        .collect()
+}
 
 /// One stream's network slot and its staging buffers, sized for the plan's batch.
 struct ImageSlot {
@@ -48,6 +84,12 @@ struct ImageSlot {
     anchors: DeviceBuffer,
     /// Recorded after the slot's network, for the next slot's run to wait on ([`InTurn`]).
     network_done: Arc<CudaEvent>,
+}
+
+/// What the levels are decoded into: the slot's anchor rows (downloaded for NMS), or output0.
+enum Decoded<'a> {
+    Anchors,
+    Output0(&'a DeviceBuffer),
 }
 
 /// A batch's images: the letterboxed pixels on the host, or the resident pool's slot numbers.
@@ -70,7 +112,7 @@ pub struct GpuYoloEngine {
     name: String,
     model: Arc<Convnet>,
     to_input: CudaFunction,
-    best_class: CudaFunction,
+    decode: CudaFunction,
     size: usize,
     anchors: usize,
     slots: SlotPool<ImageSlot>,
@@ -84,15 +126,20 @@ impl GpuYoloEngine {
     /// The plan on GPU `ordinal`, run as `options` say.
     pub fn open(ordinal: usize, plan: &ConvnetPlan, options: RunOptions) -> Result<GpuYoloEngine, GpuError> {
         let model = Convnet::load(ordinal, plan)?;
-        let (x, y) = (model.input_shape().clone(), model.output_shape().clone());
+        let x = model.input_shape().clone();
         let size = x.spatial.first().copied().unwrap_or(0);
-        if x.channels != 3 || x.padded % 8 != 0 || x.spatial != [size, size] || !y.dense || y.dims() != [4 + CLASSES, anchors(size)] {
-            return Err(GpuError::PlanContent(format!("the plan built from {} is not a YOLO detector ({x:?} -> {y:?}); rebuild it", plan.header.model_path)));
+        let levels: Vec<_> = model.output_shapes().into_iter().cloned().collect();
+        let level_fits = |(y, stride): (&ValueShape, &usize)| !y.dense && y.channels == LEVEL_CHANNELS && y.padded % 8 == 0 && y.spatial == [size / stride, size / stride];
+        if x.channels != 3 || x.padded % 8 != 0 || x.spatial != [size, size] || levels.len() != STRIDES.len() || !levels.iter().zip(&STRIDES).all(level_fits) {
+            return Err(GpuError::PlanContent(format!(
+                "the plan built from {} is not a YOLO detector cut at its head's levels ({x:?} -> {levels:?}); rebuild it",
+                plan.header.model_path
+            )));
         }
         let cc = cu("compute capability", model.ctx.compute_capability())?;
         let module = cu("load kernels", model.ctx.load_module(compile_for("yolo kernels", KERNELS, cc, Vec::new())?))?;
         let f = |name: &str| cu(&format!("kernel {name}"), module.load_function(name));
-        let (to_input, best_class) = (f("letterboxed_input")?, f("best_class")?);
+        let (to_input, decode) = (f("letterboxed_input")?, f("decode_levels")?);
         let workspace = plan.header.net.ops.iter().map(|op| if let OpKind::Conv { workspace, .. } = op.kind { workspace } else { 0 }).max().unwrap_or(0);
         let workspace = workspace.min(options.workspace_bytes.max(1));
         let (batch, anchors) = (model.batch(), anchors(size));
@@ -115,7 +162,7 @@ impl GpuYoloEngine {
             0 => None,
             n => Some(ResidentPool::new(n, sample_bytes(size))?),
         };
-        Ok(GpuYoloEngine { name: format!("gpu{ordinal}-yolo"), model, to_input, best_class, size, anchors, slots: SlotPool::new(slots), networks: InTurn::default(), resident })
+        Ok(GpuYoloEngine { name: format!("gpu{ordinal}-yolo"), model, to_input, decode, size, anchors, slots: SlotPool::new(slots), networks: InTurn::default(), resident })
     }
 
     pub fn batch(&self) -> usize {
@@ -146,27 +193,27 @@ impl GpuYoloEngine {
 
     fn detect_images(&self, images: Images) -> Result<Vec<Vec<Detection>>, GpuError> {
         self.slots.with(|slot| {
-            self.run_on(slot, &images, true)?;
+            self.run_on(slot, &images, Decoded::Anchors)?;
             let values: &[u8] = &slot.host_anchors.as_slice()[..4 * images.len() * self.anchors * ANCHOR_VALUES];
             Ok(post_process(values, images.len(), self.anchors))
         })
     }
 
-    /// The network's `output0` (f32 `[n, 84, A]`) for up to a batch of letterboxed images: what
-    /// the builder checks against the CPU engine.
+    /// The exported model's `output0` (f32 `[n, 84, A]`, decoded from the plan's levels) for up to
+    /// a batch of letterboxed images: what the builder checks against the CPU engine.
     pub fn output(&self, images: &[&[u8]]) -> Result<Vec<f32>, GpuError> {
-        self.slots.with(|slot| {
-            self.run_on(slot, &Images::Host(images), false)?;
-            let mut out = vec![0f32; images.len() * (4 + CLASSES) * self.anchors];
-            // SAFETY: the first `n` images' outputs of the slot's output buffer; run_on synchronized.
-            cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, slot.net.output().raw()) })?;
-            Ok(out)
-        })
+        let mut out = vec![0f32; images.len() * (4 + CLASSES) * self.anchors];
+        device::bind(&self.model.ctx)?;
+        let whole = DeviceBuffer::new(4 * out.len())?;
+        self.slots.with(|slot| self.run_on(slot, &Images::Host(images), Decoded::Output0(&whole)))?;
+        // SAFETY: `n` images' output0 in a buffer of that size; run_on synchronized.
+        cu("download output", unsafe { dr::memcpy_dtoh_sync(&mut out, whole.ptr().raw()) })?;
+        Ok(out)
     }
 
-    /// Uploads `images` (or finds them in the resident pool), runs the network and, with `reduce`,
-    /// the per-anchor reduction into the slot's host buffer; returns when the stream has finished.
-    fn run_on(&self, slot: &mut ImageSlot, images: &Images, reduce: bool) -> Result<(), GpuError> {
+    /// Uploads `images` (or finds them in the resident pool), runs the network and decodes its
+    /// levels as `into` says; returns when the stream has finished.
+    fn run_on(&self, slot: &mut ImageSlot, images: &Images, into: Decoded) -> Result<(), GpuError> {
         let (n, image_bytes) = (images.len(), 3 * self.size * self.size);
         if n == 0 || n > self.batch() || matches!(images, Images::Host(i) if i.iter().any(|i| i.len() != image_bytes)) {
             return Err(GpuError::Run(format!("{n} images for a plan of batch {} at {} px", self.batch(), self.size)));
@@ -206,17 +253,26 @@ impl GpuYoloEngine {
         // the input buffer, whose rows hold `padded` (a multiple of 8, checked in `open`) channels.
         cu("convert images", unsafe { l.launch(LaunchConfig { grid_dim: (per_image.grid_dim.0, n as u32, 1), ..per_image }) })?;
         self.networks.run(&stream, &slot.network_done, || slot.net.run())?;
-        if reduce {
-            let (output, anchors_out) = (slot.net.output().raw(), slot.anchors.ptr().raw());
-            let (a, classes, total) = (self.anchors as i32, CLASSES as i32, (n * self.anchors) as i64);
-            let mut l = stream.launch_builder(&self.best_class);
-            l.arg(&output).arg(&anchors_out).arg(&a).arg(&classes).arg(&total);
-            // SAFETY: best_class's parameters; `n` images' outputs and anchor rows.
-            cu("best class", unsafe { l.launch(launch(total as usize)) })?;
+        let levels = slot.net.outputs();
+        let (whole, out) = match into {
+            Decoded::Output0(buffer) => (1i32, buffer.ptr().raw()),
+            Decoded::Anchors => (0i32, slot.anchors.ptr().raw()),
+        };
+        let sides = STRIDES.map(|s| (self.size / s) as i32);
+        let (size, classes, a, total) = (self.size as i32, CLASSES as i32, self.anchors as i32, (n * self.anchors) as i64);
+        let (pointers, rows): (Vec<u64>, Vec<i32>) = levels.iter().map(|(p, row)| (p.raw(), *row as i32)).unzip();
+        let mut l = stream.launch_builder(&self.decode);
+        l.arg(&pointers[0]).arg(&pointers[1]).arg(&pointers[2]).arg(&rows[0]).arg(&rows[1]).arg(&rows[2]);
+        l.arg(&sides[0]).arg(&sides[1]).arg(&sides[2]).arg(&size).arg(&classes).arg(&a).arg(&total).arg(&out).arg(&whole);
+        // SAFETY: decode_levels's parameters; the three level outputs of `n` images (checked in
+        // `open`: LEVEL_CHANNELS channels, rows of a multiple of 8, at the strides' sides), and an
+        // output of `n` images' output0 (`output`'s buffer) or anchor rows (the slot's).
+        cu("decode levels", unsafe { l.launch(launch(total as usize)) })?;
+        if matches!(into, Decoded::Anchors) {
             let bytes = 4 * n * self.anchors * ANCHOR_VALUES;
             // SAFETY: the first `n` images' rows into the slot's pinned buffer of the batch's size;
             // read after the synchronization below.
-            cu("download anchors", unsafe { dr::memcpy_dtoh_async(&mut slot.host_anchors.as_mut_slice()[..bytes], anchors_out, s) })?;
+            cu("download anchors", unsafe { dr::memcpy_dtoh_async(&mut slot.host_anchors.as_mut_slice()[..bytes], out, s) })?;
         }
         cu("synchronize", stream.synchronize())?;
         Ok(())
@@ -319,7 +375,8 @@ impl std::ops::Deref for YoloGpuSpec {
 impl YoloGpuSpec {
     pub fn of(spec: &WorkloadSpec, model_path: PathBuf) -> Result<YoloGpuSpec, crate::Error> {
         let resident_samples = if spec.settings.start_from_device.unwrap_or(false) { spec.performance_samples } else { 0 };
-        Ok(YoloGpuSpec { plan: ConvnetSpec::of(spec.settings, &spec.plan, "yolo", model_path)?, resident_samples })
+        let plan = ConvnetSpec { cut: Some(LEVELS), ..ConvnetSpec::of(spec.settings, &spec.plan, "yolo", model_path)? };
+        Ok(YoloGpuSpec { plan, resident_samples })
     }
 
     /// `generate_engines`: reuses an up-to-date plan, or builds one, checks its `output0` against
@@ -423,6 +480,37 @@ mod tests {
         assert_eq!(post_process(&two, 2, anchors), vec![found[0].clone(), found[0].clone()], "one thread per image");
     }
 
+    /// The plan ends at the head's three levels: the DFL, the anchor arithmetic and the sigmoids
+    /// (the decoding kernel's work) are gone, the attention's dense ops stay, nothing is
+    /// overwritten before it is read; a network without YOLO's head is refused, saying why.
+    #[test]
+    fn plans_end_at_the_head_s_three_levels() {
+        use super::super::model::{YoloShape, yolo11};
+        use crate::engines::gpu::convnet::import::import;
+        use crate::engines::gpu::convnet::place::{assert_schedule_keeps_values, places};
+        let (mut net, _) = import(&yolo11(&YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 }, 7), &[3, 64, 64]).unwrap();
+        let all = net.ops.len();
+        net.cut(detect_levels(&net).unwrap()).unwrap();
+        let shapes: Vec<(usize, Vec<usize>)> = net.outputs.iter().map(|&v| (net.values[v].channels, net.values[v].spatial.clone())).collect();
+        assert_eq!(shapes, [(144, vec![8, 8]), (144, vec![4, 4]), (144, vec![2, 2])]);
+        let tensor = |f: &dyn Fn(&TensorOp) -> bool| net.ops.iter().filter(|op| matches!(&op.kind, OpKind::Tensor(t) if f(t))).count();
+        assert_eq!(tensor(&|t| matches!(t, TensorOp::Softmax { .. })), 2, "the attention's, not the DFL's");
+        let head: Vec<&str> = net
+            .ops
+            .iter()
+            .filter(|op| matches!(&op.kind, OpKind::Tensor(TensorOp::Activation(_) | TensorOp::Pointwise { .. } | TensorOp::Binary { .. })) && !op.name.contains(".attn."))
+            .map(|op| op.name.as_str())
+            .collect();
+        assert!(head.is_empty(), "the head's dense arithmetic is left: {head:?}");
+        println!("{} of {all} ops left", net.ops.len());
+        net.places = places(&net);
+        assert_schedule_keeps_values(&net);
+        let unet = crate::benchmarks::unet3d::model::unet3d(&crate::benchmarks::unet3d::model::UNet3dShape { filters: vec![8], roi: 16, class_bias: [0.0; 3] }, 1);
+        let (unet, _) = import(&unet, &[1, 16, 16, 16]).unwrap();
+        let e = detect_levels(&unet).unwrap_err().to_string();
+        assert!(e.contains("0 values of 144 channels") && e.contains("not an exported YOLOv11"), "{e}");
+    }
+
     /// The config's side of the plan (batch, path, fp16) is [`ConvnetSpec`]'s, tested with
     /// 3D-UNet's; YOLO's is the model's input side.
     #[test]
@@ -453,7 +541,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("yolo.onnx");
         std::fs::write(&path, prost::Message::encode_to_vec(&yolo11(&YoloShape { size: 64, width_divisor: 16, class_bias: -2.0 }, 7))).unwrap();
-        let plan = build(&ConvnetRequest { model_path: &path, ordinal: 0, batch: 2, input: &[3, 64, 64], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
+        let plan = build(&ConvnetRequest { model_path: &path, ordinal: 0, batch: 2, input: &[3, 64, 64], workspace_bytes: 1 << 30, cut: Some(LEVELS) }, &mut |_| {}).unwrap();
         let options = |streams, resident_samples| RunOptions { streams, use_graphs: true, resident_samples, workspace_bytes: 1 << 30 };
         let engine = GpuYoloEngine::open(0, &plan, options(2, 0)).unwrap();
         let samples: Vec<Vec<u8>> = [(40, 30), (50, 90), (64, 64)]
@@ -492,11 +580,14 @@ mod tests {
         if let Ok(path) = std::env::var("MLPERF_YOLO_ONNX") {
             let batch: usize = std::env::var("MLPERF_YOLO_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(64);
             for batch in [1, batch] {
-                let plan = build(&ConvnetRequest { model_path: Path::new(&path), ordinal: 0, batch, input: &[3, 640, 640], workspace_bytes: 1 << 30 }, &mut |_| {}).unwrap();
+                let plan =
+                    build(&ConvnetRequest { model_path: Path::new(&path), ordinal: 0, batch, input: &[3, 640, 640], workspace_bytes: 1 << 30, cut: Some(LEVELS) }, &mut |_| {})
+                        .unwrap();
                 let engine = GpuYoloEngine::open(0, &plan, options(1, 0)).unwrap();
                 let images: Vec<Vec<u8>> = (0..batch).map(|i| (0..3 * 640 * 640).map(|v| ((v * (7 + i)) % 251) as u8).collect()).collect();
                 let views: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
                 let net = engine.slots.with(|s| s.net.time_batches(20)).unwrap();
+                engine.slots.with(|s| super::super::model::tests::print_profile(&s.net, &plan, batch, net));
                 let time = |f: &dyn Fn()| {
                     f();
                     let started = std::time::Instant::now();
@@ -505,7 +596,7 @@ mod tests {
                     }
                     started.elapsed().as_secs_f64() * 100.0
                 };
-                let ends = time(&|| engine.slots.with(|s| engine.run_on(s, &Images::Host(&views), true)).unwrap());
+                let ends = time(&|| engine.slots.with(|s| engine.run_on(s, &Images::Host(&views), Decoded::Anchors)).unwrap());
                 let values = engine.slots.with(|s| s.host_anchors.as_slice()[..4 * batch * anchors(640) * ANCHOR_VALUES].to_vec());
                 let host = time(&|| drop(post_process(&values, batch, anchors(640))));
                 let whole = time(&|| drop(engine.detect(&views).unwrap()));

@@ -332,7 +332,7 @@ impl Builder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
@@ -373,7 +373,7 @@ mod tests {
         use crate::engines::gpu::convnet::import::TensorOp;
         use crate::engines::gpu::convnet::import::{OpKind, import};
         let (net, _) = import(&yolo11(&SMALL, 7), &[3, SMALL.size, SMALL.size]).expect("imports");
-        let out = &net.values[net.output];
+        let out = &net.values[net.output()];
         assert!(out.dense, "output0 is dense");
         assert_eq!(out.dims(), vec![4 + CLASSES, anchors(SMALL.size)]);
         let count = |f: &dyn Fn(&TensorOp) -> bool| net.ops.iter().filter(|op| matches!(&op.kind, OpKind::Tensor(t) if f(t))).count();
@@ -426,7 +426,7 @@ mod tests {
         let path = std::env::var("MLPERF_YOLO_EXPORT").expect("MLPERF_YOLO_EXPORT");
         let model: pb::ModelProto = prost::Message::decode(std::fs::read(path).expect("read").as_slice()).expect("onnx");
         let (net, _) = crate::engines::gpu::convnet::import::import(&model, &[3, 640, 640]).expect("imports");
-        let out = &net.values[net.output];
+        let out = &net.values[net.output()];
         assert_eq!((out.dense, out.dims()), (true, vec![4 + CLASSES, anchors(640)]));
         println!("{} ops, {} values", net.ops.len(), net.values.len());
     }
@@ -436,7 +436,7 @@ mod tests {
     fn gpu_output(path: &std::path::Path, size: usize, batch: usize, images: &[Vec<u8>], runs: usize) -> (Vec<f32>, f64) {
         use crate::engines::gpu::convnet::{builder, exec};
         let input = [3, size, size];
-        let request = builder::ConvnetRequest { model_path: path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 30 };
+        let request = builder::ConvnetRequest { model_path: path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 30, cut: None };
         let started = std::time::Instant::now();
         let plan = builder::build(&request, &mut |_| {}).expect("plan");
         println!("yolo_gpu: plan of {} at batch {batch} built in {:.1} s", path.display(), started.elapsed().as_secs_f64());
@@ -446,33 +446,39 @@ mod tests {
         let out = slot.run_host(&pixels).expect("run");
         let ms = if runs > 0 { slot.time_batches(runs).expect("time") } else { 0.0 };
         if runs > 0 {
-            // Where the time goes, by kind of op, and the slowest ops.
-            let times = slot.profile().expect("profile");
-            let ops = &plan.header.net.ops;
-            let first_word = |debug: String| debug.split([' ', '(', '{']).next().unwrap_or("").to_string();
-            let kind = |k: &crate::engines::gpu::convnet::import::OpKind| match k {
-                crate::engines::gpu::convnet::import::OpKind::Tensor(t) => format!("tensor {}", first_word(format!("{t:?}"))),
-                k => first_word(format!("{k:?}")),
-            };
-            let mut by_kind = std::collections::BTreeMap::<String, (f32, usize)>::new();
-            for (op, &us) in ops.iter().zip(&times) {
-                let e = by_kind.entry(kind(&op.kind)).or_default();
-                (e.0, e.1) = (e.0 + us, e.1 + 1);
-            }
-            let total: f32 = times.iter().sum();
-            println!("yolo_gpu profile at batch {batch}: ops alone {:.2} ms (graph {ms:.2} ms)", total / 1000.0);
-            for (k, (us, count)) in &by_kind {
-                println!("  {k:<24} {count:>4} ops {:>8.1} us {:>5.1} %", us, 100.0 * us / total);
-            }
-            let mut order: Vec<usize> = (0..ops.len()).collect();
-            order.sort_by(|&a, &b| times[b].total_cmp(&times[a]));
-            let values = &plan.header.net.values;
-            let shape = |v: usize| format!("{}x{:?}", values[v].channels, values[v].spatial);
-            for &i in order.iter().take(40) {
-                println!("  slowest: {:<40} {:>8.1} us {:<12} {} -> {}", ops[i].name, times[i], kind(&ops[i].kind), shape(ops[i].inputs[0]), shape(ops[i].output));
-            }
+            print_profile(&slot, &plan, batch, ms);
         }
         (out, ms)
+    }
+
+    /// Where a batch's time goes on `slot` (a plan of `batch`, `ms` a graph replay): each op timed
+    /// alone, by kind, and the slowest ops with their shapes.
+    pub(crate) fn print_profile(slot: &crate::engines::gpu::convnet::exec::Slot, plan: &crate::engines::gpu::convnet::plan::ConvnetPlan, batch: usize, ms: f64) {
+        use crate::engines::gpu::convnet::import::OpKind;
+        let times = slot.profile().expect("profile");
+        let ops = &plan.header.net.ops;
+        let first_word = |debug: String| debug.split([' ', '(', '{']).next().unwrap_or("").to_string();
+        let kind = |k: &OpKind| match k {
+            OpKind::Tensor(t) => format!("tensor {}", first_word(format!("{t:?}"))),
+            k => first_word(format!("{k:?}")),
+        };
+        let mut by_kind = std::collections::BTreeMap::<String, (f32, usize)>::new();
+        for (op, &us) in ops.iter().zip(&times) {
+            let e = by_kind.entry(kind(&op.kind)).or_default();
+            (e.0, e.1) = (e.0 + us, e.1 + 1);
+        }
+        let total: f32 = times.iter().sum();
+        println!("yolo_gpu profile at batch {batch}: ops alone {:.2} ms (graph {ms:.2} ms)", total / 1000.0);
+        for (k, (us, count)) in &by_kind {
+            println!("  {k:<24} {count:>4} ops {:>8.1} us {:>5.1} %", us, 100.0 * us / total);
+        }
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by(|&a, &b| times[b].total_cmp(&times[a]));
+        let values = &plan.header.net.values;
+        let shape = |v: usize| format!("{}x{:?}", values[v].channels, values[v].spatial);
+        for &i in order.iter().take(40) {
+            println!("  slowest: {:<40} {:>8.1} us {:<12} {} -> {}", ops[i].name, times[i], kind(&ops[i].kind), shape(ops[i].inputs[0]), shape(ops[i].output));
+        }
     }
 
     fn random_images(n: usize, size: usize, seed: u64) -> Vec<Vec<u8>> {

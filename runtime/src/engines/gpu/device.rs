@@ -32,12 +32,14 @@ pub enum DeviceError {
     /// A cuBLASLt call failed.
     #[error("cuBLASLt {what}: {source:?}")]
     CublasLt { what: String, source: cudarc::cublaslt::result::CublasError },
-    /// cuBLASLt (the GPU BERT engine's products) cannot be loaded.
-    #[error("the GPU BERT engine cannot load cuBLASLt (libcublasLt.so.13): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH")]
+    /// cuBLASLt (BERT's linears, the convnet engine's products) cannot be loaded.
+    #[error(
+        "the GPU engine cannot load cuBLASLt (libcublasLt.so.13; BERT's linears and YOLO's attention run on it): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH"
+    )]
     CublasLtMissing,
     /// cuBLASLt's heuristic offers no algorithm for a product of this shape.
-    #[error("cuBLASLt has no algorithm for {inputs} x {outputs} -> {outputs} over {tokens} tokens: {source:?}")]
-    CublasLtNoAlgorithm { inputs: usize, outputs: usize, tokens: usize, source: cudarc::cublaslt::result::CublasError },
+    #[error("cuBLASLt has no algorithm for {shape}: {source:?}")]
+    CublasLtNoAlgorithm { shape: String, source: cudarc::cublaslt::result::CublasError },
     /// The CUDA driver, cuDNN or NVRTC cannot be loaded.
     #[error(
         "the GPU engine cannot load {}: install them or add their directory to LD_LIBRARY_PATH (this machine may have no GPU; CPU-only systems use engine = \"cpu\")",

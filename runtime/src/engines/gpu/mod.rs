@@ -34,6 +34,7 @@
 pub mod builder;
 pub mod calibration;
 pub mod convnet;
+pub mod cublaslt;
 pub mod cudnn;
 pub mod device;
 pub mod error;

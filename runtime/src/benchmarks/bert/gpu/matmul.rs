@@ -1,22 +1,17 @@
-//! The linears through cuBLASLt: `y = x W^T + b`, optionally GELU, on fp16 row-major activations
-//! `[tokens, width]` with fp32 accumulation, the bias and GELU fused into the product's epilogue;
-//! or, for int8 plans, `acc = x W^T` of int8 operands into int32 (cuBLASLt's IMMA path: A
-//! transposed, B not, K contiguous in both, dimensions multiples of 4), which our epilogue kernel
-//! (`dequantize` in `kernels.cu`) scales, biases and activates.
-//!
-//! Written over cudarc's `cublaslt::result` layer rather than its safe `Matmul`: that one asks
-//! cuBLASLt's heuristic for an algorithm on every call and takes `CudaSlice`s, where the engine
-//! owns raw buffers and runs ~100 products a batch on a few token counts. Here descriptors are
-//! made once per linear, and layouts and the chosen algorithm once per (shape, token count).
+//! The linears through cuBLASLt (`engines::gpu::cublaslt`): `y = x W^T + b`, optionally GELU, on
+//! fp16 row-major activations `[tokens, width]` with fp32 accumulation, the bias and GELU fused
+//! into the product's epilogue; or, for int8 plans, `acc = x W^T` of int8 operands into int32
+//! (cuBLASLt's IMMA path: A transposed, B not, K contiguous in both, dimensions multiples of 4),
+//! which our epilogue kernel (`dequantize` in `kernels.cu`) scales, biases and activates.
+//! Descriptors are made once per linear, and layouts and the chosen algorithm once per (shape,
+//! token count).
 
-use crate::engines::gpu::device::{DeviceBuffer, DeviceError, DevicePtr, Result};
-use cudarc::cublaslt::{result as lt, sys};
+use crate::engines::gpu::cublaslt::{Desc, Handle, Layout};
+use crate::engines::gpu::device::{DevicePtr, Result};
+use cudarc::cublaslt::sys;
 use std::collections::HashMap;
-use std::ffi::c_void;
 
-fn check<T>(what: &str, r: std::result::Result<T, lt::CublasError>) -> Result<T> {
-    r.map_err(|source| DeviceError::CublasLt { what: what.to_string(), source })
-}
+pub use crate::engines::gpu::cublaslt::{require_cublaslt, version};
 
 /// What the product's epilogue adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,37 +41,9 @@ impl Product {
     }
 }
 
-/// cuBLASLt's version, for plan keys.
-pub fn version() -> usize {
-    // SAFETY: reads a number; the library's presence was checked by `require_cublaslt`.
-    unsafe { sys::cublasLtGetVersion() }
-}
-
-/// Fails with a message (where cudarc would panic) when cuBLASLt cannot be loaded.
-pub fn require_cublaslt() -> Result<()> {
-    // SAFETY: only loads the library by its usual names (see `device::require_cuda`).
-    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(DeviceError::CublasLtMissing) }
-}
-
-struct Layout(sys::cublasLtMatrixLayout_t);
-
-impl Layout {
-    /// A column-major matrix of `rows` x `cols`, leading dimension `rows`.
-    fn new(dtype: sys::cudaDataType_t, rows: usize, cols: usize) -> Result<Layout> {
-        check("matrix layout", lt::create_matrix_layout(dtype, rows as u64, cols as u64, rows as i64)).map(Layout)
-    }
-}
-
-impl Drop for Layout {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once, here.
-        unsafe { lt::destroy_matrix_layout(self.0) }.ok();
-    }
-}
-
 /// One linear's product description: weight `[outputs, inputs]` (fp16, or int8), what it computes.
 pub struct Linear {
-    desc: sys::cublasLtMatmulDesc_t,
+    desc: Desc,
     weight: DevicePtr,
     pub outputs: usize,
     pub inputs: usize,
@@ -93,15 +60,8 @@ impl Linear {
             Epilogue::Bias => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS,
             Epilogue::GeluBias => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS,
         };
-        let bias = bias.raw();
-        let attributes: [(sys::cublasLtMatmulDescAttributes_t, *const c_void, usize); 2] = [
-            (sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE, (&kind as *const sys::cublasLtEpilogue_t).cast(), size_of::<sys::cublasLtEpilogue_t>()),
-            (sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER, (&bias as *const u64).cast(), size_of::<u64>()),
-        ];
-        for (attribute, value, size) in attributes {
-            // SAFETY: each value is a live local of the attribute's documented type and size.
-            check("matmul attribute", unsafe { lt::set_matmul_desc_attribute(linear.desc, attribute, value, size) })?;
-        }
+        linear.desc.set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE, &kind)?;
+        linear.desc.set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.raw())?;
         Ok(linear)
     }
 
@@ -117,21 +77,7 @@ impl Linear {
     /// The descriptor with A transposed (the weight's rows are its outputs).
     fn described(weight: DevicePtr, outputs: usize, inputs: usize, product: Product) -> Result<Linear> {
         let (_, _, compute, scale) = product.types();
-        let desc = check("matmul descriptor", lt::create_matmul_desc(compute, scale))?;
-        let linear = Linear { desc, weight, outputs, inputs, product };
-        // cublasOperation_t's CUBLAS_OP_T (cudarc's cuBLASLt bindings leave the enum out).
-        let transposed: i32 = 1;
-        let attribute = sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA;
-        // SAFETY: the value is a live i32, the attribute's documented type.
-        check("matmul attribute", unsafe { lt::set_matmul_desc_attribute(desc, attribute, (&transposed as *const i32).cast(), size_of::<i32>()) })?;
-        Ok(linear)
-    }
-}
-
-impl Drop for Linear {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once, here.
-        unsafe { lt::destroy_matmul_desc(self.desc) }.ok();
+        Ok(Linear { desc: Desc::new(compute, scale, true, false)?, weight, outputs, inputs, product })
     }
 }
 
@@ -145,49 +91,30 @@ struct Prepared {
 
 /// A cuBLASLt handle with its workspace and what it has prepared, for one stream's use.
 pub struct Matmuls {
-    handle: sys::cublasLtHandle_t,
-    workspace: DeviceBuffer,
+    // Declared first: dropped before the handle they were prepared with.
     prepared: HashMap<(usize, usize, Product, usize), Prepared>,
+    handle: Handle,
 }
-
-// SAFETY: used by one thread at a time (each engine slot owns one); cuBLASLt handles may move
-// between threads.
-unsafe impl Send for Matmuls {}
 
 impl Matmuls {
     pub fn new(workspace_bytes: usize) -> Result<Matmuls> {
-        let handle = check("create handle", lt::create_handle())?;
-        Ok(Matmuls { handle, workspace: DeviceBuffer::new(workspace_bytes)?, prepared: HashMap::new() })
+        Ok(Matmuls { prepared: HashMap::new(), handle: Handle::new(workspace_bytes)? })
     }
 
-    fn prepare(&mut self, linear: &Linear, tokens: usize) -> Result<&Prepared> {
+    /// The layouts and algorithm of `linear` at `tokens`, made on first use.
+    fn prepare<'a>(prepared: &'a mut HashMap<(usize, usize, Product, usize), Prepared>, handle: &Handle, linear: &Linear, tokens: usize) -> Result<&'a Prepared> {
         let key = (linear.outputs, linear.inputs, linear.product, tokens);
-        if !self.prepared.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = prepared.entry(key) {
             // Column-major views of the row-major operands: W^T is `inputs x outputs`
             // (transposed by the descriptor), x is `inputs x tokens`, y is `outputs x tokens`.
             let (operands, output, _, _) = linear.product.types();
             let a = Layout::new(operands, linear.inputs, linear.outputs)?;
             let b = Layout::new(operands, linear.inputs, tokens)?;
             let c = Layout::new(output, linear.outputs, tokens)?;
-            let pref = check("matmul preference", lt::create_matmul_pref())?;
-            let bytes = self.workspace.bytes;
-            // SAFETY: `pref` is live; the value is a usize, as the attribute documents.
-            let set = unsafe {
-                lt::set_matmul_pref_attribute(
-                    pref,
-                    sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                    (&bytes as *const usize).cast(),
-                    size_of::<usize>(),
-                )
-            };
-            // SAFETY: every descriptor is live; the heuristic only reads them.
-            let heuristic = set.and_then(|_| unsafe { lt::get_matmul_algo_heuristic(self.handle, linear.desc, a.0, b.0, c.0, c.0, pref) });
-            // SAFETY: created above, destroyed once, here.
-            unsafe { lt::destroy_matmul_pref(pref) }.ok();
-            let heuristic = heuristic.map_err(|source| DeviceError::CublasLtNoAlgorithm { inputs: linear.inputs, outputs: linear.outputs, tokens, source })?;
-            self.prepared.insert(key, Prepared { a, b, c, algo: heuristic.algo });
+            let algo = handle.algorithm(&linear.desc, &a, &b, &c, || format!("{} x {} -> {} over {tokens} tokens", linear.inputs, linear.outputs, linear.outputs))?;
+            slot.insert(Prepared { a, b, c, algo });
         }
-        Ok(&self.prepared[&key])
+        Ok(&prepared[&key])
     }
 
     /// Enqueues `y = epilogue(x W^T + b)` (fp16) or `y = x W^T` (int8 into int32) for `tokens`
@@ -198,47 +125,15 @@ impl Matmuls {
     /// the output type, until the stream has run the product; `stream` must belong to the current
     /// context.
     pub unsafe fn run(&mut self, linear: &Linear, x: DevicePtr, y: DevicePtr, tokens: usize, stream: cudarc::driver::sys::CUstream) -> Result<()> {
-        let workspace = (self.workspace.ptr(), self.workspace.bytes);
-        let handle = self.handle;
-        let p = self.prepare(linear, tokens)?;
-        // One and zero in the scale type: f32 and i32 share their bit patterns' size.
-        let (alpha, beta): (u32, u32) = match linear.product {
-            Product::Fp16(_) => (1.0f32.to_bits(), 0),
-            Product::Int8 => (1, 0),
+        let p = Self::prepare(&mut self.prepared, &self.handle, linear, tokens)?;
+        // One in the scale type: f32 and i32 share their bit patterns' size.
+        let alpha: u32 = match linear.product {
+            Product::Fp16(_) => 1.0f32.to_bits(),
+            Product::Int8 => 1,
         };
-        let (a, b, c) = (linear.weight.raw() as *const c_void, x.raw() as *const c_void, y.raw() as *mut c_void);
         // SAFETY: the operands hold what the layouts describe (the caller's contract and
-        // `Linear::new`'s); alpha and beta are f32, the descriptor's scale type; the workspace is
-        // this handle's own, of the size the algorithm was chosen for.
-        // alpha and beta hold the descriptor's scale type's bits.
-        let r = unsafe {
-            lt::matmul(
-                handle,
-                linear.desc,
-                (&alpha as *const u32).cast(),
-                (&beta as *const u32).cast(),
-                a,
-                p.a.0,
-                b,
-                p.b.0,
-                c,
-                p.c.0,
-                c,
-                p.c.0,
-                &p.algo,
-                workspace.0.raw() as *mut c_void,
-                workspace.1,
-                stream as sys::cudaStream_t,
-            )
-        };
-        check("matmul", r)
-    }
-}
-
-impl Drop for Matmuls {
-    fn drop(&mut self) {
-        self.prepared.clear();
-        // SAFETY: created in `new`, destroyed once, here, after everything prepared with it.
-        unsafe { lt::destroy_handle(self.handle) }.ok();
+        // `Linear::new`'s); alpha holds the descriptor's scale type's bits; the algorithm was
+        // chosen for these layouts.
+        unsafe { self.handle.enqueue(&linear.desc, &alpha, (linear.weight, &p.a), (x, &p.b), (y, &p.c), &p.algo, stream) }
     }
 }

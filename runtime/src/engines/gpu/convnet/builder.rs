@@ -3,7 +3,7 @@
 //! plan against the CPU engine on their own data and write it ([`write`]).
 
 use super::exec::{Convnet, Slot};
-use super::import::import;
+use super::import::{Cut, import};
 use super::place::places;
 use super::plan::{self, ConvnetHeader, ConvnetPlan, GpuIdentity};
 use crate::engines::ElementType;
@@ -27,6 +27,8 @@ pub struct ConvnetRequest<'a> {
     /// Per-sample input shape, NC... (channels, spatial dims).
     pub input: &'a [usize],
     pub workspace_bytes: usize,
+    /// Where the family ends the network, if before the model's output.
+    pub cut: Option<Cut>,
 }
 
 pub fn gpu_identity(ordinal: usize) -> Result<GpuIdentity, GpuError> {
@@ -37,7 +39,7 @@ pub fn gpu_identity(ordinal: usize) -> Result<GpuIdentity, GpuError> {
 /// The key a plan for `request` must have on this machine.
 pub fn wanted_key(request: &ConvnetRequest) -> Result<PlanKey, GpuError> {
     let gpu = gpu_identity(request.ordinal)?;
-    Ok(plan::key(&file_sha256(request.model_path)?, &gpu, request.batch, request.input, request.workspace_bytes))
+    Ok(plan::key(&file_sha256(request.model_path)?, &gpu, request.batch, request.input, request.workspace_bytes, request.cut.map(|c| c.name)))
 }
 
 fn read_model(path: &Path) -> Result<(String, pb::ModelProto), GpuError> {
@@ -71,6 +73,9 @@ pub fn build(request: &ConvnetRequest, report: &mut dyn FnMut(&str)) -> Result<C
     device::require_cuda()?;
     let (origin, model) = read_model(request.model_path)?;
     let (mut net, blob) = import(&model, request.input).map_err(|e| e.in_model(&origin))?;
+    if let Some(cut) = request.cut {
+        net.cut((cut.outputs)(&net).map_err(|e| e.in_model(&origin))?)?;
+    }
     net.places = places(&net);
     let header = ConvnetHeader { key: wanted_key(request)?, model_path: origin, net, blob_len: blob.0.len(), blob_sha256: sha256_hex(&blob.0), verification: String::new() };
     let mut plan = ConvnetPlan { header, blob: blob.0 };
@@ -97,6 +102,7 @@ pub struct ConvnetSpec {
     pub workspace_bytes: usize,
     pub streams: usize,
     pub use_graphs: bool,
+    pub cut: Option<Cut>,
 }
 
 impl ConvnetSpec {
@@ -114,12 +120,13 @@ impl ConvnetSpec {
             workspace_bytes: settings.workspace_size.unwrap_or(1 << 30) as usize,
             streams: settings.gpu_inference_streams.unwrap_or(1).max(1) as usize,
             use_graphs: settings.use_graphs.unwrap_or(true),
+            cut: None,
         })
     }
 
     /// The build request for per-sample `input` on GPU 0.
     pub fn request<'a>(&'a self, input: &'a [usize]) -> ConvnetRequest<'a> {
-        ConvnetRequest { model_path: &self.model_path, ordinal: 0, batch: self.batch, input, workspace_bytes: self.workspace_bytes }
+        ConvnetRequest { model_path: &self.model_path, ordinal: 0, batch: self.batch, input, workspace_bytes: self.workspace_bytes, cut: self.cut }
     }
 
     /// Whether the plan file is up to date for `input` on this machine (`generate_engines` reuses it).

@@ -3,12 +3,14 @@
 //! batch size; values placed in a concatenation's rows use its buffer, [`super::place`]), the
 //! descriptors of every op, and (with `use_graphs`) one CUDA graph of the whole network, captured
 //! after a plain run. Convolutions run cuDNN's algorithm the plan names (transposed ones as its
-//! backward data), or our depthwise kernel where the builder timed it faster; everything else is
+//! backward data), or our depthwise kernel where the builder timed it faster; the dense products
+//! (YOLO's attention) run on cuBLASLt, TF32 tensor cores over the f32 values; everything else is
 //! our kernels (`kernels.cu`).
 
-use super::import::{Act, DEPTHWISE_WEIGHT_BYTES, Op, OpKind, ValueShape};
+use super::import::{Act, DEPTHWISE_WEIGHT_BYTES, Op, OpKind, TensorOp, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
 use crate::engines::gpu::GpuError;
+use crate::engines::gpu::cublaslt;
 use crate::engines::gpu::cudnn::{self, Algorithm, BackwardDataAlgorithm, Convolution, DataType, Filter, Handle, Operand, Tensor};
 use crate::engines::gpu::device::{self, DeviceBuffer, DevicePtr, compile_for, cu};
 use crate::engines::gpu::exec::time_runs;
@@ -24,6 +26,8 @@ const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels
 const THREADS: u32 = 256;
 /// The depthwise kernel's largest grid: 8 blocks of [`THREADS`] on each of an H100's or H200's 132 SMs.
 const DEPTHWISE_BLOCKS: u32 = 1056;
+/// cuBLASLt's workspace per slot (what NVIDIA advises for Hopper).
+const PRODUCT_WORKSPACE: usize = 32 << 20;
 /// Positions each block of `norm_stats` sums.
 const NORM_CHUNK: usize = 4096;
 
@@ -60,7 +64,6 @@ pub struct TensorKernels {
     pub(super) binary: CudaFunction,
     pub(super) softmax: CudaFunction,
     pub(super) softmax_rows: CudaFunction,
-    pub(super) matmul: CudaFunction,
     pub(super) pointwise: CudaFunction,
     pub(super) dense_act: CudaFunction,
 }
@@ -77,7 +80,6 @@ impl TensorKernels {
             binary: f("binary")?,
             softmax: f("softmax")?,
             softmax_rows: f("softmax_rows")?,
-            matmul: f("matmul")?,
             pointwise: f("pointwise")?,
             dense_act: f("dense_act")?,
         })
@@ -138,12 +140,26 @@ impl Convnet {
     }
 
     pub fn output_shape(&self) -> &ValueShape {
-        &self.header.net.values[self.header.net.output]
+        &self.header.net.values[self.header.net.output()]
+    }
+
+    /// Every output's per-sample shape (several where a family cut the network).
+    pub fn output_shapes(&self) -> Vec<&ValueShape> {
+        self.header.net.outputs.iter().map(|&v| &self.header.net.values[v]).collect()
     }
 }
 
-/// cuDNN's objects of one op.
+/// cuDNN's (or cuBLASLt's) objects of one op.
 enum OpDescriptors {
+    /// A dense product as cuBLASLt sees it: column-major, so `y^T = b^T a^T`, its first operand
+    /// the op's second input and its second the first.
+    Product {
+        desc: cublaslt::Desc,
+        first: cublaslt::Layout,
+        second: cublaslt::Layout,
+        out: cublaslt::Layout,
+        algo: cudarc::cublaslt::sys::cublasLtMatmulAlgo_t,
+    },
     Conv {
         x: Tensor,
         y: Tensor,
@@ -170,6 +186,8 @@ pub struct Slot {
     pub stream: Arc<CudaStream>,
     descriptors: Vec<OpDescriptors>,
     handle: Handle,
+    /// cuBLASLt's handle, where the net has products (after `descriptors`: dropped after them).
+    products: Option<cublaslt::Handle>,
     /// Per value: its own buffer, `None` for a value placed in another's rows.
     buffers: Vec<Option<DeviceBuffer>>,
     stats: DeviceBuffer,
@@ -203,6 +221,8 @@ impl Slot {
             cu("clear buffers", unsafe { dr::memset_d8_sync(b.ptr().raw(), 0, b.bytes) })?;
         }
         let stats_bytes = net.ops.iter().filter(|op| matches!(op.kind, OpKind::InstanceNorm { .. })).map(|op| norm_bytes(&net.values[op.inputs[0]], n)).max().unwrap_or(0);
+        let has_products = net.ops.iter().any(|op| matches!(op.kind, OpKind::Tensor(TensorOp::MatMul { .. })));
+        let products = has_products.then(|| cublaslt::Handle::new(PRODUCT_WORKSPACE)).transpose()?;
         let mut descriptors = Vec::new();
         let mut need = 0;
         for op in &net.ops {
@@ -234,6 +254,10 @@ impl Slot {
                     }
                     d
                 }
+                OpKind::Tensor(TensorOp::MatMul { batches, m, k, n: cols, a_transposed, b_transposed, .. }) => {
+                    let products = products.as_ref().expect("made above for a net with products");
+                    product_descriptors(products, *batches * n, *m, *k, *cols, *a_transposed, *b_transposed).map_err(|e| GpuError::from(e).in_layer(&op.name))?
+                }
                 _ => OpDescriptors::Kernels,
             };
             descriptors.push(d);
@@ -245,6 +269,7 @@ impl Slot {
             stream,
             descriptors,
             handle,
+            products,
             buffers,
             graph: None,
             use_graphs,
@@ -270,7 +295,13 @@ impl Slot {
     /// The network's output buffer: channels-last fp16 with padded rows for an image, f32 in the
     /// ONNX output's logical order (per sample [`Convnet::output_shape`]'s `dims()`) for a dense value.
     pub fn output(&self) -> DevicePtr {
-        self.ptr(self.model.header.net.output)
+        self.ptr(self.model.header.net.output())
+    }
+
+    /// Each output's buffer and its row width (elements between positions), in
+    /// [`Convnet::output_shapes`]'s order.
+    pub fn outputs(&self) -> Vec<(DevicePtr, usize)> {
+        self.model.header.net.outputs.iter().map(|&v| (self.ptr(v), self.row(v))).collect()
     }
 
     /// Enqueues op `index`.
@@ -390,6 +421,15 @@ impl Slot {
                 cu("activation", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             }
             // SAFETY: our caller's contract.
+            (OpKind::Tensor(TensorOp::MatMul { alpha, .. }), OpDescriptors::Product { desc, first, second, out, algo }) => {
+                let products = self.products.as_ref().expect("a slot with products has their handle");
+                let (a, b) = (self.ptr(op.inputs[0]), self.ptr(op.inputs[1]));
+                // SAFETY: the layouts describe the op's buffers over the plan's batch (made from its
+                // shapes in `new`); alpha is f32, the descriptor's scale type; the algorithm is the
+                // heuristic's for these descriptors.
+                unsafe { products.enqueue(desc, alpha, (b, first), (a, second), (self.ptr(op.output), out), algo, self.stream.cu_stream()) }
+                    .map_err(|e| GpuError::from(e).in_layer(&op.name))?;
+            }
             (OpKind::Tensor(t), _) => unsafe { self.enqueue_tensor(op, t) }?,
             _ => return Err(GpuError::PlanContent("an op whose descriptors do not match it (corrupt plan); rebuild it".into()).in_layer(&op.name)),
         }
@@ -519,12 +559,14 @@ impl Slot {
             let mut best: Option<(f32, i32, usize)> = None;
             let op = &self.model.header.net.ops[index];
             // Our depthwise kernel wins at small batches, cuDNN's at large ones: timed like the rest.
-            let ours = match &op.kind {
-                // SAFETY: our kernel on the slot's buffers.
-                OpKind::Conv { geometry, .. } if geometry.is_depthwise_2d(self.model.header.net.values[op.inputs[0]].channels) => {
-                    time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_depthwise(op) }.is_ok())?
-                }
-                _ => None,
+            let offered = matches!(&op.kind, OpKind::Conv { geometry, .. } if geometry.is_depthwise_2d(self.model.header.net.values[op.inputs[0]].channels));
+            // SAFETY: our kernel on the slot's buffers.
+            let ours = if offered { time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_depthwise(op) }.is_ok())? } else { None };
+            // Where our kernel was offered and cuDNN won, the report says by how much (or that it failed).
+            let beaten = match (offered, ours) {
+                (false, _) => String::new(),
+                (true, Some(us)) => format!("; depthwise kernel {us:.1} us"),
+                (true, None) => "; depthwise kernel failed to run".to_string(),
             };
             match d {
                 OpDescriptors::Conv { x, y, w, conv } => {
@@ -547,7 +589,7 @@ impl Slot {
                         }
                     }
                 }
-                OpDescriptors::Kernels | OpDescriptors::Graph { .. } => continue,
+                OpDescriptors::Kernels | OpDescriptors::Graph { .. } | OpDescriptors::Product { .. } => continue,
             }
             let fused = self.tune_graph(index, limit);
             let op = &mut header.net.ops[index];
@@ -566,10 +608,10 @@ impl Slot {
                 (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
                     let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
                     let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
-                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {legacy})", op.name, tuned.plan.engine()));
+                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {legacy}{beaten})", op.name, tuned.plan.engine()));
                     (*graph, *workspace) = (Some(serialized), tuned.plan.workspace_bytes());
                 }
-                (_, _, Some((us, code, bytes))) => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace)", op.name)),
+                (_, _, Some((us, code, bytes))) => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace{beaten})", op.name)),
                 (..) => return Err(GpuError::Build(format!("no cuDNN algorithm or graph runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name)),
             }
         }
@@ -652,6 +694,25 @@ impl Slot {
         cu("synchronize", self.stream.synchronize())?;
         Ok(started.elapsed().as_secs_f64() * 1000.0 / runs.max(1) as f64)
     }
+}
+
+/// cuBLASLt's view of `count` row-major f32 products `y [m, n] = a [m, k] b [k, n]` (an operand
+/// `transposed` stored as its transpose): column-major, `y^T = b^T a^T`. A row-major `[r, c]` is a
+/// column-major `c x r` of leading dimension `c`, so each operand is read as stored and transposed
+/// by the descriptor where the op's is. TF32 tensor cores: fp16's 10-bit mantissa, as the network's
+/// convolutions already store their values, at several times f32's speed.
+fn product_descriptors(products: &cublaslt::Handle, count: usize, m: usize, k: usize, n: usize, a_transposed: bool, b_transposed: bool) -> device::Result<OpDescriptors> {
+    use cudarc::cublaslt::sys::{cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32, cudaDataType_t::CUDA_R_32F};
+    // Operand `rows x cols` as it lies: itself, or its transpose for the descriptor to transpose.
+    let stored = |rows: usize, cols: usize, transposed: bool| if transposed { (cols, rows) } else { (rows, cols) };
+    let layout = |(rows, cols): (usize, usize), stride: usize| cublaslt::Layout::new(CUDA_R_32F, rows, cols)?.batched(count, stride);
+    // b^T: b stored [k, n] is n x k as it lies; stored [n, k] it is k x n, transposed.
+    let first = layout(stored(n, k, b_transposed), k * n)?;
+    let second = layout(stored(k, m, a_transposed), m * k)?;
+    let out = layout((n, m), m * n)?;
+    let desc = cublaslt::Desc::new(CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, b_transposed, a_transposed)?;
+    let algo = products.algorithm(&desc, &first, &second, &out, || format!("{count} products [{m}, {k}] x [{k}, {n}] (f32, TF32)"))?;
+    Ok(OpDescriptors::Product { desc, first, second, out, algo })
 }
 
 /// Where value `v`'s first row starts: its root's buffer, `offset` channels in.

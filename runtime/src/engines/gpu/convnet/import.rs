@@ -225,16 +225,47 @@ impl Place {
 }
 
 /// The imported network: value 0 is the input; each op writes one value, whose rows lie where
-/// `places` says (each value its own as imported; [`super::place::places`] moves them).
+/// `places` says (each value its own as imported; [`super::place::places`] moves them). `outputs`
+/// are what a run leaves readable: the model's output, or the values a family cut it at ([`Cut`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Net {
     pub values: Vec<ValueShape>,
     pub ops: Vec<Op>,
-    pub output: usize,
+    pub outputs: Vec<usize>,
     pub places: Vec<Place>,
 }
 
+/// Where a family ends a network before its model does, to run the rest with kernels of its own
+/// (YOLO's detection head: the three levels' raw rows, decoded on the device by the family's
+/// kernel, instead of some twenty dense reshuffles). `name` goes into the plan's key, so a plan
+/// cut otherwise (or not at all) is stale.
+#[derive(Clone, Copy, Debug)]
+pub struct Cut {
+    pub name: &'static str,
+    /// The values the network ends at, found in the imported net.
+    pub outputs: fn(&Net) -> Result<Vec<usize>, GpuError>,
+}
+
 impl Net {
+    /// The first output: the model's own unless the net was cut.
+    pub fn output(&self) -> usize {
+        self.outputs[0]
+    }
+
+    pub fn is_output(&self, v: usize) -> bool {
+        self.outputs.contains(&v)
+    }
+
+    /// Ends the network at `outputs` (values of it): what only the rest reads is dropped.
+    pub fn cut(&mut self, outputs: Vec<usize>) -> Result<(), GpuError> {
+        if outputs.is_empty() || outputs.iter().any(|&v| v >= self.values.len()) {
+            return Err(network(format!("a cut at values {outputs:?} of a network of {} values", self.values.len())));
+        }
+        self.outputs = outputs;
+        drop_unread(self);
+        Ok(())
+    }
+
     /// Every value in its own buffer (as imported).
     pub fn own_places(&self) -> Vec<Place> {
         (0..self.values.len()).map(Place::own).collect()
@@ -303,7 +334,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
         inits,
         ints: HashMap::new(),
         ids: HashMap::new(),
-        net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), output: 0, places: Vec::new() },
+        net: Net { values: vec![ValueShape::new(*channels, spatial.to_vec())], ops: Vec::new(), outputs: Vec::new(), places: Vec::new() },
         blob: Blob::default(),
         swapped: HashMap::new(),
     };
@@ -361,7 +392,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
         b.emit(node, kind, result)?;
     }
     let out = graph.output.first().ok_or_else(|| network("the ONNX model has no output"))?;
-    b.net.output = b.value(&out.name)?;
+    b.net.outputs = vec![b.value(&out.name)?];
     drop_unread(&mut b.net);
     fuse_residuals(&mut b.net);
     fold_scales(&mut b.net, &b.blob);
@@ -373,7 +404,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
 /// that what only they read goes too. Their values stay, without a producer: no buffer is made.
 fn drop_unread(net: &mut Net) {
     let mut read = vec![false; net.values.len()];
-    read[net.output] = true;
+    net.outputs.iter().for_each(|&v| read[v] = true);
     let mut kept = Vec::new();
     for op in std::mem::take(&mut net.ops).into_iter().rev() {
         if read[op.output] {
@@ -401,7 +432,7 @@ fn fuse_residuals(net: &mut Net) {
         let folds = |c: usize, other: usize| {
             let p = producer[c]?;
             let fits = matches!(&net.ops[p].kind, OpKind::Conv { geometry, .. } if geometry.is_plain_2d());
-            (fits && net.ops[p].inputs.len() == 1 && readers[c].len() == 1 && c != net.output && c != other && ready(other, p)).then_some((p, other))
+            (fits && net.ops[p].inputs.len() == 1 && readers[c].len() == 1 && !net.is_output(c) && c != other && ready(other, p)).then_some((p, other))
         };
         let [a, b] = [op.inputs[0], op.inputs[1]];
         if let Some((p, other)) = folds(b, a).or_else(|| folds(a, b)) {
@@ -434,7 +465,7 @@ fn fold_scales(net: &mut Net, blob: &Blob) {
         let scalar = (0..rank).all(|d| i64_at(table + 8 * (2 * rank + d)) == 0);
         let x = net.ops[i].inputs[0];
         let Some(p) = producer[x] else { continue };
-        if !scalar || readers[x].len() != 1 || x == net.output {
+        if !scalar || readers[x].len() != 1 || net.is_output(x) {
             continue;
         }
         if let OpKind::Tensor(TensorOp::MatMul { alpha, .. }) = &mut net.ops[p].kind {

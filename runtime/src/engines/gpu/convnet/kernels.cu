@@ -54,14 +54,12 @@ extern "C" __global__ void bias_act(const unsigned short* x, unsigned short* y, 
 // first copies the weights into shared memory as [tap][c], so a thread's 8 weights of a tap are one
 // 16-byte load (in global memory they lie kh * kw apart: 8 scalar loads), and then strides over the
 // output (the grid is a few blocks per SM, so the copy is paid a few times per SM, not per row).
+// KH x KW windows known at compile time (3 x 3, YOLO's) load every tap's pixels before the sums, so
+// that a thread has all of them in flight at once rather than one at a time (0 for any window).
 // 32-bit indices: the host refuses tensors of 2^31 values or more.
-extern "C" __global__ void depthwise(const unsigned short* x, const unsigned short* w, const float* bias, unsigned short* y, int n, int h, int wd, int channels,
-                                     int oh, int ow, int kh, int kw, int sy, int sx, int py, int px, int x_row, int y_row, int kind) {
-    extern __shared__ uint4 depthwise_taps[];
-    unsigned short* taps = reinterpret_cast<unsigned short*>(depthwise_taps);
-    int per_tap = kh * kw;
-    for (int i = threadIdx.x; i < channels * per_tap; i += blockDim.x) taps[(i % per_tap) * channels + i / per_tap] = w[i];
-    __syncthreads();
+template <int KH, int KW>
+__device__ __forceinline__ void depthwise_rows(const unsigned short* x, const unsigned short* taps, const float* bias, unsigned short* y, int n, int h, int wd, int channels,
+                                               int oh, int ow, int kh, int kw, int sy, int sx, int py, int px, int x_row, int y_row, int kind) {
     int per_row = channels / 8;
     int vectors = n * oh * ow * per_row;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < vectors; i += gridDim.x * blockDim.x) {
@@ -70,21 +68,60 @@ extern "C" __global__ void depthwise(const unsigned short* x, const unsigned sho
         int ox = p % ow, t = p / ow;
         int oy = t % oh, b = t / oh;
         float s[8];
+#pragma unroll
         for (int k = 0; k < 8; k++) s[k] = bias ? bias[c0 + k] : 0.0f;
-        for (int ky = 0; ky < kh; ky++) {
-            int iy = oy * sy - py + ky;
-            if (iy < 0 || iy >= h) continue;
-            for (int kx = 0; kx < kw; kx++) {
-                int ix = ox * sx - px + kx;
-                if (ix < 0 || ix >= wd) continue;
-                half8 v = load8(x + ((b * h + iy) * wd + ix) * x_row + c0);
-                half8 wk = load8(taps + (ky * kw + kx) * channels + c0);
-                for (int k = 0; k < 8; k++) s[k] += h2f(v.h[k]) * h2f(wk.h[k]);
+        if (KH > 0) {
+            half8 v[KH * KW > 0 ? KH * KW : 1];
+#pragma unroll
+            for (int ky = 0; ky < KH; ky++)
+#pragma unroll
+                for (int kx = 0; kx < KW; kx++) {
+                    int iy = oy * sy - py + ky, ix = ox * sx - px + kx;
+                    if (iy >= 0 && iy < h && ix >= 0 && ix < wd) {
+                        v[ky * KW + kx] = load8(x + ((b * h + iy) * wd + ix) * x_row + c0);
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 8; k++) v[ky * KW + kx].h[k] = 0;
+                    }
+                }
+#pragma unroll
+            for (int tap = 0; tap < KH * KW; tap++) {
+                half8 wk = load8(taps + tap * channels + c0);
+#pragma unroll
+                for (int k = 0; k < 8; k++) s[k] += h2f(v[tap].h[k]) * h2f(wk.h[k]);
+            }
+        } else {
+            for (int ky = 0; ky < kh; ky++) {
+                int iy = oy * sy - py + ky;
+                if (iy < 0 || iy >= h) continue;
+                for (int kx = 0; kx < kw; kx++) {
+                    int ix = ox * sx - px + kx;
+                    if (ix < 0 || ix >= wd) continue;
+                    half8 v = load8(x + ((b * h + iy) * wd + ix) * x_row + c0);
+                    half8 wk = load8(taps + (ky * kw + kx) * channels + c0);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) s[k] += h2f(v.h[k]) * h2f(wk.h[k]);
+                }
             }
         }
         half8 o;
+#pragma unroll
         for (int k = 0; k < 8; k++) o.h[k] = f2h(act(s[k], kind));
         store8(y + p * y_row + c0, o);
+    }
+}
+
+extern "C" __global__ void depthwise(const unsigned short* x, const unsigned short* w, const float* bias, unsigned short* y, int n, int h, int wd, int channels,
+                                     int oh, int ow, int kh, int kw, int sy, int sx, int py, int px, int x_row, int y_row, int kind) {
+    extern __shared__ uint4 depthwise_taps[];
+    unsigned short* taps = reinterpret_cast<unsigned short*>(depthwise_taps);
+    int per_tap = kh * kw;
+    for (int i = threadIdx.x; i < channels * per_tap; i += blockDim.x) taps[(i % per_tap) * channels + i / per_tap] = w[i];
+    __syncthreads();
+    if (kh == 3 && kw == 3) {
+        depthwise_rows<3, 3>(x, taps, bias, y, n, h, wd, channels, oh, ow, kh, kw, sy, sx, py, px, x_row, y_row, kind);
+    } else {
+        depthwise_rows<0, 0>(x, taps, bias, y, n, h, wd, channels, oh, ow, kh, kw, sy, sx, py, px, x_row, y_row, kind);
     }
 }
 

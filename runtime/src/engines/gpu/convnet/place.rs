@@ -45,7 +45,7 @@ impl Placer<'_> {
     fn movable(&self, v: usize) -> bool {
         let shape = &self.net.values[v];
         v != 0
-            && v != self.net.output
+            && !self.net.is_output(v)
             && !shape.dense
             && shape.padded == shape.channels
             && self.is_own(v)
@@ -186,5 +186,5 @@ pub fn assert_schedule_keeps_values(net: &Net) {
             }
         }
     }
-    read(&memory, net.output, "the network's output");
+    net.outputs.iter().for_each(|&v| read(&memory, v, "the network's output"));
 }

@@ -9,7 +9,7 @@ use crate::engines::gpu::plan::{FORMAT_VERSION, Header, PlanKey};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the convnet builder's output changes: plans of another version are stale.
-pub const BUILDER_VERSION: u32 = 5;
+pub const BUILDER_VERSION: u32 = 6;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConvnetHeader {
@@ -43,8 +43,9 @@ pub struct GpuIdentity {
 }
 
 /// The key of a convnet plan: model, GPU, cuDNN, batch, per-sample input shape (f32 NC...),
-/// fp16, workspace and builder version.
-pub fn key(model_sha256: &str, gpu: &GpuIdentity, batch: usize, input: &[usize], workspace_bytes: usize) -> PlanKey {
+/// fp16, workspace, builder version and the family's cut, if any.
+pub fn key(model_sha256: &str, gpu: &GpuIdentity, batch: usize, input: &[usize], workspace_bytes: usize, cut: Option<&str>) -> PlanKey {
+    let cut = cut.map(|c| format!(", cut at {c}")).unwrap_or_default();
     PlanKey {
         format_version: FORMAT_VERSION,
         model_sha256: model_sha256.to_string(),
@@ -55,7 +56,7 @@ pub fn key(model_sha256: &str, gpu: &GpuIdentity, batch: usize, input: &[usize],
         cublaslt_version: 0,
         batch_size: batch,
         precision: ElementType::F16,
-        input: format!("f32 NC... {input:?} convnet builder {BUILDER_VERSION}"),
+        input: format!("f32 NC... {input:?} convnet builder {BUILDER_VERSION}{cut}"),
         workspace_bytes: workspace_bytes as u64,
         calibration_sha256: String::new(),
     }

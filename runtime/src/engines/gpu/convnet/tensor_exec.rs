@@ -159,12 +159,7 @@ impl Slot {
                     launch!("softmax", &k.softmax, elementwise(groups as usize), &x, &y, &groups, &len, &inner)
                 }
             }
-            TensorOp::MatMul { batches, m: rows, k: depth, n: cols, a_transposed, b_transposed, alpha } => {
-                let (a, b, (mi, ki, nc)) = (input(0), input(1), (*rows as i32, *depth as i32, *cols as i32));
-                let (ta, tb) = (i32::from(*a_transposed), i32::from(*b_transposed));
-                let cfg = LaunchConfig { grid_dim: (cols.div_ceil(64) as u32, rows.div_ceil(64) as u32, (n * batches) as u32), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                launch!("matmul", &k.matmul, cfg, &a, &b, &y, &mi, &ki, &nc, &ta, &tb, alpha)
-            }
+            TensorOp::MatMul { .. } => Err(GpuError::PlanContent("a product without its cuBLASLt descriptors".into()).in_layer(name)),
             TensorOp::Activation(act) => {
                 let (x, count, kind) = (input(0), (n * ys.elements()) as i64, act.code());
                 launch!("activation", &k.dense_act, elementwise(count as usize), &x, &y, &count, &kind)

@@ -203,7 +203,7 @@ fn imported(name: &str) -> Net {
 fn every_op_graph_imports_with_the_model_s_output_shape() {
     for (name, input, output, m) in op_graphs() {
         let (net, blob) = import(&m, &input).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let out = &net.values[net.output];
+        let out = &net.values[net.output()];
         assert_eq!(std::iter::once(out.channels).chain(out.spatial.iter().copied()).collect::<Vec<_>>(), output, "{name}");
         assert_eq!(out.padded % 8, 0, "{name}: rows padded for tensor cores");
         assert!(net.ops.iter().all(|op| op.inputs.iter().all(|&i| i < op.output)), "{name}: ops in dataflow order");
@@ -306,7 +306,7 @@ fn plan() -> ConvnetPlan {
     let (_, input, _, m) = op_graphs().remove(3);
     let (net, blob) = import(&m, &input).unwrap();
     let header = ConvnetHeader {
-        key: key(&"ab".repeat(32), &gpu(), 4, &input, 1 << 30),
+        key: key(&"ab".repeat(32), &gpu(), 4, &input, 1 << 30, None),
         model_path: "t.onnx".into(),
         net,
         blob_len: blob.0.len(),
@@ -328,9 +328,13 @@ fn plans_round_trip_and_stale_or_corrupt_ones_are_refused() {
     let path = dir.join("p.plan");
     super::builder::write(&p, &path).unwrap();
     assert_eq!(check(&path, &p.header.key), PlanStatus::Fresh);
-    let other = key(&"ab".repeat(32), &gpu(), 8, &[16, 3, 4, 5], 1 << 30);
+    let other = key(&"ab".repeat(32), &gpu(), 8, &[16, 3, 4, 5], 1 << 30, None);
     let e = require_fresh(&path, &other).unwrap_err().to_string();
     assert!(e.contains("batch_size: plan has 4, needed 8") && e.contains("mlperf generate_engines"), "{e}");
+    // A plan a family cut elsewhere (or not at all) is stale too.
+    let cut = key(&"ab".repeat(32), &gpu(), 4, &p.header.net.values[0].dims(), 1 << 30, Some("yolo detect levels"));
+    let e = require_fresh(&path, &cut).unwrap_err().to_string();
+    assert!(e.contains("cut at yolo detect levels") && e.contains("mlperf generate_engines"), "{e}");
     let mut bytes = p.to_bytes();
     *bytes.last_mut().unwrap() ^= 1;
     std::fs::write(&path, &bytes).unwrap();
@@ -374,7 +378,7 @@ fn convnet_gpu_each_op_graph_matches_tract() {
         let mut rng = SplitMix64::derive(3, name, 0);
         let x: Vec<f32> = (0..batch * input.iter().product::<usize>()).map(|_| rng.symmetric()).collect();
         let run = || -> Result<(Vec<f32>, Vec<f32>), crate::engines::gpu::GpuError> {
-            let request = super::builder::ConvnetRequest { model_path: &path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 28 };
+            let request = super::builder::ConvnetRequest { model_path: &path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 28, cut: None };
             let plan = super::builder::build(&request, &mut |_| {})?;
             let model = super::exec::Convnet::load(0, &plan)?;
             let mut slot = super::exec::Slot::new(&model, 1 << 28, true)?;
