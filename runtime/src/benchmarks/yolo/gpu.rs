@@ -129,7 +129,7 @@ impl GpuYoloEngine {
         let x = model.input_shape().clone();
         let size = x.spatial.first().copied().unwrap_or(0);
         let levels: Vec<_> = model.output_shapes().into_iter().cloned().collect();
-        let level_fits = |(y, stride): (&ValueShape, &usize)| !y.dense && y.channels == LEVEL_CHANNELS && y.padded % 8 == 0 && y.spatial == [size / stride, size / stride];
+        let level_fits = |(y, stride): (&ValueShape, &usize)| !y.dense && y.channels == LEVEL_CHANNELS && y.padded == LEVEL_CHANNELS && y.spatial == [size / stride, size / stride];
         if x.channels != 3 || x.padded % 8 != 0 || x.spatial != [size, size] || levels.len() != STRIDES.len() || !levels.iter().zip(&STRIDES).all(level_fits) {
             return Err(GpuError::PlanContent(format!(
                 "the plan built from {} is not a YOLO detector cut at its head's levels ({x:?} -> {levels:?}); rebuild it",
@@ -265,7 +265,7 @@ impl GpuYoloEngine {
         l.arg(&pointers[0]).arg(&pointers[1]).arg(&pointers[2]).arg(&rows[0]).arg(&rows[1]).arg(&rows[2]);
         l.arg(&sides[0]).arg(&sides[1]).arg(&sides[2]).arg(&size).arg(&classes).arg(&a).arg(&total).arg(&out).arg(&whole);
         // SAFETY: decode_levels's parameters; the three level outputs of `n` images (checked in
-        // `open`: LEVEL_CHANNELS channels, rows of a multiple of 8, at the strides' sides), and an
+        // `open`: rows of LEVEL_CHANNELS channels, a multiple of 8, at the strides' sides), and an
         // output of `n` images' output0 (`output`'s buffer) or anchor rows (the slot's).
         cu("decode levels", unsafe { l.launch(launch(total as usize)) })?;
         if matches!(into, Decoded::Anchors) {

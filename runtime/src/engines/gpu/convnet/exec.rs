@@ -420,7 +420,6 @@ impl Slot {
                 // SAFETY: bias_act's parameters in order and type.
                 cu("activation", unsafe { l.launch(vectorised(rows as usize * ys.padded)) })?;
             }
-            // SAFETY: our caller's contract.
             (OpKind::Tensor(TensorOp::MatMul { alpha, .. }), OpDescriptors::Product { desc, first, second, out, algo }) => {
                 let products = self.products.as_ref().expect("a slot with products has their handle");
                 let (a, b) = (self.ptr(op.inputs[0]), self.ptr(op.inputs[1]));
@@ -430,6 +429,7 @@ impl Slot {
                 unsafe { products.enqueue(desc, alpha, (b, first), (a, second), (self.ptr(op.output), out), algo, self.stream.cu_stream()) }
                     .map_err(|e| GpuError::from(e).in_layer(&op.name))?;
             }
+            // SAFETY: our caller's contract.
             (OpKind::Tensor(t), _) => unsafe { self.enqueue_tensor(op, t) }?,
             _ => return Err(GpuError::PlanContent("an op whose descriptors do not match it (corrupt plan); rebuild it".into()).in_layer(&op.name)),
         }
