@@ -3,11 +3,11 @@
 //! batch size; values placed in a concatenation's rows use its buffer, [`super::place`]), the
 //! descriptors of every op, and (with `use_graphs`) one CUDA graph of the whole network, captured
 //! after a plain run. Convolutions run cuDNN's algorithm the plan names (transposed ones as its
-//! backward data), or our depthwise kernel where the builder timed it faster; the dense products
-//! (YOLO's attention) run on cuBLASLt, TF32 tensor cores over the f32 values; everything else is
-//! our kernels (`kernels.cu`).
+//! backward data), or our depthwise or few-channel kernel where the builder timed it faster; the
+//! dense products (YOLO's attention) run on cuBLASLt, TF32 tensor cores over the f32 values;
+//! everything else is our kernels (`kernels.cu`).
 
-use super::import::{Act, DEPTHWISE_WEIGHT_BYTES, Op, OpKind, TensorOp, ValueShape};
+use super::import::{Act, FEW_CHANNEL_OUTPUTS, KERNEL_SHARED_BYTES, Op, OpKind, OwnKernel, TensorOp, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cublaslt;
@@ -26,6 +26,10 @@ const KERNELS: &str = concat!(include_str!("../half.cuh"), include_str!("kernels
 const THREADS: u32 = 256;
 /// The depthwise kernel's largest grid: 8 blocks of [`THREADS`] on each of an H100's or H200's 132 SMs.
 const DEPTHWISE_BLOCKS: u32 = 1056;
+/// The few-channel kernel's largest grid: 16 blocks of 4 warps on each of an H100's or H200's 132 SMs.
+const FEW_CHANNEL_BLOCKS: u32 = 2112;
+/// The most output rows a thread of the depthwise kernel's 3 x 3 stride-1 path walks down.
+const DEPTHWISE_RUN: usize = 8;
 /// cuBLASLt's workspace per slot (what NVIDIA advises for Hopper).
 const PRODUCT_WORKSPACE: usize = 32 << 20;
 /// Positions each block of `norm_stats` sums.
@@ -58,6 +62,7 @@ pub(super) fn vectorised(values: usize) -> LaunchConfig {
 pub struct TensorKernels {
     pub(super) max_pool: CudaFunction,
     pub(super) upsample: CudaFunction,
+    pub(super) space_to_depth: CudaFunction,
     pub(super) image_add: CudaFunction,
     pub(super) strided_copy: CudaFunction,
     pub(super) strided_copy32: CudaFunction,
@@ -74,6 +79,7 @@ impl TensorKernels {
         Ok(TensorKernels {
             max_pool: f("max_pool")?,
             upsample: f("upsample")?,
+            space_to_depth: f("space_to_depth")?,
             image_add: f("image_add")?,
             strided_copy: f("strided_copy")?,
             strided_copy32: f("strided_copy32")?,
@@ -93,6 +99,7 @@ pub struct Convnet {
     pub(super) weights: DeviceBuffer,
     bias_act: CudaFunction,
     depthwise: CudaFunction,
+    few_channel_conv: CudaFunction,
     norm_stats: CudaFunction,
     norm_finish: CudaFunction,
     norm_apply: CudaFunction,
@@ -119,6 +126,7 @@ impl Convnet {
             weights,
             bias_act: f("bias_act")?,
             depthwise: f("depthwise")?,
+            few_channel_conv: f("few_channel_conv")?,
             norm_stats: f("norm_stats")?,
             norm_finish: f("norm_finish")?,
             norm_apply: f("norm_apply")?,
@@ -339,7 +347,7 @@ impl Slot {
                 unsafe { plan.execute(&self.handle, bindings, Some(&self.workspace)) }.map_err(|e| GpuError::from(e).in_layer(&op.name))?
             }
             // SAFETY: our caller's contract.
-            (OpKind::Conv { depthwise: true, .. }, _) => unsafe { self.enqueue_depthwise(op) }?,
+            (OpKind::Conv { own: Some(kernel), .. }, _) => unsafe { self.enqueue_own(op, *kernel) }?,
             (OpKind::Conv { weights: w_at, bias, act, .. }, OpDescriptors::Conv { x: xd, y: yd, w, conv }) => {
                 let algo = algorithms.0.ok_or_else(missing)?;
                 // SAFETY: the descriptors describe the slot's buffers and the plan's weights; the
@@ -436,6 +444,57 @@ impl Slot {
         Ok(())
     }
 
+    /// Enqueues convolution `op` on our `kernel`, with its bias and activation.
+    ///
+    /// # Safety
+    /// As for [`Slot::enqueue_op`].
+    unsafe fn enqueue_own(&self, op: &Op, kernel: OwnKernel) -> Result<()> {
+        // SAFETY: our caller's contract.
+        match kernel {
+            OwnKernel::Depthwise => unsafe { self.enqueue_depthwise(op) },
+            OwnKernel::FewChannels => unsafe { self.enqueue_few_channels(op) },
+        }
+    }
+
+    /// Enqueues convolution `op` (an input of 8 or 16 padded channels, [`super::import::Net::own_kernel`])
+    /// on `few_channel_conv`: tensor cores, bias and activation fused.
+    ///
+    /// # Safety
+    /// As for [`Slot::enqueue_op`].
+    unsafe fn enqueue_few_channels(&self, op: &Op) -> Result<()> {
+        let (m, n) = (&self.model, self.model.batch());
+        let (xs, ys) = (&m.header.net.values[op.inputs[0]], &m.header.net.values[op.output]);
+        let OpKind::Conv { geometry: g, weights: w_at, bias, act, .. } = &op.kind else { unreachable!("a convolution") };
+        let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
+        let (x_row, y_row) = (self.row(op.inputs[0]), self.row(op.output));
+        let positions = n * ys.positions();
+        let shared = g.few_channel_shared_bytes(xs.padded, ys.padded);
+        if (n * xs.positions()).max(positions) > i32::MAX as usize || shared > KERNEL_SHARED_BYTES || ys.padded > FEW_CHANNEL_OUTPUTS {
+            return Err(GpuError::PlanContent(format!(
+                "the few-channel kernel takes under 2^31 positions, {KERNEL_SHARED_BYTES} bytes of shared memory and {FEW_CHANNEL_OUTPUTS} outputs, not {positions}, {shared} and {}; rebuild the plan",
+                ys.padded
+            ))
+            .in_layer(&op.name));
+        }
+        let two = |v: &[usize]| [v[0] as i32, v[1] as i32];
+        let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (two(&xs.spatial), two(&ys.spatial), two(&g.kernel), two(&g.stride), two(&g.pad));
+        let (b, wk, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), act.code());
+        let (total, c, p, tiles, x_row, y_row) = (positions as i32, xs.channels as i32, xs.padded as i32, (ys.padded / 8) as i32, x_row as i32, y_row as i32);
+        let mut l = self.stream.launch_builder(&m.few_channel_conv);
+        l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&total).arg(&h).arg(&w).arg(&c).arg(&p).arg(&tiles).arg(&oh).arg(&ow).arg(&kh).arg(&kw);
+        l.arg(&sy).arg(&sx).arg(&py).arg(&px).arg(&x_row).arg(&y_row).arg(&kind);
+        // Warps of 16 positions, 4 a block; a few blocks per SM stride over the rest, each laying
+        // out the weights' fragments once.
+        let blocks = (positions.div_ceil(16 * 4) as u32).min(FEW_CHANNEL_BLOCKS);
+        let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared as u32 };
+        // SAFETY: few_channel_conv's parameters in order and type; the op's buffers hold the
+        // batch's rows (rows of 8 or 16 channels in, 8 x tiles out), the weights `[8 x tiles][kh x
+        // kw][p]` fp16 and the bias 8 x tiles floats; `shared` holds the fragments and taps; every index
+        // fits an i32 (checked above).
+        cu("few_channel_conv", unsafe { l.launch(config) })?;
+        Ok(())
+    }
+
     /// Enqueues depthwise convolution `op` on our kernel, with its bias and activation.
     ///
     /// # Safety
@@ -450,15 +509,19 @@ impl Slot {
         let (b, wk, batch, c, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), n as i32, xs.channels as i32, act.code());
         let largest = (n * xs.positions() * self.row(op.inputs[0])).max(n * ys.positions() * self.row(op.output));
         let shared = g.depthwise_weight_bytes(xs.channels);
-        if largest > i32::MAX as usize || shared > DEPTHWISE_WEIGHT_BYTES {
+        if largest > i32::MAX as usize || shared > KERNEL_SHARED_BYTES {
             return Err(GpuError::PlanContent(format!(
-                "the depthwise kernel takes tensors under 2^31 values and {DEPTHWISE_WEIGHT_BYTES} bytes of weights, not {largest} and {shared}; rebuild the plan"
+                "the depthwise kernel takes tensors under 2^31 values and {KERNEL_SHARED_BYTES} bytes of weights, not {largest} and {shared}; rebuild the plan"
             ))
             .in_layer(&op.name));
         }
+        // Rows per thread on the 3 x 3 stride-1 path: as many as keep the grid a full wave, up to
+        // DEPTHWISE_RUN (each row then costs 3 loads plus the first two rows' 6, shared by the run).
+        let vectors = n * ys.positions() * xs.channels / 8;
+        let run = (vectors / (DEPTHWISE_BLOCKS * THREADS) as usize).clamp(1, DEPTHWISE_RUN) as i32;
         let mut l = self.stream.launch_builder(&m.depthwise);
         l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&batch).arg(&h).arg(&w).arg(&c).arg(&oh).arg(&ow).arg(&kh).arg(&kw).arg(&sy).arg(&sx).arg(&py).arg(&px);
-        l.arg(&rows.0).arg(&rows.1).arg(&kind);
+        l.arg(&rows.0).arg(&rows.1).arg(&kind).arg(&run);
         // A few blocks per SM stride over the output, each copying the weights into shared memory once.
         let LaunchConfig { grid_dim: (blocks, ..), block_dim, .. } = vectorised(n * ys.positions() * xs.channels);
         let config = LaunchConfig { grid_dim: (blocks.min(DEPTHWISE_BLOCKS), 1, 1), block_dim, shared_mem_bytes: shared as u32 };
@@ -547,8 +610,8 @@ impl Slot {
     }
 
     /// Times every candidate cuDNN algorithm of every (transposed) convolution at the plan's batch
-    /// within `workspace_limit`, cuDNN's fused graph where one applies and our depthwise kernel
-    /// where it applies, and writes the fastest into `header` (the builder's autotuning); one
+    /// within `workspace_limit`, cuDNN's fused graph where one applies and our kernel where one
+    /// applies ([`super::import::Net::own_kernel`]), and writes the fastest into `header` (the builder's autotuning); one
     /// report line per op.
     pub fn choose_algorithms(&self, header: &mut ConvnetHeader, workspace_limit: usize, report: &mut dyn FnMut(&str)) -> Result<()> {
         device::bind(&self.model.ctx)?;
@@ -558,15 +621,18 @@ impl Slot {
         for (index, d) in self.descriptors.iter().enumerate() {
             let mut best: Option<(f32, i32, usize)> = None;
             let op = &self.model.header.net.ops[index];
-            // Our depthwise kernel wins at small batches, cuDNN's at large ones: timed like the rest.
-            let offered = matches!(&op.kind, OpKind::Conv { geometry, .. } if geometry.is_depthwise_2d(self.model.header.net.values[op.inputs[0]].channels));
+            // Our kernels where one applies: timed like cuDNN's (which win some shapes and batches).
+            let offered = self.model.header.net.own_kernel(op);
             // SAFETY: our kernel on the slot's buffers.
-            let ours = if offered { time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_depthwise(op) }.is_ok())? } else { None };
+            let ours = match offered {
+                Some(kernel) => time_runs(&self.stream, &events, &mut || unsafe { self.enqueue_own(op, kernel) }.is_ok())?,
+                None => None,
+            };
             // Where our kernel was offered and cuDNN won, the report says by how much (or that it failed).
             let beaten = match (offered, ours) {
-                (false, _) => String::new(),
-                (true, Some(us)) => format!("; depthwise kernel {us:.1} us"),
-                (true, None) => "; depthwise kernel failed to run".to_string(),
+                (None, _) => String::new(),
+                (Some(kernel), Some(us)) => format!("; {kernel} {us:.1} us"),
+                (Some(kernel), None) => format!("; {kernel} failed to run"),
             };
             match d {
                 OpDescriptors::Conv { x, y, w, conv } => {
@@ -592,6 +658,7 @@ impl Slot {
                 OpDescriptors::Kernels | OpDescriptors::Graph { .. } | OpDescriptors::Product { .. } => continue,
             }
             let fused = self.tune_graph(index, limit);
+            let cudnn_best = [best.map(|(us, ..)| us), fused.as_ref().map(|(us, _)| *us as f32)].into_iter().flatten().reduce(f32::min);
             let op = &mut header.net.ops[index];
             if let (OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. }, Some((_, code, bytes))) = (&mut op.kind, best) {
                 (*algorithm, *workspace) = (code, bytes);
@@ -599,11 +666,11 @@ impl Slot {
             // cuDNN's legacy algorithms refuse rows wider than the channels (a value placed in a
             // concatenation's rows); its runtime-fused graphs take them, so a graph may be all there is.
             match (fused, &mut op.kind, best) {
-                (_, OpKind::Conv { depthwise, algorithm, workspace, .. }, _) if ours.is_some_and(|us| best.is_none_or(|(t, ..)| us < t)) => {
-                    let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
-                    report(&format!("{:<28} depthwise kernel ({:.1} us; legacy algorithm {legacy})", op.name, ours.unwrap_or(f32::NAN)));
+                (_, OpKind::Conv { own, algorithm, workspace, .. }, _) if ours.is_some_and(|us| cudnn_best.is_none_or(|t| us < t)) => {
+                    let cudnn = cudnn_best.map_or("none runs it".to_string(), |us| format!("{us:.1} us"));
+                    report(&format!("{:<28} {} ({:.1} us; cuDNN {cudnn})", op.name, offered.expect("timed"), ours.unwrap_or(f32::NAN)));
                     // No cuDNN algorithm runs it, so none sizes the slots' workspace.
-                    (*depthwise, *algorithm, *workspace) = (true, -1, 0);
+                    (*own, *algorithm, *workspace) = (offered, -1, 0);
                 }
                 (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
                     let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;

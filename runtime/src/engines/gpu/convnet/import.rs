@@ -103,10 +103,10 @@ impl ConvGeometry {
     }
 
     /// 2-D, one channel per group (`channels` of them), undilated, its fp16 weights within
-    /// [`DEPTHWISE_WEIGHT_BYTES`]: what our `depthwise` kernel runs with its bias and activation in
+    /// [`KERNEL_SHARED_BYTES`]: what our `depthwise` kernel runs with its bias and activation in
     /// one pass (cuDNN's algorithms leave the epilogue to a second one and are slow at small batches).
     pub fn is_depthwise_2d(&self, channels: usize) -> bool {
-        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1) && self.depthwise_weight_bytes(channels) <= DEPTHWISE_WEIGHT_BYTES
+        self.kernel.len() == 2 && self.groups == channels && self.dilation.iter().all(|&d| d == 1) && self.depthwise_weight_bytes(channels) <= KERNEL_SHARED_BYTES
     }
 
     /// The fp16 weights of a depthwise convolution over `channels`: what the `depthwise` kernel
@@ -116,9 +116,39 @@ impl ConvGeometry {
     }
 }
 
-/// The `depthwise` kernel holds a layer's weights in shared memory: at most the 48 KiB a block gets
-/// without opting in (a 3x3 layer of up to 2,730 channels).
-pub const DEPTHWISE_WEIGHT_BYTES: usize = 48 * 1024;
+impl ConvGeometry {
+    /// What `few_channel_conv` lays out in shared memory for inputs of `x_padded` channels and
+    /// outputs of `y_padded`: per k-step of 16 values (taps x channels), the B fragments (per 8
+    /// outputs two 32-bit words a lane) and its two halves' taps (two i32 each).
+    pub fn few_channel_shared_bytes(&self, x_padded: usize, y_padded: usize) -> usize {
+        (self.kernel.iter().product::<usize>() * x_padded).div_ceil(16) * ((y_padded / 8) * 32 * 8 + 2 * 8)
+    }
+}
+
+/// The most output channels `few_channel_conv` computes (a warp's 8 accumulator tiles).
+pub const FEW_CHANNEL_OUTPUTS: usize = 64;
+
+/// A convolution one of our kernels runs instead of cuDNN, where the builder timed it faster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OwnKernel {
+    /// `kernels.cu`'s `depthwise`, its bias and activation in the same pass ([`ConvGeometry::is_depthwise_2d`]).
+    Depthwise,
+    /// `kernels.cu`'s `few_channel_conv` on tensor cores: inputs of 8 or 16 padded channels (a stem).
+    FewChannels,
+}
+
+impl std::fmt::Display for OwnKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            OwnKernel::Depthwise => "depthwise kernel",
+            OwnKernel::FewChannels => "few-channel kernel",
+        })
+    }
+}
+
+/// Our convolution kernels hold a layer's weights in shared memory: at most the 48 KiB a block gets
+/// without opting in (a depthwise 3x3 layer of up to 2,730 channels).
+pub const KERNEL_SHARED_BYTES: usize = 48 * 1024;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum OpKind {
@@ -128,8 +158,9 @@ pub enum OpKind {
     /// bias and activation in one kernel (2-D, one group). A second input is a residual, added
     /// after the activation (a residual sum fused into its convolution: [`fuse_residuals`]).
     /// `depthwise`: our kernel runs it instead ([`ConvGeometry::is_depthwise_2d`], where the
-    /// builder timed it faster than cuDNN's algorithms).
-    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan>, depthwise: bool },
+    /// builder timed it faster than cuDNN's algorithms); `own`: one of our kernels runs it, where
+    /// the builder timed it faster than cuDNN ([`Net::own_kernel`]).
+    Conv { geometry: ConvGeometry, weights: usize, bias: Option<usize>, act: Act, algorithm: i32, workspace: usize, graph: Option<SerializedPlan>, own: Option<OwnKernel> },
     /// Transposed convolution with kernel = stride, no padding, run as cuDNN's backward data of the
     /// convolution it transposes: fp16 weights `[C_in, kernel..., C_out]` (padded), f32 bias.
     ConvTranspose { geometry: ConvGeometry, weights: usize, bias: Option<usize>, algorithm: i32, workspace: usize },
@@ -177,6 +208,10 @@ pub enum TensorOp {
     MaxPool { kernel: Vec<usize>, stride: Vec<usize>, pad: Vec<usize> },
     /// Nearest upsampling of an image by integer factors.
     Upsample { scale: Vec<usize> },
+    /// An image of C channels (at most [`SPACE_TO_DEPTH_CHANNELS`]) as 4 x C channels at half its
+    /// resolution: `y[Y, X, (sy * 2 + sx) * C + c] = x[2Y - pad[0] + sy, 2X - pad[1] + sx, c]`, zero
+    /// outside the image ([`space_to_depth_stems`]).
+    SpaceToDepth { pad: Vec<usize> },
     /// The image's channels [offset, offset + the output's).
     ChannelSlice { offset: usize },
     /// The sum of two images of one shape.
@@ -275,6 +310,23 @@ impl Net {
     /// concatenation or a slice has nothing to copy.
     pub fn lies_in(&self, value: usize, of: usize, at: usize) -> bool {
         self.places[value] == Place { root: self.places[of].root, offset: self.places[of].offset + at }
+    }
+
+    /// Which of our kernels can run convolution `op` instead of cuDNN (the builder times it).
+    pub fn own_kernel(&self, op: &Op) -> Option<OwnKernel> {
+        let OpKind::Conv { geometry: g, .. } = &op.kind else { return None };
+        let (x, y) = (&self.values[op.inputs[0]], &self.values[op.output]);
+        if g.is_depthwise_2d(x.channels) {
+            return Some(OwnKernel::Depthwise);
+        }
+        let few = g.is_plain_2d()
+            && g.dilation == [1, 1]
+            && !x.dense
+            && matches!(x.padded, 8 | 16)
+            && y.padded <= FEW_CHANNEL_OUTPUTS
+            && op.inputs.len() == 1
+            && g.few_channel_shared_bytes(x.padded, y.padded) <= KERNEL_SHARED_BYTES;
+        few.then_some(OwnKernel::FewChannels)
     }
 
     /// Per value: the op that writes it (if any) and the ops that read it (each once).
@@ -396,6 +448,7 @@ pub fn import(model: &pb::ModelProto, input: &[usize]) -> Result<(Net, Blob), Gp
     drop_unread(&mut b.net);
     fuse_residuals(&mut b.net);
     fold_scales(&mut b.net, &b.blob);
+    space_to_depth_stems(&mut b.net, &mut b.blob);
     b.net.places = b.net.own_places();
     Ok((b.net, b.blob))
 }
@@ -475,6 +528,63 @@ fn fold_scales(net: &mut Net, blob: &Blob) {
         }
     }
     remove_ops(net, &folded);
+}
+
+/// Input channels up to which a stride-2 convolution runs as a space-to-depth and a stride-1 one.
+pub const SPACE_TO_DEPTH_CHANNELS: usize = 4;
+
+/// Rewrites each stride-2 2-D convolution of an image of at most [`SPACE_TO_DEPTH_CHANNELS`]
+/// channels (an image network's stem: 3 colours in rows padded to 8) as a space-to-depth of its
+/// input ([`TensorOp::SpaceToDepth`]) and a stride-1 unpadded convolution of a kernel half the
+/// size over it: the same sums, but cuDNN reads 16 channels a tap over a quarter of the positions
+/// instead of 8 mostly-zero ones over all of them (YOLO's stem, 3 -> 64 channels at 640 px, took
+/// 1.5 ms a batch of 64 on an H200 as it was). Row `Y` of the new value holds input rows `2Y - pad`
+/// and `2Y - pad + 1`, so kernel row `ky` of output row `oy` (input row `2 oy - pad + ky`) is new
+/// row `oy + ky / 2`, sub-row `ky % 2`; the same for columns. The new value is numbered just before
+/// the convolution's output, so values stay in dataflow order; the direct layout's weights stay in
+/// the blob unread (a stem's few KB).
+fn space_to_depth_stems(net: &mut Net, blob: &mut Blob) {
+    let stems: Vec<usize> = (0..net.ops.len())
+        .filter(|&i| {
+            let x = &net.values[net.ops[i].inputs[0]];
+            let fits = |g: &ConvGeometry| g.is_plain_2d() && g.stride == [2, 2] && g.dilation == [1, 1];
+            matches!(&net.ops[i].kind, OpKind::Conv { geometry, .. } if fits(geometry)) && !x.dense && x.channels <= SPACE_TO_DEPTH_CHANNELS && x.padded > x.channels
+        })
+        .collect();
+    // Last first: inserting an op and a value moves only what comes after them.
+    for &i in stems.iter().rev() {
+        let (x, y) = (net.values[net.ops[i].inputs[0]].clone(), net.values[net.ops[i].output].clone());
+        let OpKind::Conv { geometry: g, weights, .. } = &mut net.ops[i].kind else { unreachable!("picked above") };
+        let half = [g.kernel[0].div_ceil(2), g.kernel[1].div_ceil(2)];
+        let s = ValueShape::new(4 * x.channels, vec![y.spatial[0] + half[0] - 1, y.spatial[1] + half[1] - 1]);
+        // [K, kh, kw, C padded] -> [K, kh / 2, kw / 2, (sub-row, sub-column, C) padded], f16 bits as they are.
+        let mut w = vec![0u8; 2 * y.padded * half[0] * half[1] * s.padded];
+        for o in 0..y.padded {
+            for ky in 0..g.kernel[0] {
+                for kx in 0..g.kernel[1] {
+                    for c in 0..x.channels {
+                        let from = *weights + 2 * ((o * g.kernel[0] * g.kernel[1] + ky * g.kernel[1] + kx) * x.padded + c);
+                        let to = 2 * ((o * half[0] * half[1] + (ky / 2) * half[1] + kx / 2) * s.padded + ((ky % 2) * 2 + kx % 2) * x.channels + c);
+                        w[to..to + 2].copy_from_slice(&blob.0[from..from + 2]);
+                    }
+                }
+            }
+        }
+        *weights = blob.push(&w);
+        let pad = std::mem::replace(&mut g.pad, vec![0, 0]);
+        (g.kernel, g.stride) = (half.to_vec(), vec![1, 1]);
+        let at = net.ops[i].output;
+        net.values.insert(at, s);
+        let later = |v: &mut usize| *v += usize::from(*v >= at);
+        for op in &mut net.ops {
+            op.inputs.iter_mut().for_each(later);
+            later(&mut op.output);
+        }
+        net.outputs.iter_mut().for_each(later);
+        let input = std::mem::replace(&mut net.ops[i].inputs[0], at);
+        let name = format!("{}.space_to_depth", net.ops[i].name);
+        net.ops.insert(i, Op { name, kind: OpKind::Tensor(TensorOp::SpaceToDepth { pad }), inputs: vec![input], output: at });
+    }
 }
 
 /// An initializer's dims and values.
@@ -565,7 +675,7 @@ impl<'a> Importer<'a> {
         }
         let weights = self.blob.push_f16(&krsc);
         let bias = self.init(node, 2)?.filter(|_| with_bias).map(|(_, b)| self.blob.push_f32(&padded(b, kp)));
-        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0, graph: None, depthwise: false })
+        Ok(OpKind::Conv { geometry: g, weights, bias, act, algorithm: -1, workspace: 0, graph: None, own: None })
     }
 
     fn conv_transpose(&mut self, node: &pb::NodeProto) -> Result<OpKind, GpuError> {

@@ -22,10 +22,10 @@ fn writes_strided(op: &Op) -> bool {
     }
 }
 
-/// Ops that read an image through a row width and a start channel: those that write one, and the
-/// conversion to dense values.
+/// Ops that read an image through a row width and a start channel: those that write one, the
+/// conversion to dense values and the space-to-depth.
 fn reads_strided(op: &Op) -> bool {
-    writes_strided(op) || op.kind == OpKind::Tensor(TensorOp::ToDense)
+    writes_strided(op) || matches!(op.kind, OpKind::Tensor(TensorOp::ToDense | TensorOp::SpaceToDepth { .. }))
 }
 
 struct Placer<'a> {

@@ -66,6 +66,46 @@ extern "C" __global__ void upsample(const unsigned short* x, unsigned short* y, 
     }
 }
 
+// Space-to-depth of an image of C <= 4 channels (a stem's input; rows of `x_row`, a multiple of 8):
+// y[s, Y, X, (sy * 2 + sx) * C + c] = x[s, 2Y - py + sy, 2X - px + sx, c], zero outside the image
+// and on y's padding channels (y's rows: 8 or 16 values). One thread per output position: its four
+// pixels are 16-byte loads, its row one or two 16-byte stores. C is a template parameter so that
+// the gathered values stay in registers.
+template <int C>
+__device__ __forceinline__ void space_to_depth_at(const unsigned short* x, unsigned short* y, int i, int h, int w, int oh, int ow, int py, int px, int x_row, int y_row) {
+    int ox = i % ow, t = i / ow;
+    int oy = t % oh, s = t / oh;
+    half8 lo, hi;
+#pragma unroll
+    for (int k = 0; k < 8; k++) lo.h[k] = hi.h[k] = 0;
+#pragma unroll
+    for (int sub = 0; sub < 4; sub++) {
+        int iy = 2 * oy - py + sub / 2, ix = 2 * ox - px + sub % 2;
+        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+        half8 p = load8(x + ((long long)(s * h + iy) * w + ix) * x_row);
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            int j = sub * C + c;
+            if (j < 8) lo.h[j] = p.h[c];
+            else hi.h[j - 8] = p.h[c];
+        }
+    }
+    unsigned short* out = y + (long long)i * y_row;
+    store8(out, lo);
+    if (y_row > 8) store8(out + 8, hi);
+}
+
+extern "C" __global__ void space_to_depth(const unsigned short* x, unsigned short* y, int total, int channels, int h, int w, int oh, int ow, int py, int px, int x_row, int y_row) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        switch (channels) {
+        case 1: space_to_depth_at<1>(x, y, i, h, w, oh, ow, py, px, x_row, y_row); break;
+        case 2: space_to_depth_at<2>(x, y, i, h, w, oh, ow, py, px, x_row, y_row); break;
+        case 3: space_to_depth_at<3>(x, y, i, h, w, oh, ow, py, px, x_row, y_row); break;
+        default: space_to_depth_at<4>(x, y, i, h, w, oh, ow, py, px, x_row, y_row); break;
+        }
+    }
+}
+
 // y = a + b over `positions` rows of `channels` (images of one shape), each operand's rows its
 // own width apart.
 extern "C" __global__ void image_add(const unsigned short* a, const unsigned short* b, unsigned short* y, long long positions, int channels, int a_row, int b_row, int y_row) {

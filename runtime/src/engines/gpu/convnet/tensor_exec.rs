@@ -109,6 +109,15 @@ impl Slot {
                 let (x_row, y_row) = (self.row(op.inputs[0]) as i32, self.row(op.output) as i32);
                 launch!("upsample", &k.upsample, vectorised(n * ys.elements()), &x, &y, &ni, &c, &x_row, &y_row, &i[0], &i[1], &i[2], &f[0], &f[1], &f[2])
             }
+            TensorOp::SpaceToDepth { pad } => {
+                let (xs, x, positions) = (value(0), input(0), n * ys.positions());
+                if !fits_i32(n * xs.elements().max(ys.elements())) {
+                    return Err(GpuError::Run(format!("a space-to-depth of {n} x {xs:?}: the kernel indexes in 32 bits")).in_layer(name));
+                }
+                let ([_, h, w], [_, oh, ow], c) = (dhw(xs), dhw(ys), xs.channels as i32);
+                let (total, py, px, x_row, y_row) = (positions as i32, pad[0] as i32, pad[1] as i32, self.row(op.inputs[0]) as i32, self.row(op.output) as i32);
+                launch!("space to depth", &k.space_to_depth, elementwise(positions), &x, &y, &total, &c, &h, &w, &oh, &ow, &py, &px, &x_row, &y_row)
+            }
             // A slice placed where its input's channels already are is a view: nothing to copy.
             TensorOp::ChannelSlice { offset } if net.lies_in(op.output, op.inputs[0], *offset) => Ok(()),
             TensorOp::ChannelSlice { offset } => {

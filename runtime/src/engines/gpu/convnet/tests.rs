@@ -68,7 +68,31 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
                 g.node("Mul", "m", &[&y, &s], vec![])
             }),
         ),
+        // Stems: stride-2 convolutions of few channels, run as a space-to-depth and a stride-1 one.
+        (
+            "stem_space_to_depth",
+            vec![3, 12, 10],
+            vec![16, 6, 5],
+            model(&[3, 12, 10], &[16, 6, 5], |g, r| {
+                let y = conv(g, r, "c", "x", 3, 16, &[3, 3], 2, 1, 1, true);
+                let s = g.node("Sigmoid", "s", &[&y], vec![]);
+                g.node("Mul", "m", &[&y, &s], vec![])
+            }),
+        ),
+        ("stem_space_to_depth_5x5", vec![1, 9, 7], vec![8, 5, 4], model(&[1, 9, 7], &[8, 5, 4], |g, r| conv(g, r, "c", "x", 1, 8, &[5, 5], 2, 2, 1, false))),
         ("depthwise_conv2d", vec![16, 9, 9], vec![16, 5, 5], model(&[16, 9, 9], &[16, 5, 5], |g, r| conv(g, r, "c", "x", 16, 16, &[3, 3], 2, 1, 16, true))),
+        // Stride 1: the kernel's column path, large enough (at the GPU test's batch of 2) for two
+        // rows a thread, the last run of each column a single row.
+        (
+            "depthwise_conv2d_columns",
+            vec![64, 185, 185],
+            vec![64, 185, 185],
+            model(&[64, 185, 185], &[64, 185, 185], |g, r| {
+                let y = conv(g, r, "c", "x", 64, 64, &[3, 3], 1, 1, 64, true);
+                let s = g.node("Sigmoid", "s", &[&y], vec![]);
+                g.node("Mul", "m", &[&y, &s], vec![])
+            }),
+        ),
         (
             "conv_transpose3d",
             vec![16, 3, 4, 5],
@@ -228,6 +252,77 @@ fn activations_fuse_into_their_producer() {
     assert!(matches!(&net.ops[..], [op] if op.kind == OpKind::Activation(Act::Sigmoid)));
 }
 
+/// A stem's stride-2 convolution becomes a space-to-depth and a stride-1 convolution of half the
+/// kernel; the two, computed here as the kernels do from the plan's weights (fp16) and the
+/// op's definition, give tract's output of the original.
+#[test]
+fn stems_run_as_a_space_to_depth_and_a_stride_1_convolution() {
+    use super::import::TensorOp;
+    for (name, half) in [("stem_space_to_depth", 2), ("stem_space_to_depth_5x5", 3)] {
+        let (_, input, out, m) = op_graphs().into_iter().find(|(n, ..)| *n == name).unwrap();
+        let (net, blob) = import(&m, &input).unwrap();
+        let [OpKind::Tensor(TensorOp::SpaceToDepth { pad }), OpKind::Conv { geometry: g, weights, bias, act, .. }] = [&net.ops[0].kind, &net.ops[1].kind] else {
+            panic!("{name}: {:?}", net.ops)
+        };
+        assert_eq!((g.kernel.as_slice(), g.stride.as_slice(), g.pad.as_slice()), (&[half, half][..], &[1, 1][..], &[0, 0][..]), "{name}");
+        assert!(net.ops.iter().all(|op| op.inputs.iter().all(|&i| i < op.output)), "{name}: values in dataflow order");
+        let (x, s, y) = (&net.values[0], &net.values[net.ops[0].output], &net.values[net.output()]);
+        assert_eq!((s.channels, y.spatial.as_slice()), (4 * x.channels, &out[1..]), "{name}");
+        let mut rng = SplitMix64::derive(5, name, 0);
+        let image: Vec<f32> = (0..input.iter().product::<usize>()).map(|_| half::f16::from_f32(rng.symmetric()).to_f32()).collect();
+        let (c, h, w) = (x.channels, x.spatial[0], x.spatial[1]);
+        // The space-to-depth as TensorOp::SpaceToDepth defines it.
+        let at = |yy: usize, xx: usize, j: usize| {
+            let sub = j / c;
+            let (iy, ix) = ((2 * yy + sub / 2) as isize - pad[0] as isize, (2 * xx + sub % 2) as isize - pad[1] as isize);
+            let inside = j < 4 * c && iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w;
+            if inside { image[(j % c * h + iy as usize) * w + ix as usize] } else { 0.0 }
+        };
+        let f16_at = |i: usize| half::f16::from_le_bytes([blob.0[weights + 2 * i], blob.0[weights + 2 * i + 1]]).to_f32();
+        let f32_at = |o: usize| bias.map_or(0.0, |b| f32::from_le_bytes(blob.0[b + 4 * o..b + 4 * o + 4].try_into().unwrap()));
+        let mut got = Vec::new();
+        for o in 0..y.channels {
+            for oy in 0..y.spatial[0] {
+                for ox in 0..y.spatial[1] {
+                    let mut sum = f32_at(o);
+                    for ty in 0..half {
+                        for tx in 0..half {
+                            for j in 0..s.padded {
+                                sum += f16_at(((o * half + ty) * half + tx) * s.padded + j) * at(oy + ty, ox + tx, j);
+                            }
+                        }
+                    }
+                    got.push(if *act == Act::Silu { sum / (1.0 + (-sum).exp()) } else { sum });
+                }
+            }
+        }
+        let mut shape = vec![1];
+        shape.extend(&input);
+        let want = tract_output(&m, &shape, &image);
+        let scale = want.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let err = got.iter().zip(&want).fold(0f32, |a, (g, w)| a.max((g - w).abs())) / scale;
+        assert!(got.len() == want.len() && err < 2e-3, "{name}: {err:.2e} of the output's range");
+    }
+}
+
+/// The builder times our kernels against cuDNN where they apply: depthwise layers, and inputs of 8
+/// or 16 padded channels into at most 64 outputs without a residual.
+#[test]
+fn our_kernels_are_offered_where_they_apply() {
+    use super::import::OwnKernel;
+    let offered = |name: &str| {
+        let net = imported(name);
+        net.ops.iter().filter(|op| matches!(op.kind, OpKind::Conv { .. })).map(|op| net.own_kernel(op)).collect::<Vec<_>>()
+    };
+    assert_eq!(offered("depthwise_conv2d"), [Some(OwnKernel::Depthwise)]);
+    assert_eq!(offered("stem_space_to_depth"), [Some(OwnKernel::FewChannels)], "16 channels after the space-to-depth");
+    assert_eq!(offered("conv2d_silu_bias"), [Some(OwnKernel::FewChannels)], "8 channels in, 16 out");
+    assert_eq!(offered("conv3d_relu"), [None], "3-D");
+    let wide = model(&[8, 6, 6], &[72, 6, 6], |g, r| conv(g, r, "c", "x", 8, 72, &[3, 3], 1, 1, 1, false));
+    let (net, _) = import(&wide, &[8, 6, 6]).unwrap();
+    assert_eq!(net.own_kernel(&net.ops[0]), None, "72 outputs: more than a warp's 64");
+}
+
 /// Concatenations without copies: C2f's inputs all written in place (its split's halves views of
 /// the moved source), the neck's upsampled value in place beside the copied network input; 3D-UNet's
 /// concatenation (a padded 4-channel input) copies; no schedule lets a value be overwritten before
@@ -379,7 +474,12 @@ fn convnet_gpu_each_op_graph_matches_tract() {
         let x: Vec<f32> = (0..batch * input.iter().product::<usize>()).map(|_| rng.symmetric()).collect();
         let run = || -> Result<(Vec<f32>, Vec<f32>), crate::engines::gpu::GpuError> {
             let request = super::builder::ConvnetRequest { model_path: &path, ordinal: 0, batch, input: &input, workspace_bytes: 1 << 28, cut: None };
-            let plan = super::builder::build(&request, &mut |_| {})?;
+            // Whether one of our kernels or cuDNN runs a convolution is the builder's timing.
+            let plan = super::builder::build(&request, &mut |line| {
+                if line.contains(" kernel") {
+                    println!("convnet_gpu {name}: {line}")
+                }
+            })?;
             let model = super::exec::Convnet::load(0, &plan)?;
             let mut slot = super::exec::Slot::new(&model, 1 << 28, true)?;
             Ok((slot.run_host(&x)?, slot.run_host(&x)?))
