@@ -64,8 +64,7 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
             vec![12, 12, 12],
             model(&[8, 12, 12], &[12, 12, 12], |g, r| {
                 let y = conv(g, r, "c", "x", 8, 12, &[3, 3], 1, 1, 1, true);
-                let s = g.node("Sigmoid", "s", &[&y], vec![]);
-                g.node("Mul", "m", &[&y, &s], vec![])
+                then_silu(g, "c", &y)
             }),
         ),
         // Stems: stride-2 convolutions of few channels, run as a space-to-depth and a stride-1 one.
@@ -75,8 +74,7 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
             vec![16, 6, 5],
             model(&[3, 12, 10], &[16, 6, 5], |g, r| {
                 let y = conv(g, r, "c", "x", 3, 16, &[3, 3], 2, 1, 1, true);
-                let s = g.node("Sigmoid", "s", &[&y], vec![]);
-                g.node("Mul", "m", &[&y, &s], vec![])
+                then_silu(g, "c", &y)
             }),
         ),
         ("stem_space_to_depth_5x5", vec![1, 9, 7], vec![8, 5, 4], model(&[1, 9, 7], &[8, 5, 4], |g, r| conv(g, r, "c", "x", 1, 8, &[5, 5], 2, 2, 1, false))),
@@ -89,8 +87,7 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
             vec![64, 185, 185],
             model(&[64, 185, 185], &[64, 185, 185], |g, r| {
                 let y = conv(g, r, "c", "x", 64, 64, &[3, 3], 1, 1, 64, true);
-                let s = g.node("Sigmoid", "s", &[&y], vec![]);
-                g.node("Mul", "m", &[&y, &s], vec![])
+                then_silu(g, "c", &y)
             }),
         ),
         (
@@ -212,8 +209,13 @@ pub(super) fn op_graphs() -> Vec<(&'static str, Vec<usize>, Vec<usize>, pb::Mode
 /// A 2-D convolution (stride 1, same padding, bias) followed by SiLU as exported (`Sigmoid`, `Mul`).
 fn silu(g: &mut GraphWriter, rng: &mut SplitMix64, name: &str, x: &str, cin: usize, cout: usize, k: usize) -> String {
     let y = conv(g, rng, name, x, cin, cout, &[k, k], 1, (k / 2) as i64, 1, true);
-    let s = g.node("Sigmoid", &format!("{name}.s"), &[&y], vec![]);
-    g.node("Mul", &format!("{name}.m"), &[&y, &s], vec![])
+    then_silu(g, name, &y)
+}
+
+/// SiLU of `y` as exported: `y * Sigmoid(y)`, nodes named after `name`.
+fn then_silu(g: &mut GraphWriter, name: &str, y: &str) -> String {
+    let s = g.node("Sigmoid", &format!("{name}.s"), &[y], vec![]);
+    g.node("Mul", &format!("{name}.m"), &[y, &s], vec![])
 }
 
 fn imported(name: &str) -> Net {
