@@ -20,11 +20,11 @@ use crate::engines::serving::measure;
 use crate::fsutil::{FsError, write_atomic};
 use crate::progress::{Progress, Work};
 use crate::rundir::plan::{Backend, RunMode, RunPlan, read_plan};
-use crate::rundir::{ACCURACY_LOG, ACCURACY_NOTE, ACCURACY_TXT, AUDIT_CONFIG, PROBE, USER_CONF, mark_aborted};
+use crate::rundir::{ACCURACY_LOG, ACCURACY_NOTE, ACCURACY_TXT, AUDIT_CONFIG, EFFECTIVE_SETTINGS, PROBE, USER_CONF, mark_aborted};
 use crate::signals;
 use crate::submittable::NonSubmittable;
 use mlperf_config::render::{self, ConfPurpose};
-use mlperf_config::{CompiledConfig, FieldOrigin, Origin, Scenario, Tables};
+use mlperf_config::{Scenario, Tables};
 use mlperf_loadgen::{Qsl, Sut};
 use std::path::Path;
 use std::sync::Arc;
@@ -221,7 +221,7 @@ impl LoadgenRun<'_> {
         };
         let mut settings = mlperf_loadgen::TestSettings::from_user_conf(self.dir.join(USER_CONF), &plan.loadgen_model, scenario)?;
         settings.set_mode(plan.mode.loadgen());
-        write_atomic(&self.dir.join("effective_settings.txt"), format!("{:#?}\n", settings.effective()).as_bytes())?;
+        write_atomic(&self.dir.join(EFFECTIVE_SETTINGS), format!("{:#?}\n", settings.effective()).as_bytes())?;
         let accuracy = plan.mode == RunMode::AccuracyOnly;
         let work = Work {
             label: plan.label(),
@@ -315,12 +315,8 @@ fn probe_rate(tables: &'static Tables, dir: &Path, plan: &RunPlan, library: &Sam
     let line = measured?;
     tracing::info!("{}: {line}", plan.label());
     write_atomic(&dir.join(PROBE), format!("{line}\n").as_bytes())?;
-    // user.conf then says where the value came from, as it does for configured values.
     let field = probe::rate_field(plan.scenario).expect("probed scenarios have a rate field");
-    let mut provenance: Vec<FieldOrigin> = config.provenance.iter().filter(|o| o.field != field).cloned().collect();
-    let value = settings.get_toml(mlperf_config::Settings::index_of(field).expect("a config field")).map(|v| v.to_string()).unwrap_or_default();
-    provenance.push(FieldOrigin { field: field.into(), value: value.into(), at: Origin { file: PROBE.into(), line: 1, col: 1 }, overrode: Default::default() });
-    let probed = CompiledConfig { settings, provenance: provenance.into(), ..config.clone() };
+    let probed = probe::probed_config(config, settings, field);
     let purpose = ConfPurpose::TestRun(super::test_run_limits(&plan.overrides, &plan.settings));
     Ok(write_atomic(&dir.join(USER_CONF), render::user_conf(&probed, round, bench, purpose).as_bytes())?)
 }

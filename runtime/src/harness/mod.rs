@@ -23,6 +23,8 @@ pub mod user_conf;
 
 use crate::dataset::SampleSet;
 use crate::error::Error;
+use crate::fsutil::write_atomic;
+use crate::rundir::logs::DetailLog;
 use crate::rundir::plan::{self, Backend, RunMode, RunPlan, TestMode, prepare_dir};
 use crate::rundir::report::{Outcome, RunStatus};
 use crate::rundir::{self, mark_aborted};
@@ -31,7 +33,7 @@ use crate::signals::{self, ChildExit};
 use crate::submittable::NonSubmittable;
 use batcher::BatcherConfig;
 use mlperf_config::render::{self, ConfPurpose, TestRunLimits};
-use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Settings, SystemInfo};
+use mlperf_config::{AuditTest, BenchmarkRound, CompiledConfig, DatasetSource, EngineKind, Round, Scenario, Settings, SystemInfo};
 use serving_engines::ServingEngines;
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
@@ -216,7 +218,7 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
                 return Ok(());
             }
             let dir = sub.map_or_else(|| scenario_dir.clone(), |s| scenario_dir.join(s));
-            let plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
+            let mut plan = plan(req, &effective, bench, &system_name, &bench_dir, mode);
             let mut user_conf = match &req.user_conf {
                 Some(given) => given.text.clone(),
                 None => {
@@ -241,7 +243,11 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
             };
             prepare_dir(&dir, &plan, &user_conf, audit.as_deref()).map_err(HarnessError::from)?;
             tracing::info!("[{}/{total}] {}{}", outcomes.len() + 1, plan.label(), time_left(started.elapsed(), outcomes.len(), total));
-            let exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
+            let mut exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
+            if let Some(again) = rerun_ended_early(req, &effective, bench, &dir, &plan, audit.as_deref())? {
+                plan = again;
+                exit = run_child(&exe, &dir, &mut || serving.as_mut().and_then(ServingEngines::exited))?;
+            }
             let outcome = Outcome::read(&dir, &plan, exit, req.round);
             if outcome.status == RunStatus::Failed && exit != ChildExit::Code(0) && rundir::failed(&dir).is_none() {
                 // How the child ended is known only here: record it, so that whoever reads the
@@ -257,6 +263,29 @@ fn run_each(req: &RunRequest, outcomes: &mut Vec<Outcome>) -> Result<(), Error> 
         }
     }
     Ok(())
+}
+
+/// A probed Offline test run that ended before its minimum duration goes once more, at the rate it
+/// measured itself: a probe on a busy machine can measure the engines far below what they then do
+/// (in CI the README's main job probed 134.3 samples/s beside other tests, then ran at 363.7), and
+/// the run was INVALID for no fault of theirs. The short run is kept in `short_run/`, the rerun's
+/// plan and user.conf written in its place; LoadGen takes a user.conf once per process, so the
+/// rerun is a child of its own. Returns the rerun's plan, `None` where there is none to make.
+fn rerun_ended_early(req: &RunRequest, config: &CompiledConfig, bench: &BenchmarkRound, dir: &Path, plan: &RunPlan, audit: Option<&str>) -> Result<Option<RunPlan>, Error> {
+    if !plan.probe_rate || plan.scenario != Scenario::Offline || signals::received().is_some() {
+        return Ok(None);
+    }
+    let Some(measured) = DetailLog::read(&dir.join(rundir::DETAIL_LOG)).ok().and_then(|log| log.offline_ended_early()) else { return Ok(None) };
+    let kept = rundir::set_aside_short_run(dir)?;
+    let mut settings = plan.settings.clone();
+    let line = probe::rerun(measured, &mut settings)?;
+    tracing::warn!("{}: ended before its minimum duration at {measured:.1} samples/s (kept in {}); it runs again at that rate", plan.label(), kept.display());
+    write_atomic(&dir.join(rundir::PROBE), format!("{line}\n").as_bytes())?;
+    let purpose = ConfPurpose::TestRun(test_run_limits(&req.overrides, &plan.settings));
+    let user_conf = render::user_conf(&probe::probed_config(config, settings.clone(), "offline_expected_qps"), req.round, bench, purpose);
+    let again = RunPlan { probe_rate: false, settings, ..plan.clone() };
+    prepare_dir(dir, &again, &user_conf, audit).map_err(HarnessError::from)?;
+    Ok(Some(again))
 }
 
 /// `, about N min left` once some runs are done: their mean time for each run still to come.

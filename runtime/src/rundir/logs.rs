@@ -77,6 +77,14 @@ impl DetailLog {
         self.get(key).and_then(Value::as_bool)
     }
 
+    /// An Offline run INVALID because it ended before its minimum duration (LoadGen issued
+    /// `target_qps x min_duration` samples, and the engines answered them sooner): the samples per
+    /// second it measured.
+    pub fn offline_ended_early(&self) -> Option<f64> {
+        let early = self.validity() == Some(Validity::Invalid) && self.bool("result_min_duration_met") == Some(false);
+        self.f64("result_samples_per_second").filter(|_| early)
+    }
+
     /// `result_validity`, or None when the log has none (an accuracy run, a run that died) or an
     /// unknown value.
     pub fn validity(&self) -> Option<Validity> {
@@ -112,5 +120,17 @@ mod tests {
         assert_eq!(log.validity(), Some(Validity::Valid));
         assert_eq!(log.errors.len(), 1);
         assert!(DetailLog::parse(":::MLLOG {broken").is_err());
+    }
+
+    #[test]
+    fn an_offline_run_that_ended_early_gives_its_measured_rate() {
+        let line = |key: &str, value: &str| format!(r#":::MLLOG {{"key": "{key}", "value": {value}, "metadata": {{"is_error": false, "is_warning": false}}}}"#);
+        let log = |validity: &str, met: &str| {
+            let text = [line("result_validity", validity), line("result_min_duration_met", met), line("result_samples_per_second", "363.7")].join("\n");
+            DetailLog::parse(&text).unwrap().offline_ended_early()
+        };
+        assert_eq!(log("\"INVALID\"", "false"), Some(363.7));
+        assert_eq!(log("\"INVALID\"", "true"), None, "INVALID for another reason");
+        assert_eq!(log("\"VALID\"", "true"), None);
     }
 }

@@ -7,10 +7,12 @@
 //! <log root>/perf_harness_summary.json, accuracy_summary.json      (summaries)
 //! <log root>/<timestamp>/<system>/<benchmark>/<Scenario>/...        (one run directory)
 //!   user.conf, run_plan.json, audit.config, NON_SUBMITTABLE.txt    (written before the run: plan)
+//!   effective_settings.txt                                          (LoadGen's settings as resolved)
 //!   probe.txt                                                       (a probed expected rate)
 //!   mlperf_log_{summary,detail}.txt, mlperf_log_{trace,accuracy}.json (LoadGen's)
 //!   accuracy.txt, ACCURACY_NOTE.txt, serving.json, mlperf_run.log   (the run's)
 //!   ABORTED, FAILED.txt                                             (markers: how it ended)
+//!   short_run/                                                      (a probed run that ended early)
 //! ```
 //!
 //! - [`plan`]: what a run is (`run_plan.json`) and why it is not submittable.
@@ -35,6 +37,8 @@ use std::path::{Path, PathBuf};
 
 /// LoadGen's settings as the run reads them.
 pub const USER_CONF: &str = "user.conf";
+/// The settings LoadGen ran with, as it resolved them from `user.conf`.
+pub const EFFECTIVE_SETTINGS: &str = "effective_settings.txt";
 /// What the run is ([`plan::RunPlan`]), written before it starts.
 pub const RUN_PLAN: &str = "run_plan.json";
 /// The audit settings file of a compliance run.
@@ -45,6 +49,9 @@ pub const NON_SUBMITTABLE: &str = "NON_SUBMITTABLE.txt";
 pub const ACCURACY_NOTE: &str = "ACCURACY_NOTE.txt";
 /// The expected rate a development run measured for itself, and how.
 pub const PROBE: &str = "probe.txt";
+/// Where a probed development run that ended before its minimum duration is kept when it runs
+/// again at the rate it measured ([`set_aside_short_run`]).
+pub const SHORT_RUN: &str = "short_run";
 /// The run's own diagnostics at debug level, whatever the terminal showed.
 pub const RUN_LOG: &str = "mlperf_run.log";
 /// The marker a run directory gets when a signal stopped its run; it holds the signal's name.
@@ -79,6 +86,24 @@ impl From<RunDirError> for crate::Error {
     fn from(e: RunDirError) -> crate::Error {
         crate::Error::Other(e.to_string())
     }
+}
+
+/// Moves what a finished run wrote in `dir` (LoadGen's logs, the run's own log, and the `user.conf`,
+/// effective settings and `probe.txt` it ran with) into `dir/short_run/`, so the run can go again in `dir` without
+/// overwriting it.
+pub fn set_aside_short_run(dir: &Path) -> Result<PathBuf, RunDirError> {
+    let to = dir.join(SHORT_RUN);
+    if to.exists() {
+        return Err(RunDirError::HoldsARun(to));
+    }
+    std::fs::create_dir(&to).map_err(|source| FsError::Create { path: to.clone(), source })?;
+    for name in [SUMMARY_LOG, DETAIL_LOG, TRACE_LOG, ACCURACY_LOG, RUN_LOG, USER_CONF, EFFECTIVE_SETTINGS, PROBE] {
+        let from = dir.join(name);
+        if from.exists() {
+            std::fs::rename(&from, to.join(name)).map_err(|source| FsError::Rename { path: from, source })?;
+        }
+    }
+    Ok(to)
 }
 
 /// Records in a run directory that a signal stopped its run (the child writes the same marker
@@ -120,4 +145,27 @@ pub fn add_non_submittable(dir: &Path, reasons: &[NonSubmittable]) -> Result<(),
     run.non_submittable.extend_from_slice(reasons);
     plan::write_plan(dir, &run)?;
     write_non_submittable(dir, &run.non_submittable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_run_is_set_aside_whole_and_only_once() {
+        let dir = std::env::temp_dir().join(format!("mlperf-short-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [SUMMARY_LOG, DETAIL_LOG, USER_CONF, PROBE, RUN_PLAN] {
+            std::fs::write(dir.join(name), name).unwrap();
+        }
+        let kept = set_aside_short_run(&dir).unwrap();
+        for name in [SUMMARY_LOG, DETAIL_LOG, USER_CONF, PROBE] {
+            assert_eq!(std::fs::read_to_string(kept.join(name)).unwrap(), name);
+            assert!(!dir.join(name).exists(), "{name} moved");
+        }
+        assert!(dir.join(RUN_PLAN).exists(), "the plan is the run's, not the attempt's");
+        let e = set_aside_short_run(&dir).unwrap_err().to_string();
+        assert!(e.contains("short_run") && e.contains("never overwritten"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
