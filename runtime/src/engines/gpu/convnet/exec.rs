@@ -7,7 +7,7 @@
 //! dense products (YOLO's attention) run on cuBLASLt, TF32 tensor cores over the f32 values;
 //! everything else is our kernels (`kernels.cu`).
 
-use super::import::{Act, FEW_CHANNEL_OUTPUTS, KERNEL_SHARED_BYTES, Op, OpKind, OwnKernel, TensorOp, ValueShape};
+use super::import::{Act, ConvGeometry, FEW_CHANNEL_OUTPUTS, KERNEL_SHARED_BYTES, Op, OpKind, OwnKernel, TensorOp, ValueShape};
 use super::plan::{ConvnetHeader, ConvnetPlan};
 use crate::engines::gpu::GpuError;
 use crate::engines::gpu::cublaslt;
@@ -444,6 +444,25 @@ impl Slot {
         Ok(())
     }
 
+    /// What our kernels take of convolution `op`.
+    fn own_conv<'a>(&'a self, op: &'a Op) -> OwnConv<'a> {
+        let net = &self.model.header.net;
+        let OpKind::Conv { geometry, weights: w_at, bias, act, .. } = &op.kind else { unreachable!("a convolution") };
+        let weights = self.model.weights.ptr();
+        OwnConv {
+            x_shape: &net.values[op.inputs[0]],
+            y_shape: &net.values[op.output],
+            geometry,
+            x: self.ptr(op.inputs[0]).raw(),
+            w: weights.offset(*w_at).raw(),
+            b: bias.map_or(0, |o| weights.offset(o).raw()),
+            y: self.ptr(op.output).raw(),
+            x_row: self.row(op.inputs[0]) as i32,
+            y_row: self.row(op.output) as i32,
+            kind: act.code(),
+        }
+    }
+
     /// Enqueues convolution `op` on our `kernel`, with its bias and activation.
     ///
     /// # Safety
@@ -462,13 +481,10 @@ impl Slot {
     /// # Safety
     /// As for [`Slot::enqueue_op`].
     unsafe fn enqueue_few_channels(&self, op: &Op) -> Result<()> {
-        let (m, n) = (&self.model, self.model.batch());
-        let (xs, ys) = (&m.header.net.values[op.inputs[0]], &m.header.net.values[op.output]);
-        let OpKind::Conv { geometry: g, weights: w_at, bias, act, .. } = &op.kind else { unreachable!("a convolution") };
-        let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
-        let (x_row, y_row) = (self.row(op.inputs[0]), self.row(op.output));
+        let (a, n) = (self.own_conv(op), self.model.batch());
+        let (xs, ys) = (a.x_shape, a.y_shape);
         let positions = n * ys.positions();
-        let shared = g.few_channel_shared_bytes(xs.padded, ys.padded);
+        let shared = a.geometry.few_channel_shared_bytes(xs.padded, ys.padded);
         if (n * xs.positions()).max(positions) > i32::MAX as usize || shared > KERNEL_SHARED_BYTES || ys.padded > FEW_CHANNEL_OUTPUTS {
             return Err(GpuError::PlanContent(format!(
                 "the few-channel kernel takes under 2^31 positions, {KERNEL_SHARED_BYTES} bytes of shared memory and {FEW_CHANNEL_OUTPUTS} outputs, not {positions}, {shared} and {}; rebuild the plan",
@@ -476,13 +492,11 @@ impl Slot {
             ))
             .in_layer(&op.name));
         }
-        let two = |v: &[usize]| [v[0] as i32, v[1] as i32];
-        let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (two(&xs.spatial), two(&ys.spatial), two(&g.kernel), two(&g.stride), two(&g.pad));
-        let (b, wk, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), act.code());
-        let (total, c, p, tiles, x_row, y_row) = (positions as i32, xs.channels as i32, xs.padded as i32, (ys.padded / 8) as i32, x_row as i32, y_row as i32);
-        let mut l = self.stream.launch_builder(&m.few_channel_conv);
-        l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&total).arg(&h).arg(&w).arg(&c).arg(&p).arg(&tiles).arg(&oh).arg(&ow).arg(&kh).arg(&kw);
-        l.arg(&sy).arg(&sx).arg(&py).arg(&px).arg(&x_row).arg(&y_row).arg(&kind);
+        let [h, w, oh, ow, kh, kw, sy, sx, py, px] = a.sides();
+        let (total, c, p, tiles) = (positions as i32, xs.channels as i32, xs.padded as i32, (ys.padded / 8) as i32);
+        let mut l = self.stream.launch_builder(&self.model.few_channel_conv);
+        l.arg(&a.x).arg(&a.w).arg(&a.b).arg(&a.y).arg(&total).arg(&h).arg(&w).arg(&c).arg(&p).arg(&tiles).arg(&oh).arg(&ow).arg(&kh).arg(&kw);
+        l.arg(&sy).arg(&sx).arg(&py).arg(&px).arg(&a.x_row).arg(&a.y_row).arg(&a.kind);
         // Warps of 16 positions, 4 a block; a few blocks per SM stride over the rest, each laying
         // out the weights' fragments once.
         let blocks = (positions.div_ceil(16 * 4) as u32).min(FEW_CHANNEL_BLOCKS);
@@ -500,15 +514,12 @@ impl Slot {
     /// # Safety
     /// As for [`Slot::enqueue_op`].
     unsafe fn enqueue_depthwise(&self, op: &Op) -> Result<()> {
-        let (m, n) = (&self.model, self.model.batch());
-        let (xs, ys) = (&m.header.net.values[op.inputs[0]], &m.header.net.values[op.output]);
-        let OpKind::Conv { geometry: g, weights: w_at, bias, act, .. } = &op.kind else { unreachable!("a convolution") };
-        let (x, y, weights) = (self.ptr(op.inputs[0]).raw(), self.ptr(op.output).raw(), m.weights.ptr());
-        let (shape, rows) = (|v: &[usize]| [v[0] as i32, v[1] as i32], (self.row(op.inputs[0]) as i32, self.row(op.output) as i32));
-        let ([h, w], [oh, ow], [kh, kw], [sy, sx], [py, px]) = (shape(&xs.spatial), shape(&ys.spatial), shape(&g.kernel), shape(&g.stride), shape(&g.pad));
-        let (b, wk, batch, c, kind) = (bias.map_or(0, |o| weights.offset(o).raw()), weights.offset(*w_at).raw(), n as i32, xs.channels as i32, act.code());
-        let largest = (n * xs.positions() * self.row(op.inputs[0])).max(n * ys.positions() * self.row(op.output));
-        let shared = g.depthwise_weight_bytes(xs.channels);
+        let (a, n) = (self.own_conv(op), self.model.batch());
+        let (xs, ys) = (a.x_shape, a.y_shape);
+        let [h, w, oh, ow, kh, kw, sy, sx, py, px] = a.sides();
+        let (batch, c) = (n as i32, xs.channels as i32);
+        let largest = (n * xs.positions() * a.x_row as usize).max(n * ys.positions() * a.y_row as usize);
+        let shared = a.geometry.depthwise_weight_bytes(xs.channels);
         if largest > i32::MAX as usize || shared > KERNEL_SHARED_BYTES {
             return Err(GpuError::PlanContent(format!(
                 "the depthwise kernel takes tensors under 2^31 values and {KERNEL_SHARED_BYTES} bytes of weights, not {largest} and {shared}; rebuild the plan"
@@ -519,9 +530,9 @@ impl Slot {
         // DEPTHWISE_RUN (each row then costs 3 loads plus the first two rows' 6, shared by the run).
         let vectors = n * ys.positions() * xs.channels / 8;
         let run = (vectors / (DEPTHWISE_BLOCKS * THREADS) as usize).clamp(1, DEPTHWISE_RUN) as i32;
-        let mut l = self.stream.launch_builder(&m.depthwise);
-        l.arg(&x).arg(&wk).arg(&b).arg(&y).arg(&batch).arg(&h).arg(&w).arg(&c).arg(&oh).arg(&ow).arg(&kh).arg(&kw).arg(&sy).arg(&sx).arg(&py).arg(&px);
-        l.arg(&rows.0).arg(&rows.1).arg(&kind).arg(&run);
+        let mut l = self.stream.launch_builder(&self.model.depthwise);
+        l.arg(&a.x).arg(&a.w).arg(&a.b).arg(&a.y).arg(&batch).arg(&h).arg(&w).arg(&c).arg(&oh).arg(&ow).arg(&kh).arg(&kw).arg(&sy).arg(&sx).arg(&py).arg(&px);
+        l.arg(&a.x_row).arg(&a.y_row).arg(&a.kind).arg(&run);
         // A few blocks per SM stride over the output, each copying the weights into shared memory once.
         let LaunchConfig { grid_dim: (blocks, ..), block_dim, .. } = vectorised(n * ys.positions() * xs.channels);
         let config = LaunchConfig { grid_dim: (blocks.min(DEPTHWISE_BLOCKS), 1, 1), block_dim, shared_mem_bytes: shared as u32 };
@@ -760,6 +771,31 @@ impl Slot {
         }
         cu("synchronize", self.stream.synchronize())?;
         Ok(started.elapsed().as_secs_f64() * 1000.0 / runs.max(1) as f64)
+    }
+}
+
+/// What our 2-D convolution kernels (`depthwise`, `few_channel_conv`) take of a convolution, typed
+/// as their parameters are: its shapes and geometry, the addresses of its input, weights, bias (0
+/// without) and output, the rows' widths and the activation's code.
+struct OwnConv<'a> {
+    x_shape: &'a ValueShape,
+    y_shape: &'a ValueShape,
+    geometry: &'a ConvGeometry,
+    x: u64,
+    w: u64,
+    b: u64,
+    y: u64,
+    x_row: i32,
+    y_row: i32,
+    kind: i32,
+}
+
+impl OwnConv<'_> {
+    /// `[h, w, oh, ow, kh, kw, sy, sx, py, px]`: the input's and output's sides, the kernel, the
+    /// strides and the padding.
+    fn sides(&self) -> [i32; 10] {
+        let (x, y, g) = (&self.x_shape.spatial, &self.y_shape.spatial, self.geometry);
+        [x[0], x[1], y[0], y[1], g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.pad[0], g.pad[1]].map(|v| v as i32)
     }
 }
 
