@@ -12,7 +12,7 @@ use super::device::{DeviceBuffer, DeviceError, DevicePtr, Result};
 use cudarc::cublaslt::{result as lt, sys};
 use std::ffi::c_void;
 
-pub fn check<T>(what: &str, r: std::result::Result<T, lt::CublasError>) -> Result<T> {
+fn check<T>(what: &str, r: std::result::Result<T, lt::CublasError>) -> Result<T> {
     r.map_err(|source| DeviceError::CublasLt { what: what.to_string(), source })
 }
 
@@ -29,17 +29,12 @@ pub fn require_cublaslt() -> Result<()> {
 }
 
 /// A column-major matrix layout.
-pub struct Layout(pub sys::cublasLtMatrixLayout_t);
+pub struct Layout(sys::cublasLtMatrixLayout_t);
 
 impl Layout {
     /// `rows` x `cols`, leading dimension `rows`.
     pub fn new(dtype: sys::cudaDataType_t, rows: usize, cols: usize) -> Result<Layout> {
-        Layout::with_ld(dtype, rows, cols, rows)
-    }
-
-    /// `rows` x `cols`, columns `ld` apart.
-    pub fn with_ld(dtype: sys::cudaDataType_t, rows: usize, cols: usize, ld: usize) -> Result<Layout> {
-        check("matrix layout", lt::create_matrix_layout(dtype, rows as u64, cols as u64, ld as i64)).map(Layout)
+        check("matrix layout", lt::create_matrix_layout(dtype, rows as u64, cols as u64, rows as i64)).map(Layout)
     }
 
     /// `count` such matrices, each `stride` elements after the one before.
@@ -57,13 +52,13 @@ impl Layout {
 
 impl Drop for Layout {
     fn drop(&mut self) {
-        // SAFETY: created in `with_ld`, destroyed once, here.
+        // SAFETY: created in `new`, destroyed once, here.
         unsafe { lt::destroy_matrix_layout(self.0) }.ok();
     }
 }
 
 /// A product's description: compute and scale types, and which operands are transposed.
-pub struct Desc(pub sys::cublasLtMatmulDesc_t);
+pub struct Desc(sys::cublasLtMatmulDesc_t);
 
 impl Desc {
     pub fn new(compute: sys::cublasComputeType_t, scale: sys::cudaDataType_t, transpose_a: bool, transpose_b: bool) -> Result<Desc> {
@@ -93,8 +88,8 @@ impl Drop for Desc {
 
 /// A cuBLASLt handle and its workspace, for one stream's use.
 pub struct Handle {
-    pub handle: sys::cublasLtHandle_t,
-    pub workspace: DeviceBuffer,
+    handle: sys::cublasLtHandle_t,
+    workspace: DeviceBuffer,
 }
 
 // SAFETY: used by one thread at a time (each engine slot owns one); cuBLASLt handles may move
