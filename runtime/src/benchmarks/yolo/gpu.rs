@@ -75,6 +75,8 @@ fn detect_levels(net: &Net) -> Result<Vec<usize>, GpuError> {
 /// One stream's network slot and its staging buffers, sized for the plan's batch.
 struct ImageSlot {
     net: Slot,
+    /// The network's three level outputs: each one's address and row width, as `decode_levels` takes them.
+    levels: [(u64, i32); 3],
     host_pixels: PinnedBuffer,
     pixels: DeviceBuffer,
     /// Where each image of the batch starts on the device (u64 addresses), for `letterboxed_input`.
@@ -146,8 +148,11 @@ impl GpuYoloEngine {
         let (pixel_bytes, anchor_bytes) = (batch * 3 * size * size, 4 * batch * anchors * ANCHOR_VALUES);
         let slots = (0..options.streams.max(1))
             .map(|_| {
+                let net = Slot::new(&model, workspace, options.use_graphs)?;
+                let levels = net.outputs().iter().map(|(p, row)| (p.raw(), *row as i32)).collect::<Vec<_>>().try_into().expect("three levels, checked above");
                 Ok(ImageSlot {
-                    net: Slot::new(&model, workspace, options.use_graphs)?,
+                    net,
+                    levels,
                     host_pixels: PinnedBuffer::new(pixel_bytes)?,
                     pixels: DeviceBuffer::new(pixel_bytes)?,
                     host_images: PinnedBuffer::new(8 * batch)?,
@@ -253,16 +258,15 @@ impl GpuYoloEngine {
         // the input buffer, whose rows hold `padded` (a multiple of 8, checked in `open`) channels.
         cu("convert images", unsafe { l.launch(LaunchConfig { grid_dim: (per_image.grid_dim.0, n as u32, 1), ..per_image }) })?;
         self.networks.run(&stream, &slot.network_done, || slot.net.run())?;
-        let levels = slot.net.outputs();
         let (whole, out) = match into {
             Decoded::Output0(buffer) => (1i32, buffer.ptr().raw()),
             Decoded::Anchors => (0i32, slot.anchors.ptr().raw()),
         };
         let sides = STRIDES.map(|s| (self.size / s) as i32);
         let (size, classes, a, total) = (self.size as i32, CLASSES as i32, self.anchors as i32, (n * self.anchors) as i64);
-        let (pointers, rows): (Vec<u64>, Vec<i32>) = levels.iter().map(|(p, row)| (p.raw(), *row as i32)).unzip();
+        let [(p0, r0), (p1, r1), (p2, r2)] = &slot.levels;
         let mut l = stream.launch_builder(&self.decode);
-        l.arg(&pointers[0]).arg(&pointers[1]).arg(&pointers[2]).arg(&rows[0]).arg(&rows[1]).arg(&rows[2]);
+        l.arg(p0).arg(p1).arg(p2).arg(r0).arg(r1).arg(r2);
         l.arg(&sides[0]).arg(&sides[1]).arg(&sides[2]).arg(&size).arg(&classes).arg(&a).arg(&total).arg(&out).arg(&whole);
         // SAFETY: decode_levels's parameters; the three level outputs of `n` images (checked in
         // `open`: rows of LEVEL_CHANNELS channels, a multiple of 8, at the strides' sides), and an
