@@ -209,9 +209,8 @@ pub fn probe(scenario: Scenario, measure: &dyn Measure, settings: &mut Settings)
 }
 
 /// The expected rate of an Offline run going again after a probed one that ended before its
-/// minimum duration at `measured` samples/s (the probe ran on a busy machine: in CI the README's
-/// main job probed 134.3 samples/s beside other tests, then ran at 363.7): [`HEADROOM`] times the
-/// rate the run itself measured. Returns a line saying so.
+/// minimum duration at `measured` samples/s (`harness::rerun_ended_early` says why):
+/// [`HEADROOM`] times the rate the run itself measured. Returns a line saying so.
 pub fn rerun(measured: f64, settings: &mut Settings) -> Result<String, ProbeError> {
     let (field, value) = ("offline_expected_qps", offline_value(measured));
     set(field, value.clone(), settings)?;
