@@ -629,6 +629,7 @@ impl Slot {
         let event = || cu("event", self.model.ctx.new_event(Some(ds::CUevent_flags::CU_EVENT_DEFAULT)));
         let events = (event()?, event()?);
         let limit = workspace_limit.min(self.workspace.bytes);
+        let mut tuned_shapes = Vec::new();
         for (index, d) in self.descriptors.iter().enumerate() {
             let mut best: Option<(f32, i32, usize)> = None;
             let op = &self.model.header.net.ops[index];
@@ -668,8 +669,8 @@ impl Slot {
                 }
                 OpDescriptors::Kernels | OpDescriptors::Graph { .. } | OpDescriptors::Product { .. } => continue,
             }
-            let fused = self.tune_graph(index, limit);
-            let cudnn_best = [best.map(|(us, ..)| us), fused.as_ref().map(|(us, _)| *us as f32)].into_iter().flatten().reduce(f32::min);
+            let fused = self.tune_graph(index, limit, &header.key.gpu_name, &mut tuned_shapes);
+            let cudnn_best = [best.map(|(us, ..)| us), fused.as_ref().map(|c| c.us as f32)].into_iter().flatten().reduce(f32::min);
             let op = &mut header.net.ops[index];
             if let (OpKind::Conv { algorithm, workspace, .. } | OpKind::ConvTranspose { algorithm, workspace, .. }, Some((_, code, bytes))) = (&mut op.kind, best) {
                 (*algorithm, *workspace) = (code, bytes);
@@ -683,11 +684,11 @@ impl Slot {
                     // No cuDNN algorithm runs it, so none sizes the slots' workspace.
                     (*own, *algorithm, *workspace) = (offered, -1, 0);
                 }
-                (Some((graph_us, tuned)), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (graph_us as f32) < us) => {
-                    let serialized = SerializedPlan::new(&tuned.plan, &header.key.gpu_name).map_err(|e| GpuError::from(e).in_layer(&op.name))?;
+                (Some(choice), OpKind::Conv { graph, workspace, .. }, _) if best.is_none_or(|(us, ..)| (choice.us as f32) < us) => {
                     let legacy = best.map_or("none runs it".to_string(), |(us, code, _)| format!("{code} {us:.1} us"));
-                    report(&format!("{:<28} graph engine {} ({graph_us:.1} us; legacy algorithm {legacy}{beaten})", op.name, tuned.plan.engine()));
-                    (*graph, *workspace) = (Some(serialized), tuned.plan.workspace_bytes());
+                    let timed_on = if choice.timed_on == op.name { String::new() } else { format!(", timed on {}", choice.timed_on) };
+                    report(&format!("{:<28} graph engine {} ({:.1} us{timed_on}; legacy algorithm {legacy}{beaten})", op.name, choice.engine, choice.us));
+                    (*graph, *workspace) = (Some(choice.plan), choice.workspace);
                 }
                 (_, _, Some((us, code, bytes))) => report(&format!("{:<28} algorithm {code} ({us:.1} us, {bytes} bytes of workspace{beaten})", op.name)),
                 (..) => return Err(GpuError::Build(format!("no cuDNN algorithm or graph runs it within {workspace_limit} bytes of workspace")).in_layer(&op.name)),
@@ -697,9 +698,11 @@ impl Slot {
     }
 
     /// The fastest cuDNN graph plan running convolution `index` with its bias and activation (2-D,
-    /// one group), timed on the slot's buffers, and its mean time in microseconds; `None` where
-    /// the op is not such a convolution or cuDNN has no plan for it.
-    fn tune_graph(&self, index: usize, workspace_limit: usize) -> Option<(f64, crate::engines::gpu::graph::plan::Tuned)> {
+    /// one group), timed on the slot's buffers, as the plan file keeps it (made on GPU `gpu`);
+    /// `None` where the op is not such a convolution or cuDNN has no plan for it. A layer of the
+    /// shape of one already tuned (`tuned`: networks repeat their blocks' shapes) takes that one's
+    /// choice: each candidate of a runtime-fusion engine compiles a kernel.
+    fn tune_graph(&self, index: usize, workspace_limit: usize, gpu: &str, tuned: &mut Vec<(HalfConv, Option<GraphChoice>)>) -> Option<GraphChoice> {
         let net = &self.model.header.net;
         let op = &net.ops[index];
         let OpKind::Conv { geometry: g, weights, bias, act, .. } = &op.kind else { return None };
@@ -732,18 +735,30 @@ impl Slot {
             y_row: self.row(op.output) as i64,
             residual_row: op.inputs.get(1).map(|&r| self.row(r) as i64),
         };
+        if let Some((_, choice)) = tuned.iter().find(|(shape, _)| *shape == layer) {
+            return choice.clone();
+        }
         let residual = op.inputs.get(1).map(|&r| self.ptr(r));
         let bindings = conv_bindings(self.ptr(op.inputs[0]), self.model.weights.ptr(), *weights, *bias, residual, self.ptr(op.output));
-        // Runtime-fusion engines compile a kernel per candidate: four keep a full YOLO build near a minute.
-        let options = Autotune { candidates: 4, runs: 5 };
-        let workspace = if self.workspace.bytes <= workspace_limit { &self.workspace } else { return None };
+        // Runtime-fusion engines compile a kernel per candidate. Twelve ran YOLO's convolutions at
+        // batch 64 in 14.99 ms where four took 15.44 (thirty-two, no faster than twelve).
+        let options = Autotune { candidates: 12, runs: 5 };
+        if self.workspace.bytes > workspace_limit {
+            return None;
+        }
         // SAFETY: the bindings address the slot's buffers (the plan's batch) and the plan's
         // weights; the handle enqueues on the slot's stream and autotuning waits for its runs.
-        let tuned = conv_bias_act(&layer)
+        let fastest = conv_bias_act(&layer)
             .map_err(Into::into)
             .and_then(|spec| Graph::build(&self.handle, &spec))
-            .and_then(|g| unsafe { g.autotune(&self.handle, &self.stream, &bindings, workspace, options) });
-        tuned.ok().map(|t| (t.timings[0].1, t))
+            .and_then(|g| unsafe { g.autotune(&self.handle, &self.stream, &bindings, &self.workspace, options) });
+        // A plan that cuDNN cannot serialize could not be stored in the plan file: not offered.
+        let choice = fastest.ok().and_then(|t| {
+            let plan = SerializedPlan::new(&t.plan, gpu).ok()?;
+            Some(GraphChoice { us: t.timings[0].1, engine: t.plan.engine(), plan, workspace: t.plan.workspace_bytes(), timed_on: op.name.clone() })
+        });
+        tuned.push((layer, choice.clone()));
+        choice
     }
 
     /// Each op's mean time alone (microseconds, five runs after one), for finding where a network's
@@ -772,6 +787,17 @@ impl Slot {
         cu("synchronize", self.stream.synchronize())?;
         Ok(started.elapsed().as_secs_f64() * 1000.0 / runs.max(1) as f64)
     }
+}
+
+/// cuDNN's fastest graph plan for a convolution as the builder keeps it: its mean time, engine,
+/// serialized plan and workspace, and the layer it was timed on.
+#[derive(Clone)]
+struct GraphChoice {
+    us: f64,
+    engine: i64,
+    plan: SerializedPlan,
+    workspace: usize,
+    timed_on: String,
 }
 
 /// What our 2-D convolution kernels (`depthwise`, `few_channel_conv`) take of a convolution, typed

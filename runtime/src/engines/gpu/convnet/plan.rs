@@ -9,7 +9,7 @@ use crate::engines::gpu::plan::{FORMAT_VERSION, Header, PlanKey};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the convnet builder's output changes: plans of another version are stale.
-pub const BUILDER_VERSION: u32 = 7;
+pub const BUILDER_VERSION: u32 = 8;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConvnetHeader {
