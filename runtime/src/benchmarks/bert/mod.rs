@@ -21,7 +21,7 @@ use crate::accuracy::{LogDtype, Scored};
 use crate::benchmarks::bert::cpu::CpuBertEngine;
 use crate::benchmarks::bert::gpu::RunOptions;
 use crate::benchmarks::bert::gpu::builder::BertGpuSpec;
-use crate::benchmarks::bert::squad::{FEATURES_FILE, SquadOptions, preprocess_squad};
+use crate::benchmarks::bert::squad::{DEV_SET_URL, FEATURES_FILE, SquadOptions, check_dev_set, preprocess_squad};
 use crate::dataset::SampleSet;
 use crate::dataset::qsl::SampleLibrary;
 use crate::dataset::scratch::{DataReport, Item, ItemKind, Scratch, preprocess_command};
@@ -192,12 +192,14 @@ impl Benchmark for Bert {
         }
         let dev = scratch.data_dir().join("squad/dev-v1.1.json");
         let vocab = vocab_path(scratch, settings);
-        let raw = Item::new(
-            ItemKind::Dataset,
-            "SQuAD v1.1 dev set",
-            dev.clone(),
-            format!("Download https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json\nand save it as {}", dev.display()),
-        );
+        let mut raw = Item::new(ItemKind::Dataset, "SQuAD v1.1 dev set", dev.clone(), format!("Download {DEV_SET_URL}\nand save it as {}", dev.display()));
+        if raw.present {
+            let (published, detail) = match check_dev_set(&dev) {
+                Ok(digest) => (true, digest),
+                Err(e) => (false, e.to_string()),
+            };
+            (raw.present, raw.detail) = (published, Some(detail));
+        }
         let vocab_item = Item::new(
             ItemKind::Vocab,
             "BERT vocabulary",
@@ -234,7 +236,9 @@ impl Benchmark for Bert {
         let out_dir = tensor_dir(&tensors).ok_or(BertError::NeedsSetting("tensor_path"))?.to_path_buf();
         // MLPerf's features are 384 tokens whatever the engine: `bert_opt_seqlen` only tunes
         // NVIDIA's engines.
-        let report = preprocess_squad(&scratch.data_dir().join("squad/dev-v1.1.json"), &vocab_path(scratch, settings), &out_dir, &SquadOptions::default())?;
+        let dev = scratch.data_dir().join("squad/dev-v1.1.json");
+        check_dev_set(&dev)?;
+        let report = preprocess_squad(&dev, &vocab_path(scratch, settings), &out_dir, &SquadOptions::default())?;
         Ok(format!("bert: {} questions -> {} features in {} ({:.1} s)", report.examples, report.features, report.out_dir.display(), report.elapsed.as_secs_f64()))
     }
 
@@ -368,8 +372,15 @@ mod tests {
         std::fs::write(r.join("data/squad/dev-v1.1.json"), "{}").unwrap();
         std::fs::create_dir_all(r.join("models/bert")).unwrap();
         std::fs::write(r.join("models/bert/vocab.txt"), "[UNK]\n").unwrap();
+        // Not the published dev set: reported as missing, saying why, and refused by preprocessing.
         let report = Bert.data(&s, &settings);
-        assert_eq!(report.items[2].remedy, "Run `mlperf preprocess_data --benchmarks=bert`");
+        let dev = &report.items[0];
+        let why = dev.detail.as_deref().unwrap_or_default();
+        assert!(!dev.present && why.contains("2 bytes, sha256 44136fa3") && why.contains("a partial download or another file"), "{why}");
+        assert!(report.items[2].remedy.starts_with("Get the SQuAD dev set and the vocabulary"), "{}", report.items[2].remedy);
+        let e = Bert.preprocess(&s, &settings).unwrap_err();
+        assert!(e.to_string().contains("dev-v1.1.json: 2 bytes") && e.to_string().contains(DEV_SET_URL), "{e}");
+        assert_eq!(e.exit_code(), crate::error::exit::DATA);
         std::fs::remove_dir_all(&r).unwrap();
     }
 }
