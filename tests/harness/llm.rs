@@ -579,18 +579,25 @@ fn an_engine_that_never_becomes_ready_fails_within_the_ready_timeout() {
     assert!(start.elapsed() < Duration::from_secs(30), "the wait ends at the ready timeout");
 }
 
-/// A stand-in in its own process, as something outside `mlperf` would start one.
-fn external_stand_in(port: u16, extra: &[&str]) -> std::process::Child {
-    let port = port.to_string();
-    let args = ["serve_stand_in", "--port", &port, "--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192"];
-    Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).args(extra).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+/// A stand-in in its own process, as something outside `mlperf` would start one, and its port. It
+/// listens on a port the system picks and says which: a port found free beforehand can be taken
+/// (by another test's connection) before the stand-in binds it.
+fn external_stand_in(extra: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let args = ["serve_stand_in", "--port=0", "--first_token_ms=20", "--token_ms=5", "--min_output_tokens=64", "--max_output_tokens=192"];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlperf")).args(args).args(extra).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = lines.by_ref().map_while(Result::ok).find(|line| line.contains(" listening on http://127.0.0.1:")).expect("the stand-in says where it listens");
+    let port = said.rsplit(':').next().and_then(|p| p.trim_end_matches("/v1").parse().ok()).unwrap_or_else(|| panic!("a port in {said:?}"));
+    // The rest of its output is drained, so that a full pipe never stops it.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, port)
 }
 
 #[test]
 fn three_external_endpoints_finish_the_run_when_one_dies_and_report_it() {
     let cwd = scratch("llm-three-endpoints");
-    let ports = [free_port(), free_port(), free_port()];
-    let mut servers = vec![external_stand_in(ports[0], &[]), external_stand_in(ports[1], &["--die_after=30"]), external_stand_in(ports[2], &[])];
+    let (mut servers, ports): (Vec<_>, Vec<_>) = [&[][..], &["--die_after=30"], &[]].into_iter().map(external_stand_in).unzip();
     let urls = format!("--llm_server_urls=[{}]", ports.iter().map(|p| format!("\"http://127.0.0.1:{p}/v1\"")).collect::<Vec<_>>().join(", "));
     let (ok, stdout, stderr) = llm_run(
         &cwd,
