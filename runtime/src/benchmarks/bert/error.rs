@@ -49,14 +49,14 @@ pub enum BertError {
     InFile { path: PathBuf, source: Box<BertError> },
     #[error("not a SQuAD file: {0}")]
     NotSquad(serde_json::Error),
+    /// A SQuAD dev set other than the published file (`published`: its size and SHA-256, and `url`).
     #[error(
-        "{}: {bytes} bytes, sha256 {sha256}, but the published SQuAD v1.1 dev set is {} bytes, sha256 {}: a partial download or another file; download it again from {} and save it there",
+        "{}: {bytes} bytes, sha256 {sha256}, but the published SQuAD v1.1 dev set is {} bytes, sha256 {}: a partial download or another file; download it again from {url} and save it there",
         path.display(),
-        super::squad::DEV_SET_BYTES,
-        super::squad::DEV_SET_SHA256,
-        super::squad::DEV_SET_URL
+        published.0,
+        published.1
     )]
-    UnpublishedDevSet { path: PathBuf, bytes: u64, sha256: String },
+    UnpublishedDevSet { path: PathBuf, bytes: u64, sha256: String, published: (u64, &'static str), url: &'static str },
     #[error("max_seq_length {max_seq_length} leaves no room for the document after a {query}-token question (example {example})")]
     NoRoom { max_seq_length: usize, query: usize, example: String },
     #[error("cannot open {}: {source}", path.display())]

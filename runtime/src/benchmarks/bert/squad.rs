@@ -108,8 +108,8 @@ struct RawAnswer {
 /// Where MLPerf's SQuAD v1.1 dev set is published, and its size and SHA-256 there (as dataset
 /// loaders pin that URL's file): features made from another file are not MLPerf's.
 pub const DEV_SET_URL: &str = "https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json";
-pub const DEV_SET_BYTES: u64 = 4_854_279;
-pub const DEV_SET_SHA256: &str = "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9";
+const DEV_SET_BYTES: u64 = 4_854_279;
+const DEV_SET_SHA256: &str = "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9";
 
 /// The file at `path` as the published dev set, its SHA-256 for the data check's report; another
 /// file (a partial download, an edited copy) is refused, saying how to get the published one.
@@ -118,7 +118,7 @@ pub fn check_dev_set(path: &Path) -> Result<String, BertError> {
     if found.bytes == DEV_SET_BYTES && found.sha256 == DEV_SET_SHA256 {
         return Ok(format!("{} bytes, sha256 {} as published", found.bytes, found.sha256));
     }
-    Err(BertError::UnpublishedDevSet { path: path.to_path_buf(), bytes: found.bytes, sha256: found.sha256 })
+    Err(BertError::UnpublishedDevSet { path: path.to_path_buf(), bytes: found.bytes, sha256: found.sha256, published: (DEV_SET_BYTES, DEV_SET_SHA256), url: DEV_SET_URL })
 }
 
 /// Reads a SQuAD JSON file (`dev-v1.1.json`).
