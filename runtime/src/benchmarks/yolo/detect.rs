@@ -63,18 +63,18 @@ impl Detection {
 /// anchor order: per anchor the best class (the first on ties).
 pub fn candidates(output: &[f32], classes: usize, anchors: usize) -> Vec<Detection> {
     debug_assert_eq!(output.len(), (4 + classes) * anchors);
-    let at = |row: usize, a: usize| output[row * anchors + a];
-    (0..anchors)
-        .filter_map(|a| {
-            let (mut class, mut score) = (0, at(4, a));
-            for c in 1..classes {
-                if at(4 + c, a) > score {
-                    (class, score) = (c, at(4 + c, a));
-                }
+    let row = |r: usize| &output[r * anchors..(r + 1) * anchors];
+    // Class row by class row (each contiguous), not anchor by anchor down 80 rows `anchors` apart.
+    let mut best: Vec<(f32, usize)> = row(4).iter().map(|&s| (s, 0)).collect();
+    for c in 1..classes {
+        for (b, &s) in best.iter_mut().zip(row(4 + c)) {
+            if s > b.0 {
+                *b = (s, c);
             }
-            Detection::of_anchor([at(0, a), at(1, a), at(2, a), at(3, a)], score, class)
-        })
-        .collect()
+        }
+    }
+    let at = |r: usize, a: usize| output[r * anchors + a];
+    best.into_iter().enumerate().filter_map(|(a, (score, class))| Detection::of_anchor([at(0, a), at(1, a), at(2, a), at(3, a)], score, class)).collect()
 }
 
 /// NMS over one image's output, in input pixels.
@@ -86,13 +86,16 @@ pub fn non_max_suppression(output: &[f32], classes: usize, anchors: usize) -> Ve
 /// order (equal scores in anchor order, as its stable sort), over the best [`MAX_NMS`], each kept
 /// unless a kept box overlaps it, at most [`MAX_DET`] kept, best first.
 ///
-/// The same result for less work: candidates come off a heap in that order only as far as the
-/// greedy pass reads (it stops at [`MAX_DET`]), and each is compared with the kept boxes of its own
-/// class only. Boxes of two classes never overlap once offset by `class * MAX_WH` (boxes reach a few
-/// thousand pixels at most), so the others could not suppress it; the offsets are kept, so every
-/// IoU is the same f32 value.
+/// The same result for less work: the greedy pass stops at [`MAX_DET`], usually long before the
+/// last candidate, so candidates are put in order a chunk at a time ([`GREEDY_CHUNK`] of the best
+/// left, selected in linear time, then sorted), as far as the pass reads; the order is one integer
+/// per candidate ([`greedy_key`]), so selecting and sorting compare integers. Each candidate is
+/// compared with the kept boxes of its own class only. Boxes of two classes never overlap once
+/// offset by `class * MAX_WH` (boxes reach a few thousand pixels at most), so the others could not
+/// suppress it; the offsets are kept, so every IoU is the same f32 value.
 pub fn suppress(candidates: Vec<Detection>) -> Vec<Detection> {
-    let mut order: std::collections::BinaryHeap<Rank> = candidates.iter().enumerate().map(|(index, d)| Rank { score: d.score, index }).collect();
+    let mut keys: Vec<u64> = candidates.iter().enumerate().map(|(index, d)| greedy_key(d.score, index)).collect();
+    let considered = keys.len().min(MAX_NMS);
     let offset = |d: &Detection| {
         let o = d.class as f32 * MAX_WH;
         let b = [d.x1 + o, d.y1 + o, d.x2 + o, d.y2 + o];
@@ -100,52 +103,48 @@ pub fn suppress(candidates: Vec<Detection>) -> Vec<Detection> {
     };
     let mut kept_by_class: Vec<Vec<([f32; 4], f32)>> = vec![Vec::new(); candidates.iter().map(|d| d.class + 1).max().unwrap_or(0)];
     let mut kept = Vec::new();
-    for _ in 0..MAX_NMS {
-        let Some(Rank { index, .. }) = order.pop() else { break };
-        let d = candidates[index];
-        let (b, area_b) = offset(&d);
-        let overlaps = |&(a, area_a): &([f32; 4], f32)| {
-            let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
-            let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
-            let inter = w * h;
-            f64::from(inter / (area_a + area_b - inter)) > IOU_THRESHOLD
-        };
-        if kept_by_class[d.class].iter().any(overlaps) {
-            continue;
+    let mut done = 0;
+    while done < considered && kept.len() < MAX_DET {
+        let left = &mut keys[done..];
+        let take = GREEDY_CHUNK.min(considered - done);
+        if take < left.len() {
+            left.select_nth_unstable_by(take - 1, |a, b| b.cmp(a));
         }
-        kept_by_class[d.class].push((b, area_b));
-        kept.push(d);
-        if kept.len() == MAX_DET {
-            break;
+        left[..take].sort_unstable_by(|a, b| b.cmp(a));
+        for &key in &left[..take] {
+            let d = candidates[!(key as u32) as usize];
+            let (b, area_b) = offset(&d);
+            let overlaps = |&(a, area_a): &([f32; 4], f32)| {
+                let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+                let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+                let inter = w * h;
+                f64::from(inter / (area_a + area_b - inter)) > IOU_THRESHOLD
+            };
+            if kept_by_class[d.class].iter().any(overlaps) {
+                continue;
+            }
+            kept_by_class[d.class].push((b, area_b));
+            kept.push(d);
+            if kept.len() == MAX_DET {
+                break;
+            }
         }
+        done += take;
     }
     kept
 }
 
-/// A candidate's place in the greedy order: higher score first, then the earlier anchor.
-struct Rank {
-    score: f32,
-    index: usize,
-}
+/// Candidates the greedy pass puts in order at a time (on the synthetic YOLOv11-L's 8,400 of an
+/// image it kept 300 within the first chunks: docs/performance.md).
+const GREEDY_CHUNK: usize = 1024;
 
-impl PartialEq for Rank {
-    fn eq(&self, other: &Rank) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Rank {}
-
-impl Ord for Rank {
-    fn cmp(&self, other: &Rank) -> std::cmp::Ordering {
-        self.score.total_cmp(&other.score).then(other.index.cmp(&self.index))
-    }
-}
-
-impl PartialOrd for Rank {
-    fn partial_cmp(&self, other: &Rank) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
+/// A candidate's place in the greedy order as one integer, larger first: its score's bits mapped
+/// so that unsigned order is `f32::total_cmp`'s, then its anchor index inverted (the earlier
+/// anchor first on equal scores). Anchors number far below 2^32.
+fn greedy_key(score: f32, index: usize) -> u64 {
+    let bits = score.to_bits();
+    let ordered = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+    (u64::from(ordered) << 32) | u64::from(!(index as u32))
 }
 
 /// `scale_boxes`: detections in the model input's pixels back to the original image of `g`.
