@@ -5,17 +5,12 @@
 //! endpoint and the sample; three external endpoints survive one of them dying; Ctrl-C leaves no
 //! engine behind.
 
-use super::{detail_log_paths, detail_logs, mlperf, scratch};
+use super::{detail_log_paths, detail_logs, free_port, mlperf, scratch};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// Stand-in pacing for short runs: 64 requests in flight, each 20 ms to the first token and 5 ms
 /// per token after it, so throughput is bounded by latency (about 100 samples/s) and a run lasts as

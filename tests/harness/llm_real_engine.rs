@@ -10,9 +10,9 @@
 //!     cargo test --release --test harness a_real_llama_cpp -- --ignored --nocapture
 //! ```
 
-use super::{detail_logs, mlperf, scratch};
+use super::{detail_logs, free_port, mlperf, scratch};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,7 +65,7 @@ fn a_real_llama_cpp_server_answers_an_offline_run() {
     let cwd = scratch("llm-real-llama-cpp");
     // The model is written once and kept between runs (about 17 MB).
     let model_dir = root.join("target/test-scratch/llamacpp-tiny-model");
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let server_log = cwd.join("llamacpp_server.log");
     let log_file = std::fs::File::create(&server_log).unwrap();
     let start = Instant::now();

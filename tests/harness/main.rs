@@ -24,9 +24,32 @@ mod yolo;
 
 use mlperf_runtime::fsutil::walk_files;
 use mlperf_runtime::rundir::logs::DetailLog;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// A port for a server a test starts (the stand-in serving engine, a PTDaemon stand-in, power-dev's
+/// server) that nothing listens on, with the port after it free too (power-dev's server puts its
+/// PTDaemon there). Not port 0's pick: that comes from the kernel's ephemeral range, where another
+/// test's connection can take it as its local port before the server binds it (seen in CI: the
+/// stand-in exited, its port taken). Ports below that range are never handed to connections; a
+/// counter keeps this binary's tests apart, the process id another test binary's.
+fn free_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok().and_then(|r| r.split_whitespace().next()?.parse().ok()).unwrap_or(32_768u32);
+    // Room for the port after the last one too.
+    let room = ephemeral.saturating_sub(FIRST + 1).max(1_000);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (std::process::id().wrapping_mul(64) + n * 2) % room) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
 
 /// An emptied directory under target/test-scratch/harness.
 fn empty_dir(name: &str) -> PathBuf {

@@ -2,10 +2,11 @@
 //! selection without a power limit before touching NVML, `power_check_sources` names what it cannot
 //! use, and `ptd_standin` listens where power-dev's server tells PTDaemon to (its `-p` after `--`).
 
-use super::{mlperf, scratch, shown};
+use super::{free_port, mlperf, scratch, shown};
 use mlperf_runtime::error::exit;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -28,7 +29,7 @@ fn power_commands_refuse_what_they_cannot_use() {
 #[test]
 fn ptd_standin_takes_ptdaemons_command_line_and_answers_hello() {
     let cwd = scratch("ptd-standin");
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = free_port().to_string();
     let log = cwd.join("ptd_logfile_1.log");
     // The command line power-dev's server builds for a WT310 over USB, behind the wrapper's `--`.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mlperf"))
@@ -106,7 +107,7 @@ fn power_devs_server_runs_a_session_against_the_stand_in() {
     let exe = env!("CARGO_BIN_EXE_mlperf");
     std::fs::write(&wrapper, format!("#!/bin/sh\nexec {exe} ptd_standin --watts 120 --testing_watts 118 --period_ms 100 -- \"$@\"\n")).unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = free_port().to_string();
     let out = cwd.join("session");
     let ran = std::process::Command::new("python3").args(["-c", DRIVE_SESSION, &checkout, cwd.to_str().unwrap(), out.to_str().unwrap(), &port]).output().unwrap();
     assert!(ran.status.success(), "{}", shown(&ran));
@@ -166,16 +167,14 @@ fn left_running(dir: &std::path::Path) -> Vec<String> {
 /// and the NTP stand-in, a process group stopped whole when the run ends, however it ends;
 /// power-dev's client runs our run_harness twice. Nothing the run started may be left running.
 fn power_run(name: &str, scenario: &str, standin: &str) -> PowerRun {
+    // The NTP stand-in listens on port 123 itself: one power run at a time.
+    static NTP_PORT: Mutex<()> = Mutex::new(());
+    let _ntp = NTP_PORT.lock().unwrap_or_else(PoisonError::into_inner);
     let checkout = std::env::var("MLPERF_POWER_DEV").expect("MLPERF_POWER_DEV=/path/to/power-dev checkout at c4b3ad8");
     let cwd = scratch(name);
     let exe = env!("CARGO_BIN_EXE_mlperf");
     // The server's port and, next to it, the stand-in's (power_director.sh's rule).
-    let port = loop {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            break port;
-        }
-    };
+    let port = free_port();
     let director_dir = cwd.join("director");
     let mut director = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/power_director.sh"));
     director.args([exe, &checkout, director_dir.to_str().unwrap(), &port.to_string()]).args(standin.split_whitespace()).args(["--period_ms", "250"]).current_dir(&cwd);

@@ -3,12 +3,7 @@
 //! Interactive runs are VALID with token latencies off, Interactive reads the 8,000-product set,
 //! and an accuracy run writes the `accuracy.txt` the checker's pattern reads.
 
-use super::{detail_logs, mlperf, scratch};
-use std::net::TcpListener;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use super::{detail_logs, free_port, mlperf, scratch};
 
 /// Fast stand-in answers: 2 ms to the first token, 1 ms per token, 8-16 tokens.
 const FAST: &str = r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--min_output_tokens=8", "--max_output_tokens=16"]"#;

@@ -4,12 +4,11 @@
 //! with the stand-in answering each clip's transcript; TEST01 passes; a missing WAV stops the run
 //! before the engine starts, naming the file and the sample.
 
-use super::{detail_logs, empty_dir, on_cpu_dev, scored_accuracy, scratch, scratch_alone, shown, test01_passes};
-use std::net::TcpListener;
+use super::{detail_logs, empty_dir, free_port, on_cpu_dev, scored_accuracy, scratch, scratch_alone, shown, test01_passes};
 use std::path::{Path, PathBuf};
 
-fn free_port() -> String {
-    format!("--serving_port={}", TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())
+fn port_flag() -> String {
+    format!("--serving_port={}", free_port())
 }
 
 /// The round's 1,633 samples in `space`'s `preprocessed_data/whisper/`, cycling through the four
@@ -38,7 +37,7 @@ fn whisper_offline_test_run_is_valid_against_the_stand_in() {
     let run = on_cpu_dev("whisper", &cwd, &space);
     // 8 in flight, each answer at least 20 + 15 x 5 ms: at most 84 samples/s whatever the machine,
     // so the 220 samples LoadGen issues at 100 samples/s outlast the 2 s minimum (VALID).
-    let out = run(&["run_harness", "--scenarios=offline", "--test_run", "--min_duration=2000", "--offline_expected_qps=100", "--max_concurrency=8", &free_port()]);
+    let out = run(&["run_harness", "--scenarios=offline", "--test_run", "--min_duration=2000", "--offline_expected_qps=100", "--max_concurrency=8", &port_flag()]);
     assert!(out.status.success(), "{}", shown(&out));
     let logs = detail_logs(&cwd);
     assert_eq!(logs.len(), 1);
@@ -57,7 +56,7 @@ fn whisper_accuracy_is_scored_as_accuracy_eval_and_test01_passes() {
     let dir = real_set(&space);
     let answers = format!(r#"--serving_args=["--first_token_ms=2", "--token_ms=1", "--reference_answers={}"]"#, dir.display());
     let run = on_cpu_dev("whisper", &cwd, &space);
-    let port = free_port();
+    let port = port_flag();
 
     let out = run(&["run_harness", "--scenarios=offline", "--dataset=real", "--test_mode=AccuracyOnly", &answers, &port]);
     assert!(out.status.success(), "{}", shown(&out));
